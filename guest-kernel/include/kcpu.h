@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * State shared between the supervisor (CPL0) and the library OS (CPL3) on
+ * one CPU: it lives in the library OS's data (user pages) so that both can
+ * read and write it with plain loads and stores. Offsets are fixed for the
+ * supervisor's assembly.
+ */
+#ifndef KILN_KCPU_H
+#define KILN_KCPU_H
+
+#define KCPU_IRQ_PENDING 0  /* bit i: device i interrupted; bit 63: timer */
+#define KCPU_TRAP_CR2    8  /* CR2 at the last trap forwarded to the library OS */
+#define KCPU_SCRATCH     16 /* supervisor scratch (syscall entry on VMX hosts) */
+#define KCPU_SAVE_RAX    24 /* supervisor scratch (trap forwarding) */
+#define KCPU_SIZE        64
+
+#define KCPU_IRQ_TIMER_BIT 63
+
+/* The hardware trap frame of the last trap from CPL3 sits at the top of the
+ * RSP0 stack: vector, error code, RIP, CS, RFLAGS, RSP, SS (pushed by the CPU
+ * and the supervisor's stub). */
+#define TRAP_FRAME_SIZE 56
+#define RSP0_STACK_SIZE 4096
+
+/* Supervisor calls: `int3` from library-OS code with RDI = op and RSI, RDX,
+ * RCX = arguments; result in RAX. All caller-saved registers are clobbered. */
+#define SV_HALT      1 /* RSI = TSC deadline or 0: sleep until an interrupt */
+#define SV_MMIO      2 /* RSI = struct sv_mmio_op array, RDX = count */
+#define SV_FLUSH_TLB 3 /* reload CR3 */
+#define SV_SET_CR3   4 /* RSI = new page-table root (physical) */
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+
+struct kcpu {
+	volatile uint64_t irq_pending;
+	uint64_t trap_cr2;
+	uint64_t scratch;
+	uint64_t save_rax;
+	uint64_t pad[4];
+};
+
+struct trap_hw_frame {
+	uint64_t vector, error, rip, cs, rflags, rsp, ss;
+};
+
+/* One device-register access done by SV_MMIO (at CPL0, where an MMIO exit
+ * is ~3-7x cheaper than from CPL3). */
+struct sv_mmio_op {
+	uint64_t va;    /* in the KILN_VA_MMIO window */
+	uint32_t value; /* written, or filled in for reads */
+	uint32_t write; /* 1 = write, 0 = read (32-bit accesses only) */
+};
+
+extern struct kcpu kcpu0;
+#endif
+
+#endif

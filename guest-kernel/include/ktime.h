@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* Clocks from the TSC alone (no CPL0): calibrated by the VMM's FDT data. */
+#ifndef KILN_KTIME_H
+#define KILN_KTIME_H
+
+#include "klib.h"
+
+struct bootinfo;
+
+void time_init(const struct bootinfo *bi);
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+uint64_t time_monotonic_ns(void); /* since boot */
+uint64_t time_realtime_ns(void);  /* since the epoch */
+uint64_t time_ns_to_tsc_deadline(uint64_t monotonic_ns);
+void time_set_realtime(uint64_t ns);
+
+#endif

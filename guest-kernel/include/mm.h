@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* Physical memory: the page allocator (pmem.c), the kernel heap (kmalloc.c)
+ * and address translation. All RAM is mapped at KILN_VA_DIRECT_MAP. */
+#ifndef KILN_MM_H
+#define KILN_MM_H
+
+#include "klib.h"
+#include "kiln/boot.h"
+
+#define PAGE_SIZE  4096UL
+#define PAGE_SHIFT 12
+#define HUGE_SIZE  (2UL << 20)
+
+/* Lower-half addresses a program may pass to a syscall. */
+#define USER_TOP 0x00007ffffffff000UL
+
+static inline void *phys_to_virt(uint64_t pa)
+{
+	return (void *)(KILN_VA_DIRECT_MAP + pa);
+}
+
+/* Direct-map and kernel-image addresses; user addresses through the
+ * current page tables. Returns ~0 if unmapped. */
+uint64_t virt_to_phys(const void *va);
+
+/* Page allocator. Pages come back zeroed when `zero` is set (and cost
+ * nothing to zero when they were never used). 0 means out of memory. */
+uint64_t pmem_alloc(bool zero);
+uint64_t pmem_alloc_contig(size_t npages, size_t align_pages, bool zero);
+void pmem_free(uint64_t pa);
+void pmem_free_contig(uint64_t pa, size_t npages);
+size_t pmem_free_pages(void);
+size_t pmem_total_pages(void);
+
+/* Kernel heap for library-OS objects. kmalloc never returns memory that
+ * was not asked for; kzalloc zeroes. Large requests take whole pages. */
+void *kmalloc(size_t n);
+void *kzalloc(size_t n);
+void kfree(void *p);
+char *kstrndup(const char *s, size_t n);
+
+#endif

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* Randomness: a ChaCha20 generator keyed from the VMM's boot seed and
+ * reseeded from virtio-rng. */
+#ifndef KILN_RNG_H
+#define KILN_RNG_H
+
+#include "klib.h"
+
+struct bootinfo;
+void rng_init(const struct bootinfo *bi);
+/* Fill buf (kernel or program memory) with n random bytes; returns n or
+ * -EFAULT. Never blocks. */
+long rng_read(void *buf, size_t n);
+/* Mix fresh bytes from the host's virtio-rng device into the key. */
+void rng_reseed(void);
+
+#endif

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* Calls from the library OS into the supervisor (see kcpu.h). Each costs a
+ * CPL3 -> CPL0 -> CPL3 round trip (12-25 us on PVM hosts): batch work. */
+#ifndef KILN_SV_H
+#define KILN_SV_H
+
+#include <stdint.h>
+
+#include "kcpu.h"
+
+static inline uint64_t sv_call3(uint64_t op, uint64_t a, uint64_t b)
+{
+	register uint64_t rdi asm("rdi") = op;
+	register uint64_t rsi asm("rsi") = a;
+	register uint64_t rdx asm("rdx") = b;
+	uint64_t ret;
+
+	asm volatile("int3"
+	             : "=a"(ret), "+r"(rdi), "+r"(rsi), "+r"(rdx)
+	             :
+	             : "rcx", "r8", "r9", "r10", "r11", "memory");
+	return ret;
+}
+
+static inline void sv_halt(uint64_t tsc_deadline)
+{
+	sv_call3(SV_HALT, tsc_deadline, 0);
+}
+
+static inline void sv_mmio(struct sv_mmio_op *ops, unsigned n)
+{
+	sv_call3(SV_MMIO, (uint64_t)ops, n);
+}
+
+static inline void sv_flush_tlb(void)
+{
+	sv_call3(SV_FLUSH_TLB, 0, 0);
+}
+
+static inline void sv_set_cr3(uint64_t root)
+{
+	sv_call3(SV_SET_CR3, root, 0);
+}
+
+/* kiln's ports are open to CPL3 in the TSS I/O bitmap. */
+static inline void port_out_regs(uint16_t port, uint64_t rdi, uint64_t rsi)
+{
+	asm volatile("outb %%al, %%dx" ::"d"(port), "a"(0), "D"(rdi), "S"(rsi) : "memory");
+}
+
+#endif

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Syscall handlers register themselves with SYSCALL_DEFINE(name) in the file
+ * of their family (sys_file.c, sys_mm.c, ...); the dispatcher (syscall.c)
+ * builds its table indexed by number from the .syscalls section at boot.
+ *
+ *   SYSCALL_DEFINE(getpid) { return cur_proc()->pid; }
+ *
+ * Arguments arrive as `long a0 .. a5`; handlers convert them. Return a
+ * value or -errno, as the Linux ABI does.
+ */
+#ifndef KILN_SYSCALL_H
+#define KILN_SYSCALL_H
+
+#include <asm/unistd_64.h>
+
+#include "klib.h"
+
+typedef long (*syscall_fn)(long a0, long a1, long a2, long a3, long a4, long a5);
+
+struct syscall_entry {
+	long nr;
+	const char *name;
+	syscall_fn fn;
+};
+
+#define SYSCALL_DEFINE(name)                                                                   \
+	static long sys_##name(long a0, long a1, long a2, long a3, long a4, long a5);          \
+	__attribute__((section(".syscalls"), used,                                             \
+	               aligned(8))) static const struct syscall_entry syscall_entry_##name = { \
+	    __NR_##name, #name, sys_##name};                                                   \
+	static long sys_##name(long a0, long a1, long a2, long a3, long a4, long a5)
+
+/* The same handler under a second name (e.g. dup2 and dup3 share code). */
+#define SYSCALL_ALIAS(name, target)                                                            \
+	__attribute__((section(".syscalls"), used,                                             \
+	               aligned(8))) static const struct syscall_entry syscall_entry_##name = { \
+	    __NR_##name, #name, sys_##target}
+
+/* The arguments of the syscall being served, as zpoline_entry pushed them. */
+struct syscall_args {
+	long nr, a0, a1, a2, a3, a4, a5;
+	uint64_t user_rsp; /* points at the return address */
+};
+
+long syscall_dispatch(struct syscall_args *args);
+/* Count a call we answered with -ENOSYS (for kiln.stats=1). */
+void syscall_count_enosys(long nr);
+void syscall_init(void);
+void syscall_print_stats(void);
+
+#endif

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The virtual file system of the library OS: one in-memory root file system
+ * (ramfs) holding device nodes (devfs), filled from the initramfs; open
+ * files; the per-process descriptor table (struct files) and working
+ * directory (struct fs_ctx).
+ *
+ * Other kinds of open file (pipes, sockets, eventfd ...) plug in here: an
+ * anonymous inode from vfs_inode_anon() gives fstat something to report, a
+ * struct file_ops gives the behaviour, fd_alloc() a descriptor.
+ *
+ * There is no locking: the library OS serves one syscall at a time.
+ * Paths given to these functions are kernel strings; the syscalls copy the
+ * program's paths in first.
+ */
+#ifndef KILN_VFS_H
+#define KILN_VFS_H
+
+#include "klib.h"
+#include "uaccess.h"
+
+#define VFS_PATH_MAX     4096 /* bytes, with the NUL */
+#define VFS_NAME_MAX     255
+#define VFS_MAX_SYMLINKS 40         /* per lookup, as Linux */
+#define VFS_MAX_RW       0x7ffff000 /* Linux's MAX_RW_COUNT */
+#define FILES_MAX        1024       /* descriptors per process (RLIMIT_NOFILE) */
+
+struct inode;
+struct file;
+struct files;
+struct fs_ctx;
+
+/* ---------------------------------------------------------------- boot */
+
+/* The root: "/", "/dev" with its devices, "/tmp". 0 or -ENOMEM. */
+int vfs_init(void);
+/* Add the members of a cpio newc archive to the root. buf must stay valid
+ * and unchanged forever: regular files keep pointing into it until they are
+ * first written. Returns 0, or -errno with *err set to a message. */
+int vfs_unpack_initramfs(const void *buf, size_t len, const char **err);
+
+/* ---------------------------------------------------------------- inodes */
+
+/* Resolve a path relative to the current process's working directory
+ * (vfs_lookup) or to fs's (vfs_lookup_at; fs NULL: relative to "/"). On
+ * success *out holds a reference for inode_put(). Errors as Linux gives
+ * them: -ENOENT, -ENOTDIR, -ELOOP, -ENAMETOOLONG. */
+int vfs_lookup(const char *path, bool follow, struct inode **out);
+int vfs_lookup_at(struct fs_ctx *fs, const char *path, bool follow, struct inode **out);
+
+void inode_get(struct inode *ip);
+void inode_put(struct inode *ip);
+uint32_t vfs_inode_mode(const struct inode *ip); /* st_mode: S_IFMT | permissions */
+uint64_t vfs_inode_size(const struct inode *ip);
+uint64_t vfs_inode_ino(const struct inode *ip);
+/* Read a regular file's bytes into kernel memory; short at end of file.
+ * Returns bytes read or -errno (-EISDIR, -EINVAL for non-regular files). */
+long vfs_inode_read(struct inode *ip, void *buf, size_t n, uint64_t off);
+/* A regular file's whole contents when they are one run of memory (a file
+ * from the initramfs not written since): valid while the reference is held
+ * and the file is not written. NULL otherwise. */
+const void *vfs_inode_direct(struct inode *ip, size_t *len);
+/* An inode in no directory, for pipes, sockets and the like: mode is the
+ * S_IFMT type and permissions fstat reports. Freed by its last inode_put(). */
+struct inode *vfs_inode_anon(uint32_t mode);
+
+/* ---------------------------------------------------------------- open files */
+
+/* Where a read puts its bytes or a write takes them from: program memory
+ * (every access checked) or kernel memory. */
+struct iobuf {
+	char *base;
+	bool user;
+};
+
+static inline struct iobuf iob_user(void *p)
+{
+	return (struct iobuf){p, true};
+}
+
+static inline struct iobuf iob_kernel(void *p)
+{
+	return (struct iobuf){p, false};
+}
+
+/* Copy into / out of the buffer at byte offset off. 0 or -EFAULT. */
+static inline int iob_to(const struct iobuf *b, size_t off, const void *src, size_t n)
+{
+	if (b->user)
+		return copy_to_user(b->base + off, src, n);
+	memcpy(b->base + off, src, n);
+	return 0;
+}
+
+static inline int iob_from(void *dst, const struct iobuf *b, size_t off, size_t n)
+{
+	if (b->user)
+		return copy_from_user(dst, b->base + off, n);
+	memcpy(dst, b->base + off, n);
+	return 0;
+}
+
+static inline int iob_zero(const struct iobuf *b, size_t off, size_t n)
+{
+	if (b->user)
+		return clear_user(b->base + off, n);
+	memset(b->base + off, 0, n);
+	return 0;
+}
+
+struct file_ops {
+	/* 0 < n <= VFS_MAX_RW. *pos is the file position, or pread's offset:
+	 * advance it by what was done. Return the byte count or -errno. */
+	long (*read)(struct file *f, const struct iobuf *b, size_t n, uint64_t *pos);
+	long (*write)(struct file *f, const struct iobuf *b, size_t n, uint64_t *pos);
+	/* -ENOTTY for a command it does not know; NULL: always -ENOTTY. */
+	long (*ioctl)(struct file *f, unsigned int cmd, unsigned long arg);
+	/* POLLIN/POLLOUT/POLLHUP ... as of now; NULL: readable and writable. */
+	unsigned int (*poll)(struct file *f);
+	/* The last reference is gone (before the inode's is dropped). */
+	void (*release)(struct file *f);
+	bool stream; /* no file position: lseek, pread, pwrite give -ESPIPE */
+};
+
+struct file {
+	int refs;
+	unsigned int flags; /* O_ACCMODE, O_APPEND, O_NONBLOCK, O_PATH ... */
+	uint64_t pos;
+	struct inode *ip;
+	const struct file_ops *ops;
+	void *priv; /* the ops' own */
+};
+
+/* A new open file with one reference; takes over the caller's reference
+ * on ip. NULL when out of memory (ip's reference is then still the
+ * caller's). */
+struct file *file_alloc(struct inode *ip, const struct file_ops *ops, unsigned int flags,
+                        void *priv);
+/* Open an inode as open(2) would, less path and O_CREAT handling:
+ * O_TRUNC, EISDIR, ENOTDIR (O_DIRECTORY), ENXIO for devices without a
+ * driver. Takes a new reference on ip. */
+int vfs_open_inode(struct inode *ip, unsigned int flags, struct file **out);
+void file_get(struct file *f);
+void file_put(struct file *f);
+struct inode *file_inode(const struct file *f);
+/* Read or write with the checks of read(2)/write(2) (EBADF for the wrong
+ * access mode or O_PATH, EISDIR, EINVAL); pos as in struct file_ops. */
+long file_read(struct file *f, const struct iobuf *b, size_t n, uint64_t *pos);
+long file_write(struct file *f, const struct iobuf *b, size_t n, uint64_t *pos);
+unsigned int file_poll(struct file *f);
+
+/* ---------------------------------------------------------------- descriptors */
+
+struct files *files_create(void);
+struct files *files_dup(struct files *t); /* fork: a copy sharing the open files */
+void files_get(struct files *t);          /* CLONE_FILES */
+void files_put(struct files *t);
+void files_close_on_exec(struct files *t);
+/* fds 0, 1 and 2 on one open file of /dev/console, read/write. */
+int files_open_console(struct files *t);
+
+/* The open file at fd, or NULL; no new reference. */
+struct file *fd_get(struct files *t, int fd);
+/* Install f at the lowest free descriptor >= min; on success the table
+ * owns the caller's reference. Returns the fd or -EMFILE/-EINVAL/-ENOMEM. */
+int fd_alloc(struct files *t, struct file *f, int min, bool cloexec);
+/* Install f at fd, closing what was there (dup2). 0 or -EBADF/-ENOMEM. */
+int fd_install_at(struct files *t, int fd, struct file *f, bool cloexec);
+int fd_close(struct files *t, int fd);
+bool fd_cloexec(struct files *t, int fd);
+void fd_set_cloexec(struct files *t, int fd, bool on);
+
+/* ---------------------------------------------------------------- cwd */
+
+struct fs_ctx *fs_ctx_create(void); /* cwd = "/", umask 022 */
+struct fs_ctx *fs_ctx_dup(struct fs_ctx *fs);
+void fs_ctx_get(struct fs_ctx *fs); /* CLONE_FS */
+void fs_ctx_put(struct fs_ctx *fs);
+
+#endif

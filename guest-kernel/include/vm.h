@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Address spaces: one per process. The upper half (library OS, direct map,
+ * supervisor) is shared by all of them; the lower half holds the zpoline
+ * sled at 0 and the program's mappings. Memory is mapped eagerly: a page
+ * fault costs tens of microseconds on PVM hosts, a mapping costs nanoseconds.
+ */
+#ifndef KILN_VM_H
+#define KILN_VM_H
+
+#include "klib.h"
+#include "mm.h"
+
+#define PROT_READ  0x1
+#define PROT_WRITE 0x2
+#define PROT_EXEC  0x4
+
+#define VMA_ANON  0x1
+#define VMA_STACK 0x2 /* grows down on faults below it */
+#define VMA_HEAP  0x4
+
+struct vma {
+	uint64_t start, end; /* page-aligned, end exclusive */
+	uint32_t prot;
+	uint32_t flags;
+	struct vma *next; /* sorted by address */
+};
+
+struct aspace {
+	uint64_t root; /* physical address of the PML4 */
+	struct vma *vmas;
+	uint64_t brk_start, brk;
+	uint64_t mmap_top; /* new mappings go below this */
+	size_t nr_pages;   /* pages mapped in the lower half */
+	/* Addresses of the syscall instructions we rewrote (open addressing):
+	 * a `call *%rax` fault is a bad syscall number only at one of these. */
+	uint64_t *patched;
+	size_t patched_cap, patched_n;
+};
+
+struct bootinfo;
+void vm_init(const struct bootinfo *bi);
+struct aspace *aspace_create(void);
+void aspace_destroy(struct aspace *as);
+void aspace_activate(struct aspace *as);
+
+/* Map [start, start+len) with fresh zeroed pages. MAP_FIXED semantics:
+ * whatever was there is unmapped first. Returns 0 or -ENOMEM. */
+int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags);
+int vm_unmap(struct aspace *as, uint64_t start, uint64_t len);
+int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot);
+/* A free range of len bytes below as->mmap_top (0 if none). */
+uint64_t vm_find_free(struct aspace *as, uint64_t len);
+struct vma *vm_find_vma(struct aspace *as, uint64_t addr);
+/* Physical address backing user address va, or ~0. */
+uint64_t vm_translate(struct aspace *as, uint64_t va);
+/* Grow a stack VMA downwards to cover addr (after a fault). */
+int vm_grow_stack(struct aspace *as, uint64_t addr);
+
+/* Rewrite a syscall instruction (0f 05) at user address site into
+ * `call *%rax` (ff d0). Returns 0 if rewritten or already rewritten. */
+int vm_patch_syscall(struct aspace *as, uint64_t site);
+/* Was site rewritten by vm_patch_syscall? */
+bool vm_is_patched(const struct aspace *as, uint64_t site);
+
+#endif

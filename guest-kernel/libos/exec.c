@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Loading a program: its ELF segments into a fresh address space, mapped
+ * eagerly, and the Linux initial stack (argc, argv, envp, auxv).
+ */
+#include <linux/stat.h>
+
+#include "elf.h"
+#include "exec.h"
+#include "ktime.h"
+#include "printk.h"
+#include "rng.h"
+#include "vfs.h"
+#include "vm.h"
+
+#define STACK_TOP     USER_TOP
+#define STACK_MAX     (8UL << 20)
+#define STACK_EAGER   (256UL << 10)
+#define PIE_BASE      0x555555554000UL
+#define MAX_ARG_BYTES (256UL << 10)
+#define MAX_IMAGE     (1UL << 30)
+
+/* auxv keys (linux/auxvec.h, asm/auxvec.h) */
+#define AT_NULL     0
+#define AT_PHDR     3
+#define AT_PHENT    4
+#define AT_PHNUM    5
+#define AT_PAGESZ   6
+#define AT_BASE     7
+#define AT_FLAGS    8
+#define AT_ENTRY    9
+#define AT_UID      11
+#define AT_EUID     12
+#define AT_GID      13
+#define AT_EGID     14
+#define AT_PLATFORM 15
+#define AT_HWCAP    16
+#define AT_CLKTCK   17
+#define AT_SECURE   23
+#define AT_RANDOM   25
+#define AT_HWCAP2   26
+#define AT_EXECFN   31
+#define AUX_MAX     20
+
+static uint32_t hwcap;
+
+void exec_init(void)
+{
+	uint32_t a = 1, b, c, d;
+
+	/* One cpuid at boot (it traps at CPL3); programs get it via AT_HWCAP. */
+	asm volatile("cpuid" : "+a"(a), "=b"(b), "=c"(c), "=d"(d));
+	hwcap = d;
+}
+
+/* Copy bytes into another address space through the direct map. */
+static int as_write(struct aspace *as, uint64_t va, const void *src, size_t n)
+{
+	const char *s = src;
+
+	while (n) {
+		uint64_t pa = vm_translate(as, va);
+		size_t chunk = MIN(n, PAGE_SIZE - (va & (PAGE_SIZE - 1)));
+		if (pa == ~0ULL)
+			return -EFAULT;
+		memcpy(phys_to_virt(pa), s, chunk);
+		va += chunk;
+		s += chunk;
+		n -= chunk;
+	}
+	return 0;
+}
+
+/* File bytes straight into mapped pages, a page at a time. */
+static int as_read_file(struct aspace *as, uint64_t va, struct inode *ip, uint64_t off, size_t n)
+{
+	while (n) {
+		uint64_t pa = vm_translate(as, va);
+		size_t chunk = MIN(n, PAGE_SIZE - (va & (PAGE_SIZE - 1)));
+		if (pa == ~0ULL || vfs_inode_read(ip, phys_to_virt(pa), chunk, off) != (long)chunk)
+			return -EIO;
+		va += chunk;
+		off += chunk;
+		n -= chunk;
+	}
+	return 0;
+}
+
+static int load_segments(struct aspace *as, const struct elf_info *ei, uint64_t bias,
+                         struct inode *ip)
+{
+	uint64_t mapped_end = 0;
+	int err;
+
+	for (unsigned i = 0; i < ei->nseg; i++) {
+		const struct elf_segment *s = &ei->seg[i];
+		uint64_t start = ALIGN_DOWN(s->vaddr + bias, PAGE_SIZE);
+		uint64_t end = ALIGN_UP(s->vaddr + bias + s->memsz, PAGE_SIZE);
+
+		/* Segments may share a boundary page; it is mapped once. */
+		start = MAX(start, mapped_end);
+		if (start < end) {
+			err = vm_map_anon(as, start, end - start, PROT_READ | PROT_WRITE, 0);
+			if (err)
+				return err;
+			mapped_end = end;
+		}
+		err = as_read_file(as, s->vaddr + bias, ip, s->offset, s->filesz);
+		if (err)
+			return err;
+	}
+	/* Final protections: a shared boundary page gets both segments' rights. */
+	for (unsigned i = 0; i < ei->nseg; i++) {
+		const struct elf_segment *s = &ei->seg[i];
+		uint64_t start = ALIGN_DOWN(s->vaddr + bias, PAGE_SIZE);
+		uint64_t end = ALIGN_UP(s->vaddr + bias + s->memsz, PAGE_SIZE);
+		uint32_t prot = s->prot;
+
+		if (i > 0 &&
+		    ALIGN_UP(ei->seg[i - 1].vaddr + bias + ei->seg[i - 1].memsz, PAGE_SIZE) > start)
+			prot |= ei->seg[i - 1].prot;
+		vm_protect(as, start, end - start, prot);
+	}
+	return 0;
+}
+
+struct stack_builder {
+	struct aspace *as;
+	uint64_t sp;
+};
+
+static int push_bytes(struct stack_builder *sb, const void *p, size_t n, uint64_t *at)
+{
+	sb->sp -= n;
+	*at = sb->sp;
+	return as_write(sb->as, sb->sp, p, n);
+}
+
+static int build_stack(struct aspace *as, const struct exec_args *ea, const struct elf_info *ei,
+                       uint64_t bias, uint64_t *sp_out)
+{
+	struct stack_builder sb = {.as = as, .sp = STACK_TOP};
+	size_t nwords = 1 + (size_t)ea->argc + 1 + (size_t)ea->envc + 1 + 2 * AUX_MAX;
+	uint64_t *w = kmalloc(nwords * 8), execfn, platform, random, at;
+	uint8_t rnd[16];
+	size_t n = 0, argv0;
+	int err = 0;
+
+	if (!w)
+		return -ENOMEM;
+	/* Strings first (highest), then the word array below them. */
+	err |= push_bytes(&sb, ea->path, strlen(ea->path) + 1, &execfn);
+	argv0 = 1;
+	for (int i = ea->envc - 1; i >= 0; i--) {
+		err |= push_bytes(&sb, ea->envp[i], strlen(ea->envp[i]) + 1, &at);
+		w[argv0 + (size_t)ea->argc + 1 + (size_t)i] = at;
+	}
+	for (int i = ea->argc - 1; i >= 0; i--) {
+		err |= push_bytes(&sb, ea->argv[i], strlen(ea->argv[i]) + 1, &at);
+		w[argv0 + (size_t)i] = at;
+	}
+	err |= push_bytes(&sb, "x86_64", 7, &platform);
+	rng_read(rnd, sizeof(rnd));
+	sb.sp &= ~15UL;
+	err |= push_bytes(&sb, rnd, sizeof(rnd), &random);
+	if (err) {
+		kfree(w);
+		return -EFAULT;
+	}
+	w[0] = (uint64_t)ea->argc;
+	n = 1 + (size_t)ea->argc;
+	w[n++] = 0;
+	n += (size_t)ea->envc;
+	w[n++] = 0;
+
+#define AUX(k, val) (w[n++] = (k), w[n++] = (val))
+	AUX(AT_PHDR, ei->phdr_vaddr + bias);
+	AUX(AT_PHENT, ei->phentsize);
+	AUX(AT_PHNUM, ei->phnum);
+	AUX(AT_PAGESZ, PAGE_SIZE);
+	AUX(AT_BASE, 0);
+	AUX(AT_FLAGS, 0);
+	AUX(AT_ENTRY, ei->entry + bias);
+	AUX(AT_UID, 0);
+	AUX(AT_EUID, 0);
+	AUX(AT_GID, 0);
+	AUX(AT_EGID, 0);
+	AUX(AT_SECURE, 0);
+	AUX(AT_RANDOM, random);
+	AUX(AT_HWCAP, hwcap);
+	AUX(AT_HWCAP2, 2); /* HWCAP2_FSGSBASE: rd/wrfsbase work at CPL3 */
+	AUX(AT_CLKTCK, 100);
+	AUX(AT_PLATFORM, platform);
+	AUX(AT_EXECFN, execfn);
+	AUX(AT_NULL, 0);
+#undef AUX
+
+	/* argc must end up 16-byte aligned. */
+	sb.sp = (sb.sp - n * 8) & ~15UL;
+	err = as_write(as, sb.sp, w, n * 8);
+	kfree(w);
+	*sp_out = sb.sp;
+	return err;
+}
+
+static int check_args(const struct exec_args *ea)
+{
+	size_t bytes = strlen(ea->path) + 1;
+
+	if (ea->argc < 0 || ea->argc > EXEC_MAX_ARGS || ea->envc < 0 || ea->envc > EXEC_MAX_ARGS)
+		return -E2BIG;
+	for (int i = 0; i < ea->argc; i++)
+		bytes += strlen(ea->argv[i]) + 1;
+	for (int i = 0; i < ea->envc; i++)
+		bytes += strlen(ea->envp[i]) + 1;
+	return bytes > MAX_ARG_BYTES ? -E2BIG : 0;
+}
+
+int exec_load(const struct exec_args *ea, struct exec_image *out, const char **why)
+{
+	struct inode *ip;
+	struct elf_info ei;
+	struct aspace *as = NULL;
+	uint8_t *hdr = NULL;
+	const void *image;
+	size_t len;
+	uint64_t bias;
+	int err;
+
+	*why = NULL;
+	err = check_args(ea);
+	if (err)
+		return err;
+	err = vfs_lookup(ea->path, true, &ip);
+	if (err)
+		return err;
+	if (!S_ISREG(vfs_inode_mode(ip))) {
+		err = S_ISDIR(vfs_inode_mode(ip)) ? -EISDIR : -EACCES;
+		goto out;
+	}
+	if (!(vfs_inode_mode(ip) & 0111)) {
+		err = -EACCES;
+		goto out;
+	}
+	/* Use the file in place when it is contiguous (initramfs files are);
+	 * else its first page holds the headers of any sane executable. */
+	image = vfs_inode_direct(ip, &len);
+	if (!image) {
+		long got;
+		hdr = kmalloc(PAGE_SIZE);
+		if (!hdr) {
+			err = -ENOMEM;
+			goto out;
+		}
+		got = vfs_inode_read(ip, hdr, PAGE_SIZE, 0);
+		if (got < 0) {
+			err = (int)got;
+			goto out;
+		}
+		image = hdr;
+		len = (size_t)got;
+	}
+	err = hdr ? elf_parse_headers(image, len, vfs_inode_size(ip), &ei, why)
+	          : elf_parse(image, len, &ei, why);
+	if (err) {
+		err = -ENOEXEC;
+		goto out;
+	}
+	if (ei.interp) {
+		*why = "dynamically linked programs are not supported yet";
+		err = -ENOEXEC;
+		goto out;
+	}
+	if (ei.hi - ei.lo > MAX_IMAGE) {
+		*why = "program image too large";
+		err = -ENOMEM;
+		goto out;
+	}
+	bias = ei.type == ELF_ET_DYN ? PIE_BASE - ALIGN_DOWN(ei.lo, PAGE_SIZE) : 0;
+	as = aspace_create();
+	if (!as) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = load_segments(as, &ei, bias, ip);
+	if (!err)
+		err = vm_map_anon(as, STACK_TOP - STACK_EAGER, STACK_EAGER, PROT_READ | PROT_WRITE,
+		                  VMA_STACK);
+	if (!err)
+		err = build_stack(as, ea, &ei, bias, &out->sp);
+	if (err)
+		goto out;
+	as->brk_start = as->brk = ALIGN_UP(ei.hi + bias, PAGE_SIZE);
+	out->as = as;
+	out->entry = ei.entry + bias;
+	as = NULL;
+out:
+	if (as)
+		aspace_destroy(as);
+	kfree(hdr);
+	inode_put(ip);
+	return err;
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Library OS boot, at CPL3 right after the supervisor's first iretq:
+ * device tree, memory, devices, root filesystem, then init.
+ */
+#include "bootinfo.h"
+#include "console.h"
+#include "exec.h"
+#include "kcpu.h"
+#include "ktime.h"
+#include "pmem.h"
+#include "printk.h"
+#include "proc.h"
+#include "rng.h"
+#include "syscall.h"
+#include "vfs.h"
+#include "vm.h"
+
+#define MAX_BOOT_ARGS 4096
+
+struct kcpu kcpu0 __attribute__((aligned(64)));
+extern bool kiln_stats;
+
+/* libfdt is built with -fstack-protector and reads its canary at %fs:0x28;
+ * until init runs, %fs points here. */
+static uint64_t boot_tls[8] = {[5] = 0x6b696c6e2d746c73ULL};
+static struct thread boot_thread;
+extern char libos_boot_stack_top[];
+
+static char *init_env[] = {
+    "PATH=/bin:/sbin:/usr/bin:/usr/sbin",
+    "HOME=/",
+    "TERM=linux",
+    NULL,
+};
+
+/* Kernel options from bootargs; init's argv from kiln,argv (or init=). */
+static void parse_boot_args(const struct bootinfo *bi, int *argc, char ***argv)
+{
+	size_t len = strlen(bi->bootargs) + 1;
+	char **words = kmalloc(MAX_BOOT_ARGS * sizeof(char *)), *buf = kmalloc(len);
+	char **av = kmalloc(((size_t)bi->argc + 2) * sizeof(char *));
+	const char *init = NULL, *p = bi->argv;
+	int n;
+
+	if (!words || !buf || !av || bi->argc > EXEC_MAX_ARGS ||
+	    (n = bootargs_split(bi->bootargs, buf, len, words, MAX_BOOT_ARGS)) < 0)
+		kpanic("boot arguments too long");
+	for (int i = 0; i < n; i++) {
+		if (!strcmp(words[i], "kiln.stats=1"))
+			kiln_stats = true;
+		else if (!strncmp(words[i], "init=", 5))
+			init = words[i] + 5;
+	}
+	for (int i = 0; i < bi->argc; i++) {
+		av[i] = (char *)p;
+		p += strlen(p) + 1;
+	}
+	*argc = bi->argc;
+	if (!*argc && init)
+		av[(*argc)++] = (char *)init;
+	av[*argc] = NULL;
+	*argv = av;
+	kfree(words);
+}
+
+void libos_main(uint64_t fdt_pa)
+{
+	struct bootinfo *bi;
+	const char *err = NULL;
+	char **argv;
+	int argc, rc;
+
+	asm volatile("wrfsbase %0" ::"r"(boot_tls) : "memory");
+	boot_thread.kstack_top = (uint64_t)libos_boot_stack_top;
+	thread_set_current(&boot_thread);
+
+	static struct bootinfo boot_info;
+	bi = &boot_info;
+	if (bootinfo_parse(phys_to_virt(fdt_pa), bi, &err))
+		kpanic("device tree: %s", err);
+	time_init(bi);
+	pmem_init(bi);
+	vm_init(bi);
+	rc = console_init(bi);
+	if (rc)
+		kpanic("no virtio console (error %d)", rc);
+	rng_init(bi);
+	syscall_init();
+	exec_init();
+	if (vfs_init())
+		kpanic("cannot create the root filesystem");
+	if (bi->initrd_end > bi->initrd_start &&
+	    vfs_unpack_initramfs(phys_to_virt(bi->initrd_start), bi->initrd_end - bi->initrd_start,
+	                         &err))
+		kpanic("initramfs: %s", err ? err : "cannot unpack");
+	parse_boot_args(bi, &argc, &argv);
+	proc_run_init(argc, argv, init_env);
+}

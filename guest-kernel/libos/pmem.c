@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Physical page allocator: two bitmaps over all page frames, "used" and
+ * "dirty" (the page may hold old data). Guest RAM starts out zero (a fresh
+ * memfd), so a zeroed allocation of a never-used page costs nothing and,
+ * better, does not touch host memory.
+ */
+#include "bootinfo.h"
+#include "mm.h"
+#include "pmem.h"
+#include "printk.h"
+
+static uint64_t *used_map, *dirty_map;
+static uint64_t nr_frames; /* frames covered by the bitmaps */
+static uint64_t next_hint; /* next-fit search start (in words) */
+static size_t free_count, total_count;
+
+static bool test(const uint64_t *map, uint64_t pfn)
+{
+	return map[pfn / 64] >> (pfn % 64) & 1;
+}
+
+static void set(uint64_t *map, uint64_t pfn, bool v)
+{
+	if (v)
+		map[pfn / 64] |= 1ULL << (pfn % 64);
+	else
+		map[pfn / 64] &= ~(1ULL << (pfn % 64));
+}
+
+static bool overlaps_reserved(const struct bootinfo *bi, uint64_t pa, uint64_t len)
+{
+	if (pa < PAGE_SIZE) /* physical 0 is our "no page" value */
+		return true;
+	for (int i = 0; i < bi->nr_reserved; i++) {
+		const struct mem_range *r = &bi->reserved[i];
+		if (pa < r->base + r->size && r->base < pa + len)
+			return true;
+	}
+	return false;
+}
+
+/* Find room for the bitmaps themselves: the first free run of RAM. */
+static uint64_t find_home(const struct bootinfo *bi, uint64_t bytes)
+{
+	for (int i = 0; i < bi->nr_ram; i++) {
+		const struct mem_range *r = &bi->ram[i];
+		for (uint64_t pa = ALIGN_UP(r->base, PAGE_SIZE); pa + bytes <= r->base + r->size;
+		     pa += PAGE_SIZE)
+			if (!overlaps_reserved(bi, pa, bytes))
+				return pa;
+	}
+	return 0;
+}
+
+void pmem_init(const struct bootinfo *bi)
+{
+	uint64_t top = 0, bytes, home;
+
+	for (int i = 0; i < bi->nr_ram; i++)
+		top = MAX(top, bi->ram[i].base + bi->ram[i].size);
+	nr_frames = ALIGN_UP(top / PAGE_SIZE, 64);
+	bytes = ALIGN_UP(2 * nr_frames / 8, PAGE_SIZE);
+	home = find_home(bi, bytes);
+	if (!home)
+		kpanic("no room for the page bitmaps (%lu bytes)", (unsigned long)bytes);
+	used_map = phys_to_virt(home);
+	dirty_map = used_map + nr_frames / 64;
+	/* Everything used until proven free RAM. */
+	memset(used_map, 0xff, nr_frames / 8);
+	memset(dirty_map, 0, nr_frames / 8);
+	for (int i = 0; i < bi->nr_ram; i++) {
+		const struct mem_range *r = &bi->ram[i];
+		for (uint64_t pa = ALIGN_UP(r->base, PAGE_SIZE);
+		     pa + PAGE_SIZE <= r->base + r->size; pa += PAGE_SIZE) {
+			if (overlaps_reserved(bi, pa, PAGE_SIZE) ||
+			    (pa >= home && pa < home + bytes))
+				continue;
+			set(used_map, pa / PAGE_SIZE, false);
+			free_count++;
+		}
+	}
+	total_count = free_count;
+}
+
+static void take(uint64_t pfn, bool zero)
+{
+	set(used_map, pfn, true);
+	if (zero && test(dirty_map, pfn))
+		memset(phys_to_virt(pfn * PAGE_SIZE), 0, PAGE_SIZE);
+	set(dirty_map, pfn, true);
+	free_count--;
+}
+
+uint64_t pmem_alloc(bool zero)
+{
+	uint64_t words = nr_frames / 64;
+
+	for (uint64_t n = 0; n < words; n++) {
+		uint64_t w = (next_hint + n) % words;
+		if (used_map[w] != ~0ULL) {
+			uint64_t pfn = w * 64 + (uint64_t)__builtin_ctzll(~used_map[w]);
+			next_hint = w;
+			take(pfn, zero);
+			return pfn * PAGE_SIZE;
+		}
+	}
+	return 0;
+}
+
+uint64_t pmem_alloc_contig(size_t npages, size_t align_pages, bool zero)
+{
+	if (!npages || !align_pages || (align_pages & (align_pages - 1)))
+		return 0;
+	for (uint64_t start = 0; start + npages <= nr_frames; start += align_pages) {
+		uint64_t i;
+		for (i = 0; i < npages && !test(used_map, start + i); i++)
+			;
+		if (i == npages) {
+			for (i = 0; i < npages; i++)
+				take(start + i, zero);
+			return start * PAGE_SIZE;
+		}
+		/* Skip past the used frame we hit, keeping the alignment. */
+		start = ALIGN_DOWN(start + i, align_pages);
+	}
+	return 0;
+}
+
+void pmem_free(uint64_t pa)
+{
+	uint64_t pfn = pa / PAGE_SIZE;
+
+	if (pa % PAGE_SIZE || pfn >= nr_frames || !test(used_map, pfn))
+		kpanic("pmem_free of a page that is not allocated: %#lx", (unsigned long)pa);
+	set(used_map, pfn, false);
+	free_count++;
+}
+
+void pmem_free_contig(uint64_t pa, size_t npages)
+{
+	for (size_t i = 0; i < npages; i++)
+		pmem_free(pa + i * PAGE_SIZE);
+}
+
+size_t pmem_free_pages(void)
+{
+	return free_count;
+}
+
+size_t pmem_total_pages(void)
+{
+	return total_count;
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Random numbers for getrandom(), /dev/urandom and AT_RANDOM: ChaCha20 in
+ * counter mode with fast key erasure (the key is replaced after every
+ * request), keyed from the 32-byte seed the VMM puts in the FDT and mixed
+ * with bytes from virtio-rng as they arrive. Never blocks.
+ */
+#include "bootinfo.h"
+#include "mm.h"
+#include "printk.h"
+#include "rng.h"
+#include "ktime.h"
+#include "uaccess.h"
+#include "virtio.h"
+
+#define VIRTIO_ID_RNG 4
+
+static uint32_t key[8];
+static uint64_t counter;
+static struct vio_dev dev;
+static struct vio_queue vq;
+static uint64_t seed_page;
+static bool have_dev, request_out;
+
+#define ROTL(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
+#define QR(a, b, c, d)                                                                    \
+	a += b, d ^= a, d = ROTL(d, 16), c += d, b ^= c, b = ROTL(b, 12), a += b, d ^= a, \
+	                d = ROTL(d, 8), c += d, b ^= c, b = ROTL(b, 7)
+
+static void chacha_block(uint32_t out[16])
+{
+	uint32_t x[16] = {0x61707865, 0x3320646e, 0x79622d32, 0x6b206574};
+
+	for (int i = 0; i < 8; i++)
+		x[4 + i] = key[i];
+	x[12] = (uint32_t)counter;
+	x[13] = (uint32_t)(counter >> 32);
+	x[14] = x[15] = 0;
+	counter++;
+	memcpy(out, x, sizeof(x));
+	for (int i = 0; i < 10; i++) {
+		QR(out[0], out[4], out[8], out[12]);
+		QR(out[1], out[5], out[9], out[13]);
+		QR(out[2], out[6], out[10], out[14]);
+		QR(out[3], out[7], out[11], out[15]);
+		QR(out[0], out[5], out[10], out[15]);
+		QR(out[1], out[6], out[11], out[12]);
+		QR(out[2], out[7], out[8], out[13]);
+		QR(out[3], out[4], out[9], out[14]);
+	}
+	for (int i = 0; i < 16; i++)
+		out[i] += x[i];
+}
+
+static void request_entropy(void)
+{
+	uint32_t len = 32;
+
+	if (!have_dev || request_out)
+		return;
+	if (vio_add(&vq, &seed_page, &len, 0, 1) >= 0) {
+		request_out = true;
+		vio_kick(&vq);
+	}
+}
+
+static void mix_in_entropy(void)
+{
+	uint32_t id, len;
+	const uint32_t *fresh = phys_to_virt(seed_page);
+
+	if (!have_dev || !vio_get_used(&vq, &id, &len))
+		return;
+	for (unsigned i = 0; i < 8 && i * 4 < len; i++)
+		key[i] ^= fresh[i];
+	request_out = false;
+}
+
+void rng_init(const struct bootinfo *bi)
+{
+	uint64_t t = rdtsc();
+
+	if (bi->has_rng_seed)
+		memcpy(key, bi->rng_seed, sizeof(key));
+	key[0] ^= (uint32_t)t;
+	key[1] ^= (uint32_t)(t >> 32);
+	if (vio_probe(bi, VIRTIO_ID_RNG, 0, 1, 8, &dev, &vq) == 0 &&
+	    (seed_page = pmem_alloc(true))) {
+		have_dev = true;
+		vio_want_irq(&vq, false);
+		request_entropy();
+	}
+}
+
+void rng_reseed(void)
+{
+	mix_in_entropy();
+	request_entropy();
+}
+
+long rng_read(void *buf, size_t n)
+{
+	uint32_t block[16];
+	size_t done = 0;
+
+	mix_in_entropy();
+	while (done < n) {
+		size_t take = MIN(n - done, sizeof(block));
+		chacha_block(block);
+		if ((uint64_t)buf < USER_TOP) {
+			if (copy_to_user((char *)buf + done, block, take))
+				return -EFAULT;
+		} else {
+			memcpy((char *)buf + done, block, take);
+		}
+		done += take;
+	}
+	/* Fast key erasure: the output above cannot be recomputed later. */
+	chacha_block(block);
+	memcpy(key, block, sizeof(key));
+	memset(block, 0, sizeof(block));
+	return (long)n;
+}

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Syscalls on names: mkdir, unlink, rmdir, rename, link, symlink,
+ * readlink, the working directory, umask. Everything runs as root: no
+ * permission checks.
+ */
+#include <linux/fs.h>
+
+#include "vfs_impl.h"
+#include "mm.h"
+#include "proc.h"
+#include "syscall.h"
+
+/* ---------------------------------------------------------------- mkdir, unlink, rmdir */
+
+static long do_mkdir(int dirfd, const char *upath, uint32_t mode)
+{
+	struct nameidata nd;
+	int err = user_path_parent(&nd, dirfd, upath);
+
+	if (!err && (nd.last_type != LAST_NORM || ramfs_find(nd.dir, nd.last, nd.lastlen)))
+		err = -EEXIST;
+	if (!err) {
+		mode = S_IFDIR | (mode & 01777 & ~cur_proc()->fs->umask);
+		err = vfs_create(nd.dir, nd.last, nd.lastlen, mode, NULL);
+	}
+	nd_end(&nd);
+	return err;
+}
+
+SYSCALL_DEFINE(mkdirat)
+{
+	return do_mkdir((int)a0, (const char *)a1, (uint32_t)a2);
+}
+
+SYSCALL_DEFINE(mkdir)
+{
+	return do_mkdir(AT_FDCWD, (const char *)a0, (uint32_t)a1);
+}
+
+static int unlink_at(struct nameidata *nd)
+{
+	struct dentry *de;
+
+	if (nd->last_type != LAST_NORM)
+		return -EISDIR;
+	de = ramfs_find(nd->dir, nd->last, nd->lastlen);
+	if (!de)
+		return -ENOENT;
+	if (S_ISDIR(de->ip->mode))
+		return -EISDIR;
+	if (nd->must_dir)
+		return -ENOTDIR;
+	ramfs_unlink(nd->dir, de);
+	return 0;
+}
+
+static int rmdir_at(struct nameidata *nd)
+{
+	struct dentry *de;
+
+	if (nd->last_type == LAST_DOT)
+		return -EINVAL;
+	if (nd->last_type == LAST_DOTDOT)
+		return -ENOTEMPTY;
+	if (nd->last_type == LAST_ROOT)
+		return -EBUSY;
+	de = ramfs_find(nd->dir, nd->last, nd->lastlen);
+	if (!de)
+		return -ENOENT;
+	if (!S_ISDIR(de->ip->mode))
+		return -ENOTDIR;
+	if (de->ip->dir.count)
+		return -ENOTEMPTY;
+	ramfs_unlink(nd->dir, de);
+	return 0;
+}
+
+static long do_unlink(int dirfd, const char *upath, unsigned int flags)
+{
+	struct nameidata nd;
+	int err;
+
+	if (flags & ~AT_REMOVEDIR)
+		return -EINVAL;
+	err = user_path_parent(&nd, dirfd, upath);
+	if (!err)
+		err = (flags & AT_REMOVEDIR) ? rmdir_at(&nd) : unlink_at(&nd);
+	nd_end(&nd);
+	return err;
+}
+
+SYSCALL_DEFINE(unlinkat)
+{
+	return do_unlink((int)a0, (const char *)a1, (unsigned int)a2);
+}
+
+SYSCALL_DEFINE(unlink)
+{
+	return do_unlink(AT_FDCWD, (const char *)a0, 0);
+}
+
+SYSCALL_DEFINE(rmdir)
+{
+	return do_unlink(AT_FDCWD, (const char *)a0, AT_REMOVEDIR);
+}
+
+/* ---------------------------------------------------------------- rename */
+
+/* Whether dir is anc or below it. The tree has no cycles: rename keeps it so. */
+static bool is_under(struct inode *dir, struct inode *anc)
+{
+	for (; dir; dir = dir->dir.parent)
+		if (dir == anc)
+			return true;
+	return false;
+}
+
+static int rename_check(struct nameidata *o, struct nameidata *n, struct inode *src,
+                        struct inode *dst, unsigned int flags)
+{
+	if ((o->must_dir && !S_ISDIR(src->mode)) ||
+	    (n->must_dir && !S_ISDIR((flags & RENAME_EXCHANGE) ? dst->mode : src->mode)))
+		return -ENOTDIR;
+	if (S_ISDIR(src->mode) && is_under(n->dir, src))
+		return -EINVAL;
+	if (dst && (flags & RENAME_EXCHANGE))
+		return S_ISDIR(dst->mode) && is_under(o->dir, dst) ? -EINVAL : 0;
+	if (dst && S_ISDIR(src->mode) && !S_ISDIR(dst->mode))
+		return -ENOTDIR;
+	if (dst && !S_ISDIR(src->mode) && S_ISDIR(dst->mode))
+		return -EISDIR;
+	if (dst && S_ISDIR(dst->mode) && dst->dir.count)
+		return -ENOTEMPTY;
+	return 0;
+}
+
+static int rename_at(struct nameidata *o, struct nameidata *n, unsigned int flags)
+{
+	struct dentry *ode, *nde;
+	struct inode *src, *dst;
+	int err;
+
+	if (o->last_type != LAST_NORM)
+		return -EBUSY;
+	if (n->last_type != LAST_NORM)
+		return (flags & RENAME_NOREPLACE) ? -EEXIST : -EBUSY;
+	ode = ramfs_find(o->dir, o->last, o->lastlen);
+	nde = ramfs_find(n->dir, n->last, n->lastlen);
+	if (!ode || (!nde && (flags & RENAME_EXCHANGE)))
+		return -ENOENT;
+	if (nde && (flags & RENAME_NOREPLACE))
+		return -EEXIST;
+	src = ode->ip;
+	dst = nde ? nde->ip : NULL;
+	err = rename_check(o, n, src, dst, flags);
+	if (err || src == dst)
+		return err;
+	inode_get(src);
+	if (dst)
+		inode_get(dst);
+	if (flags & RENAME_EXCHANGE) {
+		ramfs_relink(o->dir, ode, dst);
+		ramfs_relink(n->dir, nde, src);
+	} else {
+		if (nde)
+			ramfs_relink(n->dir, nde, src);
+		else
+			err = ramfs_link(n->dir, n->last, n->lastlen, src);
+		if (!err)
+			ramfs_unlink(o->dir, ode);
+	}
+	inode_put(src);
+	if (dst)
+		inode_put(dst);
+	return err;
+}
+
+static long do_rename(int odfd, const char *opath, int ndfd, const char *npath, unsigned int flags)
+{
+	struct nameidata o, n;
+	int err;
+
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT))
+		return -EINVAL;
+	if ((flags & RENAME_EXCHANGE) && (flags & (RENAME_NOREPLACE | RENAME_WHITEOUT)))
+		return -EINVAL;
+	if (flags & RENAME_WHITEOUT) /* for overlay file systems, which we lack */
+		return -EINVAL;
+	err = user_path_parent(&o, odfd, opath);
+	if (err) {
+		nd_end(&o);
+		return err;
+	}
+	err = user_path_parent(&n, ndfd, npath);
+	if (!err)
+		err = rename_at(&o, &n, flags);
+	nd_end(&n);
+	nd_end(&o);
+	return err;
+}
+
+SYSCALL_DEFINE(renameat2)
+{
+	return do_rename((int)a0, (const char *)a1, (int)a2, (const char *)a3, (unsigned int)a4);
+}
+
+SYSCALL_DEFINE(renameat)
+{
+	return do_rename((int)a0, (const char *)a1, (int)a2, (const char *)a3, 0);
+}
+
+SYSCALL_DEFINE(rename)
+{
+	return do_rename(AT_FDCWD, (const char *)a0, AT_FDCWD, (const char *)a1, 0);
+}
+
+/* ---------------------------------------------------------------- link, symlink, readlink */
+
+/* Check that the final component of a path being created is free. */
+static int new_name_ok(struct nameidata *nd)
+{
+	if (nd->last_type != LAST_NORM || ramfs_find(nd->dir, nd->last, nd->lastlen))
+		return -EEXIST;
+	return nd->must_dir ? -ENOENT : 0;
+}
+
+static long do_link(int odfd, const char *opath, int ndfd, const char *npath, int flags)
+{
+	unsigned int lf = (flags & AT_SYMLINK_FOLLOW ? LOOKUP_FOLLOW : 0) |
+	                  (flags & AT_EMPTY_PATH ? LOOKUP_EMPTY : 0);
+	struct nameidata nd;
+	struct inode *ip;
+	int err;
+
+	if (flags & ~(AT_SYMLINK_FOLLOW | AT_EMPTY_PATH))
+		return -EINVAL;
+	err = user_path_inode(odfd, opath, lf, &ip);
+	if (err)
+		return err;
+	if (S_ISDIR(ip->mode)) {
+		inode_put(ip);
+		return -EPERM;
+	}
+	err = user_path_parent(&nd, ndfd, npath);
+	if (!err)
+		err = new_name_ok(&nd);
+	if (!err)
+		err = ramfs_link(nd.dir, nd.last, nd.lastlen, ip);
+	nd_end(&nd);
+	inode_put(ip);
+	return err;
+}
+
+SYSCALL_DEFINE(linkat)
+{
+	return do_link((int)a0, (const char *)a1, (int)a2, (const char *)a3, (int)a4);
+}
+
+SYSCALL_DEFINE(link)
+{
+	return do_link(AT_FDCWD, (const char *)a0, AT_FDCWD, (const char *)a1, 0);
+}
+
+static long do_symlink(const char *utarget, int dirfd, const char *upath)
+{
+	char *target = kmalloc(VFS_PATH_MAX);
+	struct nameidata nd;
+	long len;
+	int err;
+
+	if (!target)
+		return -ENOMEM;
+	len = strncpy_from_user(target, utarget, VFS_PATH_MAX);
+	if (len <= 0) {
+		kfree(target);
+		return len ? len : -ENOENT;
+	}
+	err = user_path_parent(&nd, dirfd, upath);
+	if (!err)
+		err = new_name_ok(&nd);
+	if (!err)
+		err = vfs_symlink(nd.dir, nd.last, nd.lastlen, target, len, NULL);
+	nd_end(&nd);
+	kfree(target);
+	return err;
+}
+
+SYSCALL_DEFINE(symlinkat)
+{
+	return do_symlink((const char *)a0, (int)a1, (const char *)a2);
+}
+
+SYSCALL_DEFINE(symlink)
+{
+	return do_symlink((const char *)a0, AT_FDCWD, (const char *)a1);
+}
+
+static long do_readlink(int dirfd, const char *upath, char *ubuf, long size)
+{
+	struct inode *ip;
+	long err, n;
+
+	if (size <= 0)
+		return -EINVAL;
+	err = user_path_inode(dirfd, upath, LOOKUP_EMPTY, &ip);
+	if (err)
+		return err;
+	n = MIN((uint64_t)size, ip->size);
+	if (!S_ISLNK(ip->mode))
+		err = -EINVAL;
+	else if (copy_to_user(ubuf, ip->target, n))
+		err = -EFAULT;
+	inode_put(ip);
+	return err ? err : n;
+}
+
+SYSCALL_DEFINE(readlinkat)
+{
+	return do_readlink((int)a0, (const char *)a1, (char *)a2, (int)a3);
+}
+
+SYSCALL_DEFINE(readlink)
+{
+	return do_readlink(AT_FDCWD, (const char *)a0, (char *)a1, (int)a2);
+}
+
+/* ---------------------------------------------------------------- cwd, umask */
+
+/* The path of dir, built from the end of buf[VFS_PATH_MAX]; returns where it starts. */
+static long path_of(struct inode *dir, struct inode *root, char *buf)
+{
+	long pos = VFS_PATH_MAX - 1;
+
+	buf[pos] = '\0';
+	while (dir != root && dir->dir.parent) {
+		struct dentry *de = ramfs_name_of(dir->dir.parent, dir);
+
+		if (!de)
+			return -ENOENT;
+		if ((long)de->namelen + 1 > pos)
+			return -ENAMETOOLONG;
+		pos -= de->namelen;
+		memcpy(buf + pos, de->name, de->namelen);
+		buf[--pos] = '/';
+		dir = dir->dir.parent;
+	}
+	if (pos == VFS_PATH_MAX - 1)
+		buf[--pos] = '/';
+	return pos;
+}
+
+SYSCALL_DEFINE(getcwd)
+{
+	struct fs_ctx *fs = cur_proc()->fs;
+	char *buf;
+	long pos, len;
+
+	if (!fs->cwd->nlink)
+		return -ENOENT;
+	buf = kmalloc(VFS_PATH_MAX);
+	if (!buf)
+		return -ENOMEM;
+	pos = path_of(fs->cwd, fs->root, buf);
+	len = VFS_PATH_MAX - pos;
+	if (pos >= 0 && (unsigned long)a1 < (unsigned long)len)
+		pos = -ERANGE;
+	if (pos >= 0 && copy_to_user((void *)a0, buf + pos, len))
+		pos = -EFAULT;
+	kfree(buf);
+	return pos < 0 ? pos : len;
+}
+
+static long set_cwd(struct inode *ip)
+{
+	struct fs_ctx *fs = cur_proc()->fs;
+
+	if (!S_ISDIR(ip->mode)) {
+		inode_put(ip);
+		return -ENOTDIR;
+	}
+	inode_put(fs->cwd);
+	fs->cwd = ip;
+	return 0;
+}
+
+SYSCALL_DEFINE(chdir)
+{
+	struct inode *ip;
+	int err = user_path_inode(AT_FDCWD, (const char *)a0, LOOKUP_FOLLOW, &ip);
+
+	return err ? err : set_cwd(ip);
+}
+
+SYSCALL_DEFINE(fchdir)
+{
+	struct file *f = fd_get(cur_proc()->files, (int)a0);
+
+	if (!f)
+		return -EBADF;
+	inode_get(f->ip);
+	return set_cwd(f->ip);
+}
+
+SYSCALL_DEFINE(umask)
+{
+	struct fs_ctx *fs = cur_proc()->fs;
+	uint32_t old = fs->umask;
+
+	fs->umask = (uint32_t)a0 & 0777;
+	return old;
+}

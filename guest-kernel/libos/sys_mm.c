@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/* brk, mmap and friends. Anonymous memory is mapped eagerly with zeroed
+ * pages; file mappings are private copies of the file's bytes. */
+#include <linux/fcntl.h>
+#include <linux/mman.h>
+#include <linux/stat.h>
+
+#include "proc.h"
+#include "syscall.h"
+#include "uaccess.h"
+#include "vfs.h"
+#include "vm.h"
+
+#define PROT_MASK (PROT_READ | PROT_WRITE | PROT_EXEC)
+#define MAX_MAP   (1UL << 40)
+
+SYSCALL_DEFINE(brk)
+{
+	struct aspace *as = cur_proc()->as;
+	uint64_t want = (uint64_t)a0, old_end = ALIGN_UP(as->brk, PAGE_SIZE), new_end;
+
+	if (want < as->brk_start || want > as->brk_start + MAX_MAP)
+		return (long)as->brk;
+	new_end = ALIGN_UP(want, PAGE_SIZE);
+	if (new_end > old_end) {
+		/* Never grow over another mapping. */
+		for (struct vma *v = as->vmas; v; v = v->next)
+			if (v->start < new_end && v->end > old_end)
+				return (long)as->brk;
+		if (vm_map_anon(as, old_end, new_end - old_end, PROT_READ | PROT_WRITE, VMA_HEAP))
+			return (long)as->brk;
+	} else if (new_end < old_end) {
+		vm_unmap(as, new_end, old_end - new_end);
+	}
+	as->brk = want;
+	return (long)want;
+}
+
+/* Copy a file's bytes into freshly mapped anonymous pages. */
+static long map_file(struct aspace *as, uint64_t addr, uint64_t len, int fd, uint64_t off)
+{
+	struct file *f = fd_get(cur_proc()->files, fd);
+	uint64_t done = 0;
+	struct inode *ip;
+	long err = 0;
+
+	if (!f)
+		return -EBADF;
+	if ((f->flags & O_ACCMODE) == O_WRONLY || (f->flags & O_PATH))
+		return -EACCES;
+	ip = file_inode(f);
+	if (!S_ISREG(vfs_inode_mode(ip)))
+		return -ENODEV;
+	inode_get(ip);
+	while (done < len) {
+		uint64_t pa = vm_translate(as, addr + done);
+		long got = vfs_inode_read(ip, phys_to_virt(pa), PAGE_SIZE, off + done);
+		if (got < 0) {
+			err = got;
+			break;
+		}
+		if (got < (long)PAGE_SIZE)
+			break; /* the rest stays zero, as past EOF in a real mapping */
+		done += PAGE_SIZE;
+	}
+	inode_put(ip);
+	return err;
+}
+
+SYSCALL_DEFINE(mmap)
+{
+	struct aspace *as = cur_proc()->as;
+	uint64_t addr = (uint64_t)a0, len = (uint64_t)a1, off = (uint64_t)a5;
+	uint32_t prot = (uint32_t)a2;
+	int flags = (int)a3, type = flags & MAP_TYPE;
+	bool fixed = flags & (MAP_FIXED | MAP_FIXED_NOREPLACE);
+	long err;
+
+	if (!len || len > MAX_MAP || (prot & ~PROT_MASK) || (off & (PAGE_SIZE - 1)))
+		return -EINVAL;
+	if (type != MAP_PRIVATE && type != MAP_SHARED && type != MAP_SHARED_VALIDATE)
+		return -EINVAL;
+	len = ALIGN_UP(len, PAGE_SIZE);
+	if (fixed) {
+		if (addr & (PAGE_SIZE - 1))
+			return -EINVAL;
+		if (addr < PAGE_SIZE)
+			return -EPERM;
+		if (!user_range_ok(addr, len))
+			return -ENOMEM;
+		if (flags & MAP_FIXED_NOREPLACE)
+			for (struct vma *v = as->vmas; v; v = v->next)
+				if (v->start < addr + len && v->end > addr)
+					return -EEXIST;
+	} else {
+		addr = vm_find_free(as, len);
+		if (!addr)
+			return -ENOMEM;
+	}
+	/* Write access while we fill it; the final protection comes after. */
+	err = vm_map_anon(as, addr, len, prot | PROT_WRITE, VMA_ANON);
+	if (err)
+		return err;
+	if (!(flags & MAP_ANONYMOUS)) {
+		err = map_file(as, addr, len, (int)a4, off);
+		if (err) {
+			vm_unmap(as, addr, len);
+			return err;
+		}
+	}
+	if (!(prot & PROT_WRITE))
+		vm_protect(as, addr, len, prot);
+	return (long)addr;
+}
+
+SYSCALL_DEFINE(munmap)
+{
+	if ((uint64_t)a0 & (PAGE_SIZE - 1) || !a1 || !user_range_ok((uint64_t)a0, (uint64_t)a1))
+		return -EINVAL;
+	return vm_unmap(cur_proc()->as, (uint64_t)a0, (uint64_t)a1);
+}
+
+SYSCALL_DEFINE(mprotect)
+{
+	if ((uint64_t)a0 & (PAGE_SIZE - 1) || ((uint32_t)a2 & ~(uint32_t)PROT_MASK) ||
+	    !user_range_ok((uint64_t)a0, (uint64_t)a1))
+		return -EINVAL;
+	if (!a1)
+		return 0;
+	return vm_protect(cur_proc()->as, (uint64_t)a0, (uint64_t)a1, (uint32_t)a2);
+}
+
+/* MADV_DONTNEED on private anonymous memory must read back as zeroes. */
+SYSCALL_DEFINE(madvise)
+{
+	uint64_t addr = (uint64_t)a0, len = ALIGN_UP((uint64_t)a1, PAGE_SIZE);
+	struct aspace *as = cur_proc()->as;
+
+	if (addr & (PAGE_SIZE - 1) || !user_range_ok(addr, len))
+		return -EINVAL;
+	if (a2 == MADV_DONTNEED || a2 == MADV_FREE) {
+		for (uint64_t va = addr; va < addr + len; va += PAGE_SIZE) {
+			struct vma *v = vm_find_vma(as, va);
+			uint64_t pa = vm_translate(as, va);
+			if (v && (v->prot & PROT_WRITE) && pa != ~0ULL)
+				memset(phys_to_virt(pa), 0, PAGE_SIZE);
+		}
+	}
+	return 0;
+}
+
+SYSCALL_DEFINE(mremap)
+{
+	struct aspace *as = cur_proc()->as;
+	uint64_t old = (uint64_t)a0, old_len = ALIGN_UP((uint64_t)a1, PAGE_SIZE);
+	uint64_t new_len = ALIGN_UP((uint64_t)a2, PAGE_SIZE), nw;
+	struct vma *v = vm_find_vma(as, old);
+	long err;
+
+	if ((old & (PAGE_SIZE - 1)) || !new_len || new_len > MAX_MAP || (a3 & ~3L))
+		return -EINVAL;
+	if (!v || old + old_len > v->end)
+		return -EFAULT;
+	if (new_len <= old_len) {
+		if (new_len < old_len)
+			vm_unmap(as, old + new_len, old_len - new_len);
+		return (long)old;
+	}
+	if (!(a3 & MREMAP_MAYMOVE))
+		return -ENOMEM;
+	nw = vm_find_free(as, new_len);
+	if (!nw)
+		return -ENOMEM;
+	err = vm_map_anon(as, nw, new_len, v->prot | PROT_WRITE, v->flags);
+	if (err)
+		return err;
+	for (uint64_t off = 0; off < old_len; off += PAGE_SIZE) {
+		uint64_t src = vm_translate(as, old + off), dst = vm_translate(as, nw + off);
+		if (src != ~0ULL)
+			memcpy(phys_to_virt(dst), phys_to_virt(src), PAGE_SIZE);
+	}
+	if (!(v->prot & PROT_WRITE))
+		vm_protect(as, nw, new_len, v->prot);
+	vm_unmap(as, old, old_len);
+	return (long)nw;
+}
+
+SYSCALL_DEFINE(msync)
+{
+	return 0;
+}
+SYSCALL_ALIAS(mlock, msync);
+SYSCALL_ALIAS(munlock, msync);
+SYSCALL_ALIAS(mlockall, msync);
+SYSCALL_ALIAS(munlockall, msync);

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/* virtio-mmio driver core: negotiation and split virtqueues. */
+#include "bootinfo.h"
+#include "kcpu.h"
+#include "mm.h"
+#include "printk.h"
+#include "sv.h"
+#include "virtio.h"
+
+#define REG_MAGIC            0x000
+#define REG_VERSION          0x004
+#define REG_DEVICE_ID        0x008
+#define REG_DEV_FEATURES     0x010
+#define REG_DEV_FEATURES_SEL 0x014
+#define REG_DRV_FEATURES     0x020
+#define REG_DRV_FEATURES_SEL 0x024
+#define REG_QUEUE_SEL        0x030
+#define REG_QUEUE_NUM_MAX    0x034
+#define REG_QUEUE_NUM        0x038
+#define REG_QUEUE_READY      0x044
+#define REG_QUEUE_NOTIFY     0x050
+#define REG_STATUS           0x070
+#define REG_QUEUE_DESC       0x080
+#define REG_QUEUE_DRIVER     0x090
+#define REG_QUEUE_DEVICE     0x0a0
+
+#define ST_ACK               1
+#define ST_DRIVER            2
+#define ST_DRIVER_OK         4
+#define ST_FEATURES_OK       8
+#define F_VERSION_1          (1ULL << 32)
+#define MAGIC                0x74726976
+#define MAX_QUEUES           4
+#define AVAIL_F_NO_INTERRUPT 1
+#define USED_F_NO_NOTIFY     1
+
+struct batch {
+	struct sv_mmio_op op[64];
+	unsigned n;
+	uint64_t base;
+};
+
+static unsigned rd(struct batch *b, unsigned reg)
+{
+	b->op[b->n] = (struct sv_mmio_op){.va = b->base + reg, .write = 0};
+	return b->n++;
+}
+
+static void wr(struct batch *b, unsigned reg, uint32_t v)
+{
+	b->op[b->n++] = (struct sv_mmio_op){.va = b->base + reg, .value = v, .write = 1};
+}
+
+static void run(struct batch *b)
+{
+	sv_mmio(b->op, b->n);
+}
+
+static int alloc_queue(struct vio_queue *q, unsigned index, uint16_t size)
+{
+	size_t desc = 16UL * size, avail = 6 + 2UL * size, used = 6 + 8UL * size;
+	size_t bytes = ALIGN_UP(desc + avail, 4) + used;
+	uint64_t pa = pmem_alloc_contig(ALIGN_UP(bytes, PAGE_SIZE) / PAGE_SIZE, 1, true);
+	char *p;
+
+	if (!pa)
+		return -ENOMEM;
+	p = phys_to_virt(pa);
+	q->index = index;
+	q->size = size;
+	q->desc = (struct vio_desc *)p;
+	q->avail = (struct vio_avail *)(p + desc);
+	q->used = (struct vio_used *)(p + ALIGN_UP(desc + avail, 4));
+	for (uint16_t i = 0; i < size; i++)
+		q->desc[i].next = (uint16_t)(i + 1);
+	q->free_head = 0;
+	q->nr_free = size;
+	q->last_used = 0;
+	return 0;
+}
+
+static void queue_regs(struct batch *b, struct vio_queue *q)
+{
+	uint64_t d = virt_to_phys(q->desc), a = virt_to_phys(q->avail), u = virt_to_phys(q->used);
+
+	wr(b, REG_QUEUE_SEL, q->index);
+	wr(b, REG_QUEUE_NUM, q->size);
+	wr(b, REG_QUEUE_DESC, (uint32_t)d);
+	wr(b, REG_QUEUE_DESC + 4, (uint32_t)(d >> 32));
+	wr(b, REG_QUEUE_DRIVER, (uint32_t)a);
+	wr(b, REG_QUEUE_DRIVER + 4, (uint32_t)(a >> 32));
+	wr(b, REG_QUEUE_DEVICE, (uint32_t)u);
+	wr(b, REG_QUEUE_DEVICE + 4, (uint32_t)(u >> 32));
+	wr(b, REG_QUEUE_READY, 1);
+}
+
+/* Device IDs of every virtio-mmio window, read once in one batch so that
+ * probing never touches (resets) another driver's device. */
+static uint32_t scanned_id[KILN_MMIO_MAX_DEVICES];
+static bool scanned;
+
+static void scan(const struct bootinfo *bi)
+{
+	struct batch b = {.base = 0};
+	unsigned idx[KILN_MMIO_MAX_DEVICES][3];
+
+	for (int i = 0; i < bi->nr_virtio; i++) {
+		uint64_t regs = KILN_VA_MMIO + (bi->virtio[i].base - KILN_GPA_MMIO_BASE);
+		b.base = regs;
+		idx[i][0] = rd(&b, REG_MAGIC);
+		idx[i][1] = rd(&b, REG_VERSION);
+		idx[i][2] = rd(&b, REG_DEVICE_ID);
+	}
+	run(&b);
+	for (int i = 0; i < bi->nr_virtio; i++)
+		scanned_id[i] = (b.op[idx[i][0]].value == MAGIC && b.op[idx[i][1]].value == 2)
+		                    ? b.op[idx[i][2]].value
+		                    : 0;
+	scanned = true;
+}
+
+/* Reset the device and read its features and queue sizes in one batch. */
+static void identify(struct vio_dev *dev, unsigned nq, uint16_t *qmax)
+{
+	struct batch b = {.base = (uint64_t)dev->regs};
+	unsigned flo, fhi, qm[MAX_QUEUES];
+
+	wr(&b, REG_STATUS, 0);
+	wr(&b, REG_STATUS, ST_ACK);
+	wr(&b, REG_STATUS, ST_ACK | ST_DRIVER);
+	wr(&b, REG_DEV_FEATURES_SEL, 0);
+	flo = rd(&b, REG_DEV_FEATURES);
+	wr(&b, REG_DEV_FEATURES_SEL, 1);
+	fhi = rd(&b, REG_DEV_FEATURES);
+	for (unsigned i = 0; i < nq; i++) {
+		wr(&b, REG_QUEUE_SEL, i);
+		qm[i] = rd(&b, REG_QUEUE_NUM_MAX);
+	}
+	run(&b);
+	dev->features = b.op[flo].value | (uint64_t)b.op[fhi].value << 32;
+	for (unsigned i = 0; i < nq; i++)
+		qmax[i] = (uint16_t)MIN(b.op[qm[i]].value, 0x8000U);
+}
+
+int vio_probe(const struct bootinfo *bi, uint32_t device_id, uint64_t want, unsigned nq,
+              uint16_t max_size, struct vio_dev *dev, struct vio_queue *qs)
+{
+	uint16_t qmax[MAX_QUEUES];
+	struct batch b;
+	unsigned st;
+	int i;
+
+	if (nq > MAX_QUEUES || bi->nr_virtio > KILN_MMIO_MAX_DEVICES)
+		return -EINVAL;
+	if (!scanned)
+		scan(bi);
+	for (i = 0; i < bi->nr_virtio && scanned_id[i] != device_id; i++)
+		;
+	if (i == bi->nr_virtio)
+		return -ENODEV;
+	scanned_id[i] = 0; /* taken */
+	dev->base_pa = bi->virtio[i].base;
+	dev->regs = (volatile uint8_t *)(KILN_VA_MMIO + (dev->base_pa - KILN_GPA_MMIO_BASE));
+	dev->irq_bit = bi->virtio[i].vector - KILN_VEC_DEVICE0;
+	dev->device_id = device_id;
+	identify(dev, nq, qmax);
+	if (!(dev->features & F_VERSION_1))
+		return -ENODEV;
+	dev->features &= want | F_VERSION_1;
+	b = (struct batch){.base = (uint64_t)dev->regs};
+	wr(&b, REG_DRV_FEATURES_SEL, 0);
+	wr(&b, REG_DRV_FEATURES, (uint32_t)dev->features);
+	wr(&b, REG_DRV_FEATURES_SEL, 1);
+	wr(&b, REG_DRV_FEATURES, (uint32_t)(dev->features >> 32));
+	wr(&b, REG_STATUS, ST_ACK | ST_DRIVER | ST_FEATURES_OK);
+	st = rd(&b, REG_STATUS);
+	for (unsigned i = 0; i < nq; i++) {
+		uint16_t size = MIN(qmax[i], max_size);
+		int err;
+		/* Queue sizes are powers of two. */
+		while (size & (size - 1))
+			size &= (uint16_t)(size - 1);
+		if (!size)
+			return -ENODEV;
+		err = alloc_queue(&qs[i], i, size);
+		if (err)
+			return err;
+		qs[i].notify = (volatile uint32_t *)(dev->regs + REG_QUEUE_NOTIFY);
+		queue_regs(&b, &qs[i]);
+	}
+	wr(&b, REG_STATUS, ST_ACK | ST_DRIVER | ST_FEATURES_OK | ST_DRIVER_OK);
+	run(&b);
+	if (!(b.op[st].value & ST_FEATURES_OK))
+		return -EIO;
+	return 0;
+}
+
+int vio_add(struct vio_queue *q, const uint64_t *addr, const uint32_t *len, unsigned n_out,
+            unsigned n_in)
+{
+	unsigned n = n_out + n_in;
+	uint16_t head = q->free_head, i = head, last = head;
+
+	if (!n || n > q->nr_free)
+		return -ENOSPC;
+	for (unsigned k = 0; k < n; k++) {
+		struct vio_desc *d = &q->desc[i];
+		d->addr = addr[k];
+		d->len = len[k];
+		d->flags = (uint16_t)((k >= n_out ? VIO_DESC_F_WRITE : 0) |
+		                      (k + 1 < n ? VIO_DESC_F_NEXT : 0));
+		last = i;
+		i = d->next;
+	}
+	q->free_head = q->desc[last].next;
+	q->nr_free = (uint16_t)(q->nr_free - n);
+	q->avail->ring[q->avail->idx % q->size] = head;
+	__atomic_store_n(&q->avail->idx, (uint16_t)(q->avail->idx + 1), __ATOMIC_RELEASE);
+	return head;
+}
+
+void vio_kick(struct vio_queue *q)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!(__atomic_load_n(&q->used->flags, __ATOMIC_ACQUIRE) & USED_F_NO_NOTIFY))
+		*q->notify = q->index;
+}
+
+bool vio_has_used(const struct vio_queue *q)
+{
+	return __atomic_load_n(&q->used->idx, __ATOMIC_ACQUIRE) != q->last_used;
+}
+
+bool vio_get_used(struct vio_queue *q, uint32_t *id, uint32_t *len)
+{
+	struct vio_used_elem e;
+	uint16_t i;
+
+	if (!vio_has_used(q))
+		return false;
+	e = q->used->ring[q->last_used % q->size];
+	q->last_used++;
+	if (e.id >= q->size)
+		kpanic("virtio queue %u: device returned descriptor %u", q->index, e.id);
+	*id = e.id;
+	*len = e.len;
+	/* Return the chain to the free list. */
+	i = (uint16_t)e.id;
+	q->nr_free++;
+	while (q->desc[i].flags & VIO_DESC_F_NEXT) {
+		i = q->desc[i].next;
+		q->nr_free++;
+	}
+	q->desc[i].next = q->free_head;
+	q->free_head = (uint16_t)e.id;
+	return true;
+}
+
+void vio_want_irq(struct vio_queue *q, bool on)
+{
+	uint16_t f = on ? 0 : AVAIL_F_NO_INTERRUPT;
+	if (q->avail->flags != f)
+		__atomic_store_n(&q->avail->flags, f, __ATOMIC_SEQ_CST);
+}
+
+void idle_wait_once(uint64_t tsc_deadline)
+{
+	sv_halt(tsc_deadline);
+}

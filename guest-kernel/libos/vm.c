@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Page tables and mappings of the lower half. The library OS edits page
+ * tables directly through the direct map (native speed); only the TLB flush
+ * needs the supervisor.
+ */
+#include "bootinfo.h"
+#include "printk.h"
+#include "proc.h"
+#include "sv.h"
+#include "vm.h"
+
+#define PTE_P    (1ULL << 0)
+#define PTE_W    (1ULL << 1)
+#define PTE_U    (1ULL << 2)
+#define PTE_PS   (1ULL << 7)
+#define PTE_NX   (1ULL << 63)
+#define PTE_ADDR 0x000ffffffffff000ULL
+#define SLED_VA  0
+
+static uint64_t boot_pml4;
+static uint64_t sled_pa;
+static struct aspace *active;
+extern char __libos_text_start[];
+extern char __libos_phys_delta[];
+
+/* The zpoline sled: any offset below KILN_SLED_END decodes as padding that
+ * ends exactly at KILN_SLED_END, where a jmp rel32 whose displacement bytes
+ * are themselves nops (see KILN_VA_ZPOLINE_ENTRY) enters the library OS.
+ * Long no-op instructions (0x66 prefixes + 0x90) keep the slide short:
+ * about 35 instructions instead of 512. */
+static void build_sled(uint8_t *p)
+{
+	const unsigned blk = 15;
+	unsigned i = 0, first = KILN_SLED_END % blk;
+
+	for (; i + 1 < first; i++)
+		p[i] = 0x66;
+	if (first)
+		p[i++] = 0x90;
+	for (; i < KILN_SLED_END; i++)
+		p[i] = ((i - first) % blk == blk - 1) ? 0x90 : 0x66;
+	p[i++] = 0xe9;
+	p[i++] = 0x90;
+	p[i++] = 0x90;
+	p[i++] = 0x90;
+	p[i++] = 0x90;
+	for (; i < PAGE_SIZE; i++)
+		p[i] = 0xf4; /* hlt: #GP at CPL3, reported as -ENOSYS */
+}
+
+void vm_init(const struct bootinfo *bi)
+{
+	boot_pml4 = bi->pml4;
+	sled_pa = pmem_alloc(false);
+	if (!sled_pa)
+		kpanic("no memory for the syscall sled");
+	build_sled(phys_to_virt(sled_pa));
+	/* Sanity: the jump lands on zpoline_entry. */
+	if (KILN_SLED_END + 5 + (int64_t)(int32_t)0x90909090 != (int64_t)KILN_VA_ZPOLINE_ENTRY)
+		kpanic("zpoline entry address does not match the sled");
+}
+
+uint64_t virt_to_phys(const void *p)
+{
+	uint64_t va = (uint64_t)p;
+
+	if (va >= KILN_VA_DIRECT_MAP && va < KILN_VA_MMIO)
+		return va - KILN_VA_DIRECT_MAP;
+	if (va >= (uint64_t)__libos_text_start && va < KILN_VA_LIBOS_END)
+		return va - (uint64_t)__libos_phys_delta;
+	if (va < USER_TOP && active)
+		return vm_translate(active, va);
+	return ~0ULL;
+}
+
+static uint64_t *table(uint64_t pa)
+{
+	return phys_to_virt(pa & PTE_ADDR);
+}
+
+/* The level-1 entry for va, creating tables on the way if asked. */
+static uint64_t *walk(struct aspace *as, uint64_t va, bool create)
+{
+	uint64_t *t = table(as->root);
+
+	for (int level = 4; level > 1; level--) {
+		uint64_t *e = &t[(va >> (12 + 9 * (level - 1))) & 511];
+		if (!(*e & PTE_P)) {
+			uint64_t pa;
+			if (!create || !(pa = pmem_alloc(true)))
+				return NULL;
+			*e = pa | PTE_P | PTE_W | PTE_U;
+		}
+		if (*e & PTE_PS)
+			return NULL;
+		t = table(*e);
+	}
+	return &t[(va >> 12) & 511];
+}
+
+static uint64_t pte_flags(uint32_t prot)
+{
+	uint64_t f = PTE_P | PTE_U;
+
+	if (prot & PROT_WRITE)
+		f |= PTE_W;
+	if (!(prot & PROT_EXEC))
+		f |= PTE_NX;
+	return f;
+}
+
+struct aspace *aspace_create(void)
+{
+	struct aspace *as = kzalloc(sizeof(*as));
+	uint64_t *root, *sled_pte;
+
+	if (!as)
+		return NULL;
+	as->root = pmem_alloc(true);
+	if (!as->root) {
+		kfree(as);
+		return NULL;
+	}
+	root = table(as->root);
+	memcpy(root + 256, table(boot_pml4) + 256, 256 * sizeof(uint64_t));
+	sled_pte = walk(as, SLED_VA, true);
+	if (!sled_pte) {
+		aspace_destroy(as);
+		return NULL;
+	}
+	*sled_pte = sled_pa | PTE_P | PTE_U;
+	as->mmap_top = 0x7f0000000000ULL;
+	return as;
+}
+
+static void free_tables(uint64_t pa, int level)
+{
+	uint64_t *t = table(pa);
+
+	if (level > 1) {
+		for (int i = 0; i < (level == 4 ? 256 : 512); i++)
+			if (t[i] & PTE_P)
+				free_tables(t[i], level - 1);
+	}
+	pmem_free(pa & PTE_ADDR);
+}
+
+void aspace_destroy(struct aspace *as)
+{
+	struct vma *v = as->vmas;
+
+	while (v) {
+		struct vma *n = v->next;
+		vm_unmap(as, v->start, v->end - v->start);
+		v = n;
+	}
+	free_tables(as->root, 4);
+	kfree(as->patched);
+	if (active == as)
+		active = NULL;
+	kfree(as);
+}
+
+void aspace_activate(struct aspace *as)
+{
+	if (active != as) {
+		sv_set_cr3(as->root);
+		active = as;
+	}
+}
+
+static void flush(struct aspace *as)
+{
+	if (as == active)
+		sv_flush_tlb();
+}
+
+/* Replace [start, end) in the VMA list with a new VMA (or nothing). */
+static int vma_set(struct aspace *as, uint64_t start, uint64_t end, struct vma *nv)
+{
+	struct vma **pp = &as->vmas, *v;
+
+	while ((v = *pp)) {
+		if (v->end <= start) {
+			pp = &v->next;
+			continue;
+		}
+		if (v->start >= end)
+			break;
+		if (v->start < start && v->end > end) { /* split in two */
+			struct vma *tail = kmalloc(sizeof(*tail));
+			if (!tail)
+				return -ENOMEM;
+			*tail = *v;
+			tail->start = end;
+			v->end = start;
+			v->next = tail;
+			pp = &v->next;
+		} else if (v->start < start) {
+			v->end = start;
+			pp = &v->next;
+		} else if (v->end > end) {
+			v->start = end;
+			break;
+		} else {
+			*pp = v->next;
+			kfree(v);
+		}
+	}
+	if (nv) {
+		nv->next = *pp;
+		*pp = nv;
+	}
+	return 0;
+}
+
+static void unmap_pages(struct aspace *as, uint64_t start, uint64_t end)
+{
+	bool any = false;
+
+	for (uint64_t va = start; va < end; va += PAGE_SIZE) {
+		uint64_t *pte = walk(as, va, false);
+		if (!pte || !(*pte & PTE_P))
+			continue;
+		pmem_free(*pte & PTE_ADDR);
+		*pte = 0;
+		as->nr_pages--;
+		any = true;
+	}
+	if (any)
+		flush(as);
+}
+
+static bool range_ok(uint64_t start, uint64_t len)
+{
+	return !(start % PAGE_SIZE) && len && start >= PAGE_SIZE && start < USER_TOP &&
+	       len <= USER_TOP - start;
+}
+
+int vm_unmap(struct aspace *as, uint64_t start, uint64_t len)
+{
+	if (!range_ok(start, len))
+		return -EINVAL;
+	len = ALIGN_UP(len, PAGE_SIZE);
+	unmap_pages(as, start, start + len);
+	return vma_set(as, start, start + len, NULL);
+}
+
+int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags)
+{
+	struct vma *v;
+	uint64_t end, va;
+
+	if (!range_ok(start, len))
+		return -EINVAL;
+	end = start + ALIGN_UP(len, PAGE_SIZE);
+	v = kmalloc(sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	unmap_pages(as, start, end);
+	for (va = start; va < end; va += PAGE_SIZE) {
+		uint64_t *pte = walk(as, va, true);
+		uint64_t pa = pte ? pmem_alloc(true) : 0;
+		if (!pa)
+			goto nomem;
+		*pte = pa | pte_flags(prot);
+		as->nr_pages++;
+	}
+	v->start = start;
+	v->end = end;
+	v->prot = prot;
+	v->flags = flags;
+	if (vma_set(as, start, end, v))
+		goto nomem;
+	return 0;
+nomem:
+	unmap_pages(as, start, va);
+	vma_set(as, start, end, NULL);
+	kfree(v);
+	return -ENOMEM;
+}
+
+int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot)
+{
+	uint64_t end;
+
+	if (!range_ok(start, len))
+		return -EINVAL;
+	end = start + ALIGN_UP(len, PAGE_SIZE);
+	for (uint64_t a = start; a < end;) {
+		struct vma *v = vm_find_vma(as, a);
+		if (!v || v->start > a)
+			return -ENOMEM; /* Linux: part of the range is unmapped */
+		a = v->end;
+	}
+	for (struct vma *v = as->vmas; v && v->start < end; v = v->next) {
+		uint64_t s = MAX(v->start, start), e = MIN(v->end, end);
+		if (s >= e)
+			continue;
+		if (s > v->start || e < v->end) {
+			struct vma *nv = kmalloc(sizeof(*nv));
+			if (!nv)
+				return -ENOMEM;
+			*nv = *v;
+			nv->start = s;
+			nv->end = e;
+			nv->prot = prot;
+			if (vma_set(as, s, e, nv)) {
+				kfree(nv);
+				return -ENOMEM;
+			}
+			v = nv;
+		} else {
+			v->prot = prot;
+		}
+		for (uint64_t va = s; va < e; va += PAGE_SIZE) {
+			uint64_t *pte = walk(as, va, false);
+			if (pte && (*pte & PTE_P))
+				*pte = (*pte & PTE_ADDR) | pte_flags(prot);
+		}
+	}
+	flush(as);
+	return 0;
+}
+
+struct vma *vm_find_vma(struct aspace *as, uint64_t addr)
+{
+	for (struct vma *v = as->vmas; v; v = v->next)
+		if (addr < v->end)
+			return addr >= v->start ? v : NULL;
+	return NULL;
+}
+
+uint64_t vm_find_free(struct aspace *as, uint64_t len)
+{
+	uint64_t top = as->mmap_top, best = 0;
+
+	len = ALIGN_UP(len, PAGE_SIZE);
+	if (!len || len > top)
+		return 0;
+	/* Highest gap below mmap_top: walk the sorted list, remember the last
+	 * gap that fits. */
+	uint64_t prev_end = 1ULL << 32; /* leave the low 4 GiB to brk and ET_EXEC */
+	for (struct vma *v = as->vmas;; v = v->next) {
+		uint64_t gap_end = v ? MIN(v->start, top) : top;
+		if (gap_end > prev_end && gap_end - prev_end >= len)
+			best = gap_end - len;
+		if (!v || v->start >= top)
+			break;
+		prev_end = MAX(prev_end, v->end);
+	}
+	return best;
+}
+
+uint64_t vm_translate(struct aspace *as, uint64_t va)
+{
+	uint64_t *pte = walk(as, va, false);
+
+	if (!pte || !(*pte & PTE_P))
+		return ~0ULL;
+	return (*pte & PTE_ADDR) | (va & (PAGE_SIZE - 1));
+}
+
+int vm_grow_stack(struct aspace *as, uint64_t addr)
+{
+	struct vma *v;
+	uint64_t lo = ALIGN_DOWN(addr, PAGE_SIZE);
+
+	for (v = as->vmas; v && v->end <= addr; v = v->next)
+		;
+	if (!v || !(v->flags & VMA_STACK) || v->start <= lo || v->start - lo > (64UL << 20))
+		return -EFAULT;
+	return vm_map_anon(as, lo, v->start - lo, v->prot, v->flags);
+}
+
+static size_t slot_of(uint64_t site, size_t cap)
+{
+	return (size_t)((site * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+}
+
+bool vm_is_patched(const struct aspace *as, uint64_t site)
+{
+	if (!as->patched_cap)
+		return false;
+	for (size_t i = slot_of(site, as->patched_cap);; i = (i + 1) & (as->patched_cap - 1)) {
+		if (as->patched[i] == site)
+			return true;
+		if (!as->patched[i])
+			return false;
+	}
+}
+
+static void set_insert(uint64_t *set, size_t cap, uint64_t site)
+{
+	size_t i = slot_of(site, cap);
+
+	while (set[i] && set[i] != site)
+		i = (i + 1) & (cap - 1);
+	set[i] = site;
+}
+
+static int remember_patch(struct aspace *as, uint64_t site)
+{
+	if (vm_is_patched(as, site))
+		return 0;
+	if ((as->patched_n + 1) * 2 > as->patched_cap) {
+		size_t cap = as->patched_cap ? as->patched_cap * 2 : 64;
+		uint64_t *set = kzalloc(cap * sizeof(*set));
+		if (!set)
+			return -ENOMEM;
+		for (size_t i = 0; i < as->patched_cap; i++)
+			if (as->patched[i])
+				set_insert(set, cap, as->patched[i]);
+		kfree(as->patched);
+		as->patched = set;
+		as->patched_cap = cap;
+	}
+	set_insert(as->patched, as->patched_cap, site);
+	as->patched_n++;
+	return 0;
+}
+
+int vm_patch_syscall(struct aspace *as, uint64_t site)
+{
+	uint64_t p0 = vm_translate(as, site), p1 = vm_translate(as, site + 1);
+	uint8_t *b0, *b1;
+
+	if (p0 == ~0ULL || p1 == ~0ULL)
+		return -EFAULT;
+	b0 = phys_to_virt(p0);
+	b1 = phys_to_virt(p1);
+	if (*b0 == 0xff && *b1 == 0xd0)
+		return 0;
+	if (*b0 != 0x0f || *b1 != 0x05)
+		return -EINVAL;
+	/* Without a record of the site a later bad syscall number there would
+	 * look like a wild call: leave such a site unpatched (it still works,
+	 * through the slow path). */
+	if (remember_patch(as, site))
+		return -ENOMEM;
+	/* Second byte first: a racing thread sees 0f d0 (invalid) only if it
+	 * is mid-decode, which the single-vCPU kernel never allows. */
+	*b1 = 0xd0;
+	*b0 = 0xff;
+	return 0;
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The supervisor's entry points: boot, exceptions, interrupts, supervisor
+ * calls and the VMX syscall entry. Every instruction here is emulated on PVM
+ * hosts (0.3-1 us each), so paths are as short as the job allows:
+ *
+ *  - exceptions from CPL3 are forwarded to the library OS, which reads the
+ *    hardware frame left at the top of the RSP0 stack (a user page);
+ *  - device and timer interrupts set a bit in kcpu0.irq_pending and EOI;
+ *  - `int3` from library-OS code is a supervisor call (sv_call in sv.c).
+ */
+#include "kiln/boot.h"
+#include "kcpu.h"
+
+#define EOI_MSR 0x80b
+
+	.section .text
+	.code64
+
+/* Boot: RDI = FDT address, kept for libos_start. Drop to CPL3. */
+	.globl sv_entry
+sv_entry:
+	pushq	$KILN_SEL_UDATA
+	pushq	$libos_boot_stack_top
+	pushq	$0x202
+	pushq	$KILN_SEL_UCODE
+	pushq	$libos_start
+	iretq
+
+/* Exception stubs, 16 bytes apart so sv/note.c can compute their addresses.
+ * Each pushes a dummy error code where the CPU does not, then the vector. */
+	.balign	16
+	.globl	sv_exc_stubs
+sv_exc_stubs:
+	vec = 0
+	.rept	32
+	.balign	16
+	.if	vec == 8 || (vec >= 10 && vec <= 14) || vec == 17 || vec == 21 || vec == 29 || vec == 30
+	pushq	$vec
+	.else
+	pushq	$0
+	pushq	$vec
+	.endif
+	jmp	exc_common
+	vec = vec + 1
+	.endr
+
+/* Stack: vector, error, RIP, CS, RFLAGS, RSP, SS. */
+exc_common:
+	testb	$3, 24(%rsp)
+	jz	sv_fatal
+exc_user:
+	movq	%rax, kcpu0+KCPU_SAVE_RAX(%rip)
+	movq	%cr2, %rax
+	movq	%rax, kcpu0+KCPU_TRAP_CR2(%rip)
+	/* The frame stays where it is for the library OS; return to CPL3 at
+	 * its trap entry: on the trap stack for a program's fault, or below
+	 * the interrupted stack's red zone when the library OS itself faulted
+	 * (a user-copy fault, possibly while handling another trap). */
+	movq	$libos_trap_stack_top, %rax
+	cmpq	$KILN_VA_LIBOS_START, 16(%rsp)
+	jb	1f
+	movq	40(%rsp), %rax
+	subq	$256, %rax
+	andq	$-16, %rax
+1:	pushq	$KILN_SEL_UDATA
+	pushq	%rax
+	pushq	$0x202
+	pushq	$KILN_SEL_UCODE
+	pushq	$libos_trap_entry
+	movq	kcpu0+KCPU_SAVE_RAX(%rip), %rax
+	iretq
+
+/* Nothing sensible can continue: report through the FATAL port. */
+	.globl	sv_fatal
+sv_fatal:
+	movq	0(%rsp), %rdi
+	movq	8(%rsp), %rsi
+	movq	16(%rsp), %r8
+	movq	24(%rsp), %r9
+	movq	32(%rsp), %r10
+	movq	40(%rsp), %r11
+	movq	%cr2, %r12
+	movw	$KILN_PORT_FATAL, %dx
+	outb	%al, %dx
+1:	cli
+	hlt
+	jmp	1b
+
+/* #BP: from library-OS code it is a supervisor call; from a program it is a
+ * breakpoint trap like any other. Library-OS code is the only code above
+ * KILN_VA_LIBOS_START that runs at CPL3. */
+	.balign	16
+	.globl	sv_bp_entry
+sv_bp_entry:
+	cmpq	$KILN_VA_LIBOS_START, (%rsp)
+	jb	1f
+	call	sv_call
+	iretq
+1:	pushq	$0
+	pushq	$3
+	jmp	exc_user
+
+/* Device interrupts: vector KILN_VEC_DEVICE0 + n sets bit n. 16 bytes apart. */
+	.balign	16
+	.globl	sv_irq_stubs
+sv_irq_stubs:
+	irq = 0
+	.rept	KILN_MMIO_MAX_DEVICES
+	.balign	16
+	lock btsq $irq, kcpu0+KCPU_IRQ_PENDING(%rip)
+	jmp	irq_eoi
+	irq = irq + 1
+	.endr
+
+	.globl	sv_timer_entry
+sv_timer_entry:
+	lock btsq $KCPU_IRQ_TIMER_BIT, kcpu0+KCPU_IRQ_PENDING(%rip)
+irq_eoi:
+	pushq	%rax
+	pushq	%rcx
+	pushq	%rdx
+	movl	$EOI_MSR, %ecx
+	xorl	%eax, %eax
+	xorl	%edx, %edx
+	wrmsr
+	popq	%rdx
+	popq	%rcx
+	popq	%rax
+	iretq
+
+	.globl	sv_spurious_entry
+sv_spurious_entry:
+	iretq
+
+/*
+ * LSTAR. On PVM hosts `syscall` never reaches CPL0: it is reflected to this
+ * address at CPL3, the fetch from a supervisor page faults, and the #PF
+ * reaches the library OS with RIP == sv_syscall_entry, which it treats as a
+ * syscall. On VMX hosts we get here at CPL0 with the user's stack; build the
+ * same #PF frame so the library OS sees one path.
+ */
+	.balign	16
+	.globl	sv_syscall_entry
+sv_syscall_entry:
+	movq	%rsp, kcpu0+KCPU_SCRATCH(%rip)
+	movq	$libos_rsp0_top, %rsp
+	pushq	$KILN_SEL_UDATA
+	pushq	kcpu0+KCPU_SCRATCH(%rip)
+	pushq	%r11
+	pushq	$KILN_SEL_UCODE
+	pushq	$sv_syscall_entry
+	pushq	$0x15
+	pushq	$14
+	jmp	exc_user
+
+	.section .bss
+	.balign	4096
+sv_ist1:
+	.skip	4096
+	.globl	sv_ist1_top
+sv_ist1_top:
+sv_ist2:
+	.skip	4096
+	.globl	sv_ist2_top
+sv_ist2_top:
+sv_boot_stack:
+	.skip	256
+	.globl	sv_boot_stack_top
+sv_boot_stack_top:

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kiln boot ABI: what kiln-vmm promises kiln-kernel at the first instruction,
+ * and what the kernel image must tell the VMM about itself.
+ *
+ * Version 1. Any change to a layout, constant or meaning below bumps
+ * KILN_BOOT_VERSION; the VMM refuses images that carry another version.
+ *
+ * Why so much is done by the VMM: on PVM hosts every guest CPL0 instruction
+ * is emulated (0.3-1 us each, see shared/probes/RESULTS.md), so page tables,
+ * GDT, IDT, TSS, MSRs and the local APIC are all prepared by the host and the
+ * kernel's own boot path is a handful of instructions.
+ *
+ * Included by host C (kiln-vmm), guest C and guest assembly.
+ */
+#ifndef KILN_BOOT_H
+#define KILN_BOOT_H
+
+#define KILN_BOOT_VERSION 1
+
+/* 64-bit constants usable from C and assembly. */
+#ifdef __ASSEMBLER__
+#define KILN_U64(x) x
+#else
+#define KILN_U64(x) x##ULL
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Guest-physical layout
+ *
+ * RAM starts at 0. RAM above KILN_GPA_HOLE_START is placed at 4 GiB instead,
+ * leaving [KILN_GPA_HOLE_START, 4 GiB) for devices.
+ */
+#define KILN_GPA_HOLE_START KILN_U64(0xc0000000)
+#define KILN_GPA_HIGH_RAM   KILN_U64(0x100000000)
+
+/* The initramfs, when there is one: the archive file itself, mapped
+ * read-only (guest writes are dropped) from the host's page cache, so every
+ * VM booted from one archive shares its pages. Not RAM. */
+#define KILN_GPA_INITRD KILN_U64(0xc0000000)
+#define KILN_INITRD_MAX KILN_U64(0x10000000)
+
+/* virtio-mmio windows: device i is at KILN_GPA_MMIO_BASE + i * KILN_MMIO_SIZE. */
+#define KILN_GPA_MMIO_BASE    KILN_U64(0xd0000000)
+#define KILN_MMIO_SIZE        KILN_U64(0x1000)
+#define KILN_MMIO_MAX_DEVICES 32
+
+/* The kernel image is loaded at its p_paddr, which must be >= this. Below it
+ * the VMM keeps its boot area (page tables, GDT, TSS, IDT), listed in the
+ * FDT's memory reservation block like every other range the guest must not
+ * allocate (kernel image, the FDT itself). */
+#define KILN_GPA_KERNEL_MIN KILN_U64(0x200000)
+
+/* ---------------------------------------------------------------------------
+ * Virtual layout at entry (4-level paging, built by the VMM)
+ *
+ *  [0, 4 KiB)                 nothing; each process maps its zpoline sled here
+ *  KILN_VA_DIRECT_MAP + pa    all RAM, read/write, no-execute, user-accessible
+ *                             (the library OS runs at CPL3 and reads virtqueues,
+ *                             page tables and the initramfs through it)
+ *  KILN_VA_DIRECT_MAP + KILN_GPA_INITRD
+ *                             the initramfs, read-only, no-execute, user
+ *  KILN_VA_MMIO + (pa - KILN_GPA_MMIO_BASE)
+ *                             the virtio-mmio windows, uncached, user-accessible
+ *                             (doorbells can be rung from CPL3)
+ *  [KILN_VA_SV_START, KILN_VA_SV_END)
+ *                             supervisor segments of the kernel image:
+ *                             supervisor-only pages
+ *  [KILN_VA_LIBOS_START, KILN_VA_LIBOS_END)
+ *                             library OS segments: user pages
+ *
+ * Kernel PT_LOAD segments are mapped page by page with 4 KiB pages: R always,
+ * W if PF_W, execute only if PF_X. The lower half (user space) belongs to the
+ * guest's processes. Inside one guest there is no privilege boundary between
+ * processes; the VM is the isolation boundary.
+ */
+#define KILN_VA_DIRECT_MAP  KILN_U64(0xffff888000000000)
+#define KILN_VA_MMIO        KILN_U64(0xffffc90000000000)
+#define KILN_VA_SV_START    KILN_U64(0xffffffff80000000)
+#define KILN_VA_SV_END      KILN_U64(0xffffffff90000000)
+#define KILN_VA_LIBOS_START KILN_U64(0xffffffff90000000)
+#define KILN_VA_LIBOS_END   KILN_U64(0xffffffffc0000000)
+
+/*
+ * zpoline: every `syscall` (0f 05) in a program is rewritten to `call *%rax`
+ * (ff d0), which lands in a nop sled at virtual address rax (the syscall
+ * number). The sled ends at KILN_SLED_END with `jmp rel32` to the library
+ * OS's entry. The entry lives at KILN_VA_ZPOLINE_ENTRY so that the rel32
+ * bytes are 90 90 90 90: a call that lands inside the jump still slides into
+ * it. Past the jump the page is filled with `hlt`, which faults at CPL3 and is
+ * reported to the program as -ENOSYS.
+ */
+#define KILN_SLED_END         512
+#define KILN_VA_ZPOLINE_ENTRY KILN_U64(0xffffffff90909295)
+
+/* ---------------------------------------------------------------------------
+ * Machine state at entry
+ *
+ *  - 64-bit mode, CPL0, paging as above; CR0 = PE|MP|ET|NE|WP|AM|PG,
+ *    CR4 = PAE|PGE|OSFXSR|OSXMMEXCPT|FSGSBASE, EFER = SCE|LME|LMA|NXE.
+ *  - GDT: KILN_SEL_* below; TSS loaded with RSP0 and ISTs from the image's
+ *    kiln_boot_image and an I/O bitmap that lets CPL3 use the KILN_PORT_*
+ *    ports (and nothing else).
+ *  - IDT: built from kiln_boot_image.vector[]; loaded.
+ *  - x2APIC enabled, software-enabled (SVR), LVT timer in TSC-deadline mode
+ *    on KILN_VEC_TIMER; other LVTs masked.
+ *  - MSRs: STAR (KILN_SEL_*), LSTAR = kiln_boot_image.syscall_entry,
+ *    FMASK = TF|DF|IF|AC, GS_BASE = KERNEL_GS_BASE = FS_BASE = 0.
+ *  - RIP = kiln_boot_image.entry, RSP = kiln_boot_image.boot_stack,
+ *    RDI = guest-physical address of the FDT, RFLAGS = 0x2 (IF clear).
+ *  - CPUID hides CX16 (CPL0 cmpxchg16b cannot be emulated on PVM hosts) and
+ *    whatever else the host lets the VMM hide; see vmm/cpuid.c.
+ */
+#define KILN_SEL_KCODE   0x10
+#define KILN_SEL_KDATA   0x18
+#define KILN_SEL_UCODE32 0x23
+#define KILN_SEL_UDATA   0x2b
+#define KILN_SEL_UCODE   0x33
+#define KILN_SEL_TSS     0x40
+
+#define KILN_VEC_TIMER    0xec /* LAPIC TSC-deadline timer */
+#define KILN_VEC_SPURIOUS 0xff /* LAPIC spurious vector */
+#define KILN_VEC_DEVICE0  0x40 /* device i interrupts on KILN_VEC_DEVICE0 + i */
+
+/* ---------------------------------------------------------------------------
+ * I/O ports (PIO, all handled by the VMM; usable from CPL0 and CPL3)
+ *
+ * Arguments travel in general registers, read by the VMM at the exit.
+ */
+#define KILN_PORT_BASE 0x700
+/* out to EXIT: the guest is done; EDI = exit status (0-255). The VMM drains
+ * its devices (console output is written out) and exits with that status. */
+#define KILN_PORT_EXIT (KILN_PORT_BASE + 0)
+/* out to LOG: RDI = guest-physical address, RSI = length (<= 4096) of a
+ * message the VMM writes to its stderr. For panics before the console runs. */
+#define KILN_PORT_LOG (KILN_PORT_BASE + 1)
+/* out to FATAL: the supervisor hit an exception it cannot handle.
+ * RDI = vector, RSI = error code, R8 = faulting RIP, R9 = CS,
+ * R10 = RFLAGS, R11 = RSP, R12 = CR2. The VMM prints a one-line diagnosis. */
+#define KILN_PORT_FATAL (KILN_PORT_BASE + 2)
+#define KILN_PORT_COUNT 3
+
+/* Exit status the VMM uses when the guest dies without reporting one. */
+#define KILN_EXIT_GUEST_CRASH 125
+
+/* ---------------------------------------------------------------------------
+ * The kernel image's self-description
+ *
+ * The image carries one ELF note with name "KILN" and type KILN_NOTE_BOOT whose
+ * descriptor is a struct kiln_boot_image. All addresses are kernel virtual
+ * addresses inside the image's PT_LOAD segments.
+ */
+#define KILN_NOTE_NAME        "KILN"
+#define KILN_NOTE_BOOT        1
+#define KILN_BOOT_IMAGE_MAGIC 0x4b494c4eU /* "KILN" */
+
+#define KILN_NR_VECTORS 256
+/* vector_flags[i] */
+#define KILN_VF_IST_MASK 0x07 /* IST slot 1..7, 0 = none */
+#define KILN_VF_DPL3     0x08 /* gate callable from CPL3 (int3) */
+#define KILN_VF_TRAP     0x10 /* trap gate: IF stays as it was */
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+
+struct kiln_boot_image {
+	uint32_t magic;                   /* KILN_BOOT_IMAGE_MAGIC */
+	uint32_t version;                 /* KILN_BOOT_VERSION */
+	uint64_t entry;                   /* CPL0 entry point */
+	uint64_t boot_stack;              /* initial RSP (top of a stack in the image) */
+	uint64_t syscall_entry;           /* LSTAR; must be on a supervisor page */
+	uint64_t rsp0;                    /* TSS.RSP0: stack for traps from CPL3 */
+	uint64_t ist[7];                  /* TSS.IST1..7, 0 = unused */
+	uint64_t vector[KILN_NR_VECTORS]; /* handler address, 0 = no gate */
+	uint8_t vector_flags[KILN_NR_VECTORS];
+};
+#endif
+
+/* ---------------------------------------------------------------------------
+ * Flattened device tree (built by the VMM with libfdt, read by the kernel)
+ *
+ *  /  #address-cells = <2>, #size-cells = <2>, compatible = "kiln,vm"
+ *  /memory@0      device_type = "memory"; reg = RAM ranges (64-bit pairs)
+ *  /chosen
+ *      bootargs            kernel options, separated by spaces
+ *      kiln,argv           init's argv as a string list (absent: none)
+ *      linux,initrd-start  u64 GPA of the cpio archive (absent: none)
+ *      linux,initrd-end    u64 GPA one past its end
+ *      rng-seed            32 bytes of host entropy
+ *      kiln,tsc-khz        u32 guest TSC frequency
+ *      kiln,boot-tsc       u64 guest TSC at kiln,boot-realtime
+ *      kiln,boot-realtime  u64 CLOCK_REALTIME in ns at that moment
+ *      kiln,pml4           u64 GPA of the boot page-table root (its upper
+ *                          half is the kernel half of every address space)
+ *  /cpus/cpu@N    reg = <N> (x2APIC id)
+ *  /virtio_mmio@ADDR  compatible = "virtio,mmio"; reg = <ADDR 0x1000>;
+ *                 interrupts = <vector> (delivered as an MSI to CPU 0,
+ *                 edge-triggered; the InterruptStatus register is kept
+ *                 up to date but need not be acknowledged)
+ *  memory reservation block: boot area, kernel image, FDT.
+ *
+ * virtio-console (device 3), single port, no optional features. kiln adds
+ * one convention: when the host's input reaches end of file, the device
+ * returns one receive buffer with used length 0, and no input after it.
+ *
+ * Kernel options in bootargs:
+ *   kiln.stats=1   print counts of unimplemented syscalls at exit
+ *   init=PATH      program to run when there is no kiln,argv (default /init)
+ */
+#define KILN_FDT_MAX_SIZE 0x10000
+
+#endif

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Install the Debian packages kiln needs to build and test, if any are missing.
+# Idempotent and quiet when everything is present.
+set -e
+PKGS="gcc make binutils pkg-config libc6-dev libfdt-dev libzstd-dev libev-dev check libsubunit-dev
+ busybox-static cpio musl-tools clang-format"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "kiln: installing missing packages:$missing"
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends $missing

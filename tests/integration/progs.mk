@@ -1,0 +1,51 @@
+# Guest test programs: static Linux x86-64 programs that the integration
+# tests run inside kiln (and, for comparison, on the host), built into
+# $(BUILD)/tests/progs. Included from tests/tests.mk.
+#
+#   NAME            glibc, -static         (fileio, memtouch, exitcode, fault, getpid_bench)
+#   NAME-glibc      glibc, -static         (hello, auxv)
+#   NAME-glibc-pie  glibc, -static-pie     (hello, auxv)
+#   NAME-musl       musl-gcc, -static      (hello, auxv, fileio, memtouch)
+#
+# Every program's source is tests/integration/progs/NAME.c. KILN_TEST_LIBC
+# tells a program how it was built. Also builds the host-side benchmark
+# helper $(BIN)/kiln-bench-boot, which `make bench` needs.
+#
+# TEST_PROGS lists everything built here; GUEST_PROGS only what goes into
+# the initramfs (initramfs/test.list names each one).
+
+PROGS_DIR    := $(BUILD)/tests/progs
+PROGS_SRC    := tests/integration/progs
+PROGS_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
+MUSL_CC      := musl-gcc
+
+PROGS_PLAIN    := fileio memtouch exitcode fault getpid_bench
+PROGS_VARIANTS := hello auxv
+PROGS_MUSL     := $(PROGS_VARIANTS) fileio memtouch
+
+GUEST_PROGS := $(PROGS_PLAIN:%=$(PROGS_DIR)/%) \
+	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc) \
+	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc-pie) \
+	$(PROGS_MUSL:%=$(PROGS_DIR)/%-musl)
+BENCH_PROGS := $(BIN)/kiln-bench-boot
+TEST_PROGS  := $(GUEST_PROGS) $(BENCH_PROGS)
+
+$(PROGS_PLAIN:%=$(PROGS_DIR)/%): $(PROGS_DIR)/%: $(PROGS_SRC)/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(V)$(CC) -static $(PROGS_CFLAGS) -DKILN_TEST_LIBC='"glibc"' -o $@ $<
+
+$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc): $(PROGS_DIR)/%-glibc: $(PROGS_SRC)/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(V)$(CC) -static $(PROGS_CFLAGS) -DKILN_TEST_LIBC='"glibc"' -o $@ $<
+
+$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc-pie): $(PROGS_DIR)/%-glibc-pie: $(PROGS_SRC)/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(V)$(CC) -static-pie -fPIE $(PROGS_CFLAGS) -DKILN_TEST_LIBC='"glibc static-pie"' -o $@ $<
+
+$(PROGS_MUSL:%=$(PROGS_DIR)/%-musl): $(PROGS_DIR)/%-musl: $(PROGS_SRC)/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(V)$(MUSL_CC) -static $(PROGS_CFLAGS) -DKILN_TEST_LIBC='"musl"' -o $@ $<
+
+$(BIN)/kiln-bench-boot: tools/bench/boot_latency.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(V)$(CC) $(HOST_CFLAGS) -o $@ $<

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fault MODE: misbehave in one way, to check that the kernel turns each
+ * fault into the right signal (and the VMM into status 128 + signal), and
+ * that unknown system calls fail with ENOSYS instead of killing anything.
+ *
+ *   null        write through a NULL pointer      SIGSEGV (139)
+ *   ud2         execute ud2                        SIGILL  (132)
+ *   wild        jump to 0x12345678000              SIGSEGV (139)
+ *   div0        integer division by zero           SIGFPE  (136)
+ *   abort       abort()                            SIGABRT (134)
+ *   badsyscall  syscall 999                        "ENOSYS ok", status 0
+ *   bigsyscall  syscall 0x7fffffff                 "ENOSYS ok", status 0
+ *   negsyscall  syscall -1                         "ENOSYS ok", status 0
+ *
+ * The syscall modes try both glibc's syscall() and a bare `syscall`
+ * instruction, as they are different call sites for the kernel to handle.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static long raw_syscall0(long nr)
+{
+	long ret;
+
+	__asm__ volatile("syscall" : "=a"(ret) : "0"(nr) : "rcx", "r11", "memory");
+	return ret;
+}
+
+static int expect_enosys(long nr)
+{
+	long r;
+
+	errno = 0;
+	r = syscall(nr);
+	if (r != -1 || errno != ENOSYS) {
+		printf("syscall(%#lx) via libc returned %ld, errno %d (%s); expected -1, ENOSYS\n",
+		       (unsigned long)nr, r, errno, strerror(errno));
+		return 1;
+	}
+	r = raw_syscall0(nr);
+	if (r != -ENOSYS) {
+		printf("raw syscall %#lx returned %ld; expected %d (-ENOSYS)\n", (unsigned long)nr,
+		       r, -ENOSYS);
+		return 1;
+	}
+	printf("ENOSYS ok\n");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+
+	printf("fault: %s\n", mode);
+	fflush(stdout);
+
+	if (!strcmp(mode, "null")) {
+		*(volatile int *)0 = 42;
+	} else if (!strcmp(mode, "ud2")) {
+		__asm__ volatile("ud2");
+	} else if (!strcmp(mode, "wild")) {
+		void (*f)(void) = (void (*)(void))0x12345678000UL;
+
+		__asm__ volatile("" : "+r"(f)); /* keep the compiler from reasoning about f */
+		f();
+	} else if (!strcmp(mode, "div0")) {
+		/* An explicit div: gcc turns 1 / x into a comparison. */
+		unsigned long lo = 1, hi = 0, zero = 0;
+
+		__asm__ volatile("divq %2" : "+a"(lo), "+d"(hi) : "r"(zero));
+	} else if (!strcmp(mode, "abort")) {
+		abort();
+	} else if (!strcmp(mode, "badsyscall")) {
+		return expect_enosys(999);
+	} else if (!strcmp(mode, "bigsyscall")) {
+		return expect_enosys(0x7fffffff);
+	} else if (!strcmp(mode, "negsyscall")) {
+		return expect_enosys(-1);
+	} else {
+		fprintf(stderr,
+		        "usage: fault null|ud2|wild|div0|abort|badsyscall|bigsyscall|negsyscall\n");
+		return 2;
+	}
+	printf("fault: still alive after '%s'\n", mode);
+	return 3;
+}

@@ -1,0 +1,44 @@
+# Tests: Check unit tests (plain and under ASan+UBSan), integration tests that
+# boot real VMs on /dev/kvm. Included from the top-level Makefile.
+#
+# A unit test tests/unit/test_NAME.c is linked with the sources listed in
+# UNIT_SRCS_test_NAME (host builds of VMM or guest modules; guest modules are
+# compiled with -DKILN_HOSTED).
+
+UNIT_TESTS :=
+include tests/unit/unit.mk
+
+UNIT_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclude -iquote guest-kernel/include \
+	-D_GNU_SOURCE -DKILN_HOSTED $(shell pkg-config --cflags check 2>/dev/null)
+UNIT_LDLIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread) -lfdt -lev -lpthread
+SAN_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+UNIT_BINS     := $(UNIT_TESTS:%=$(BUILD)/tests/unit/%)
+UNIT_SAN_BINS := $(UNIT_TESTS:%=$(BUILD)/tests/unit-san/%)
+
+define unit_rules
+$(BUILD)/tests/unit/$(1): tests/unit/$(1).c $$(UNIT_SRCS_$(1)) | $(DEPS_STAMP)
+	@mkdir -p $$(dir $$@)
+	$$(V)$$(CC) $$(UNIT_CFLAGS) -o $$@ $$^ $$(UNIT_LDLIBS)
+$(BUILD)/tests/unit-san/$(1): tests/unit/$(1).c $$(UNIT_SRCS_$(1)) | $(DEPS_STAMP)
+	@mkdir -p $$(dir $$@)
+	$$(V)$$(CC) $$(UNIT_CFLAGS) $$(SAN_FLAGS) -o $$@ $$^ $$(UNIT_LDLIBS)
+endef
+$(foreach t,$(UNIT_TESTS),$(eval $(call unit_rules,$(t))))
+
+unit: $(UNIT_BINS) $(UNIT_SAN_BINS) $(BUILD)/guest/kiln-kernel
+	$(V)set -e; for t in $(UNIT_BINS); do echo "unit: $$t"; CK_FORK=yes $$t; done
+	$(V)set -e; for t in $(UNIT_SAN_BINS); do echo "unit (asan+ubsan): $$t"; \
+		ASAN_OPTIONS=detect_leaks=1 CK_FORK=no $$t; done
+
+# ---------------------------------------------------------------- guest test programs
+-include tests/integration/progs.mk
+
+integration: all $(TEST_PROGS) $(BUILD)/initramfs/test.cpio
+	$(V)sh tests/integration/run.sh
+
+test: deps
+	$(V)$(MAKE) --no-print-directory format-check
+	$(V)$(MAKE) --no-print-directory all
+	$(V)$(MAKE) --no-print-directory unit
+	$(V)$(MAKE) --no-print-directory integration

@@ -1,0 +1,25 @@
+# One block per unit test: add the test's name to UNIT_TESTS and list the
+# sources it links with.
+
+UNIT_TESTS += test_virtq
+UNIT_SRCS_test_virtq := vmm/virtio/virtq.c vmm/mem.c
+
+UNIT_TESTS += test_mmio
+UNIT_SRCS_test_mmio := vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/virtio/console.c \
+	vmm/virtio/rng.c vmm/mem.c
+
+UNIT_TESTS += test_cpio
+UNIT_SRCS_test_cpio := guest-kernel/libos/cpio.c
+UNIT_TESTS += test_elf
+UNIT_SRCS_test_elf := guest-kernel/libos/elf.c
+
+UNIT_TESTS += test_fdt
+UNIT_SRCS_test_fdt := vmm/fdt.c guest-kernel/libos/bootinfo.c
+
+UNIT_TESTS += test_loader
+UNIT_SRCS_test_loader := vmm/loader.c vmm/mem.c
+
+UNIT_TESTS += test_ramfs
+UNIT_SRCS_test_ramfs := guest-kernel/libos/vfs.c guest-kernel/libos/namei.c \
+	guest-kernel/libos/ramfs.c guest-kernel/libos/devfs.c guest-kernel/libos/file.c \
+	guest-kernel/libos/cpio.c

@@ -1,0 +1,163 @@
+#!/bin/sh
+# make bench: boot latency, VMM memory and guest system call cost, next to
+# the goals kiln is held to. Measures with kiln-bench-boot (boot_latency.c)
+# and getpid_bench (tests/integration/progs), which also runs natively on
+# the host in the same bench run for comparison.
+#
+#   sh tools/bench/bench.sh
+#
+# Environment: KILN_VMM, KILN_KERNEL, KILN_INITRD, KILN_PROGS, KILN_BENCH_RUNS
+# (boots per measurement, default 20), KILN_BENCH_GETPID_RUNS (VMs for the
+# getpid median, default 5), KILN_KVM_DEV.
+set -u
+
+cd "$(dirname "$0")/../.." || exit 1
+
+VMM=${KILN_VMM:-build/bin/kiln-vmm}
+KERNEL=${KILN_KERNEL:-build/guest/kiln-kernel}
+INITRD=${KILN_INITRD:-build/initramfs/test.cpio}
+PROGS=${KILN_PROGS:-build/tests/progs}
+BOOT=build/bin/kiln-bench-boot
+RUNS=${KILN_BENCH_RUNS:-20}
+GETPID_RUNS=${KILN_BENCH_GETPID_RUNS:-5}
+KVM_DEV=${KILN_KVM_DEV:-/dev/kvm}
+
+# Goals (from the issue).
+GOAL_BOOT_MS=5
+GOAL_GETPID_NS=50
+GOAL_RSS_KIB=1024
+
+if [ ! -e "$KVM_DEV" ] || [ ! -r "$KVM_DEV" ] || [ ! -w "$KVM_DEV" ]; then
+	echo "bench: skipped: /dev/kvm not available"
+	exit 0
+fi
+for f in "$VMM" "$KERNEL" "$INITRD" "$BOOT" "$PROGS/getpid_bench"; do
+	if [ ! -f "$f" ]; then
+		echo "bench: missing $f (build it with: make bench)"
+		exit 1
+	fi
+done
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/kiln-bench.XXXXXX") || exit 1
+trap 'rm -rf "$T"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' HUP TERM
+failed=0
+
+# field FILE KEY WORD: the value after WORD on FILE's line starting with KEY.
+field() {
+	awk -v k="$2" -v w="$3" '$1 == k { for (i = 2; i < NF; i++) if ($i == w) { print $(i + 1); exit } }' "$1"
+}
+
+# verdict VALUE GOAL: whether VALUE <= GOAL.
+verdict() {
+	awk -v v="$1" -v g="$2" 'BEGIN { print (v + 0 <= g + 0) ? "meets goal" : "MISSES goal" }'
+}
+
+# median: of the numbers on stdin, one per line.
+median() {
+	sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1;
+		if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# boot NAME [kiln-bench-boot options] -- ARGV: timed boots of test.cpio into $T/NAME.
+boot() {
+	name=$1
+	shift
+	opts=
+	while [ "$1" != -- ]; do
+		opts="$opts $1"
+		shift
+	done
+	shift
+	# shellcheck disable=SC2086 # opts is a list of words
+	if ! "$BOOT" -n "$RUNS" $opts -- "$VMM" --kernel "$KERNEL" --initrd "$INITRD" -- "$@" \
+		>"$T/$name" 2>"$T/$name.err"; then
+		echo "bench: $name failed:"
+		sed 's/^/    | /' "$T/$name.err" | head -n 20
+		failed=1
+		return 1
+	fi
+}
+
+# getpid_runs WHERE N: N runs of getpid_bench (guest or host); medians.
+getpid_runs() {
+	: >"$T/$1.getpid"
+	: >"$T/$1.clock"
+	i=0
+	while [ $i -lt "$2" ]; do
+		if [ "$1" = guest ]; then
+			timeout --foreground -k 5 60 "$VMM" --kernel "$KERNEL" --initrd "$INITRD" -- /bin/getpid_bench \
+				</dev/null >"$T/out" 2>"$T/err"
+		else
+			env -i PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/ TERM=linux \
+				timeout --foreground -k 5 60 "$PROGS/getpid_bench" </dev/null >"$T/out" 2>"$T/err"
+		fi
+		st=$?
+		tr -d '\r' <"$T/out" >"$T/out.lf"
+		if [ $st -ne 0 ] || ! grep -q '^getpid_ns ' "$T/out.lf"; then
+			echo "bench: getpid_bench on the $1 failed (status $st):"
+			cat "$T/out.lf" "$T/err" | sed 's/^/    | /' | head -n 20
+			failed=1
+			return 1
+		fi
+		awk '$1 == "getpid_ns" { print $2 }' "$T/out.lf" >>"$T/$1.getpid"
+		awk '$1 == "clock_gettime_ns" { print $2 }' "$T/out.lf" >>"$T/$1.clock"
+		i=$((i + 1))
+	done
+}
+
+echo "kiln bench: $(date -u '+%Y-%m-%d %H:%M UTC'), host $(uname -r), $(nproc) CPUs," \
+	"$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+echo "  $RUNS boots per line, times in ms: median (min, p90)"
+echo
+
+if boot hello -s -- /bin/hello-musl; then
+	m=$(field "$T/hello" first_byte_ms median)
+	printf '  %-44s %8s ms  (%s, %s)   goal <= %s ms: %s\n' "start -> first console byte (hello-musl)" \
+		"$m" "$(field "$T/hello" first_byte_ms min)" "$(field "$T/hello" first_byte_ms p90)" \
+		"$GOAL_BOOT_MS" "$(verdict "$m" "$GOAL_BOOT_MS")"
+	printf '  %-44s %8s ms  (%s, %s)\n' "whole run (hello-musl)" "$(field "$T/hello" whole_run_ms median)" \
+		"$(field "$T/hello" whole_run_ms min)" "$(field "$T/hello" whole_run_ms p90)"
+fi
+if boot echo -- /bin/busybox echo hi; then
+	printf '  %-44s %8s ms  (%s, %s)\n' "whole run (busybox echo hi)" \
+		"$(field "$T/echo" whole_run_ms median)" "$(field "$T/echo" whole_run_ms min)" \
+		"$(field "$T/echo" whole_run_ms p90)"
+fi
+echo
+if [ -s "$T/hello" ]; then
+	printf '  %-44s %8s KiB (max %s; includes guest pages touched)\n' "VMM peak RSS, hello-musl (ru_maxrss)" \
+		"$(field "$T/hello" peak_rss_kib median)" "$(field "$T/hello" peak_rss_kib max)"
+	ng=$(awk '$1 == "non_guest_rss_kib" { print $2 }' "$T/hello")
+	if [ -n "$ng" ]; then
+		printf '  %-44s %8s KiB (RssAnon %s + RssFile %s; guest RAM is RssShmem %s)   goal <= %s KiB: %s\n' \
+			"VMM RSS beyond guest memory (--stats)" "$ng" \
+			"$(awk '$1 == "stats_RssAnon_kib" { print $2 }' "$T/hello")" \
+			"$(awk '$1 == "stats_RssFile_kib" { print $2 }' "$T/hello")" \
+			"$(awk '$1 == "stats_RssShmem_kib" { print $2 }' "$T/hello")" \
+			"$GOAL_RSS_KIB" "$(verdict "$ng" "$GOAL_RSS_KIB")"
+	fi
+fi
+echo
+if getpid_runs guest "$GETPID_RUNS" && getpid_runs host "$GETPID_RUNS"; then
+	g=$(median <"$T/guest.getpid")
+	h=$(median <"$T/host.getpid")
+	gc=$(median <"$T/guest.clock")
+	hc=$(median <"$T/host.clock")
+	printf '  %-44s %8s ns  (median of %s VMs)   goal <= %s ns: %s\n' "getpid in the guest" "$g" \
+		"$GETPID_RUNS" "$GOAL_GETPID_NS" "$(verdict "$g" "$GOAL_GETPID_NS")"
+	printf '  %-44s %8s ns  (guest/host %s)\n' "getpid natively on this host" "$h" \
+		"$(awk -v g="$g" -v h="$h" 'BEGIN { if (h > 0) printf "%.2f", g / h; else printf "n/a" }')"
+	printf '  %-44s %8s ns  (host %s ns)\n' "clock_gettime in the guest" "$gc" "$hc"
+fi
+
+echo
+echo "  The boot goal is for boot to init; the first console byte also includes the VMM's"
+echo "  own start-up and hello-musl's, so it is an upper bound on boot to init."
+
+if [ $failed -ne 0 ]; then
+	echo
+	echo "bench: some measurements failed"
+	exit 1
+fi

@@ -1,0 +1,409 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kiln-vmm: boots kiln-kernel in a KVM virtual machine.
+ *
+ *   kiln-vmm --kernel FILE [--initrd FILE] [--mem 256M] [--cpus 1]
+ *            [--cmdline STR] [--stats] [-- ARGV...]
+ *
+ * The exit status is the guest init's exit status; a guest crash prints a
+ * one-line diagnosis and exits with 125; bad usage exits with 2 and a VMM
+ * failure with 1.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "fdt.h"
+#include "vcpu.h"
+#include "virtio/virtio.h"
+#include "vm.h"
+#include "x86.h"
+
+#define MIB             (1ULL << 20)
+#define DEFAULT_MEM     (256 * MIB)
+#define MAX_MEM         (1ULL << 40)
+#define MAX_KERNEL_FILE (64 * MIB)
+/* RAM the guest needs beyond its images: page tables, heap, a process. */
+#define MIN_FREE_MEM (8 * MIB)
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: kiln-vmm --kernel FILE [--initrd FILE] [options] [-- PROGRAM [ARGS...]]\n"
+	        "\n"
+	        "Boot kiln-kernel in a KVM virtual machine; PROGRAM (a path inside the\n"
+	        "initramfs) runs as the guest's init. kiln-vmm exits with its status.\n"
+	        "\n"
+	        "  --kernel FILE    kiln-kernel ELF image\n"
+	        "  --initrd FILE    initramfs (cpio newc archive)\n"
+	        "  --mem SIZE       guest memory, e.g. 256M or 1G (default 256M)\n"
+	        "  --cpus N         number of vCPUs (default 1)\n"
+	        "  --cmdline STR    kernel options, e.g. 'kiln.stats=1'\n"
+	        "  --stats          print guest syscall statistics and VMM memory use at exit\n"
+	        "  -h, --help       this text\n"
+	        "\n"
+	        "Exit status: the guest's; 125 if the guest crashed; 1 on a VMM error;\n"
+	        "2 on bad usage.\n");
+}
+
+static int die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int die_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "kiln-vmm: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'kiln-vmm --help'.\n");
+	exit(2);
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "kiln-vmm: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || v == 0)
+		die_usage("--mem '%s': not a size (examples: 256M, 1G)", s);
+	switch (*end) {
+	case 'k':
+	case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		end++;
+		break;
+	case 0:
+		v <<= 20;
+		break; /* a bare number is MiB */
+	default:
+		break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+	if (*end)
+		die_usage("--mem '%s': not a size (examples: 256M, 1G)", s);
+	if (v > MAX_MEM)
+		die_usage("--mem '%s': more than the 1T kiln supports", s);
+	if (v % (2 * MIB))
+		die_usage("--mem '%s': must be a multiple of 2M", s);
+	return v;
+}
+
+static void parse_args(int argc, char **argv, struct vm_config *cfg)
+{
+	static const struct option opts[] = {
+	    {"kernel", required_argument, 0, 'k'},  {"initrd", required_argument, 0, 'i'},
+	    {"mem", required_argument, 0, 'm'},     {"cpus", required_argument, 0, 'c'},
+	    {"cmdline", required_argument, 0, 'C'}, {"stats", no_argument, 0, 's'},
+	    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
+	};
+	char *end;
+	long n;
+	int c;
+
+	cfg->mem_size = DEFAULT_MEM;
+	cfg->nr_cpus = 1;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'k':
+			cfg->kernel_path = optarg;
+			break;
+		case 'i':
+			cfg->initrd_path = optarg;
+			break;
+		case 'm':
+			cfg->mem_size = parse_size(optarg);
+			break;
+		case 'C':
+			cfg->cmdline = optarg;
+			break;
+		case 's':
+			cfg->stats = true;
+			break;
+		case 'c':
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || *end || n < 1 || n > 64)
+				die_usage("--cpus '%s': expected a number from 1 to 64", optarg);
+			cfg->nr_cpus = (int)n;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			die_usage("bad option");
+		}
+	}
+	if (!cfg->kernel_path)
+		die_usage("--kernel is required");
+	if (cfg->nr_cpus != 1)
+		die_usage("--cpus %d: this kiln-kernel runs on one vCPU; SMP is not supported yet",
+		          cfg->nr_cpus);
+	cfg->init_argc = argc - optind;
+	cfg->init_argv = argv + optind;
+	cfg->console_in = STDIN_FILENO;
+	cfg->console_out = STDOUT_FILENO;
+}
+
+/* Open a regular file of at most max bytes; its size in *len. */
+static int open_image(const char *what, const char *path, uint64_t max, size_t *len)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		die("%s '%s': %s", what, path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		die("%s '%s': not a regular file", what, path);
+	if ((uint64_t)st.st_size > max)
+		die("%s '%s': %lld bytes is larger than the %llu MiB limit", what, path,
+		    (long long)st.st_size, (unsigned long long)(max / MIB));
+	*len = (size_t)st.st_size;
+	return fd;
+}
+
+static void read_all(const char *what, const char *path, int fd, void *dst, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t r = read(fd, (uint8_t *)dst + got, len - got);
+		if (r <= 0)
+			die("%s '%s': read failed: %s", what, path,
+			    r ? strerror(errno) : "short file");
+		got += (size_t)r;
+	}
+}
+
+static void load_images(struct vm *vm)
+{
+	const struct vm_config *cfg = &vm->cfg;
+	const char *err = NULL;
+	size_t len;
+	int fd = open_image("kernel image", cfg->kernel_path, MAX_KERNEL_FILE, &len);
+	void *buf = malloc(len ? len : 1);
+	uint64_t next;
+	int rc;
+
+	if (!buf)
+		die("out of memory");
+	read_all("kernel image", cfg->kernel_path, fd, buf, len);
+	close(fd);
+	rc = kernel_load(&vm->mem, buf, len, &vm->kernel, &err);
+	free(buf);
+	if (rc)
+		die("kernel image '%s': %s", cfg->kernel_path, err);
+	next = vm->kernel.pa_end;
+	if (cfg->initrd_path) {
+		/* Mapped, not copied: see KILN_GPA_INITRD. */
+		fd = open_image("initramfs", cfg->initrd_path, KILN_INITRD_MAX, &len);
+		if (len < 6)
+			die("initramfs '%s': not a cpio archive in newc format "
+			    "(build one with: cpio -o -H newc)",
+			    cfg->initrd_path);
+		vm->mem.initrd_map_size = (len + 4095) & ~4095ULL;
+		vm->mem.initrd = mmap(NULL, vm->mem.initrd_map_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		close(fd);
+		if (vm->mem.initrd == MAP_FAILED) {
+			vm->mem.initrd = NULL;
+			die("initramfs '%s': cannot map it: %s", cfg->initrd_path, strerror(errno));
+		}
+		if (memcmp(vm->mem.initrd, "07070", 5))
+			die("initramfs '%s': not a cpio archive in newc format "
+			    "(build one with: cpio -o -H newc)",
+			    cfg->initrd_path);
+		vm->initrd_pa = KILN_GPA_INITRD;
+		vm->initrd_size = len;
+	}
+	vm->fdt_pa = next;
+	if (!gpa_ptr(&vm->mem, next, KILN_FDT_MAX_SIZE + MIN_FREE_MEM))
+		die("--mem %lluM is too small for this kernel; use at least %lluM",
+		    (unsigned long long)(vm->mem.size / MIB),
+		    (unsigned long long)((next + KILN_FDT_MAX_SIZE + MIN_FREE_MEM) / MIB / 2 + 1) *
+		        2);
+}
+
+static void on_stop(struct ev_loop *loop, ev_async *w, int revents)
+{
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct vm *vm = w->data;
+
+	vm_stop(vm, VM_STOP_ERROR, 128 + w->signum, "stopped by signal %d", w->signum);
+}
+
+static void build_fdt(struct vm *vm)
+{
+	struct fdt_params p = {.pml4_pa = x86_pml4_pa()};
+	struct timespec ts;
+	int khz = vcpu_tsc_khz(&vm->vcpus[0]);
+	void *dst = gpa_ptr(&vm->mem, vm->fdt_pa, KILN_FDT_MAX_SIZE);
+	int err;
+
+	if (khz < 0)
+		die("KVM_GET_TSC_KHZ: %s", strerror(-khz));
+	p.tsc_khz = (uint32_t)khz;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (vcpu_read_tsc(&vm->vcpus[0], &p.boot_tsc))
+		die("cannot read the guest TSC");
+	p.boot_realtime_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	err = fdt_build(vm, &p, dst, KILN_FDT_MAX_SIZE);
+	if (err == -E2BIG)
+		die("the command line and init arguments are too long");
+	if (err)
+		die("building the device tree failed: %s", strerror(-err));
+}
+
+static void print_stats(const struct vm *vm)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+	double ms = 1e6;
+
+	fprintf(stderr,
+	        "kiln-vmm: time: vm created %.2f ms, first guest instruction %.2f ms, "
+	        "first console output %.2f ms, stopped %.2f ms (from main)\n",
+	        (double)(vm->t.vm_created - vm->t.start) / ms,
+	        (double)(vm->t.first_run - vm->t.start) / ms,
+	        vm->t.first_output ? (double)(vm->t.first_output - vm->t.start) / ms : 0.0,
+	        (double)(vm->t.stopped - vm->t.start) / ms);
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmHWM", 5) || !strncmp(line, "RssAnon", 7) ||
+		    !strncmp(line, "RssFile", 7) || !strncmp(line, "RssShmem", 8))
+			fprintf(stderr, "kiln-vmm: %s", line);
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	static struct vm vm;
+	ev_async stop_async;
+	ev_signal sig_int, sig_term, sig_hup;
+	int err;
+
+	vm.t.start = vm_now_ns();
+	parse_args(argc, argv, &vm.cfg);
+	signal(SIGPIPE, SIG_IGN);
+	pthread_mutex_init(&vm.stop_lock, NULL);
+	vm.fd = vm.kvm_fd = -1;
+
+	err = mem_init(&vm.mem, vm.cfg.mem_size);
+	if (err)
+		die("cannot allocate %llu MiB of guest memory: %s",
+		    (unsigned long long)(vm.cfg.mem_size / MIB), strerror(-err));
+	load_images(&vm);
+	err = x86_build_boot_area(&vm);
+	if (err || vm.boot_area_end > vm.kernel.pa_start)
+		die("kernel image '%s': its lowest segment leaves no room for the boot page tables",
+		    vm.cfg.kernel_path);
+
+	err = vm_create(&vm);
+	if (err == -ENOENT || err == -EACCES)
+		die("/dev/kvm: %s (is KVM available and are you allowed to use it?)",
+		    strerror(-err));
+	if (err)
+		die("creating the KVM virtual machine failed: %s", strerror(-err));
+	x86_pick_xcr0(&vm);
+	vm.t.vm_created = vm_now_ns();
+
+	vm.loop = ev_default_loop(EVFLAG_AUTO);
+	ev_async_init(&stop_async, on_stop);
+	ev_async_start(vm.loop, &stop_async);
+	vm.stop_async = &stop_async;
+	ev_signal_init(&sig_int, on_signal, SIGINT);
+	ev_signal_init(&sig_term, on_signal, SIGTERM);
+	ev_signal_init(&sig_hup, on_signal, SIGHUP);
+	sig_int.data = sig_term.data = sig_hup.data = &vm;
+	ev_signal_start(vm.loop, &sig_int);
+	ev_signal_start(vm.loop, &sig_term);
+	ev_signal_start(vm.loop, &sig_hup);
+
+	if ((err = console_create(&vm, vm.cfg.console_in, vm.cfg.console_out)) ||
+	    (err = rng_create(&vm)))
+		die("creating devices failed: %s", strerror(-err));
+	err = vm_commit_irq_routes(&vm);
+	if (err)
+		die("setting up device interrupts failed: %s", strerror(-err));
+
+	vm.nr_vcpus = vm.cfg.nr_cpus;
+	vm.vcpus = calloc((size_t)vm.nr_vcpus, sizeof(*vm.vcpus));
+	if (!vm.vcpus)
+		die("out of memory");
+	for (int i = 0; i < vm.nr_vcpus; i++) {
+		err = vcpu_create(&vm, &vm.vcpus[i], i);
+		if (err)
+			die("creating vCPU %d failed: %s", i, strerror(-err));
+	}
+	build_fdt(&vm);
+	for (int i = 0; i < vm.nr_vcpus; i++) {
+		err = x86_setup_vcpu(&vm.vcpus[i], vm.fdt_pa);
+		if (err)
+			die("setting up vCPU %d failed: %s", i, strerror(-err));
+	}
+	for (int i = 0; i < vm.nr_vcpus; i++) {
+		err = vcpu_start(&vm.vcpus[i]);
+		if (err)
+			die("starting vCPU %d failed: %s", i, strerror(-err));
+	}
+
+	ev_run(vm.loop, 0);
+
+	for (int i = 0; i < vm.nr_vcpus; i++)
+		vcpu_kick_and_join(&vm.vcpus[i]);
+	virtio_mmio_drain_all(&vm);
+	if (vm.cfg.stats)
+		print_stats(&vm);
+	if (atomic_load(&vm.stop) != VM_STOP_EXIT && vm.stop_msg[0]) {
+		char where[96] = "";
+		if (atomic_load(&vm.stop) == VM_STOP_ERROR)
+			vcpu_describe(&vm.vcpus[0], where, sizeof(where));
+		fprintf(stderr, "kiln-vmm: %s%s\n", vm.stop_msg, where);
+	}
+	virtio_mmio_destroy_all(&vm);
+	for (int i = 0; i < vm.nr_vcpus; i++)
+		vcpu_destroy(&vm.vcpus[i]);
+	vm_destroy(&vm);
+	mem_destroy(&vm.mem);
+	return vm.exit_status;
+}

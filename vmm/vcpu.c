@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/* vCPU threads: KVM_RUN and the exits kiln-vmm handles (kiln's ports, MMIO,
+ * and every way a guest can die). */
+#include <errno.h>
+#include <stdarg.h>
+#include <linux/kvm.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vcpu.h"
+#include "virtio/virtio.h"
+
+#define SIG_KICK SIGUSR1
+
+static const char *vector_name(uint64_t v)
+{
+	static const char *const names[] = {
+	    "#DE divide error",
+	    "#DB debug",
+	    "NMI",
+	    "#BP breakpoint",
+	    "#OF overflow",
+	    "#BR bound",
+	    "#UD invalid opcode",
+	    "#NM no FPU",
+	    "#DF double fault",
+	    "coproc",
+	    "#TS invalid TSS",
+	    "#NP segment not present",
+	    "#SS stack fault",
+	    "#GP general protection",
+	    "#PF page fault",
+	    "reserved",
+	    "#MF x87 error",
+	    "#AC alignment check",
+	    "#MC machine check",
+	    "#XM SIMD error",
+	};
+	return v < sizeof(names) / sizeof(names[0]) ? names[v] : "exception";
+}
+
+/* Rate-limited complaint about guest behaviour: at most 10 lines per run. */
+static void guest_warn(struct vcpu *c, const char *fmt, ...)
+{
+	static _Atomic int budget = 10;
+	va_list ap;
+
+	if (atomic_fetch_sub(&budget, 1) <= 0)
+		return;
+	fprintf(stderr, "kiln-vmm: vcpu %d: ", c->id);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int cpl_of(struct vcpu *c, uint64_t *rip)
+{
+	struct kvm_regs r;
+	struct kvm_sregs s;
+
+	*rip = 0;
+	if (ioctl(c->fd, KVM_GET_REGS, &r) < 0 || ioctl(c->fd, KVM_GET_SREGS, &s) < 0)
+		return -1;
+	*rip = r.rip;
+	return s.cs.selector & 3;
+}
+
+static void crash(struct vcpu *c, const char *what)
+{
+	uint64_t rip;
+	int cpl = cpl_of(c, &rip);
+
+	vm_stop(c->vm, VM_STOP_CRASH, KILN_EXIT_GUEST_CRASH,
+	        "guest crashed: %s at RIP %#llx, CPL%d", what, (unsigned long long)rip, cpl);
+}
+
+static void port_log(struct vcpu *c, const struct kvm_regs *r)
+{
+	uint64_t len = r->rsi > 4096 ? 4096 : r->rsi;
+	const char *msg = gpa_ptr(&c->vm->mem, r->rdi, len);
+
+	if (!msg) {
+		guest_warn(c, "log message at bad address %#llx", (unsigned long long)r->rdi);
+		return;
+	}
+	fprintf(stderr, "%.*s", (int)len, msg);
+	fflush(stderr);
+}
+
+static void port_fatal(struct vcpu *c, const struct kvm_regs *r)
+{
+	vm_stop(c->vm, VM_STOP_CRASH, KILN_EXIT_GUEST_CRASH,
+	        "guest kernel fault: %s (vector %llu, error %#llx) at RIP %#llx, CPL%llu, "
+	        "RSP %#llx, CR2 %#llx",
+	        vector_name(r->rdi), (unsigned long long)r->rdi, (unsigned long long)r->rsi,
+	        (unsigned long long)r->r8, (unsigned long long)(r->r9 & 3),
+	        (unsigned long long)r->r11, (unsigned long long)r->r12);
+}
+
+static void handle_io(struct vcpu *c)
+{
+	struct kvm_run *run = c->run;
+	struct kvm_regs r;
+	uint16_t port = run->io.port;
+
+	if (port < KILN_PORT_BASE || port >= KILN_PORT_BASE + KILN_PORT_COUNT ||
+	    run->io.direction != KVM_EXIT_IO_OUT) {
+		/* Unknown port: reads see all-ones, as on real hardware. */
+		if (run->io.direction == KVM_EXIT_IO_IN)
+			memset((uint8_t *)run + run->io.data_offset, 0xff,
+			       (size_t)run->io.size * run->io.count);
+		guest_warn(c, "ignored I/O to port %#x", port);
+		return;
+	}
+	if (ioctl(c->fd, KVM_GET_REGS, &r) < 0) {
+		vm_stop(c->vm, VM_STOP_ERROR, 1, "KVM_GET_REGS: %s", strerror(errno));
+		return;
+	}
+	switch (port) {
+	case KILN_PORT_EXIT:
+		vm_stop(c->vm, VM_STOP_EXIT, (int)(r.rdi & 0xff), NULL);
+		break;
+	case KILN_PORT_LOG:
+		port_log(c, &r);
+		break;
+	case KILN_PORT_FATAL:
+		port_fatal(c, &r);
+		break;
+	}
+}
+
+static void handle_mmio(struct vcpu *c)
+{
+	struct kvm_run *run = c->run;
+	uint32_t len = run->mmio.len;
+
+	if (len > sizeof(run->mmio.data))
+		len = sizeof(run->mmio.data);
+	if (virtio_mmio_access(c->vm, run->mmio.phys_addr, run->mmio.data, len,
+	                       run->mmio.is_write) == -ENOENT) {
+		if (!run->mmio.is_write)
+			memset(run->mmio.data, 0xff, len);
+		guest_warn(c, "ignored MMIO %s at %#llx", run->mmio.is_write ? "write" : "read",
+		           (unsigned long long)run->mmio.phys_addr);
+	}
+}
+
+static void handle_internal(struct vcpu *c)
+{
+	struct kvm_run *run = c->run;
+	char what[160];
+	int n = snprintf(what, sizeof(what), "KVM internal error %u (%s)", run->internal.suberror,
+	                 run->internal.suberror == KVM_INTERNAL_ERROR_EMULATION
+	                     ? "instruction could not be emulated"
+	                     : "unexpected state");
+
+	for (unsigned i = 0; i < run->internal.ndata && i < 4 && n < (int)sizeof(what) - 20; i++)
+		n += snprintf(what + n, sizeof(what) - n, " %#llx",
+		              (unsigned long long)run->internal.data[i]);
+	crash(c, what);
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *c = arg;
+	struct vm *vm = c->vm;
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIG_KICK);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+
+	if (c->id == 0)
+		vm->t.first_run = vm_now_ns();
+	while (atomic_load(&vm->stop) == VM_RUNNING) {
+		if (ioctl(c->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				c->run->immediate_exit = 0;
+				continue;
+			}
+			vm_stop(vm, VM_STOP_ERROR, 1, "KVM_RUN: %s", strerror(errno));
+			break;
+		}
+		switch (c->run->exit_reason) {
+		case KVM_EXIT_IO:
+			handle_io(c);
+			break;
+		case KVM_EXIT_MMIO:
+			handle_mmio(c);
+			break;
+		case KVM_EXIT_SHUTDOWN:
+			crash(c, "triple fault (shutdown)");
+			break;
+		case KVM_EXIT_INTERNAL_ERROR:
+			handle_internal(c);
+			break;
+		case KVM_EXIT_FAIL_ENTRY:
+			crash(c, "VM entry failed");
+			break;
+		case KVM_EXIT_HLT:
+			crash(c, "halted with interrupts off");
+			break;
+		default: {
+			char what[64];
+			snprintf(what, sizeof(what), "unexpected exit reason %u",
+			         c->run->exit_reason);
+			crash(c, what);
+		}
+		}
+	}
+	return NULL;
+}
+
+static void kick_handler(int sig)
+{
+	(void)sig;
+}
+
+int vcpu_create(struct vm *vm, struct vcpu *c, int id)
+{
+	int mmap_size;
+
+	c->vm = vm;
+	c->id = id;
+	c->fd = ioctl(vm->fd, KVM_CREATE_VCPU, id);
+	if (c->fd < 0)
+		return -errno;
+	mmap_size = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	if (mmap_size < (int)sizeof(struct kvm_run))
+		return -EINVAL;
+	c->run_size = (size_t)mmap_size;
+	c->run = mmap(NULL, c->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+	if (c->run == MAP_FAILED) {
+		c->run = NULL;
+		return -errno;
+	}
+	return 0;
+}
+
+int vcpu_start(struct vcpu *c)
+{
+	struct sigaction sa;
+	sigset_t set;
+	int err;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = kick_handler;
+	sigaction(SIG_KICK, &sa, NULL);
+	/* The thread unblocks SIG_KICK itself; everyone else keeps it blocked. */
+	sigemptyset(&set);
+	sigaddset(&set, SIG_KICK);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	err = pthread_create(&c->thread, NULL, vcpu_thread, c);
+	return err ? -err : 0;
+}
+
+void vcpu_kick_and_join(struct vcpu *c)
+{
+	if (c->run)
+		c->run->immediate_exit = 1;
+	pthread_kill(c->thread, SIG_KICK);
+	pthread_join(c->thread, NULL);
+}
+
+void vcpu_destroy(struct vcpu *c)
+{
+	if (c->run)
+		munmap(c->run, c->run_size);
+	if (c->fd >= 0)
+		close(c->fd);
+	c->run = NULL;
+	c->fd = -1;
+}
+
+int vcpu_tsc_khz(struct vcpu *c)
+{
+	int khz = ioctl(c->fd, KVM_GET_TSC_KHZ, 0);
+	return khz > 0 ? khz : -errno;
+}
+
+int vcpu_read_tsc(struct vcpu *c, uint64_t *tsc)
+{
+	struct {
+		struct kvm_msrs hdr;
+		struct kvm_msr_entry e;
+	} m;
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.nmsrs = 1;
+	m.e.index = 0x10; /* IA32_TSC */
+	if (ioctl(c->fd, KVM_GET_MSRS, &m) != 1)
+		return -EIO;
+	*tsc = m.e.data;
+	return 0;
+}
+
+void vcpu_describe(struct vcpu *c, char *buf, size_t len)
+{
+	uint64_t rip;
+	int cpl = cpl_of(c, &rip);
+
+	if (cpl >= 0)
+		snprintf(buf, len, " (guest at RIP %#llx, CPL%d)", (unsigned long long)rip, cpl);
+}

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * virtio-console (virtio 1.x, 5.3): one port, no optional features.
+ * Queue 0 carries host input to the guest, queue 1 guest output to the host.
+ *
+ * The host side never blocks the loop and holds no guest data of its own:
+ * input is read straight into posted receive buffers, and only while some are
+ * posted; output is written straight from the transmit buffer, and while
+ * out_fd is full that buffer stays unreturned and the rest of the transmit
+ * queue waits, which is the backpressure the guest sees.
+ */
+#include <errno.h>
+#include <ev.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "virtio.h"
+
+#define RXQ 0
+#define TXQ 1
+
+struct console {
+	struct virtio_dev *dev;
+	int in_fd, out_fd;
+	int in_flags, out_flags; /* file status flags to restore, -1: untouched */
+	ev_io in_watch, out_watch;
+	bool in_eof;   /* host input ended, or there is none */
+	bool eof_sent; /* the driver got its empty receive buffer (boot.h) */
+	bool out_dead; /* out_fd failed: output is dropped */
+	bool tx_busy;  /* tx holds a chain not yet fully written */
+	uint64_t tx_done;
+	struct virtq_chain tx;
+};
+
+static bool queue_live(struct virtio_dev *dev, unsigned q)
+{
+	return dev->vq[q].ready && !dev->vq[q].broken && (dev->status & VIRTIO_STATUS_DRIVER_OK);
+}
+
+static void send_eof(struct console *c)
+{
+	struct virtio_dev *dev = c->dev;
+	struct virtq_chain chain;
+	int r = virtq_pop(&dev->vm->mem, &dev->vq[RXQ], &chain);
+
+	if (r < 0)
+		virtio_dev_fail(dev, dev->vq[RXQ].error);
+	if (r <= 0)
+		return;
+	virtio_dev_push(dev, RXQ, chain.head, 0);
+	c->eof_sent = true;
+}
+
+static void console_rx(struct console *c)
+{
+	struct virtio_dev *dev = c->dev;
+	struct ev_loop *loop = dev->vm->loop;
+	struct virtq *q = &dev->vq[RXQ];
+	struct virtq_chain chain;
+	unsigned n;
+	ssize_t got;
+	int r;
+
+	if (!queue_live(dev, RXQ) || c->eof_sent || c->in_eof) {
+		ev_io_stop(loop, &c->in_watch);
+		if (queue_live(dev, RXQ) && c->in_eof && !c->eof_sent)
+			send_eof(c);
+		return;
+	}
+	ev_io_start(loop, &c->in_watch);
+	for (n = 0; n < q->size; n++) {
+		r = virtq_pop(&dev->vm->mem, q, &chain);
+		if (r < 0)
+			virtio_dev_fail(dev, q->error);
+		if (r <= 0) {
+			/* Nowhere to put input: leave it in the host's pipe until
+			 * the driver posts buffers and kicks. */
+			ev_io_stop(loop, &c->in_watch);
+			break;
+		}
+		if (!chain.in_len) {
+			/* Used length 0 means end of input, so an unwritable
+			 * buffer cannot be returned honestly. */
+			virtio_dev_fail(dev, "receive buffer has no writable space");
+			ev_io_stop(loop, &c->in_watch);
+			break;
+		}
+		got = readv(c->in_fd, chain.iov + chain.n_out, (int)chain.n_in);
+		if (got > 0) {
+			virtq_push(&dev->vm->mem, q, chain.head, (uint32_t)got);
+			continue;
+		}
+		if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
+			virtq_unpop(q);
+			break;
+		}
+		if (got < 0)
+			fprintf(stderr, "kiln-vmm: console: input: %s; treated as end of file\n",
+			        strerror(errno));
+		c->in_eof = c->eof_sent = true;
+		ev_io_stop(loop, &c->in_watch);
+		virtq_push(&dev->vm->mem, q, chain.head, 0);
+		break;
+	}
+	virtio_dev_notify(dev, RXQ);
+}
+
+/* Write what is left of the held chain. False if out_fd is full. */
+static bool tx_flush(struct console *c)
+{
+	struct iovec iov[VIRTQ_MAX_SIZE];
+	unsigned i, n;
+	ssize_t w;
+
+	while (!c->out_dead) {
+		uint64_t skip = c->tx_done;
+
+		for (i = n = 0; i < c->tx.n_out; i++) {
+			if (skip >= c->tx.iov[i].iov_len) {
+				skip -= c->tx.iov[i].iov_len;
+				continue;
+			}
+			iov[n].iov_base = (uint8_t *)c->tx.iov[i].iov_base + skip;
+			iov[n++].iov_len = c->tx.iov[i].iov_len - skip;
+			skip = 0;
+		}
+		if (!n)
+			return true;
+		w = writev(c->out_fd, iov, (int)n);
+		if (w > 0) {
+			if (!c->dev->vm->t.first_output)
+				c->dev->vm->t.first_output = vm_now_ns();
+			c->tx_done += (uint64_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && errno == EAGAIN)
+			return false;
+		fprintf(stderr, "kiln-vmm: console: output: %s; further output dropped\n",
+		        w < 0 ? strerror(errno) : "nothing written");
+		c->out_dead = true;
+	}
+	return true;
+}
+
+static void console_tx(struct console *c)
+{
+	struct virtio_dev *dev = c->dev;
+	struct virtq *q = &dev->vq[TXQ];
+	unsigned n;
+	int r;
+
+	for (n = 0; n < q->size; n++) {
+		if (!c->tx_busy) {
+			r = virtq_pop(&dev->vm->mem, q, &c->tx);
+			if (r < 0)
+				virtio_dev_fail(dev, q->error);
+			if (r <= 0)
+				break;
+			c->tx_busy = true;
+			c->tx_done = 0;
+		}
+		if (!tx_flush(c)) {
+			ev_io_start(dev->vm->loop, &c->out_watch);
+			break;
+		}
+		c->tx_busy = false;
+		virtq_push(&dev->vm->mem, q, c->tx.head, 0);
+	}
+	/* Out of budget with work left: let the loop serve others first. */
+	if (n == q->size)
+		virtio_dev_kick(dev, TXQ);
+	virtio_dev_notify(dev, TXQ);
+}
+
+static void in_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct console *c = w->data;
+
+	pthread_mutex_lock(&c->dev->lock);
+	console_rx(c);
+	pthread_mutex_unlock(&c->dev->lock);
+}
+
+static void out_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct console *c = w->data;
+
+	pthread_mutex_lock(&c->dev->lock);
+	ev_io_stop(loop, w);
+	if (queue_live(c->dev, TXQ))
+		console_tx(c);
+	pthread_mutex_unlock(&c->dev->lock);
+}
+
+static void console_notify(struct virtio_dev *dev, unsigned q)
+{
+	if (q == RXQ)
+		console_rx(dev->priv);
+	else
+		console_tx(dev->priv);
+}
+
+/* No size, multiport or emergency-write features: the config space is
+ * all zeroes and emerg_wr, never offered, is ignored. */
+static void console_config_read(struct virtio_dev *dev, uint32_t off, void *buf, uint32_t len)
+{
+	memset(buf, 0, len);
+}
+
+/* Runs on a vCPU thread, so watchers are left alone: each stops itself the
+ * next time it finds its queue gone. */
+static void console_reset(struct virtio_dev *dev)
+{
+	struct console *c = dev->priv;
+
+	/* The held chain belongs to the old driver instance. */
+	c->tx_busy = false;
+	/* A new driver instance is owed its own end-of-file. */
+	c->eof_sent = false;
+}
+
+static void console_drain(struct virtio_dev *dev)
+{
+	struct console *c = dev->priv;
+	struct virtq *q = &dev->vq[TXQ];
+	unsigned n;
+
+	/* The VM is exiting: wait for out_fd rather than lose output. */
+	if (c->out_flags >= 0)
+		fcntl(c->out_fd, F_SETFL, c->out_flags & ~O_NONBLOCK);
+	ev_io_stop(dev->vm->loop, &c->out_watch);
+	for (n = 0; n <= q->size; n++) {
+		if (!c->tx_busy) {
+			if (virtq_pop(&dev->vm->mem, q, &c->tx) <= 0)
+				break;
+			c->tx_busy = true;
+			c->tx_done = 0;
+		}
+		if (!tx_flush(c))
+			break;
+		c->tx_busy = false;
+		virtq_push(&dev->vm->mem, q, c->tx.head, 0);
+	}
+	virtio_dev_notify(dev, TXQ);
+}
+
+/* in and out may share one open file description (a terminal), so flags
+ * are restored in the reverse order they were saved. */
+static void restore_flags(struct console *c)
+{
+	if (c->out_flags >= 0)
+		fcntl(c->out_fd, F_SETFL, c->out_flags);
+	if (c->in_flags >= 0)
+		fcntl(c->in_fd, F_SETFL, c->in_flags);
+}
+
+static void console_destroy(struct virtio_dev *dev)
+{
+	struct console *c = dev->priv;
+
+	ev_io_stop(dev->vm->loop, &c->in_watch);
+	ev_io_stop(dev->vm->loop, &c->out_watch);
+	restore_flags(c);
+	free(c);
+}
+
+static const struct virtio_dev_ops console_ops = {
+    .name = "console",
+    .device_id = VIRTIO_ID_CONSOLE,
+    .features = 0,
+    .nr_queues = 2,
+    .queue_max = VIRTQ_MAX_SIZE,
+    .config_size = 12, /* cols, rows, max_nr_ports, emerg_wr */
+    .config_read = console_config_read,
+    .queue_notify = console_notify,
+    .reset = console_reset,
+    .drain = console_drain,
+    .destroy = console_destroy,
+};
+
+static int set_nonblock(int fd, int *saved)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return -errno;
+	if (!(fl & O_NONBLOCK) && fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	*saved = fl;
+	return 0;
+}
+
+/* in_fd -1: no input (immediate end of file); out_fd -1: output dropped. */
+int console_create(struct vm *vm, int in_fd, int out_fd)
+{
+	struct console *c = calloc(1, sizeof(*c));
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	c->in_fd = in_fd;
+	c->out_fd = out_fd;
+	c->in_flags = c->out_flags = -1;
+	c->in_eof = in_fd < 0;
+	c->out_dead = out_fd < 0;
+	if (in_fd >= 0 && (err = set_nonblock(in_fd, &c->in_flags)) < 0)
+		goto fail;
+	if (out_fd >= 0 && (err = set_nonblock(out_fd, &c->out_flags)) < 0)
+		goto fail;
+	ev_io_init(&c->in_watch, in_cb, in_fd, EV_READ);
+	ev_io_init(&c->out_watch, out_cb, out_fd, EV_WRITE);
+	c->in_watch.data = c->out_watch.data = c;
+	c->dev = virtio_mmio_add(vm, &console_ops, c);
+	if (!c->dev) {
+		err = -errno;
+		goto fail;
+	}
+	return 0;
+fail:
+	restore_flags(c);
+	free(c);
+	return err;
+}

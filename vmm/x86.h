@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef KILN_VMM_X86_H
+#define KILN_VMM_X86_H
+
+#include "vm.h"
+
+/* Page tables, GDT, TSS and IDT in the boot area (after kernel_load). */
+int x86_build_boot_area(struct vm *vm);
+uint64_t x86_pml4_pa(void);
+void x86_pick_xcr0(struct vm *vm);
+/* Registers, MSRs, LAPIC and CPUID of one vCPU, ready to enter the kernel. */
+int x86_setup_vcpu(struct vcpu *c, uint64_t fdt_pa);
+
+#endif
