@@ -15,7 +15,7 @@ HOST_LDLIBS := -lfdt -lev -lpthread
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all deps test unit integration bench demo clean format-check initramfs
+.PHONY: all deps test unit integration bench demo clean format format-check initramfs
 all: $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel initramfs
 
 deps: $(DEPS_STAMP)
@@ -53,6 +53,9 @@ demo: all
 
 format-check:
 	$(V)clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h')
+
+format:
+	$(V)clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
 	rm -rf $(BUILD)

@@ -129,6 +129,7 @@ int fdt_build(struct vm *vm, const struct fdt_params *p, void *buf, size_t size)
 		CHECK(fdt_property_string(buf, "compatible", "virtio,mmio"));
 		CHECK(fdt_property(buf, "reg", r, sizeof(r)));
 		CHECK(fdt_property_u32(buf, "interrupts", d->vector));
+		CHECK(fdt_property_u32(buf, "kiln,device-id", d->ops->device_id));
 		CHECK(fdt_end_node(buf));
 	}
 

@@ -30,6 +30,7 @@ struct bootinfo {
 	struct {
 		uint64_t base;
 		uint32_t vector;
+		uint32_t device_id;
 	} virtio[KILN_MMIO_MAX_DEVICES];
 	int nr_virtio;
 };

@@ -25,7 +25,7 @@
 /* Supervisor calls: `int3` from library-OS code with RDI = op and RSI, RDX,
  * RCX = arguments; result in RAX. All caller-saved registers are clobbered. */
 #define SV_HALT      1 /* RSI = TSC deadline or 0: sleep until an interrupt */
-#define SV_MMIO      2 /* RSI = struct sv_mmio_op array, RDX = count */
+#define SV_MMIO      2 /* RSI = struct sv_mmio_op array, RDX = count, RCX = base */
 #define SV_FLUSH_TLB 3 /* reload CR3 */
 #define SV_SET_CR3   4 /* RSI = new page-table root (physical) */
 
@@ -44,12 +44,13 @@ struct trap_hw_frame {
 	uint64_t vector, error, rip, cs, rflags, rsp, ss;
 };
 
-/* One device-register access done by SV_MMIO (at CPL0, where an MMIO exit
- * is ~3-7x cheaper than from CPL3). */
+/* One 32-bit device-register access done by SV_MMIO (at CPL0, where an MMIO
+ * exit is up to 7x cheaper than from CPL3). One 8-byte word per access, so
+ * the emulated loop does a single memory load for it. */
+#define SV_MMIO_WRITE 0x80000000U
 struct sv_mmio_op {
-	uint64_t va;    /* in the KILN_VA_MMIO window */
+	uint32_t off;   /* register offset from the base, | SV_MMIO_WRITE */
 	uint32_t value; /* written, or filled in for reads */
-	uint32_t write; /* 1 = write, 0 = read (32-bit accesses only) */
 };
 
 extern struct kcpu kcpu0;

@@ -18,5 +18,11 @@ uint64_t time_monotonic_ns(void); /* since boot */
 uint64_t time_realtime_ns(void);  /* since the epoch */
 uint64_t time_ns_to_tsc_deadline(uint64_t monotonic_ns);
 void time_set_realtime(uint64_t ns);
+uint64_t time_tsc_to_ns(uint64_t ticks);
+
+/* Boot milestones, printed with kiln.stats=1. */
+#define BOOT_MARKS 6
+void boot_mark(int i);
+void boot_print_marks(void);
 
 #endif

@@ -11,7 +11,9 @@ void rng_init(const struct bootinfo *bi);
 /* Fill buf (kernel or program memory) with n random bytes; returns n or
  * -EFAULT. Never blocks. */
 long rng_read(void *buf, size_t n);
-/* Mix fresh bytes from the host's virtio-rng device into the key. */
+/* Mix fresh bytes from the host's virtio-rng device into the key (the
+ * device is set up on first use; bytes arrive asynchronously). Called every
+ * megabyte of output and after a snapshot is restored. */
 void rng_reseed(void);
 
 #endif

@@ -8,18 +8,24 @@
 
 #include "kcpu.h"
 
-static inline uint64_t sv_call3(uint64_t op, uint64_t a, uint64_t b)
+static inline uint64_t sv_call4(uint64_t op, uint64_t a, uint64_t b, uint64_t c)
 {
 	register uint64_t rdi asm("rdi") = op;
 	register uint64_t rsi asm("rsi") = a;
 	register uint64_t rdx asm("rdx") = b;
+	register uint64_t rcx asm("rcx") = c;
 	uint64_t ret;
 
 	asm volatile("int3"
-	             : "=a"(ret), "+r"(rdi), "+r"(rsi), "+r"(rdx)
+	             : "=a"(ret), "+r"(rdi), "+r"(rsi), "+r"(rdx), "+r"(rcx)
 	             :
-	             : "rcx", "r8", "r9", "r10", "r11", "memory");
+	             : "r8", "r9", "r10", "r11", "memory");
 	return ret;
+}
+
+static inline uint64_t sv_call3(uint64_t op, uint64_t a, uint64_t b)
+{
+	return sv_call4(op, a, b, 0);
 }
 
 static inline void sv_halt(uint64_t tsc_deadline)
@@ -27,9 +33,9 @@ static inline void sv_halt(uint64_t tsc_deadline)
 	sv_call3(SV_HALT, tsc_deadline, 0);
 }
 
-static inline void sv_mmio(struct sv_mmio_op *ops, unsigned n)
+static inline void sv_mmio(volatile void *base, struct sv_mmio_op *ops, unsigned n)
 {
-	sv_call3(SV_MMIO, (uint64_t)ops, n);
+	sv_call4(SV_MMIO, (uint64_t)ops, n, (uint64_t)base);
 }
 
 static inline void sv_flush_tlb(void)

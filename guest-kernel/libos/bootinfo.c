@@ -118,8 +118,10 @@ static int parse_devices(const void *fdt, struct bootinfo *bi, const char **err)
 		if (fdt_node_check_compatible(fdt, node, "virtio,mmio"))
 			continue;
 		reg = fdt_getprop(fdt, node, "reg", &len);
-		if (!reg || len != 16 || get_u32(fdt, node, "interrupts", &vec) || vec > 255) {
-			*err = "virtio,mmio node without a 64-bit reg or an interrupt vector";
+		if (!reg || len != 16 || get_u32(fdt, node, "interrupts", &vec) || vec > 255 ||
+		    get_u32(fdt, node, "kiln,device-id", &bi->virtio[bi->nr_virtio].device_id)) {
+			*err =
+			    "virtio,mmio node without a 64-bit reg, interrupt vector or device id";
 			return -EINVAL;
 		}
 		if (bi->nr_virtio == KILN_MMIO_MAX_DEVICES) {

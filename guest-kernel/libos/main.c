@@ -19,6 +19,15 @@
 #define MAX_BOOT_ARGS 4096
 
 struct kcpu kcpu0 __attribute__((aligned(64)));
+
+/* Boot milestones (TSC) for kiln.stats=1: clock, memory, console, rng,
+ * root file system; the start of init is marked in proc.c. */
+uint64_t boot_tsc[BOOT_MARKS];
+
+void boot_mark(int i)
+{
+	boot_tsc[i] = rdtsc();
+}
 extern bool kiln_stats;
 
 /* libfdt is built with -fstack-protector and reads its canary at %fs:0x28;
@@ -80,12 +89,16 @@ void libos_main(uint64_t fdt_pa)
 	if (bootinfo_parse(phys_to_virt(fdt_pa), bi, &err))
 		kpanic("device tree: %s", err);
 	time_init(bi);
+	boot_mark(0);
 	pmem_init(bi);
 	vm_init(bi);
+	boot_mark(1);
 	rc = console_init(bi);
 	if (rc)
 		kpanic("no virtio console (error %d)", rc);
+	boot_mark(2);
 	rng_init(bi);
+	boot_mark(3);
 	syscall_init();
 	exec_init();
 	if (vfs_init())
@@ -94,6 +107,7 @@ void libos_main(uint64_t fdt_pa)
 	    vfs_unpack_initramfs(phys_to_virt(bi->initrd_start), bi->initrd_end - bi->initrd_start,
 	                         &err))
 		kpanic("initramfs: %s", err ? err : "cannot unpack");
+	boot_mark(4);
 	parse_boot_args(bi, &argc, &argv);
 	proc_run_init(argc, argv, init_env);
 }

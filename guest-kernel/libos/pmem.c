@@ -53,6 +53,52 @@ static uint64_t find_home(const struct bootinfo *bi, uint64_t bytes)
 	return 0;
 }
 
+/* Mark frames [first, end) free, a word at a time where possible. */
+static void mark_free(uint64_t first, uint64_t end)
+{
+	free_count += end - first;
+	for (; first < end && first % 64; first++)
+		set(used_map, first, false);
+	for (; first + 64 <= end; first += 64)
+		used_map[first / 64] = 0;
+	for (; first < end; first++)
+		set(used_map, first, false);
+}
+
+/* RAM minus the holes (reserved ranges, the bitmaps, page 0). */
+static void free_ram(const struct bootinfo *bi, uint64_t home, uint64_t bytes)
+{
+	struct mem_range holes[BOOT_MAX_RANGES + 2];
+	int n = 0;
+
+	holes[n++] = (struct mem_range){0, PAGE_SIZE};
+	holes[n++] = (struct mem_range){home, bytes};
+	for (int i = 0; i < bi->nr_reserved; i++)
+		holes[n++] = bi->reserved[i];
+	for (int i = 1; i < n; i++) /* insertion sort by base */
+		for (int j = i; j > 0 && holes[j].base < holes[j - 1].base; j--) {
+			struct mem_range t = holes[j];
+			holes[j] = holes[j - 1];
+			holes[j - 1] = t;
+		}
+	for (int i = 0; i < bi->nr_ram; i++) {
+		uint64_t cur = ALIGN_UP(bi->ram[i].base, PAGE_SIZE);
+		uint64_t end = ALIGN_DOWN(bi->ram[i].base + bi->ram[i].size, PAGE_SIZE);
+
+		for (int h = 0; h < n && cur < end; h++) {
+			uint64_t hs = ALIGN_DOWN(holes[h].base, PAGE_SIZE);
+			uint64_t he = ALIGN_UP(holes[h].base + holes[h].size, PAGE_SIZE);
+			if (he <= cur)
+				continue;
+			if (hs > cur)
+				mark_free(cur / PAGE_SIZE, MIN(hs, end) / PAGE_SIZE);
+			cur = MAX(cur, he);
+		}
+		if (cur < end)
+			mark_free(cur / PAGE_SIZE, end / PAGE_SIZE);
+	}
+}
+
 void pmem_init(const struct bootinfo *bi)
 {
 	uint64_t top = 0, bytes, home;
@@ -66,20 +112,10 @@ void pmem_init(const struct bootinfo *bi)
 		kpanic("no room for the page bitmaps (%lu bytes)", (unsigned long)bytes);
 	used_map = phys_to_virt(home);
 	dirty_map = used_map + nr_frames / 64;
-	/* Everything used until proven free RAM. */
+	/* Everything is used until proven free RAM; fresh RAM is all zero. */
 	memset(used_map, 0xff, nr_frames / 8);
 	memset(dirty_map, 0, nr_frames / 8);
-	for (int i = 0; i < bi->nr_ram; i++) {
-		const struct mem_range *r = &bi->ram[i];
-		for (uint64_t pa = ALIGN_UP(r->base, PAGE_SIZE);
-		     pa + PAGE_SIZE <= r->base + r->size; pa += PAGE_SIZE) {
-			if (overlaps_reserved(bi, pa, PAGE_SIZE) ||
-			    (pa >= home && pa < home + bytes))
-				continue;
-			set(used_map, pa / PAGE_SIZE, false);
-			free_count++;
-		}
-	}
+	free_ram(bi, home, bytes);
 	total_count = free_count;
 }
 

@@ -118,13 +118,16 @@ void proc_run_init(int argc, char **argv, char **envp)
 	tf.rsp = img.sp;
 	tf.rflags = 0x202;
 	set_fs_base(0);
+	boot_mark(5);
 	trap_resume(&tf);
 }
 
 void proc_exit_group(int status)
 {
-	if (kiln_stats)
+	if (kiln_stats) {
+		boot_print_marks();
 		syscall_print_stats();
+	}
 	console_flush();
 	port_out_regs(KILN_PORT_EXIT, (uint64_t)(status & 0xff), 0);
 	for (;;)

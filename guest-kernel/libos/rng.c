@@ -14,13 +14,16 @@
 #include "virtio.h"
 
 #define VIRTIO_ID_RNG 4
+#define RESEED_BYTES  (1UL << 20)
 
 static uint32_t key[8];
 static uint64_t counter;
 static struct vio_dev dev;
 static struct vio_queue vq;
 static uint64_t seed_page;
-static bool have_dev, request_out;
+static bool have_dev, probed, request_out;
+static const struct bootinfo *boot;
+static uint64_t since_reseed; /* bytes handed out since the last reseed */
 
 #define ROTL(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
 #define QR(a, b, c, d)                                                                    \
@@ -76,24 +79,30 @@ static void mix_in_entropy(void)
 	request_out = false;
 }
 
+/* The FDT seed is fresh host entropy for every boot, so the generator is
+ * ready at once; virtio-rng is brought up only when fresh bytes are wanted
+ * (its setup costs dozens of device-register exits at boot). */
 void rng_init(const struct bootinfo *bi)
 {
 	uint64_t t = rdtsc();
 
+	boot = bi;
 	if (bi->has_rng_seed)
 		memcpy(key, bi->rng_seed, sizeof(key));
 	key[0] ^= (uint32_t)t;
 	key[1] ^= (uint32_t)(t >> 32);
-	if (vio_probe(bi, VIRTIO_ID_RNG, 0, 1, 8, &dev, &vq) == 0 &&
-	    (seed_page = pmem_alloc(true))) {
-		have_dev = true;
-		vio_want_irq(&vq, false);
-		request_entropy();
-	}
 }
 
 void rng_reseed(void)
 {
+	if (!have_dev && !probed) {
+		probed = true;
+		if (vio_probe(boot, VIRTIO_ID_RNG, 0, 1, 8, &dev, &vq) == 0 &&
+		    (seed_page = pmem_alloc(true))) {
+			have_dev = true;
+			vio_want_irq(&vq, false);
+		}
+	}
 	mix_in_entropy();
 	request_entropy();
 }
@@ -103,6 +112,11 @@ long rng_read(void *buf, size_t n)
 	uint32_t block[16];
 	size_t done = 0;
 
+	if (since_reseed > RESEED_BYTES) {
+		since_reseed = 0;
+		rng_reseed();
+	}
+	since_reseed += n;
 	mix_in_entropy();
 	while (done < n) {
 		size_t take = MIN(n - done, sizeof(block));

@@ -3,6 +3,7 @@
  * leaves the program's context. */
 #include "bootinfo.h"
 #include "ktime.h"
+#include "printk.h"
 
 static uint64_t base_tsc;      /* TSC at boot */
 static uint64_t base_realtime; /* CLOCK_REALTIME (ns) at base_tsc */
@@ -17,10 +18,30 @@ void time_init(const struct bootinfo *bi)
 	mult = (1000000ULL << 32) / tsc_khz;
 }
 
+uint64_t time_tsc_to_ns(uint64_t ticks)
+{
+	return (uint64_t)(((unsigned __int128)ticks * mult) >> 32);
+}
+
 uint64_t time_monotonic_ns(void)
 {
-	uint64_t d = rdtsc() - base_tsc;
-	return (uint64_t)(((unsigned __int128)d * mult) >> 32);
+	return time_tsc_to_ns(rdtsc() - base_tsc);
+}
+
+extern uint64_t boot_tsc[BOOT_MARKS];
+
+/* Microseconds from the VMM's clock reading (just before the first guest
+ * instruction) to each milestone. */
+void boot_print_marks(void)
+{
+	static const char *const what[BOOT_MARKS] = {"clock", "memory",  "console",
+	                                             "rng",   "root fs", "init entered"};
+
+	kprintf("kiln: boot (us after the VMM read the clock):");
+	for (int i = 0; i < BOOT_MARKS; i++)
+		kprintf(" %s %lu%s", what[i],
+		        (unsigned long)(time_tsc_to_ns(boot_tsc[i] - base_tsc) / 1000),
+		        i + 1 < BOOT_MARKS ? "," : "\n");
 }
 
 uint64_t time_realtime_ns(void)

@@ -37,23 +37,31 @@
 struct batch {
 	struct sv_mmio_op op[64];
 	unsigned n;
-	uint64_t base;
+	volatile uint8_t *base;
 };
 
 static unsigned rd(struct batch *b, unsigned reg)
 {
-	b->op[b->n] = (struct sv_mmio_op){.va = b->base + reg, .write = 0};
+	b->op[b->n] = (struct sv_mmio_op){.off = reg};
 	return b->n++;
 }
 
 static void wr(struct batch *b, unsigned reg, uint32_t v)
 {
-	b->op[b->n++] = (struct sv_mmio_op){.va = b->base + reg, .value = v, .write = 1};
+	b->op[b->n++] = (struct sv_mmio_op){.off = reg | SV_MMIO_WRITE, .value = v};
+}
+
+/* The high halves of queue addresses are 0 after a reset: skip them then. */
+static void wr64(struct batch *b, unsigned reg, uint64_t v)
+{
+	wr(b, reg, (uint32_t)v);
+	if (v >> 32)
+		wr(b, reg + 4, (uint32_t)(v >> 32));
 }
 
 static void run(struct batch *b)
 {
-	sv_mmio(b->op, b->n);
+	sv_mmio(b->base, b->op, b->n);
 }
 
 static int alloc_queue(struct vio_queue *q, unsigned index, uint16_t size)
@@ -85,44 +93,18 @@ static void queue_regs(struct batch *b, struct vio_queue *q)
 
 	wr(b, REG_QUEUE_SEL, q->index);
 	wr(b, REG_QUEUE_NUM, q->size);
-	wr(b, REG_QUEUE_DESC, (uint32_t)d);
-	wr(b, REG_QUEUE_DESC + 4, (uint32_t)(d >> 32));
-	wr(b, REG_QUEUE_DRIVER, (uint32_t)a);
-	wr(b, REG_QUEUE_DRIVER + 4, (uint32_t)(a >> 32));
-	wr(b, REG_QUEUE_DEVICE, (uint32_t)u);
-	wr(b, REG_QUEUE_DEVICE + 4, (uint32_t)(u >> 32));
+	wr64(b, REG_QUEUE_DESC, d);
+	wr64(b, REG_QUEUE_DRIVER, a);
+	wr64(b, REG_QUEUE_DEVICE, u);
 	wr(b, REG_QUEUE_READY, 1);
 }
 
-/* Device IDs of every virtio-mmio window, read once in one batch so that
- * probing never touches (resets) another driver's device. */
-static uint32_t scanned_id[KILN_MMIO_MAX_DEVICES];
-static bool scanned;
-
-static void scan(const struct bootinfo *bi)
+/* Reset the device and read its identity, features and queue sizes in one
+ * batch. */
+static int identify(struct vio_dev *dev, unsigned nq, uint16_t *qmax)
 {
-	struct batch b = {.base = 0};
-	unsigned idx[KILN_MMIO_MAX_DEVICES][3];
-
-	for (int i = 0; i < bi->nr_virtio; i++) {
-		uint64_t regs = KILN_VA_MMIO + (bi->virtio[i].base - KILN_GPA_MMIO_BASE);
-		b.base = regs;
-		idx[i][0] = rd(&b, REG_MAGIC);
-		idx[i][1] = rd(&b, REG_VERSION);
-		idx[i][2] = rd(&b, REG_DEVICE_ID);
-	}
-	run(&b);
-	for (int i = 0; i < bi->nr_virtio; i++)
-		scanned_id[i] = (b.op[idx[i][0]].value == MAGIC && b.op[idx[i][1]].value == 2)
-		                    ? b.op[idx[i][2]].value
-		                    : 0;
-	scanned = true;
-}
-
-/* Reset the device and read its features and queue sizes in one batch. */
-static void identify(struct vio_dev *dev, unsigned nq, uint16_t *qmax)
-{
-	struct batch b = {.base = (uint64_t)dev->regs};
+	struct batch b = {.base = dev->regs};
+	unsigned magic = rd(&b, REG_MAGIC), ver = rd(&b, REG_VERSION), id = rd(&b, REG_DEVICE_ID);
 	unsigned flo, fhi, qm[MAX_QUEUES];
 
 	wr(&b, REG_STATUS, 0);
@@ -137,10 +119,15 @@ static void identify(struct vio_dev *dev, unsigned nq, uint16_t *qmax)
 		qm[i] = rd(&b, REG_QUEUE_NUM_MAX);
 	}
 	run(&b);
+	if (b.op[magic].value != MAGIC || b.op[ver].value != 2 || b.op[id].value != dev->device_id)
+		return -ENODEV;
 	dev->features = b.op[flo].value | (uint64_t)b.op[fhi].value << 32;
 	for (unsigned i = 0; i < nq; i++)
 		qmax[i] = (uint16_t)MIN(b.op[qm[i]].value, 0x8000U);
+	return 0;
 }
+
+static bool taken[KILN_MMIO_MAX_DEVICES];
 
 int vio_probe(const struct bootinfo *bi, uint32_t device_id, uint64_t want, unsigned nq,
               uint16_t max_size, struct vio_dev *dev, struct vio_queue *qs)
@@ -150,24 +137,25 @@ int vio_probe(const struct bootinfo *bi, uint32_t device_id, uint64_t want, unsi
 	unsigned st;
 	int i;
 
-	if (nq > MAX_QUEUES || bi->nr_virtio > KILN_MMIO_MAX_DEVICES)
+	if (nq > MAX_QUEUES)
 		return -EINVAL;
-	if (!scanned)
-		scan(bi);
-	for (i = 0; i < bi->nr_virtio && scanned_id[i] != device_id; i++)
+	/* The VMM names each device's type in the FDT: no probing of others
+	 * (which would reset them). Taken devices are remembered. */
+	for (i = 0; i < bi->nr_virtio && (bi->virtio[i].device_id != device_id || taken[i]); i++)
 		;
 	if (i == bi->nr_virtio)
 		return -ENODEV;
-	scanned_id[i] = 0; /* taken */
+	taken[i] = true;
 	dev->base_pa = bi->virtio[i].base;
 	dev->regs = (volatile uint8_t *)(KILN_VA_MMIO + (dev->base_pa - KILN_GPA_MMIO_BASE));
 	dev->irq_bit = bi->virtio[i].vector - KILN_VEC_DEVICE0;
 	dev->device_id = device_id;
-	identify(dev, nq, qmax);
+	if (identify(dev, nq, qmax))
+		return -ENODEV;
 	if (!(dev->features & F_VERSION_1))
 		return -ENODEV;
 	dev->features &= want | F_VERSION_1;
-	b = (struct batch){.base = (uint64_t)dev->regs};
+	b = (struct batch){.base = dev->regs};
 	wr(&b, REG_DRV_FEATURES_SEL, 0);
 	wr(&b, REG_DRV_FEATURES, (uint32_t)dev->features);
 	wr(&b, REG_DRV_FEATURES_SEL, 1);

@@ -25,18 +25,20 @@ static void halt(uint64_t deadline)
 		asm volatile("sti; hlt; cli" ::: "memory");
 }
 
-static void mmio(struct sv_mmio_op *op, uint64_t n)
+static void mmio(uint64_t base, struct sv_mmio_op *op, uint64_t n)
 {
 	for (; n; n--, op++) {
-		volatile uint32_t *reg = (volatile uint32_t *)op->va;
-		if (op->write)
-			*reg = op->value;
+		uint64_t w = *(volatile uint64_t *)op;
+		volatile uint32_t *reg = (volatile uint32_t *)(base + (w & 0xfff));
+
+		if (w & SV_MMIO_WRITE)
+			*reg = (uint32_t)(w >> 32);
 		else
 			op->value = *reg;
 	}
 }
 
-uint64_t sv_call(uint64_t op, uint64_t a, uint64_t b)
+uint64_t sv_call(uint64_t op, uint64_t a, uint64_t b, uint64_t c)
 {
 	uint64_t cr3;
 
@@ -45,7 +47,7 @@ uint64_t sv_call(uint64_t op, uint64_t a, uint64_t b)
 		halt(a);
 		return 0;
 	case SV_MMIO:
-		mmio((struct sv_mmio_op *)a, b);
+		mmio(c, (struct sv_mmio_op *)a, b);
 		return 0;
 	case SV_FLUSH_TLB:
 		asm volatile("mov %%cr3, %0; mov %0, %%cr3" : "=r"(cr3)::"memory");

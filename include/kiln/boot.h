@@ -194,6 +194,7 @@ struct kiln_boot_image {
  *                          half is the kernel half of every address space)
  *  /cpus/cpu@N    reg = <N> (x2APIC id)
  *  /virtio_mmio@ADDR  compatible = "virtio,mmio"; reg = <ADDR 0x1000>;
+ *                 kiln,device-id = <virtio device ID> (saves probing);
  *                 interrupts = <vector> (delivered as an MSI to CPU 0,
  *                 edge-triggered; the InterruptStatus register is kept
  *                 up to date but need not be acknowledged)

@@ -14,6 +14,11 @@
 
 static struct vm vm;
 static struct virtio_dev devs[3];
+static const struct virtio_dev_ops ops[3] = {
+    {.name = "console", .device_id = VIRTIO_ID_CONSOLE},
+    {.name = "rng", .device_id = VIRTIO_ID_RNG},
+    {.name = "other", .device_id = 19},
+};
 static uint8_t fdt[KILN_FDT_MAX_SIZE];
 static const struct fdt_params params = {
     .tsc_khz = 2600000,
@@ -40,6 +45,7 @@ static void setup_vm(uint64_t mem, int argc, char **argv, const char *cmdline)
 	for (int i = 0; i < 3; i++) {
 		devs[i].base = KILN_GPA_MMIO_BASE + i * KILN_MMIO_SIZE;
 		devs[i].vector = KILN_VEC_DEVICE0 + i;
+		devs[i].ops = &ops[i];
 		vm.devs[i] = &devs[i];
 	}
 	vm.nr_devs = 3;
@@ -75,6 +81,7 @@ START_TEST(round_trip_small)
 	for (int i = 0; i < 3; i++) {
 		ck_assert_uint_eq(bi.virtio[i].base, devs[i].base);
 		ck_assert_uint_eq(bi.virtio[i].vector, devs[i].vector);
+		ck_assert_uint_eq(bi.virtio[i].device_id, ops[i].device_id);
 	}
 	ck_assert_str_eq(bi.bootargs, "kiln.stats=1");
 	ck_assert_int_eq(bi.argc, 3);
