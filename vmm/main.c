@@ -293,11 +293,36 @@ static void build_fdt(struct vm *vm)
 		die("building the device tree failed: %s", strerror(-err));
 }
 
+/* Resident kB of the mapping that starts at addr (the initramfs), from
+ * /proc/self/smaps. */
+static long mapping_rss_kb(const void *addr)
+{
+	char line[512];
+	bool in = false;
+	long kb = -1;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f || !addr)
+		goto out;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long start;
+		if (sscanf(line, "%lx-", &start) == 1 && strchr(line, '-') < strchr(line, ' '))
+			in = start == (unsigned long)(uintptr_t)addr;
+		else if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
+			break;
+	}
+out:
+	if (f)
+		fclose(f);
+	return kb;
+}
+
 static void print_stats(const struct vm *vm)
 {
 	char line[256];
 	FILE *f = fopen("/proc/self/status", "r");
 	double ms = 1e6;
+	long initrd_kb = mapping_rss_kb(vm->mem.initrd);
 
 	fprintf(stderr,
 	        "kiln-vmm: time: vm created %.2f ms, first guest instruction %.2f ms, "
@@ -308,11 +333,16 @@ static void print_stats(const struct vm *vm)
 	        (double)(vm->t.stopped - vm->t.start) / ms);
 	if (!f)
 		return;
+	/* RssAnon is the VMM's own memory, RssShmem the guest RAM touched,
+	 * RssFile shared file pages: binaries, libraries and the initramfs
+	 * (one page-cache copy for every VM booted from it). */
 	while (fgets(line, sizeof(line), f))
 		if (!strncmp(line, "VmHWM", 5) || !strncmp(line, "RssAnon", 7) ||
 		    !strncmp(line, "RssFile", 7) || !strncmp(line, "RssShmem", 8))
 			fprintf(stderr, "kiln-vmm: %s", line);
 	fclose(f);
+	if (initrd_kb >= 0)
+		fprintf(stderr, "kiln-vmm: RssInitramfs:\t%8ld kB\n", initrd_kb);
 }
 
 int main(int argc, char **argv)
