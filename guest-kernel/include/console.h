@@ -18,5 +18,11 @@ void console_flush(void);
 long console_read(void *buf, size_t n, bool nonblock);
 /* Bytes of input ready to read without waiting. */
 size_t console_input_ready(void);
+/* True at the host's end of input. */
+bool console_input_eof(void);
+
+/* Woken when input arrives / output room frees up (for poll). */
+struct waitq;
+extern struct waitq console_rx_wq, console_tx_wq;
 
 #endif

@@ -12,7 +12,9 @@
 #define KCPU_TRAP_CR2    8  /* CR2 at the last trap forwarded to the library OS */
 #define KCPU_SCRATCH     16 /* supervisor scratch (syscall entry on VMX hosts) */
 #define KCPU_SAVE_RAX    24 /* supervisor scratch (trap forwarding) */
-#define KCPU_SIZE        64
+#define KCPU_KSTACK      32 /* kernel stack top of the running thread */
+#define KCPU_IRQ_FRAME   64 /* 7-word frame of an interrupt forwarded to the library OS */
+#define KCPU_SIZE        128
 
 #define KCPU_IRQ_TIMER_BIT 63
 
@@ -28,6 +30,7 @@
 #define SV_MMIO      2 /* RSI = struct sv_mmio_op array, RDX = count, RCX = base */
 #define SV_FLUSH_TLB 3 /* reload CR3 */
 #define SV_SET_CR3   4 /* RSI = new page-table root (physical) */
+#define SV_TIMER     5 /* RSI = TSC deadline, 0 = disarm */
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
@@ -37,7 +40,10 @@ struct kcpu {
 	uint64_t trap_cr2;
 	uint64_t scratch;
 	uint64_t save_rax;
-	uint64_t pad[4];
+	uint64_t kstack_top;
+	uint64_t pad[3];
+	uint64_t irq_frame[7]; /* vector, 0, RIP, CS, RFLAGS, RSP, SS */
+	uint64_t pad2[1];
 };
 
 struct trap_hw_frame {

@@ -1,29 +1,81 @@
 /* SPDX-License-Identifier: MIT */
-/* Processes and threads of the library OS. */
+/*
+ * Processes and threads of the library OS. A process owns an address space,
+ * a descriptor table, a working directory and signal actions; its threads
+ * share them (CLONE_VM | CLONE_FILES | CLONE_FS | CLONE_SIGHAND).
+ */
 #ifndef KILN_PROC_H
 #define KILN_PROC_H
 
 #include "klib.h"
+#include "sched.h"
 
 struct aspace;
 struct files;
 struct fs_ctx;
+struct trapframe;
 
 /* The kernel's struct sigaction layout (rt_sigaction with sigsetsize 8). */
 struct k_sigaction {
 	uint64_t handler, flags, restorer, mask;
 };
 
-#define NSIG_KILN 64
+#define NSIG_KILN   64
+#define SIGBIT(sig) (1ULL << ((sig)-1))
+
+/* Shared by the threads of a process (CLONE_SIGHAND). */
+struct sighand {
+	int refs;
+	struct k_sigaction action[NSIG_KILN + 1];
+};
+
+struct siginfo_k {
+	int32_t signo, errno_, code, pad;
+	union {
+		struct {
+			int32_t pid;
+			uint32_t uid;
+			int32_t status;
+		} chld;
+		struct {
+			uint64_t addr;
+		} fault;
+		struct {
+			int32_t pid;
+			uint32_t uid;
+		} kill;
+		uint8_t bytes[112];
+	};
+};
 
 struct proc {
 	int pid, ppid, pgid, sid;
+	struct proc *parent;
+	struct proc *children; /* list through sibling */
+	struct proc *sibling;
+	struct proc *next_all;  /* every process, for kill(-1) and /proc */
+	struct thread *threads; /* list through thread->next_in_proc */
+	int nr_threads;
 	struct aspace *as;   /* page tables and mappings (vm.c) */
 	struct files *files; /* descriptor table (vfs) */
 	struct fs_ctx *fs;   /* cwd, root, umask (vfs) */
-	char comm[16];       /* basename of the program, for messages */
+	struct sighand *sighand;
+	uint64_t shared_pending; /* process-directed signals */
+	struct siginfo_k shared_info[NSIG_KILN + 1];
+	char comm[16]; /* basename of the program, for messages */
+	char *exe;     /* path of the program, for /proc/self/exe */
 	uint64_t start_ns;
-	struct k_sigaction sigact[NSIG_KILN + 1];
+	/* Exit and wait. */
+	bool exiting;  /* exit_group in progress: threads die on return */
+	bool zombie;   /* all threads gone, waiting for the parent */
+	int exit_code; /* wait status (W*) for the parent */
+	bool stopped;  /* job control */
+	int stop_sig;  /* for WUNTRACED */
+	bool stop_reported, cont_reported;
+	bool death_reported;         /* init's death message is out */
+	struct waitq child_wait;     /* the parent waits here for children */
+	struct thread *vfork_parent; /* blocked in vfork until exec/exit */
+	uint64_t user_ns, sys_ns;    /* rough CPU time */
 };
 
 /* %gs:0 is the kernel stack of the running thread, so kstack_top must stay
@@ -32,11 +84,34 @@ struct thread {
 	uint64_t kstack_top;
 	struct proc *proc;
 	int tid;
-	uint64_t clear_child_tid;
+	enum thread_state state;
+	uint64_t ksp;         /* saved kernel stack pointer while switched out */
+	uint64_t kstack_base; /* physical address of the stack pages */
+	void *fpu;            /* XSAVE area for the program's vector state */
 	uint64_t fs_base;
 	uint64_t gs_base_user; /* ARCH_SET_GS value; %gs belongs to kiln */
+	uint64_t clear_child_tid;
+	uint64_t robust_list;
+	/* Signals. */
 	uint64_t sigmask;
+	uint64_t pending; /* thread-directed */
+	struct siginfo_k info[NSIG_KILN + 1];
+	uint64_t saved_sigmask; /* restored after sigsuspend/ppoll returns */
+	bool restore_sigmask;
 	uint64_t altstack[3]; /* stack_t: ss_sp, ss_flags, ss_size */
+	/* Scheduling. */
+	struct thread *next_run;     /* run queue */
+	struct thread *next_in_proc; /* proc->threads */
+	struct waitq *waiting_on;    /* while T_BLOCKED */
+	struct thread *next_wait;    /* in waiting_on */
+	uint64_t wake_at;            /* timer deadline (monotonic ns), 0 = none */
+	struct thread *next_timer;
+	bool woken; /* the wait ended (wake, signal or timer) */
+	bool timed_out;
+	/* Syscall in progress. */
+	struct trapframe *syscall_tf; /* the program's context */
+	bool tf_dirty;                /* a handler changed it: restore in full */
+	uint64_t restart_deadline;    /* an interrupted sleep's end (restart) */
 };
 
 static inline struct thread *cur_thread(void)
@@ -52,13 +127,36 @@ static inline struct proc *cur_proc(void)
 }
 
 void thread_set_current(struct thread *t);
+struct thread *thread_alloc(struct proc *p);
+void thread_free(struct thread *t);
+struct proc *proc_alloc(void);
+void proc_free(struct proc *p);
+void proc_set_name(struct proc *p, const char *path);
+struct proc *proc_find(int pid);
+struct proc *proc_first(void);
+int proc_alloc_pid(void);
 
 /* Create the first process and run `argv[0]` in it; never returns. */
 __attribute__((noreturn)) void proc_run_init(int argc, char **argv, char **envp);
-/* The whole guest ends when init ends: flush output and report the status
- * to the VMM. */
-__attribute__((noreturn)) void proc_exit_group(int status);
-/* A fatal signal: print why and end like a shell reports it (128 + sig). */
+/* End the calling process with a wait status (W* encoding). */
+__attribute__((noreturn)) void proc_exit(int wstatus);
+/* The current thread alone ends (SYS_exit of one thread). */
+__attribute__((noreturn)) void thread_exit(int code);
+/* A fatal signal: print why if it is a fault, end like Linux. */
 __attribute__((noreturn)) void proc_kill_self(int sig, const char *why);
+/* The whole guest ends when init ends. */
+__attribute__((noreturn)) void guest_exit(int status);
+
+/* Signals (signal.c). */
+void signal_send_proc(struct proc *p, int sig, const struct siginfo_k *info);
+void signal_send_thread(struct thread *t, int sig, const struct siginfo_k *info);
+bool signal_pending(struct thread *t); /* deliverable (unblocked) signal */
+/* Deliver pending signals before returning to the program. */
+void signal_deliver(struct trapframe *tf);
+const char *signal_name(int sig);
+
+/* Work to do before returning to the program: signals, rescheduling.
+ * Returns true if tf must be restored in full (trap_resume). */
+bool exit_to_user(struct trapframe *tf);
 
 #endif

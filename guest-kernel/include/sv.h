@@ -38,6 +38,11 @@ static inline void sv_mmio(volatile void *base, struct sv_mmio_op *ops, unsigned
 	sv_call4(SV_MMIO, (uint64_t)ops, n, (uint64_t)base);
 }
 
+static inline void sv_set_timer(uint64_t tsc_deadline)
+{
+	sv_call3(SV_TIMER, tsc_deadline, 0);
+}
+
 static inline void sv_flush_tlb(void)
 {
 	sv_call3(SV_FLUSH_TLB, 0, 0);

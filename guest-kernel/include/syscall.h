@@ -37,13 +37,8 @@ struct syscall_entry {
 	               aligned(8))) static const struct syscall_entry syscall_entry_##name = { \
 	    __NR_##name, #name, sys_##target}
 
-/* The arguments of the syscall being served, as zpoline_entry pushed them. */
-struct syscall_args {
-	long nr, a0, a1, a2, a3, a4, a5;
-	uint64_t user_rsp; /* points at the return address */
-};
-
-long syscall_dispatch(struct syscall_args *args);
+struct trapframe;
+long syscall_dispatch(struct trapframe *tf);
 /* Count a call we answered with -ENOSYS (for kiln.stats=1). */
 void syscall_count_enosys(long nr);
 void syscall_init(void);

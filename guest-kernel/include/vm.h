@@ -27,6 +27,7 @@ struct vma {
 };
 
 struct aspace {
+	int refs;      /* processes using it (vfork shares) */
 	uint64_t root; /* physical address of the PML4 */
 	struct vma *vmas;
 	uint64_t brk_start, brk;
@@ -36,13 +37,21 @@ struct aspace {
 	 * a `call *%rax` fault is a bad syscall number only at one of these. */
 	uint64_t *patched;
 	size_t patched_cap, patched_n;
+	struct aspace *next_dead; /* released while loaded in CR3 */
 };
 
 struct bootinfo;
 void vm_init(const struct bootinfo *bi);
 struct aspace *aspace_create(void);
-void aspace_destroy(struct aspace *as);
+/* fork: a private copy of every mapping (eager copy). */
+struct aspace *aspace_copy(struct aspace *src);
+struct aspace *aspace_get(struct aspace *as);
+/* Drop a reference; the last one frees everything (later, if it is the
+ * active address space). */
+void aspace_release(struct aspace *as);
 void aspace_activate(struct aspace *as);
+/* Free address spaces released while active (after a switch). */
+void aspace_reap(void);
 
 /* Map [start, start+len) with fresh zeroed pages. MAP_FIXED semantics:
  * whatever was there is unmapped first. Returns 0 or -ENOMEM. */

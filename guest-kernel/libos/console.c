@@ -12,6 +12,9 @@
 #include "printk.h"
 #include "uaccess.h"
 #include "virtio.h"
+#include "errno_k.h"
+#include "proc.h"
+#include "sched.h"
 
 #define VIRTIO_ID_CONSOLE 3
 #define QUEUE_SIZE        32
@@ -32,6 +35,20 @@ static struct {
 } rx_done[QUEUE_SIZE];
 static unsigned rx_head, rx_count;
 static bool rx_eof, ready;
+struct waitq console_rx_wq, console_tx_wq;
+
+static void console_irq(void)
+{
+	wake_all(&console_rx_wq);
+	wake_all(&console_tx_wq);
+}
+
+/* Before the first process exists nothing can be scheduled: spin on the
+ * device instead (boot messages only). */
+static bool can_block(void)
+{
+	return cur_thread()->proc != NULL;
+}
 
 static int post_rx(uint64_t page)
 {
@@ -59,8 +76,9 @@ int console_init(const struct bootinfo *bi)
 			return -ENOMEM;
 	}
 	vio_want_irq(TXQ, false);
-	vio_want_irq(RXQ, false);
+	vio_want_irq(RXQ, true);
 	vio_kick(RXQ);
+	irq_register(dev.irq_bit, console_irq);
 	ready = true;
 	return 0;
 }
@@ -104,9 +122,17 @@ long console_write(const void *buf, size_t n)
 		uint64_t pa;
 
 		if (!tx_room()) {
+			long err = 0;
 			vio_want_irq(TXQ, true);
-			WAIT_UNTIL(tx_room());
+			if (can_block())
+				err = WAIT_EVENT(&console_tx_wq, tx_room(), 0);
+			else
+				WAIT_UNTIL(tx_room());
 			vio_want_irq(TXQ, false);
+			if (err) {
+				vio_kick(TXQ);
+				return done ? (long)done : -ERESTARTSYS;
+			}
 		}
 		slot = TXQ->free_head;
 		pa = tx_page[slot];
@@ -127,6 +153,7 @@ void console_flush(void)
 	if (TXQ->nr_free == TXQ->size)
 		return;
 	vio_want_irq(TXQ, true);
+	/* Output must get out even if a signal is pending: wait through it. */
 	WAIT_UNTIL((reclaim_tx(), TXQ->nr_free == TXQ->size));
 	vio_want_irq(TXQ, false);
 }
@@ -178,9 +205,8 @@ long console_read(void *buf, size_t n, bool nonblock)
 	if (!rx_available()) {
 		if (nonblock)
 			return -EAGAIN;
-		vio_want_irq(RXQ, true);
-		WAIT_UNTIL(rx_available());
-		vio_want_irq(RXQ, false);
+		if (WAIT_EVENT(&console_rx_wq, rx_available(), 0))
+			return -ERESTARTSYS;
 	}
 	while (done < n && rx_count) {
 		unsigned s = rx_head;
@@ -205,4 +231,9 @@ long console_read(void *buf, size_t n, bool nonblock)
 	if (reposted)
 		vio_kick(RXQ);
 	return (long)done;
+}
+
+bool console_input_eof(void)
+{
+	return ready && rx_available() && !rx_count && rx_eof;
 }

@@ -10,6 +10,19 @@
 #include "kcpu.h"
 #include "trapframe.h"
 
+#define SAVE_GPRS \
+	movq %r15, TF_R15(%rsp); movq %r14, TF_R14(%rsp); movq %r13, TF_R13(%rsp); \
+	movq %r12, TF_R12(%rsp); movq %r11, TF_R11(%rsp); movq %r10, TF_R10(%rsp); \
+	movq %r9, TF_R9(%rsp); movq %r8, TF_R8(%rsp); movq %rbp, TF_RBP(%rsp); \
+	movq %rdi, TF_RDI(%rsp); movq %rsi, TF_RSI(%rsp); movq %rdx, TF_RDX(%rsp); \
+	movq %rcx, TF_RCX(%rsp); movq %rbx, TF_RBX(%rsp); movq %rax, TF_RAX(%rsp)
+
+/* Copy the 7-word hardware frame at RSI into the trapframe at RSP. */
+#define COPY1(off) movq (off - TF_VECTOR)(%rsi), %rax; movq %rax, off(%rsp)
+#define COPY_HW_FRAME \
+	COPY1(TF_VECTOR); COPY1(TF_ERROR); COPY1(TF_RIP); COPY1(TF_CS); \
+	COPY1(TF_RFLAGS); COPY1(TF_RSP); COPY1(TF_SS)
+
 	.section .text
 	.globl	libos_start
 libos_start:
@@ -21,32 +34,53 @@ libos_start:
  * arguments in RDI RSI RDX R10 R8 R9, return address on the program's stack.
  * Like the kernel's syscall path we preserve every register but RAX, RCX and
  * R11, and touch no vector state (the library OS is built without it).
- * %gs:0 is the current thread's library-OS stack.
+ *
+ * The whole context goes into a trapframe on the thread's kernel stack
+ * (%gs:0), so that a signal, a fork or a context switch can use it. Most
+ * syscalls then return by the short path: restore the argument registers and
+ * `ret` on the program's stack.
  */
 	.section .text.zpoline_entry, "ax"
 	.globl	zpoline_entry
 zpoline_entry:
 	movq	%rsp, %r11
 	movq	%gs:0, %rsp
-	pushq	%r11
-	pushq	%r9
-	pushq	%r8
-	pushq	%r10
-	pushq	%rdx
-	pushq	%rsi
-	pushq	%rdi
-	pushq	%rax
+	subq	$TF_SIZE, %rsp
+	movq	%r15, TF_R15(%rsp)
+	movq	%r14, TF_R14(%rsp)
+	movq	%r13, TF_R13(%rsp)
+	movq	%r12, TF_R12(%rsp)
+	movq	%r10, TF_R10(%rsp)
+	movq	%r9, TF_R9(%rsp)
+	movq	%r8, TF_R8(%rsp)
+	movq	%rbp, TF_RBP(%rsp)
+	movq	%rdi, TF_RDI(%rsp)
+	movq	%rsi, TF_RSI(%rsp)
+	movq	%rdx, TF_RDX(%rsp)
+	movq	%rbx, TF_RBX(%rsp)
+	movq	%rax, TF_RAX(%rsp)
+	movq	%r11, TF_RESUME_SP(%rsp)	/* where `ret` resumes the program */
+	movq	(%r11), %rcx
+	movq	%rcx, TF_RIP(%rsp)
+	addq	$8, %r11
+	movq	%r11, TF_RSP(%rsp)
+	movq	$0x202, TF_RFLAGS(%rsp)
+	movq	$-1, TF_VECTOR(%rsp)
 	movq	%rsp, %rdi
-	call	syscall_dispatch
-	addq	$8, %rsp
-	popq	%rdi
-	popq	%rsi
-	popq	%rdx
-	popq	%r10
-	popq	%r8
-	popq	%r9
-	popq	%rsp
+	call	syscall_entry
+	testq	%rax, %rax
+	jnz	1f
+	movq	TF_RDI(%rsp), %rdi
+	movq	TF_RSI(%rsp), %rsi
+	movq	TF_RDX(%rsp), %rdx
+	movq	TF_R10(%rsp), %r10
+	movq	TF_R8(%rsp), %r8
+	movq	TF_R9(%rsp), %r9
+	movq	TF_RAX(%rsp), %rax
+	movq	TF_RESUME_SP(%rsp), %rsp
 	ret
+1:	movq	%rsp, %rdi
+	jmp	trap_resume
 
 	.section .text
 /*
@@ -57,37 +91,57 @@ zpoline_entry:
 	.globl	libos_trap_entry
 libos_trap_entry:
 	subq	$TF_SIZE, %rsp
-	movq	%r15, TF_R15(%rsp)
-	movq	%r14, TF_R14(%rsp)
-	movq	%r13, TF_R13(%rsp)
-	movq	%r12, TF_R12(%rsp)
-	movq	%r11, TF_R11(%rsp)
-	movq	%r10, TF_R10(%rsp)
-	movq	%r9, TF_R9(%rsp)
-	movq	%r8, TF_R8(%rsp)
-	movq	%rbp, TF_RBP(%rsp)
-	movq	%rdi, TF_RDI(%rsp)
-	movq	%rsi, TF_RSI(%rsp)
-	movq	%rdx, TF_RDX(%rsp)
-	movq	%rcx, TF_RCX(%rsp)
-	movq	%rbx, TF_RBX(%rsp)
-	movq	%rax, TF_RAX(%rsp)
+	SAVE_GPRS
 	leaq	libos_rsp0_top-TRAP_FRAME_SIZE(%rip), %rsi
-#define COPY(off) movq (off - TF_VECTOR)(%rsi), %rax; movq %rax, off(%rsp)
-	COPY(TF_VECTOR)
-	COPY(TF_ERROR)
-	COPY(TF_RIP)
-	COPY(TF_CS)
-	COPY(TF_RFLAGS)
-	COPY(TF_RSP)
-	COPY(TF_SS)
-#undef COPY
+	COPY_HW_FRAME
 	movq	kcpu0+KCPU_TRAP_CR2(%rip), %rax
 	movq	%rax, TF_CR2(%rsp)
 	movq	%rsp, %rdi
 	call	trap_handle
 	movq	%rsp, %rdi
 	jmp	trap_resume
+
+/* An interrupt hit program code; the supervisor copied its frame (vector,
+ * 0, RIP, CS, RFLAGS, RSP, SS) into kcpu0.irq_frame. */
+	.globl	libos_irq_entry
+libos_irq_entry:
+	subq	$TF_SIZE, %rsp
+	SAVE_GPRS
+	leaq	kcpu0+KCPU_IRQ_FRAME(%rip), %rsi
+	COPY_HW_FRAME
+	movq	$0, TF_CR2(%rsp)
+	movq	%rsp, %rdi
+	call	irq_handle
+	movq	%rsp, %rdi
+	jmp	trap_resume
+
+/* A new thread's first run: its trapframe sits at the top of its stack. */
+	.globl	ret_from_fork
+ret_from_fork:
+	movq	%rsp, %rdi
+	call	fork_child_start
+	movq	%rsp, %rdi
+	jmp	trap_resume
+
+/* void switch_to(uint64_t *save_ksp, uint64_t ksp): callee-saved registers
+ * on the old stack, then the new stack's. */
+	.globl	switch_to
+switch_to:
+	pushq	%rbp
+	pushq	%rbx
+	pushq	%r12
+	pushq	%r13
+	pushq	%r14
+	pushq	%r15
+	movq	%rsp, (%rdi)
+	movq	%rsi, %rsp
+	popq	%r15
+	popq	%r14
+	popq	%r13
+	popq	%r12
+	popq	%rbx
+	popq	%rbp
+	ret
 
 /*
  * Resume the context in the trapframe at RDI, at CPL3 without a supervisor
@@ -129,9 +183,6 @@ trap_resume:
 	.skip	16384
 	.globl	libos_boot_stack_top
 libos_boot_stack_top:
-	.skip	16384
-	.globl	libos_trap_stack_top
-libos_trap_stack_top:
 	.skip	RSP0_STACK_SIZE
 	.globl	libos_rsp0_top
 libos_rsp0_top:

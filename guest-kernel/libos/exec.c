@@ -137,7 +137,7 @@ static int push_bytes(struct stack_builder *sb, const void *p, size_t n, uint64_
 }
 
 static int build_stack(struct aspace *as, const struct exec_args *ea, const struct elf_info *ei,
-                       uint64_t bias, uint64_t *sp_out)
+                       uint64_t bias, uint64_t interp_base, uint64_t *sp_out)
 {
 	struct stack_builder sb = {.as = as, .sp = STACK_TOP};
 	size_t nwords = 1 + (size_t)ea->argc + 1 + (size_t)ea->envc + 1 + 2 * AUX_MAX;
@@ -178,7 +178,7 @@ static int build_stack(struct aspace *as, const struct exec_args *ea, const stru
 	AUX(AT_PHENT, ei->phentsize);
 	AUX(AT_PHNUM, ei->phnum);
 	AUX(AT_PAGESZ, PAGE_SIZE);
-	AUX(AT_BASE, 0);
+	AUX(AT_BASE, interp_base);
 	AUX(AT_FLAGS, 0);
 	AUX(AT_ENTRY, ei->entry + bias);
 	AUX(AT_UID, 0);
@@ -216,88 +216,137 @@ static int check_args(const struct exec_args *ea)
 	return bytes > MAX_ARG_BYTES ? -E2BIG : 0;
 }
 
-int exec_load(const struct exec_args *ea, struct exec_image *out, const char **why)
-{
+/* An executable file opened for loading, with its parsed headers. */
+struct elf_file {
 	struct inode *ip;
 	struct elf_info ei;
-	struct aspace *as = NULL;
-	uint8_t *hdr = NULL;
+	uint8_t *hdr; /* our copy of the first page, when not mapped directly */
+};
+
+static void elf_close(struct elf_file *f)
+{
+	kfree(f->hdr);
+	if (f->ip)
+		inode_put(f->ip);
+	f->hdr = NULL;
+	f->ip = NULL;
+}
+
+static int elf_open(const char *path, struct elf_file *f, const char **why)
+{
 	const void *image;
 	size_t len;
-	uint64_t bias;
+	int err;
+
+	memset(f, 0, sizeof(*f));
+	err = vfs_lookup(path, true, &f->ip);
+	if (err)
+		return err;
+	if (!S_ISREG(vfs_inode_mode(f->ip)))
+		return S_ISDIR(vfs_inode_mode(f->ip)) ? -EISDIR : -EACCES;
+	if (!(vfs_inode_mode(f->ip) & 0111))
+		return -EACCES;
+	/* Use the file in place when it is contiguous (initramfs files are);
+	 * else its first page holds the headers of any sane executable. */
+	image = vfs_inode_direct(f->ip, &len);
+	if (!image) {
+		long got;
+		f->hdr = kmalloc(PAGE_SIZE);
+		if (!f->hdr)
+			return -ENOMEM;
+		got = vfs_inode_read(f->ip, f->hdr, PAGE_SIZE, 0);
+		if (got < 0)
+			return (int)got;
+		image = f->hdr;
+		len = (size_t)got;
+	}
+	err = f->hdr ? elf_parse_headers(image, len, vfs_inode_size(f->ip), &f->ei, why)
+	             : elf_parse(image, len, &f->ei, why);
+	if (err)
+		return -ENOEXEC;
+	if (f->ei.hi - f->ei.lo > MAX_IMAGE) {
+		*why = "program image too large";
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The program interpreter (ld.so) named by PT_INTERP: an ET_DYN without an
+ * interpreter of its own, loaded wherever there is room. */
+static int load_interp(struct aspace *as, const struct elf_file *prog, uint64_t *base,
+                       uint64_t *entry, const char **why)
+{
+	char path[4096];
+	struct elf_file f;
+	uint64_t span, at;
+	int err;
+
+	if (prog->ei.interp_len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, prog->ei.interp, prog->ei.interp_len);
+	path[prog->ei.interp_len] = 0;
+	err = elf_open(path, &f, why);
+	if (!err && (f.ei.type != ELF_ET_DYN || f.ei.interp)) {
+		*why = "the program interpreter is not a shared object";
+		err = -ELIBBAD;
+	}
+	if (err) {
+		if (err == -ENOENT)
+			*why = "its program interpreter (PT_INTERP) is missing";
+		elf_close(&f);
+		return err == -ENOENT ? -ENOEXEC : err;
+	}
+	span = ALIGN_UP(f.ei.hi, PAGE_SIZE) - ALIGN_DOWN(f.ei.lo, PAGE_SIZE);
+	at = vm_find_free(as, span + HUGE_SIZE);
+	if (!at) {
+		elf_close(&f);
+		return -ENOMEM;
+	}
+	*base = ALIGN_UP(at, HUGE_SIZE) - ALIGN_DOWN(f.ei.lo, PAGE_SIZE);
+	err = load_segments(as, &f.ei, *base, f.ip);
+	*entry = f.ei.entry + *base;
+	elf_close(&f);
+	return err;
+}
+
+int exec_load(const struct exec_args *ea, struct exec_image *out, const char **why)
+{
+	struct elf_file f;
+	struct aspace *as = NULL;
+	uint64_t bias, interp_base = 0, entry;
 	int err;
 
 	*why = NULL;
 	err = check_args(ea);
 	if (err)
 		return err;
-	err = vfs_lookup(ea->path, true, &ip);
+	err = elf_open(ea->path, &f, why);
 	if (err)
-		return err;
-	if (!S_ISREG(vfs_inode_mode(ip))) {
-		err = S_ISDIR(vfs_inode_mode(ip)) ? -EISDIR : -EACCES;
 		goto out;
-	}
-	if (!(vfs_inode_mode(ip) & 0111)) {
-		err = -EACCES;
-		goto out;
-	}
-	/* Use the file in place when it is contiguous (initramfs files are);
-	 * else its first page holds the headers of any sane executable. */
-	image = vfs_inode_direct(ip, &len);
-	if (!image) {
-		long got;
-		hdr = kmalloc(PAGE_SIZE);
-		if (!hdr) {
-			err = -ENOMEM;
-			goto out;
-		}
-		got = vfs_inode_read(ip, hdr, PAGE_SIZE, 0);
-		if (got < 0) {
-			err = (int)got;
-			goto out;
-		}
-		image = hdr;
-		len = (size_t)got;
-	}
-	err = hdr ? elf_parse_headers(image, len, vfs_inode_size(ip), &ei, why)
-	          : elf_parse(image, len, &ei, why);
-	if (err) {
-		err = -ENOEXEC;
-		goto out;
-	}
-	if (ei.interp) {
-		*why = "dynamically linked programs are not supported yet";
-		err = -ENOEXEC;
-		goto out;
-	}
-	if (ei.hi - ei.lo > MAX_IMAGE) {
-		*why = "program image too large";
-		err = -ENOMEM;
-		goto out;
-	}
-	bias = ei.type == ELF_ET_DYN ? PIE_BASE - ALIGN_DOWN(ei.lo, PAGE_SIZE) : 0;
+	bias = f.ei.type == ELF_ET_DYN ? PIE_BASE - ALIGN_DOWN(f.ei.lo, PAGE_SIZE) : 0;
+	entry = f.ei.entry + bias;
 	as = aspace_create();
 	if (!as) {
 		err = -ENOMEM;
 		goto out;
 	}
-	err = load_segments(as, &ei, bias, ip);
+	err = load_segments(as, &f.ei, bias, f.ip);
+	if (!err && f.ei.interp)
+		err = load_interp(as, &f, &interp_base, &entry, why);
 	if (!err)
 		err = vm_map_anon(as, STACK_TOP - STACK_EAGER, STACK_EAGER, PROT_READ | PROT_WRITE,
 		                  VMA_STACK);
 	if (!err)
-		err = build_stack(as, ea, &ei, bias, &out->sp);
+		err = build_stack(as, ea, &f.ei, bias, interp_base, &out->sp);
 	if (err)
 		goto out;
-	as->brk_start = as->brk = ALIGN_UP(ei.hi + bias, PAGE_SIZE);
+	as->brk_start = as->brk = ALIGN_UP(f.ei.hi + bias, PAGE_SIZE);
 	out->as = as;
-	out->entry = ei.entry + bias;
+	out->entry = entry;
 	as = NULL;
 out:
 	if (as)
-		aspace_destroy(as);
-	kfree(hdr);
-	inode_put(ip);
+		aspace_release(as);
+	elf_close(&f);
 	return err;
 }

@@ -12,6 +12,7 @@
 #include "printk.h"
 #include "proc.h"
 #include "rng.h"
+#include "sched.h"
 #include "syscall.h"
 #include "vfs.h"
 #include "vm.h"
@@ -90,6 +91,11 @@ void libos_main(uint64_t fdt_pa)
 		kpanic("device tree: %s", err);
 	time_init(bi);
 	boot_mark(0);
+	sched_init();
+	/* The constant words of an interrupt frame forwarded to us. */
+	kcpu0.irq_frame[0] = KILN_VEC_TIMER;
+	kcpu0.irq_frame[3] = KILN_SEL_UCODE;
+	kcpu0.irq_frame[6] = KILN_SEL_UDATA;
 	pmem_init(bi);
 	vm_init(bi);
 	boot_mark(1);

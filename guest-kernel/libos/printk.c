@@ -46,7 +46,7 @@ int kvsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 	for (; *fmt; fmt++) {
 		int width = 0, lng = 0, prec = -1;
 		char pad = ' ';
-		bool left = false;
+		bool left = false, alt = false;
 		unsigned long long u;
 		long long s;
 
@@ -60,6 +60,8 @@ int kvsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 				pad = '0';
 			else if (*fmt == '-')
 				left = true;
+			else if (*fmt == '#')
+				alt = true;
 			else
 				break;
 		}
@@ -92,6 +94,10 @@ int kvsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 		case 'x':
 		case 'X':
 			u = lng ? va_arg(ap, unsigned long long) : va_arg(ap, unsigned);
+			if (alt && *fmt != 'u') {
+				put(&o, '0');
+				put(&o, 'x');
+			}
 			put_num(&o, u, *fmt == 'u' ? 10 : 16, width, pad, false, *fmt == 'X');
 			break;
 		case 'p':

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Processes: the first one (init), and the end of the guest when it exits. */
+/* Processes and threads: creation, the first process, exit and reaping. */
 #include <asm/signal.h>
 
 #include "console.h"
 #include "exec.h"
+#include "futex.h"
+#include "kcpu.h"
 #include "kiln/boot.h"
 #include "ktime.h"
 #include "printk.h"
@@ -11,18 +13,24 @@
 #include "sv.h"
 #include "syscall.h"
 #include "trapframe.h"
+#include "uaccess.h"
 #include "vfs.h"
 #include "vm.h"
 
 #define KSTACK_PAGES 4
+#define PID_MAX      4194304
 
 bool kiln_stats;
+static struct proc *all_procs;
+static int last_pid;
 
 static const char *const signames[] = {
     [SIGHUP] = "SIGHUP",   [SIGINT] = "SIGINT",   [SIGQUIT] = "SIGQUIT", [SIGILL] = "SIGILL",
     [SIGTRAP] = "SIGTRAP", [SIGABRT] = "SIGABRT", [SIGBUS] = "SIGBUS",   [SIGFPE] = "SIGFPE",
     [SIGKILL] = "SIGKILL", [SIGUSR1] = "SIGUSR1", [SIGSEGV] = "SIGSEGV", [SIGUSR2] = "SIGUSR2",
-    [SIGPIPE] = "SIGPIPE", [SIGALRM] = "SIGALRM", [SIGTERM] = "SIGTERM",
+    [SIGPIPE] = "SIGPIPE", [SIGALRM] = "SIGALRM", [SIGTERM] = "SIGTERM", [SIGCHLD] = "SIGCHLD",
+    [SIGCONT] = "SIGCONT", [SIGSTOP] = "SIGSTOP", [SIGTSTP] = "SIGTSTP", [SIGTTIN] = "SIGTTIN",
+    [SIGTTOU] = "SIGTTOU", [SIGXCPU] = "SIGXCPU", [SIGSYS] = "SIGSYS",
 };
 
 const char *signal_name(int sig)
@@ -37,24 +45,124 @@ void thread_set_current(struct thread *t)
 	asm volatile("wrgsbase %0" ::"r"(t) : "memory");
 }
 
-static void set_fs_base(uint64_t v)
+struct proc *proc_first(void)
 {
-	asm volatile("wrfsbase %0" ::"r"(v) : "memory");
+	return all_procs;
 }
 
-static struct thread *thread_create(struct proc *p, int tid)
+struct proc *proc_find(int pid)
 {
-	struct thread *t = kzalloc(sizeof(*t));
-	uint64_t stack = pmem_alloc_contig(KSTACK_PAGES, 1, false);
+	for (struct proc *p = all_procs; p; p = p->next_all)
+		if (p->pid == pid && !p->zombie)
+			return p;
+	return NULL;
+}
 
-	if (!t || !stack) {
-		kfree(t);
+static bool pid_used(int pid)
+{
+	for (struct proc *p = all_procs; p; p = p->next_all)
+		if (p->pid == pid || p->pgid == pid || p->sid == pid)
+			return true;
+	return false;
+}
+
+int proc_alloc_pid(void)
+{
+	for (int i = 0; i < PID_MAX; i++) {
+		last_pid = last_pid % (PID_MAX - 1) + 1;
+		if (!pid_used(last_pid))
+			return last_pid;
+	}
+	return -EAGAIN;
+}
+
+struct proc *proc_alloc(void)
+{
+	struct proc *p = kzalloc(sizeof(*p));
+	int pid = proc_alloc_pid();
+
+	if (!p || pid < 0) {
+		kfree(p);
 		return NULL;
 	}
+	p->pid = pid;
+	p->start_ns = time_monotonic_ns();
+	p->next_all = all_procs;
+	all_procs = p;
+	return p;
+}
+
+static void proc_unlink(struct proc *p)
+{
+	for (struct proc **pp = &all_procs; *pp; pp = &(*pp)->next_all)
+		if (*pp == p) {
+			*pp = p->next_all;
+			break;
+		}
+	if (p->parent)
+		for (struct proc **pp = &p->parent->children; *pp; pp = &(*pp)->sibling)
+			if (*pp == p) {
+				*pp = p->sibling;
+				break;
+			}
+}
+
+/* Free a reaped zombie. */
+void proc_free(struct proc *p)
+{
+	proc_unlink(p);
+	kfree(p->exe);
+	kfree(p);
+}
+
+struct thread *thread_alloc(struct proc *p)
+{
+	struct thread *t = kzalloc(sizeof(*t));
+	size_t fpu_pages = ALIGN_UP(sched_xsave_size(), PAGE_SIZE) / PAGE_SIZE;
+	uint64_t stack = pmem_alloc_contig(KSTACK_PAGES, 1, false);
+	uint64_t fpu = pmem_alloc_contig(fpu_pages, 1, true);
+
+	if (!t || !stack || !fpu) {
+		kfree(t);
+		if (stack)
+			pmem_free_contig(stack, KSTACK_PAGES);
+		if (fpu)
+			pmem_free_contig(fpu, fpu_pages);
+		return NULL;
+	}
+	t->kstack_base = stack;
 	t->kstack_top = (uint64_t)phys_to_virt(stack) + KSTACK_PAGES * PAGE_SIZE;
+	t->fpu = phys_to_virt(fpu);
+	/* XSAVE's legacy area: MXCSR with every exception masked, as at boot. */
+	((uint32_t *)t->fpu)[6] = 0x1f80;
+	((uint16_t *)t->fpu)[0] = 0x37f;
 	t->proc = p;
-	t->tid = tid;
+	t->state = T_BLOCKED;
+	t->next_in_proc = p->threads;
+	p->threads = t;
+	p->nr_threads++;
 	return t;
+}
+
+void thread_free(struct thread *t)
+{
+	size_t fpu_pages = ALIGN_UP(sched_xsave_size(), PAGE_SIZE) / PAGE_SIZE;
+
+	pmem_free_contig(t->kstack_base, KSTACK_PAGES);
+	pmem_free_contig(virt_to_phys(t->fpu), fpu_pages);
+	kfree(t);
+}
+
+static void thread_unlink(struct thread *t)
+{
+	struct proc *p = t->proc;
+
+	for (struct thread **pp = &p->threads; *pp; pp = &(*pp)->next_in_proc)
+		if (*pp == t) {
+			*pp = t->next_in_proc;
+			break;
+		}
+	p->nr_threads--;
 }
 
 static const char *basename(const char *path)
@@ -63,12 +171,23 @@ static const char *basename(const char *path)
 	return s ? s + 1 : path;
 }
 
+void proc_set_name(struct proc *p, const char *path)
+{
+	const char *b = basename(path);
+	size_t n = MIN(strlen(b), sizeof(p->comm) - 1);
+
+	memcpy(p->comm, b, n);
+	p->comm[n] = 0;
+	kfree(p->exe);
+	p->exe = kstrndup(path, 4096);
+}
+
 void proc_run_init(int argc, char **argv, char **envp)
 {
-	static const char *default_init = "/init";
+	static char *const fallback_argv[] = {(char *)"/init", NULL};
 	struct exec_args ea = {.argc = argc, .argv = argv, .envp = envp};
 	struct exec_image img;
-	struct trapframe tf;
+	struct trapframe *tf;
 	struct thread *t;
 	struct proc *p;
 	const char *why;
@@ -77,25 +196,27 @@ void proc_run_init(int argc, char **argv, char **envp)
 	while (ea.envc < EXEC_MAX_ARGS && envp[ea.envc])
 		ea.envc++;
 	if (argc == 0) {
-		static char *const fallback_argv[] = {(char *)"/init", NULL};
 		ea.argc = 1;
 		ea.argv = fallback_argv;
 	}
-	ea.path = ea.argv[0] ? ea.argv[0] : default_init;
+	ea.path = ea.argv[0];
 
-	p = kzalloc(sizeof(*p));
-	t = p ? thread_create(p, 1) : NULL;
+	p = proc_alloc();
+	t = p ? thread_alloc(p) : NULL;
 	if (!t)
 		kpanic("out of memory creating init");
-	p->pid = p->pgid = p->sid = 1;
-	p->ppid = 0;
-	p->start_ns = time_monotonic_ns();
-	memcpy(p->comm, basename(ea.path), MIN(strlen(basename(ea.path)), sizeof(p->comm) - 1));
+	t->tid = p->pid;
+	p->pgid = p->sid = p->pid;
+	proc_set_name(p, ea.path);
 	p->files = files_create();
 	p->fs = fs_ctx_create();
-	if (!p->files || !p->fs || files_open_console(p->files))
+	p->sighand = kzalloc(sizeof(*p->sighand));
+	if (!p->files || !p->fs || !p->sighand || files_open_console(p->files))
 		kpanic("cannot set up init's files");
+	p->sighand->refs = 1;
 	thread_set_current(t);
+	kcpu0.kstack_top = t->kstack_top;
+	t->state = T_RUNNABLE;
 
 	err = exec_load(&ea, &img, &why);
 	if (err) {
@@ -108,21 +229,22 @@ void proc_run_init(int argc, char **argv, char **envp)
 		        : err == -E2BIG   ? "argument list too long"
 		                          : "error",
 		        why ? ": " : "", why ? why : "");
-		proc_exit_group(127);
+		guest_exit(127);
 	}
 	p->as = img.as;
 	aspace_activate(p->as);
 
-	memset(&tf, 0, sizeof(tf));
-	tf.rip = img.entry;
-	tf.rsp = img.sp;
-	tf.rflags = 0x202;
-	set_fs_base(0);
+	tf = (struct trapframe *)(t->kstack_top - TF_SIZE);
+	memset(tf, 0, sizeof(*tf));
+	tf->rip = img.entry;
+	tf->rsp = img.sp;
+	tf->rflags = 0x202;
+	asm volatile("wrfsbase %0" ::"r"(0UL) : "memory");
 	boot_mark(5);
-	trap_resume(&tf);
+	trap_resume(tf);
 }
 
-void proc_exit_group(int status)
+void guest_exit(int status)
 {
 	if (kiln_stats) {
 		boot_print_marks();
@@ -134,11 +256,111 @@ void proc_exit_group(int status)
 		sv_halt(0);
 }
 
+/* Children of an exiting process go to init, as on Linux. */
+static void reparent_children(struct proc *p)
+{
+	struct proc *init = proc_find(1);
+
+	while (p->children) {
+		struct proc *c = p->children;
+		p->children = c->sibling;
+		c->parent = init;
+		c->ppid = init ? init->pid : 0;
+		if (init) {
+			c->sibling = init->children;
+			init->children = c;
+			if (c->zombie)
+				wake_all(&init->child_wait);
+		}
+	}
+}
+
+/* The last thread of p is leaving: release what the process holds and
+ * leave a zombie for the parent. */
+static void proc_become_zombie(struct proc *p)
+{
+	struct siginfo_k info;
+
+	if (p->pid == 1) {
+		int st = p->exit_code;
+		if ((st & 0x7f) && !p->death_reported)
+			kprintf("kiln: %s (pid 1) killed by %s\n", p->comm, signal_name(st & 0x7f));
+		guest_exit((st & 0x7f) ? 128 + (st & 0x7f) : (st >> 8) & 0xff);
+	}
+	files_put(p->files);
+	p->files = NULL;
+	fs_ctx_put(p->fs);
+	p->fs = NULL;
+	if (p->vfork_parent) {
+		wake_thread(p->vfork_parent);
+		p->vfork_parent = NULL;
+	}
+	reparent_children(p);
+	if (--p->sighand->refs == 0)
+		kfree(p->sighand);
+	p->sighand = NULL;
+	p->zombie = true;
+	if (p->parent) {
+		memset(&info, 0, sizeof(info));
+		info.signo = SIGCHLD;
+		info.code = (p->exit_code & 0x7f) ? 2 /* CLD_KILLED */ : 1 /* CLD_EXITED */;
+		info.chld.pid = p->pid;
+		info.chld.status =
+		    (p->exit_code & 0x7f) ? (p->exit_code & 0x7f) : (p->exit_code >> 8) & 0xff;
+		signal_send_proc(p->parent, SIGCHLD, &info);
+		wake_all(&p->parent->child_wait);
+	}
+}
+
+void thread_exit(int code)
+{
+	struct thread *t = cur_thread();
+	struct proc *p = t->proc;
+	uint32_t zero = 0;
+
+	if (t->clear_child_tid && p->nr_threads > 1) {
+		copy_to_user((void *)t->clear_child_tid, &zero, 4);
+		futex_wake(p->as, t->clear_child_tid, 1);
+	}
+	if (p->nr_threads == 1 && !p->exiting)
+		p->exit_code = (code & 0xff) << 8;
+	thread_unlink(t);
+	if (!p->nr_threads) {
+		struct aspace *as = p->as;
+		proc_become_zombie(p);
+		/* Leave the address space before freeing it. */
+		p->as = NULL;
+		aspace_release(as);
+	}
+	sched_exit_current();
+}
+
+void proc_exit(int wstatus)
+{
+	struct thread *self = cur_thread();
+	struct proc *p = self->proc;
+
+	if (!p->exiting) {
+		p->exiting = true;
+		p->exit_code = wstatus;
+		for (struct thread *t = p->threads; t; t = t->next_in_proc)
+			if (t != self)
+				signal_send_thread(t, SIGKILL, NULL);
+	}
+	thread_exit(0);
+}
+
 void proc_kill_self(int sig, const char *why)
 {
 	struct proc *p = cur_proc();
 
-	kprintf("kiln: %s (pid %d) killed by %s%s%s\n", p->comm, p->pid, signal_name(sig),
-	        why ? ": " : "", why ? why : "");
-	proc_exit_group(128 + sig);
+	/* Like Linux, a process's death is reported by whoever waits for it
+	 * (a shell prints "Segmentation fault"); init has no such parent, so
+	 * its death goes to the console. */
+	if (p->pid == 1) {
+		kprintf("kiln: %s (pid %d) killed by %s%s%s\n", p->comm, p->pid, signal_name(sig),
+		        why ? ": " : "", why ? why : "");
+		p->death_reported = true;
+	}
+	proc_exit(sig & 0x7f);
 }

@@ -10,8 +10,6 @@
 #include "syscall.h"
 #include "uaccess.h"
 
-const char *signal_name(int sig);
-
 /* Limits as a default Linux login would have them; setrlimit stores. */
 struct klimit {
 	uint64_t cur, max;
@@ -81,25 +79,59 @@ SYSCALL_DEFINE(getpgrp)
 	return cur_proc()->pgid;
 }
 
+static struct proc *pid_or_self(long pid)
+{
+	return pid ? proc_find((int)pid) : cur_proc();
+}
+
 SYSCALL_DEFINE(getpgid)
 {
-	if (a0 && a0 != cur_proc()->pid)
-		return -ESRCH;
-	return cur_proc()->pgid;
+	struct proc *p = pid_or_self(a0);
+	return p ? p->pgid : -ESRCH;
 }
 
 SYSCALL_DEFINE(getsid)
 {
-	if (a0 && a0 != cur_proc()->pid)
-		return -ESRCH;
-	return cur_proc()->sid;
+	struct proc *p = pid_or_self(a0);
+	return p ? p->sid : -ESRCH;
 }
 
-SYSCALL_DEFINE(exit_group)
+static bool pgrp_in_session(int pgid, int sid)
 {
-	proc_exit_group((int)a0);
+	for (struct proc *p = proc_first(); p; p = p->next_all)
+		if (!p->zombie && p->pgid == pgid && p->sid == sid)
+			return true;
+	return false;
 }
-SYSCALL_ALIAS(exit, exit_group);
+
+/* setpgid: a process may move itself or a child (in its session) into a
+ * new group or an existing group of the same session. */
+SYSCALL_DEFINE(setpgid)
+{
+	struct proc *self = cur_proc(), *p = pid_or_self(a0);
+	int pgid = a1 ? (int)a1 : (p ? p->pid : 0);
+
+	if (a1 < 0)
+		return -EINVAL;
+	if (!p || (p != self && p->parent != self))
+		return -ESRCH;
+	if (p->sid != self->sid || p->pid == p->sid)
+		return -EPERM;
+	if (pgid != p->pid && !pgrp_in_session(pgid, self->sid))
+		return -EPERM;
+	p->pgid = pgid;
+	return 0;
+}
+
+SYSCALL_DEFINE(setsid)
+{
+	struct proc *p = cur_proc();
+
+	if (p->pgid == p->pid)
+		return -EPERM;
+	p->sid = p->pgid = p->pid;
+	return p->sid;
+}
 
 SYSCALL_DEFINE(set_tid_address)
 {
@@ -109,7 +141,10 @@ SYSCALL_DEFINE(set_tid_address)
 
 SYSCALL_DEFINE(set_robust_list)
 {
-	return a1 == 24 ? 0 : -EINVAL;
+	if (a1 != 24)
+		return -EINVAL;
+	cur_thread()->robust_list = (uint64_t)a0;
+	return 0;
 }
 
 SYSCALL_DEFINE(arch_prctl)
@@ -208,124 +243,6 @@ SYSCALL_DEFINE(sched_getaffinity)
 
 SYSCALL_DEFINE(sched_yield)
 {
-	return 0;
-}
-
-/* Signals aimed at ourselves: the default action of the fatal ones. Signal
- * handlers and delivery to other processes arrive with the process work. */
-static long signal_self(int sig)
-{
-	if (sig < 0 || sig > NSIG_KILN)
-		return -EINVAL;
-	if (sig && cur_proc()->sigact[sig].handler == 1 /* SIG_IGN */ && sig != SIGKILL)
-		return 0;
-	switch (sig) {
-	case 0:
-	case SIGCHLD:
-	case SIGCONT:
-	case SIGURG:
-	case SIGWINCH:
-		return 0;
-	default:
-		proc_kill_self(sig, NULL);
-	}
-}
-
-SYSCALL_DEFINE(kill)
-{
-	if (a0 != cur_proc()->pid && a0 != 0 && a0 != -1 && a0 != -cur_proc()->pgid)
-		return -ESRCH;
-	return signal_self((int)a1);
-}
-
-SYSCALL_DEFINE(tgkill)
-{
-	if (a0 != cur_proc()->pid || a1 != cur_thread()->tid)
-		return -ESRCH;
-	return signal_self((int)a2);
-}
-
-SYSCALL_DEFINE(tkill)
-{
-	if (a0 != cur_thread()->tid)
-		return -ESRCH;
-	return signal_self((int)a1);
-}
-
-SYSCALL_DEFINE(rt_sigaction)
-{
-	struct proc *p = cur_proc();
-	struct k_sigaction nw, old;
-	int sig = (int)a0;
-
-	if (a3 != 8 || sig < 1 || sig > NSIG_KILN)
-		return -EINVAL;
-	old = p->sigact[sig];
-	if (a1) {
-		if (sig == SIGKILL || sig == SIGSTOP)
-			return -EINVAL;
-		if (copy_from_user(&nw, (void *)a1, sizeof(nw)))
-			return -EFAULT;
-		p->sigact[sig] = nw;
-	}
-	if (a2 && copy_to_user((void *)a2, &old, sizeof(old)))
-		return -EFAULT;
-	return 0;
-}
-
-SYSCALL_DEFINE(rt_sigprocmask)
-{
-	struct thread *t = cur_thread();
-	uint64_t old = t->sigmask, set;
-	const uint64_t unblockable = (1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1));
-
-	if (a3 != 8)
-		return -EINVAL;
-	if (a1) {
-		if (copy_from_user(&set, (void *)a1, 8))
-			return -EFAULT;
-		switch (a0) {
-		case SIG_BLOCK:
-			t->sigmask |= set;
-			break;
-		case SIG_UNBLOCK:
-			t->sigmask &= ~set;
-			break;
-		case SIG_SETMASK:
-			t->sigmask = set;
-			break;
-		default:
-			return -EINVAL;
-		}
-		t->sigmask &= ~unblockable;
-	}
-	if (a2 && copy_to_user((void *)a2, &old, 8))
-		return -EFAULT;
-	return 0;
-}
-
-SYSCALL_DEFINE(sigaltstack)
-{
-	struct thread *t = cur_thread();
-	uint64_t old[3], nw[3];
-
-	memcpy(old, t->altstack, sizeof(old));
-	if (!old[2])
-		old[1] = 2; /* SS_DISABLE */
-	if (a0) {
-		if (copy_from_user(nw, (void *)a0, sizeof(nw)))
-			return -EFAULT;
-		if (nw[1] & ~(uint64_t)2)
-			return -EINVAL;
-		if (nw[1] & 2)
-			memset(t->altstack, 0, sizeof(t->altstack));
-		else if (nw[2] < 2048)
-			return -ENOMEM;
-		else
-			memcpy(t->altstack, nw, sizeof(nw));
-	}
-	if (a1 && copy_to_user((void *)a1, old, sizeof(old)))
-		return -EFAULT;
 	return 0;
 }
 

@@ -3,7 +3,9 @@
 #include <linux/sysinfo.h>
 #include <linux/time.h>
 
+#include "errno_k.h"
 #include "kcpu.h"
+#include "sched.h"
 #include "ktime.h"
 #include "mm.h"
 #include "proc.h"
@@ -88,15 +90,26 @@ SYSCALL_DEFINE(time)
 	return t;
 }
 
-/* Sleep on the TSC-deadline timer until the monotonic clock reaches end. */
-static void sleep_until(uint64_t end)
+/* Sleep until the monotonic clock reaches end, or a signal. A restarted
+ * sleep (no handler ran, e.g. after SIGSTOP/SIGCONT) keeps its deadline. */
+static long sleep_until(uint64_t end)
 {
-	while (time_monotonic_ns() < end) {
-		__atomic_store_n(&kcpu0.irq_pending, 0, __ATOMIC_SEQ_CST);
-		if (time_monotonic_ns() >= end)
-			break;
-		idle_wait_once(time_ns_to_tsc_deadline(end));
-	}
+	struct thread *t = cur_thread();
+	long err;
+
+	while ((err = wait_block(NULL, end)) == 0)
+		;
+	if (err == -ETIMEDOUT)
+		return 0;
+	t->restart_deadline = end;
+	return -ERESTARTNOHAND;
+}
+
+static void put_remaining(long urem, uint64_t end)
+{
+	uint64_t now = time_monotonic_ns();
+	if (urem)
+		put_ts(urem, end > now ? end - now : 0);
 }
 
 static long get_ts(long uts, uint64_t *ns)
@@ -112,20 +125,34 @@ static long get_ts(long uts, uint64_t *ns)
 	return 0;
 }
 
+/* The deadline of this sleep: a fresh one, or the interrupted one it
+ * restarts. */
+static uint64_t sleep_deadline(uint64_t rel)
+{
+	struct thread *t = cur_thread();
+	uint64_t d = t->restart_deadline;
+
+	t->restart_deadline = 0;
+	return d ? d : time_monotonic_ns() + rel;
+}
+
 SYSCALL_DEFINE(nanosleep)
 {
-	uint64_t d;
+	uint64_t d, end;
 	long err = get_ts(a0, &d);
 
 	if (err)
 		return err;
-	sleep_until(time_monotonic_ns() + d);
-	return 0;
+	end = sleep_deadline(d);
+	err = sleep_until(end);
+	if (err)
+		put_remaining(a1, end);
+	return err;
 }
 
 SYSCALL_DEFINE(clock_nanosleep)
 {
-	uint64_t t, now;
+	uint64_t t, now, end;
 	long err = get_ts(a2, &t);
 
 	if (err)
@@ -133,10 +160,17 @@ SYSCALL_DEFINE(clock_nanosleep)
 	err = clock_now(a0, &now);
 	if (err)
 		return err;
-	if (a1 & TIMER_ABSTIME)
-		t = t > now ? t - now : 0;
-	sleep_until(time_monotonic_ns() + t);
-	return 0;
+	if (a1 & TIMER_ABSTIME) {
+		end = time_monotonic_ns() + (t > now ? t - now : 0);
+		err = sleep_until(end);
+		cur_thread()->restart_deadline = 0; /* a restart recomputes it */
+		return err;
+	}
+	end = sleep_deadline(t);
+	err = sleep_until(end);
+	if (err)
+		put_remaining(a3, end);
+	return err;
 }
 
 SYSCALL_DEFINE(getrandom)

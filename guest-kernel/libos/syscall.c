@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The syscall table, built at boot from every SYSCALL_DEFINE, and the count
  * of calls we could not serve (printed at exit with kiln.stats=1). */
+#include "errno_k.h"
 #include "printk.h"
+#include "proc.h"
+#include "signal_k.h"
+#include "trapframe.h"
 #include "syscall.h"
 #include "syscall_names.h"
 
@@ -23,14 +27,65 @@ void syscall_init(void)
 	}
 }
 
-long syscall_dispatch(struct syscall_args *a)
+long syscall_dispatch(struct trapframe *tf)
 {
-	unsigned long nr = (unsigned long)a->nr;
+	unsigned long nr = tf->rax;
 
 	if (likely(nr < NR_SYSCALLS && table[nr]))
-		return table[nr](a->a0, a->a1, a->a2, a->a3, a->a4, a->a5);
-	syscall_count_enosys(a->nr);
+		return table[nr]((long)tf->rdi, (long)tf->rsi, (long)tf->rdx, (long)tf->r10,
+		                 (long)tf->r8, (long)tf->r9);
+	syscall_count_enosys((long)nr);
 	return -ENOSYS;
+}
+
+static bool is_restart(uint64_t ret)
+{
+	return ret >= (uint64_t)-ERESTART_RESTARTBLOCK && ret <= (uint64_t)-ERESTARTSYS;
+}
+
+bool exit_to_user(struct trapframe *tf)
+{
+	struct thread *t = cur_thread();
+	bool dirty;
+
+	for (;;) {
+		if (t->proc->exiting)
+			thread_exit(0);
+		if (sched_need_resched()) {
+			sched_yield_current();
+			continue;
+		}
+		if (signal_pending(t))
+			signal_deliver(tf);
+		break;
+	}
+	if (t->restore_sigmask) { /* sigsuspend/ppoll and no handler ran */
+		t->sigmask = t->saved_sigmask;
+		t->restore_sigmask = false;
+	}
+	if (tf->vector == TF_SYSCALL && is_restart(tf->rax)) {
+		syscall_restart(tf);
+		t->tf_dirty = true;
+	}
+	dirty = t->tf_dirty;
+	t->tf_dirty = false;
+	return dirty;
+}
+
+/* From zpoline_entry: nonzero when the trapframe must be restored in full
+ * (a signal handler, execve, a restarted call...). */
+long syscall_entry(struct trapframe *tf)
+{
+	struct thread *t = cur_thread();
+	struct proc *p = t->proc;
+
+	tf->error = tf->rax; /* the number, for restarts */
+	t->syscall_tf = tf;
+	tf->rax = (uint64_t)syscall_dispatch(tf);
+	if (likely(!(t->pending | p->shared_pending | t->tf_dirty | p->exiting |
+	             sched_need_resched() | is_restart(tf->rax))))
+		return 0;
+	return exit_to_user(tf);
 }
 
 void syscall_count_enosys(long nr)

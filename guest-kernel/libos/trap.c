@@ -12,6 +12,8 @@
 
 #include "kiln/boot.h"
 #include "printk.h"
+#include "sched.h"
+#include "signal_k.h"
 #include "proc.h"
 #include "syscall.h"
 #include "trapframe.h"
@@ -26,25 +28,19 @@ static bool in_libos(uint64_t rip)
 	return rip >= KILN_VA_LIBOS_START && rip < KILN_VA_LIBOS_END;
 }
 
+/* The first run of a syscall site: it arrives as a #PF at the supervisor's
+ * LSTAR page. Rewrite the site, then serve it like any syscall. */
 static void first_syscall(struct trapframe *tf)
 {
-	struct syscall_args a = {
-	    .nr = (long)tf->rax,
-	    .a0 = (long)tf->rdi,
-	    .a1 = (long)tf->rsi,
-	    .a2 = (long)tf->rdx,
-	    .a3 = (long)tf->r10,
-	    .a4 = (long)tf->r8,
-	    .a5 = (long)tf->r9,
-	    .user_rsp = tf->rsp,
-	};
-	uint64_t ret_rip = tf->rcx, ret_flags = tf->r11;
+	struct thread *t = cur_thread();
 
-	/* Rewrite first: the call may not return (exit, exec). */
-	vm_patch_syscall(cur_proc()->as, ret_rip - 2);
-	tf->rax = (uint64_t)syscall_dispatch(&a);
-	tf->rip = ret_rip;
-	tf->rflags = ret_flags;
+	vm_patch_syscall(t->proc->as, tf->rcx - 2);
+	tf->rip = tf->rcx;
+	tf->rflags = tf->r11;
+	tf->vector = TF_SYSCALL;
+	tf->error = tf->rax;
+	t->syscall_tf = tf;
+	tf->rax = (uint64_t)syscall_dispatch(tf);
 }
 
 /* A rewritten syscall site's `call *%rax` went outside the sled (a number
@@ -119,35 +115,64 @@ static int signal_for(const struct trapframe *tf, const char **what)
 	}
 }
 
-void trap_handle(struct trapframe *tf)
+/* A program fault: its handler runs if it has one; if not, or if the signal
+ * is blocked, the process dies as on Linux (and init's death is reported). */
+static void fault_signal(struct trapframe *tf)
 {
-	char why[160];
+	struct thread *t = cur_thread();
+	struct proc *p = t->proc;
+	struct siginfo_k info;
 	const char *what;
-	int sig;
+	char why[160];
+	int sig = signal_for(tf, &what);
+	uint64_t h = p->sighand->action[sig].handler;
 
-	if (in_libos(tf->rip)) {
-		if (tf->rip >= (uint64_t)uaccess_start && tf->rip < (uint64_t)uaccess_end &&
-		    (tf->vector == 14 || tf->vector == 13)) {
-			tf->rip = (uint64_t)uaccess_fixup;
-			return;
-		}
-		kpanic("library OS fault: vector %lu error %#lx at RIP %#lx, address %#lx",
-		       (unsigned long)tf->vector, (unsigned long)tf->error, (unsigned long)tf->rip,
-		       (unsigned long)tf->cr2);
-	}
-	if (tf->vector == 14 && tf->rip == (uint64_t)sv_syscall_entry) {
-		first_syscall(tf);
+	memset(&info, 0, sizeof(info));
+	info.signo = sig;
+	info.code = tf->vector == 14 ? 1 /* SEGV_MAPERR */ : 0x80;
+	info.fault.addr = tf->vector == 14 ? tf->cr2 : tf->rip;
+	if (h > 1 && !(t->sigmask & SIGBIT(sig))) {
+		signal_send_thread(t, sig, &info);
 		return;
 	}
-	if ((tf->vector == 14 || tf->vector == 13) && bad_syscall_number(tf))
-		return;
-	if (tf->vector == 14 && !(tf->error & 1) && vm_grow_stack(cur_proc()->as, tf->cr2) == 0)
-		return;
-	sig = signal_for(tf, &what);
 	if (tf->vector == 14)
 		ksnprintf(why, sizeof(why), "%s address %#lx at RIP %#lx", what,
 		          (unsigned long)tf->cr2, (unsigned long)tf->rip);
 	else
 		ksnprintf(why, sizeof(why), "%s at RIP %#lx", what, (unsigned long)tf->rip);
 	proc_kill_self(sig, why);
+}
+
+void trap_handle(struct trapframe *tf)
+{
+	if (in_libos(tf->rip)) {
+		if (tf->rip >= (uint64_t)uaccess_start && tf->rip < (uint64_t)uaccess_end &&
+		    (tf->vector == 14 || tf->vector == 13)) {
+			tf->rip = (uint64_t)uaccess_fixup;
+			tf->rax = (uint64_t)-EFAULT;
+			/* Resume the library OS itself: no exit work. */
+			trap_resume(tf);
+		}
+		kpanic("library OS fault: vector %lu error %#lx at RIP %#lx, address %#lx",
+		       (unsigned long)tf->vector, (unsigned long)tf->error, (unsigned long)tf->rip,
+		       (unsigned long)tf->cr2);
+	}
+	if (tf->vector == 14 && tf->rip == (uint64_t)sv_syscall_entry)
+		first_syscall(tf);
+	else if ((tf->vector == 14 || tf->vector == 13) && bad_syscall_number(tf))
+		; /* -ENOSYS is in place */
+	else if (tf->vector == 14 && !(tf->error & 1) &&
+	         vm_grow_stack(cur_proc()->as, tf->cr2) == 0)
+		; /* retry with the stack grown */
+	else
+		fault_signal(tf);
+	exit_to_user(tf);
+}
+
+/* An interrupt hit program code (the supervisor forwarded it): serve the
+ * devices and timers, then preempt if the time slice is over. */
+void irq_handle(struct trapframe *tf)
+{
+	irq_poll();
+	exit_to_user(tf);
 }

@@ -19,6 +19,8 @@
 #define SLED_VA  0
 
 static uint64_t boot_pml4;
+static void aspace_destroy(struct aspace *as);
+static int remember_patch(struct aspace *as, uint64_t site);
 static uint64_t sled_pa;
 static struct aspace *active;
 extern char __libos_text_start[];
@@ -131,6 +133,13 @@ struct aspace *aspace_create(void)
 	}
 	*sled_pte = sled_pa | PTE_P | PTE_U;
 	as->mmap_top = 0x7f0000000000ULL;
+	as->refs = 1;
+	return as;
+}
+
+struct aspace *aspace_get(struct aspace *as)
+{
+	as->refs++;
 	return as;
 }
 
@@ -146,7 +155,7 @@ static void free_tables(uint64_t pa, int level)
 	pmem_free(pa & PTE_ADDR);
 }
 
-void aspace_destroy(struct aspace *as)
+static void aspace_destroy(struct aspace *as)
 {
 	struct vma *v = as->vmas;
 
@@ -157,9 +166,85 @@ void aspace_destroy(struct aspace *as)
 	}
 	free_tables(as->root, 4);
 	kfree(as->patched);
-	if (active == as)
-		active = NULL;
 	kfree(as);
+}
+
+static struct aspace *graveyard; /* released while still loaded in CR3 */
+
+void aspace_release(struct aspace *as)
+{
+	if (--as->refs > 0)
+		return;
+	if (as == active) {
+		/* Still in CR3: free it once another one is loaded. */
+		as->next_dead = graveyard;
+		graveyard = as;
+		return;
+	}
+	aspace_destroy(as);
+}
+
+void aspace_reap(void)
+{
+	struct aspace **pp = &graveyard;
+
+	while (*pp) {
+		struct aspace *as = *pp;
+		if (as == active) {
+			pp = &as->next_dead;
+			continue;
+		}
+		*pp = as->next_dead;
+		aspace_destroy(as);
+	}
+}
+
+/* Copy one present page of src into dst at va. */
+static int copy_page(struct aspace *dst, uint64_t va, uint64_t src_pte)
+{
+	uint64_t *pte = walk(dst, va, true);
+	uint64_t pa = pte ? pmem_alloc(false) : 0;
+
+	if (!pa)
+		return -ENOMEM;
+	memcpy(phys_to_virt(pa), phys_to_virt(src_pte & PTE_ADDR), PAGE_SIZE);
+	*pte = pa | (src_pte & ~PTE_ADDR);
+	dst->nr_pages++;
+	return 0;
+}
+
+struct aspace *aspace_copy(struct aspace *src)
+{
+	struct aspace *as = aspace_create();
+	struct vma **tail;
+
+	if (!as)
+		return NULL;
+	tail = &as->vmas;
+	for (struct vma *v = src->vmas; v; v = v->next) {
+		struct vma *nv = kmalloc(sizeof(*nv));
+		if (!nv)
+			goto fail;
+		*nv = *v;
+		nv->next = NULL;
+		*tail = nv;
+		tail = &nv->next;
+		for (uint64_t va = v->start; va < v->end; va += PAGE_SIZE) {
+			uint64_t *pte = walk(src, va, false);
+			if (pte && (*pte & PTE_P) && copy_page(as, va, *pte))
+				goto fail;
+		}
+	}
+	for (size_t i = 0; i < src->patched_cap; i++)
+		if (src->patched[i] && remember_patch(as, src->patched[i]))
+			goto fail;
+	as->brk_start = src->brk_start;
+	as->brk = src->brk;
+	as->mmap_top = src->mmap_top;
+	return as;
+fail:
+	aspace_destroy(as);
+	return NULL;
 }
 
 void aspace_activate(struct aspace *as)
@@ -168,6 +253,8 @@ void aspace_activate(struct aspace *as)
 		sv_set_cr3(as->root);
 		active = as;
 	}
+	if (graveyard)
+		aspace_reap();
 }
 
 static void flush(struct aspace *as)

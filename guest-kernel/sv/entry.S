@@ -54,10 +54,10 @@ exc_user:
 	movq	%cr2, %rax
 	movq	%rax, kcpu0+KCPU_TRAP_CR2(%rip)
 	/* The frame stays where it is for the library OS; return to CPL3 at
-	 * its trap entry: on the trap stack for a program's fault, or below
-	 * the interrupted stack's red zone when the library OS itself faulted
-	 * (a user-copy fault, possibly while handling another trap). */
-	movq	$libos_trap_stack_top, %rax
+	 * its trap entry: on the running thread's kernel stack for a program's
+	 * fault, or below the interrupted stack's red zone when the library OS
+	 * itself faulted (a user-copy fault, possibly while handling a trap). */
+	movq	kcpu0+KCPU_KSTACK(%rip), %rax
 	cmpq	$KILN_VA_LIBOS_START, 16(%rsp)
 	jb	1f
 	movq	40(%rsp), %rax
@@ -124,7 +124,24 @@ irq_eoi:
 	xorl	%eax, %eax
 	xorl	%edx, %edx
 	wrmsr
-	popq	%rdx
+	/* Stack: RDX, RCX, RAX, then RIP, CS, RFLAGS, RSP, SS. The library OS
+	 * polls the bits itself, and so does a halted CPU; an interrupt that hit
+	 * program code is forwarded, so the library OS can preempt. */
+	testb	$3, 32(%rsp)
+	jz	1f
+	cmpq	$KILN_VA_LIBOS_START, 24(%rsp)
+	jae	1f
+	movq	24(%rsp), %rax
+	movq	%rax, kcpu0+KCPU_IRQ_FRAME+16(%rip)
+	movq	40(%rsp), %rax
+	movq	%rax, kcpu0+KCPU_IRQ_FRAME+32(%rip)
+	movq	48(%rsp), %rax
+	movq	%rax, kcpu0+KCPU_IRQ_FRAME+40(%rip)
+	movq	kcpu0+KCPU_KSTACK(%rip), %rax
+	movq	%rax, 48(%rsp)
+	movq	$libos_irq_entry, 24(%rsp)
+	movq	$0x202, 40(%rsp)
+1:	popq	%rdx
 	popq	%rcx
 	popq	%rax
 	iretq

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Threads on one vCPU. The library OS is never preempted inside itself:
+ * a thread runs until it blocks or returns to its program, so library-OS
+ * data needs no locks. Programs are preempted by the TSC-deadline timer
+ * (the supervisor forwards interrupts that hit program code).
+ */
+#ifndef KILN_SCHED_H
+#define KILN_SCHED_H
+
+#include "klib.h"
+
+struct thread;
+
+/* A wait queue: threads blocked until someone calls wake_all(). */
+struct waitq {
+	struct thread *head;
+};
+
+enum thread_state {
+	T_RUNNABLE = 1,
+	T_BLOCKED,
+	T_STOPPED, /* job control: SIGSTOP and friends */
+	T_DEAD,
+};
+
+void sched_init(void);
+/* Give up the CPU: run something else until this thread is runnable again
+ * (it must be on a wait queue or have a timer, or it sleeps forever). */
+void schedule(void);
+void sched_make_runnable(struct thread *t);
+/* Preemption: the current thread goes to the back of the run queue. */
+void sched_yield_current(void);
+size_t sched_xsave_size(void);
+uint64_t sched_xsave_mask(void);
+/* The running thread's vector registers to/from its XSAVE area. */
+void sched_fpu_save_current(void);
+void sched_fpu_restore_current(void);
+/* Is this XSAVE image (from a program) safe to XRSTOR? */
+bool sched_fpu_check(const void *area);
+/* Preempt at the next return to the program (time slice over, or a
+ * higher-priority wakeup). */
+void sched_request_resched(void);
+bool sched_need_resched(void);
+/* A new thread that will start in ret_from_fork with the trapframe at the
+ * top of its kernel stack. */
+void sched_start_thread(struct thread *t);
+/* The current thread is gone: switch away for good. Its stack is freed
+ * after the switch. */
+__attribute__((noreturn)) void sched_exit_current(void);
+
+/*
+ * Block until cond is true, an interrupting signal is pending (returns
+ * -EINTR; the syscall decides whether to restart), or the monotonic clock
+ * passes deadline_ns (0 = none; returns -ETIMEDOUT). 0 when cond held.
+ */
+#define WAIT_EVENT(wq, cond, deadline_ns)                                                          \
+	({                                                                                         \
+		long _r = 0;                                                                       \
+		while (!(cond)) {                                                                  \
+			_r = wait_block((wq), (deadline_ns));                                      \
+			if (_r && !(cond))                                                         \
+				break;                                                             \
+			_r = 0;                                                                    \
+		}                                                                                  \
+		_r;                                                                                \
+	})
+/* One wait: sleep on wq until woken, a signal, or the deadline. 0, -EINTR
+ * or -ETIMEDOUT. */
+long wait_block(struct waitq *wq, uint64_t deadline_ns);
+void wake_all(struct waitq *wq);
+void wake_thread(struct thread *t); /* one blocked thread, from wherever it waits */
+
+/* Poll devices and timers: called from the idle loop and after interrupts. */
+void irq_poll(void);
+/* Device drivers register a poll function run by irq_poll. */
+void irq_register(unsigned bit, void (*fn)(void));
+
+#endif

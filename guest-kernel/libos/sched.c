@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Run queue, context switches, wait queues, timers and idle. One vCPU; the
+ * library OS itself is never preempted, so there is no locking here.
+ */
+#include "kcpu.h"
+#include "ktime.h"
+#include "printk.h"
+#include "proc.h"
+#include "sched.h"
+#include "sv.h"
+#include "trapframe.h"
+#include "vm.h"
+
+#define SLICE_NS 10000000ULL /* 10 ms time slice when others are runnable */
+
+static struct thread *runq_head, *runq_tail;
+static struct thread *timers; /* sorted by wake_at */
+static struct thread *dead;   /* exited threads whose stacks can go */
+static bool resched;
+static uint64_t slice_end, armed_deadline;
+static void (*irq_fn[64])(void);
+static uint64_t xsave_mask = ~0ULL;
+
+void switch_to(uint64_t *save_ksp, uint64_t ksp);
+void ret_from_fork(void);
+
+void sched_init(void)
+{
+	/* XCR0 may include state (AMX tiles) that XSAVE handles lazily; save
+	 * whatever the CPU has enabled. */
+	uint32_t a = 0xd, b, c = 0, d;
+
+	asm volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+	xsave_mask = ((uint64_t)d << 32) | a;
+}
+
+size_t sched_xsave_size(void)
+{
+	uint32_t a = 0xd, b, c = 0, d;
+
+	asm volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+	return b;
+}
+
+static void fpu_save(void *area)
+{
+	asm volatile("xsave64 (%0)" ::"r"(area), "a"((uint32_t)xsave_mask),
+		     "d"((uint32_t)(xsave_mask >> 32))
+		     : "memory");
+}
+
+static void fpu_restore(void *area)
+{
+	asm volatile("xrstor64 (%0)" ::"r"(area), "a"((uint32_t)xsave_mask),
+		     "d"((uint32_t)(xsave_mask >> 32))
+		     : "memory");
+}
+
+uint64_t sched_xsave_mask(void)
+{
+	return xsave_mask;
+}
+
+void sched_fpu_save_current(void)
+{
+	fpu_save(cur_thread()->fpu);
+}
+
+void sched_fpu_restore_current(void)
+{
+	fpu_restore(cur_thread()->fpu);
+}
+
+/* XRSTOR faults on a bad header or MXCSR; a program's signal frame must not
+ * be able to make the library OS fault. */
+bool sched_fpu_check(const void *area)
+{
+	const uint8_t *a = area;
+	uint32_t mxcsr;
+	uint64_t xstate_bv, xcomp_bv, reserved[6];
+
+	memcpy(&mxcsr, a + 24, 4);
+	memcpy(&xstate_bv, a + 512, 8);
+	memcpy(&xcomp_bv, a + 520, 8);
+	memcpy(reserved, a + 528, sizeof(reserved));
+	if (mxcsr & 0xffff0000U)
+		return false;
+	if (xstate_bv & ~xsave_mask || xcomp_bv)
+		return false;
+	for (unsigned i = 0; i < 6; i++)
+		if (reserved[i])
+			return false;
+	return true;
+}
+
+static void runq_push(struct thread *t)
+{
+	t->next_run = NULL;
+	if (runq_tail)
+		runq_tail->next_run = t;
+	else
+		runq_head = t;
+	runq_tail = t;
+}
+
+static struct thread *runq_pop(void)
+{
+	struct thread *t = runq_head;
+
+	if (t) {
+		runq_head = t->next_run;
+		if (!runq_head)
+			runq_tail = NULL;
+	}
+	return t;
+}
+
+void sched_make_runnable(struct thread *t)
+{
+	if (t->state == T_RUNNABLE || t->state == T_DEAD)
+		return;
+	t->state = T_RUNNABLE;
+	runq_push(t);
+}
+
+void sched_request_resched(void)
+{
+	resched = true;
+}
+
+bool sched_need_resched(void)
+{
+	if (!resched && runq_head && slice_end && time_monotonic_ns() >= slice_end)
+		resched = true;
+	return resched;
+}
+
+/* ---------------------------------------------------------------- timers */
+
+static void timer_add(struct thread *t, uint64_t at)
+{
+	struct thread **pp = &timers;
+
+	t->wake_at = at;
+	while (*pp && (*pp)->wake_at <= at)
+		pp = &(*pp)->next_timer;
+	t->next_timer = *pp;
+	*pp = t;
+}
+
+static void timer_del(struct thread *t)
+{
+	for (struct thread **pp = &timers; *pp; pp = &(*pp)->next_timer) {
+		if (*pp == t) {
+			*pp = t->next_timer;
+			break;
+		}
+	}
+	t->wake_at = 0;
+}
+
+static void timers_expire(void)
+{
+	uint64_t now = time_monotonic_ns();
+
+	while (timers && timers->wake_at <= now) {
+		struct thread *t = timers;
+		timers = t->next_timer;
+		t->wake_at = 0;
+		t->timed_out = true;
+		wake_thread(t);
+	}
+}
+
+/* The TSC deadline: the next timer, or the end of the slice when others
+ * wait to run. Arming costs a supervisor call, so only on change. */
+static void timer_rearm(void)
+{
+	uint64_t want = timers ? timers->wake_at : 0;
+
+	if (runq_head && slice_end && (!want || slice_end < want))
+		want = slice_end;
+	if (want == armed_deadline)
+		return;
+	armed_deadline = want;
+	sv_set_timer(want ? time_ns_to_tsc_deadline(want) : 0);
+}
+
+/* ---------------------------------------------------------------- interrupts */
+
+void irq_register(unsigned bit, void (*fn)(void))
+{
+	if (bit < 64)
+		irq_fn[bit] = fn;
+}
+
+void irq_poll(void)
+{
+	uint64_t bits = __atomic_exchange_n(&kcpu0.irq_pending, 0, __ATOMIC_SEQ_CST);
+
+	if (bits & (1ULL << KCPU_IRQ_TIMER_BIT))
+		armed_deadline = 0; /* it fired */
+	for (unsigned i = 0; bits && i < 64; i++, bits >>= 1)
+		if ((bits & 1) && irq_fn[i])
+			irq_fn[i]();
+	timers_expire();
+}
+
+/* ---------------------------------------------------------------- switching */
+
+static void free_dead(void)
+{
+	while (dead) {
+		struct thread *t = dead;
+		dead = t->next_run;
+		thread_free(t);
+	}
+}
+
+static void context_switch(struct thread *prev, struct thread *next)
+{
+	if (prev->state != T_DEAD && prev->fpu)
+		fpu_save(prev->fpu);
+	asm volatile("rdfsbase %0" : "=r"(prev->fs_base));
+	if (next->proc->as && next->proc->as != prev->proc->as)
+		aspace_activate(next->proc->as);
+	asm volatile("wrfsbase %0" ::"r"(next->fs_base) : "memory");
+	thread_set_current(next);
+	kcpu0.kstack_top = next->kstack_top;
+	if (next->fpu)
+		fpu_restore(next->fpu);
+	switch_to(&prev->ksp, next->ksp);
+	/* Back on prev's stack, much later. */
+	free_dead();
+}
+
+void schedule(void)
+{
+	struct thread *prev = cur_thread(), *next;
+
+	resched = false;
+	for (;;) {
+		irq_poll();
+		next = runq_pop();
+		if (next)
+			break;
+		timer_rearm();
+		/* Nothing to run: sleep until an interrupt (or the timer). */
+		sv_halt(0);
+	}
+	slice_end = runq_head ? time_monotonic_ns() + SLICE_NS : 0;
+	timer_rearm();
+	if (next != prev)
+		context_switch(prev, next);
+}
+
+/* Preempt: the current thread goes to the back of the queue. */
+void sched_yield_current(void)
+{
+	struct thread *t = cur_thread();
+
+	if (t->state == T_RUNNABLE)
+		runq_push(t);
+	schedule();
+}
+
+void sched_start_thread(struct thread *t)
+{
+	/* switch_to pops six callee-saved registers, then returns into
+	 * ret_from_fork with the trapframe at the top of the stack. */
+	uint64_t *sp = (uint64_t *)(t->kstack_top - TF_SIZE);
+
+	*--sp = (uint64_t)ret_from_fork;
+	for (int i = 0; i < 6; i++)
+		*--sp = 0;
+	t->ksp = (uint64_t)sp;
+	t->state = T_BLOCKED;
+	sched_make_runnable(t);
+}
+
+void sched_exit_current(void)
+{
+	struct thread *t = cur_thread();
+
+	t->state = T_DEAD;
+	t->next_run = dead;
+	dead = t;
+	schedule();
+	kpanic("a dead thread was scheduled");
+}
+
+/* ---------------------------------------------------------------- waiting */
+
+static void waitq_remove(struct thread *t)
+{
+	struct waitq *wq = t->waiting_on;
+
+	if (!wq)
+		return;
+	for (struct thread **pp = &wq->head; *pp; pp = &(*pp)->next_wait) {
+		if (*pp == t) {
+			*pp = t->next_wait;
+			break;
+		}
+	}
+	t->waiting_on = NULL;
+}
+
+long wait_block(struct waitq *wq, uint64_t deadline_ns)
+{
+	struct thread *t = cur_thread();
+
+	if (signal_pending(t))
+		return -EINTR;
+	if (deadline_ns && time_monotonic_ns() >= deadline_ns)
+		return -ETIMEDOUT;
+	t->timed_out = false;
+	if (wq) {
+		t->waiting_on = wq;
+		t->next_wait = wq->head;
+		wq->head = t;
+	}
+	if (deadline_ns)
+		timer_add(t, deadline_ns);
+	t->state = T_BLOCKED;
+	schedule();
+	waitq_remove(t);
+	if (t->wake_at)
+		timer_del(t);
+	if (t->timed_out)
+		return -ETIMEDOUT;
+	if (signal_pending(t))
+		return -EINTR;
+	return 0;
+}
+
+void wake_thread(struct thread *t)
+{
+	if (t->state != T_BLOCKED)
+		return;
+	waitq_remove(t);
+	sched_make_runnable(t);
+}
+
+void wake_all(struct waitq *wq)
+{
+	while (wq->head)
+		wake_thread(wq->head);
+}

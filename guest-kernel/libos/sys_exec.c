@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/* execve: replace the calling process's program. */
+#include <linux/fcntl.h>
+
+#include "exec.h"
+#include "printk.h"
+#include "proc.h"
+#include "signal_k.h"
+#include "syscall.h"
+#include "trapframe.h"
+#include "uaccess.h"
+#include "vfs.h"
+#include "vm.h"
+
+#define MAX_ARG_BYTES (2UL << 20)
+#define MAX_PATH 4096
+
+/* Program strings copied into one kernel buffer. */
+struct argbuf {
+	char *mem;
+	size_t used, cap;
+	char **vec;
+	int n;
+};
+
+static long copy_strings(const char *const *uvec, struct argbuf *b)
+{
+	int n = 0;
+
+	if (!uvec) { /* Linux accepts NULL as an empty list */
+		b->vec = kzalloc(sizeof(char *));
+		b->n = 0;
+		return b->vec ? 0 : -ENOMEM;
+	}
+	for (;; n++) {
+		uint64_t p;
+		if (n >= EXEC_MAX_ARGS)
+			return -E2BIG;
+		if (copy_from_user(&p, &uvec[n], 8))
+			return -EFAULT;
+		if (!p)
+			break;
+	}
+	b->vec = kmalloc(((size_t)n + 1) * sizeof(char *));
+	if (!b->vec)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		uint64_t p;
+		long len;
+		if (copy_from_user(&p, &uvec[i], 8))
+			return -EFAULT;
+		len = strncpy_from_user(b->mem + b->used, (const char *)p, b->cap - b->used);
+		if (len == -ENAMETOOLONG)
+			return -E2BIG;
+		if (len < 0)
+			return len;
+		b->vec[i] = b->mem + b->used;
+		b->used += (size_t)len + 1;
+	}
+	b->vec[n] = NULL;
+	b->n = n;
+	return 0;
+}
+
+/* The new program starts with a fresh signal disposition (handlers back to
+ * default, ignored stays ignored), unshared tables and clean registers. */
+static long reset_process(struct proc *p, struct thread *t)
+{
+	struct files *f = files_dup(p->files);
+
+	if (!f)
+		return -ENOMEM;
+	files_put(p->files);
+	p->files = f;
+	files_close_on_exec(f);
+	if (p->sighand->refs > 1) {
+		struct sighand *sh = kmalloc(sizeof(*sh));
+		if (!sh)
+			return -ENOMEM;
+		*sh = *p->sighand;
+		sh->refs = 1;
+		p->sighand->refs--;
+		p->sighand = sh;
+	}
+	for (int s = 1; s <= NSIG_KILN; s++)
+		if (p->sighand->action[s].handler != 1 /* SIG_IGN */)
+			memset(&p->sighand->action[s], 0, sizeof(p->sighand->action[s]));
+	memset(t->altstack, 0, sizeof(t->altstack));
+	t->gs_base_user = 0;
+	t->fs_base = 0;
+	asm volatile("wrfsbase %0" ::"r"(0UL) : "memory");
+	memset(t->fpu, 0, sched_xsave_size());
+	((uint32_t *)t->fpu)[6] = 0x1f80;
+	((uint16_t *)t->fpu)[0] = 0x37f;
+	sched_fpu_restore_current();
+	return 0;
+}
+
+static long do_execve(const char *upath, const char *const *uargv, const char *const *uenvp)
+{
+	struct thread *t = cur_thread();
+	struct proc *p = t->proc;
+	struct argbuf args = {0}, env = {0};
+	char *buf = kmalloc(MAX_ARG_BYTES), path[MAX_PATH];
+	struct exec_args ea;
+	struct exec_image img;
+	struct trapframe *tf = t->syscall_tf;
+	struct aspace *old;
+	const char *why;
+	long err;
+
+	if (!buf)
+		return -ENOMEM;
+	err = strncpy_from_user(path, upath, sizeof(path));
+	if (err < 0)
+		goto out;
+	if (p->nr_threads > 1) {
+		/* Other threads would lose their memory under them. */
+		err = -EAGAIN;
+		goto out;
+	}
+	args.mem = env.mem = buf;
+	args.cap = env.cap = MAX_ARG_BYTES;
+	err = copy_strings(uargv, &args);
+	env.used = args.used;
+	if (!err)
+		err = copy_strings(uenvp, &env);
+	if (err)
+		goto out;
+	ea = (struct exec_args){.path = path, .argc = args.n, .argv = args.vec,
+				.envc = env.n, .envp = env.vec};
+	if (!ea.argc) { /* argv[0] = path, as Linux >= 6.x does for argc 0 */
+		static char *one[2];
+		one[0] = path;
+		ea.argv = one;
+		ea.argc = 1;
+	}
+	err = exec_load(&ea, &img, &why);
+	if (err)
+		goto out;
+
+	/* No way back from here. */
+	old = p->as;
+	p->as = img.as;
+	aspace_activate(p->as);
+	aspace_release(old);
+	proc_set_name(p, path);
+	if (reset_process(p, t)) {
+		kprintf("kiln: %s: out of memory in execve\n", path);
+		proc_exit(9 /* SIGKILL */);
+	}
+	if (p->vfork_parent) {
+		wake_thread(p->vfork_parent);
+		p->vfork_parent = NULL;
+	}
+	memset(tf, 0, sizeof(*tf));
+	tf->rip = img.entry;
+	tf->rsp = img.sp;
+	tf->rflags = 0x202;
+	t->tf_dirty = true;
+	err = 0;
+out:
+	kfree(args.vec);
+	kfree(env.vec);
+	kfree(buf);
+	return err;
+}
+
+SYSCALL_DEFINE(execve)
+{
+	return do_execve((const char *)a0, (const char *const *)a1, (const char *const *)a2);
+}
+
+SYSCALL_DEFINE(execveat)
+{
+	/* Paths relative to the working directory and AT_EMPTY_PATH-less use
+	 * are what programs need; other directory fds are not supported. */
+	if ((int)a0 != AT_FDCWD || (a4 & ~(long)AT_SYMLINK_NOFOLLOW))
+		return -ENOSYS;
+	return do_execve((const char *)a1, (const char *const *)a2, (const char *const *)a3);
+}

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kiln agent protocol, version 1: kilnd (host) <-> kiln-agent (guest PID 1).
+ *
+ * Transport: virtio-vsock stream connections. kilnd reaches the agent at
+ * guest port KILN_AGENT_PORT through the VM's vsock unix socket
+ * (Firecracker's hybrid protocol: write "CONNECT 1024\n", read "OK <n>\n").
+ * One connection carries one stream; connections are cheap.
+ *
+ * Framing: every message is a kiln_frame header followed by `len` payload
+ * bytes. All integers are little-endian. len <= KILN_FRAME_MAX: a peer that
+ * receives a larger len, an unknown type, or a payload that does not parse
+ * exactly closes the connection (after sending KILN_MSG_ERROR when it can).
+ *
+ * Every stream starts with KILN_MSG_HELLO from the host naming the stream
+ * kind; the agent answers KILN_MSG_HELLO (its version) or KILN_MSG_ERROR.
+ *
+ * Strings inside payloads are a u32 length followed by that many bytes (no
+ * NUL; a NUL inside is an error). Lists are a u32 count followed by that many
+ * items. Sizes are bounded by the limits below; exceeding one is an error.
+ *
+ * Any change to a layout or meaning bumps KILN_AGENT_VERSION.
+ */
+#ifndef KILN_AGENT_H
+#define KILN_AGENT_H
+
+#include <stdint.h>
+
+#define KILN_AGENT_VERSION 1
+#define KILN_AGENT_PORT 1024
+
+#define KILN_FRAME_MAX (1u << 20)  /* payload bytes per frame */
+#define KILN_DATA_CHUNK (64u << 10) /* data frames kiln writes are at most this */
+#define KILN_MAX_ARGS 4096          /* argv and env entries */
+#define KILN_MAX_STRING 65536       /* one argument, variable or path */
+
+struct kiln_frame {
+	uint32_t len;  /* payload bytes following */
+	uint16_t type; /* enum kiln_msg */
+	uint16_t flags; /* 0; reserved */
+};
+
+enum kiln_stream {
+	KILN_STREAM_INVALID = 0,
+	KILN_STREAM_EXEC,  /* run a command, pipes for stdin/stdout/stderr */
+	KILN_STREAM_PTY,   /* run a command on a pseudo-terminal */
+	KILN_STREAM_FILE,  /* one file operation */
+	KILN_STREAM_INFO,  /* agent version, uptime, memory */
+	KILN_STREAM_MAX,
+};
+
+enum kiln_msg {
+	KILN_MSG_INVALID = 0,
+
+	/* Both ways, first frame. Host: u32 version, u32 stream kind.
+	 * Agent: u32 version, u32 0. */
+	KILN_MSG_HELLO,
+	/* Either way: u32 errno value, string message. Ends the stream. */
+	KILN_MSG_ERROR,
+
+	/* ---- exec and pty streams ---- */
+	/* Host, once, after HELLO:
+	 *   list of strings argv (at least one), list of strings env
+	 *   ("NAME=value"), string cwd (empty: "/"), u32 uid (0 = root),
+	 *   u32 timeout_ms (0 = none; the agent kills the process group with
+	 *   SIGKILL when it expires), u16 cols, u16 rows (pty only; 0 = 80x24).
+	 * The command runs in its own session / process group. */
+	KILN_MSG_START,
+	/* Agent: u32 pid, once the command runs (or ERROR if it could not). */
+	KILN_MSG_STARTED,
+	/* Host: bytes for the command's stdin (or the terminal's input). */
+	KILN_MSG_STDIN,
+	/* Host: no more input; the agent closes the command's stdin. Pty: the
+	 * agent sends the terminal's EOF character instead. */
+	KILN_MSG_STDIN_EOF,
+	/* Agent: bytes the command wrote (pty streams use STDOUT only). */
+	KILN_MSG_STDOUT,
+	KILN_MSG_STDERR,
+	/* Host: u32 signal number, sent to the command's process group. */
+	KILN_MSG_SIGNAL,
+	/* Host, pty only: u16 cols, u16 rows. */
+	KILN_MSG_RESIZE,
+	/* Agent, last frame: i32 exit code (-1 if killed), u32 signal (0 if it
+	 * exited), u32 flags (KILN_EXIT_TIMEOUT). Output frames always come
+	 * before EXIT; the agent closes the connection after it. If the host
+	 * closes the connection first, the agent kills the process group. */
+	KILN_MSG_EXIT,
+
+	/* ---- file streams: one request, then replies ---- */
+	/* Host: u32 op (enum kiln_file_op), string path, then per op:
+	 *   READ:   nothing           -> STAT, DATA..., DONE
+	 *   WRITE:  u32 mode          -> (host sends DATA..., DONE) -> DONE
+	 *           the agent writes to a temporary file in the same directory
+	 *           and renames it over path on DONE: readers never see a
+	 *           partial file; a broken stream leaves path untouched.
+	 *   LIST:   nothing           -> one ENTRY per directory entry, DONE
+	 *   STAT:   nothing           -> STAT
+	 *   MKDIR:  u32 mode          -> DONE (creates missing parents, like -p)
+	 *   REMOVE: u32 recursive     -> DONE
+	 *   RENAME: string new path   -> DONE
+	 */
+	KILN_MSG_FILE_REQUEST,
+	/* Both ways: file bytes, at most KILN_DATA_CHUNK per frame. */
+	KILN_MSG_DATA,
+	/* Both ways: the operation (or the data) is complete. Empty. */
+	KILN_MSG_DONE,
+	/* Agent: u32 mode (st_mode), u64 size, i64 mtime (seconds), string name
+	 * (basename), string symlink target (empty if not a symlink). */
+	KILN_MSG_STAT,
+	/* Agent: same layout as STAT, one per directory entry. */
+	KILN_MSG_ENTRY,
+
+	/* ---- info stream ---- */
+	/* Agent, in answer to HELLO: string agent version, u64 uptime_ms,
+	 * u64 mem_total_kb, u64 mem_free_kb, u32 nr_procs. */
+	KILN_MSG_INFO,
+
+	KILN_MSG_MAX,
+};
+
+enum kiln_file_op {
+	KILN_FILE_INVALID = 0,
+	KILN_FILE_READ,
+	KILN_FILE_WRITE,
+	KILN_FILE_LIST,
+	KILN_FILE_STAT,
+	KILN_FILE_MKDIR,
+	KILN_FILE_REMOVE,
+	KILN_FILE_RENAME,
+	KILN_FILE_MAX,
+};
+
+#define KILN_EXIT_TIMEOUT 0x1 /* the command was killed at its timeout */
+
+#endif
