@@ -102,8 +102,6 @@ struct thread {
 	/* Scheduling. */
 	struct thread *next_run;     /* run queue */
 	struct thread *next_in_proc; /* proc->threads */
-	struct waitq *waiting_on;    /* while T_BLOCKED */
-	struct thread *next_wait;    /* in waiting_on */
 	uint64_t wake_at;            /* timer deadline (monotonic ns), 0 = none */
 	struct thread *next_timer;
 	bool woken; /* the wait ended (wake, signal or timer) */

@@ -12,9 +12,16 @@
 
 struct thread;
 
-/* A wait queue: threads blocked until someone calls wake_all(). */
+/* A wait queue: threads blocked until someone calls wake_all(). A thread
+ * may wait on several queues at once (poll) through several entries. */
+struct wait_entry {
+	struct thread *t;
+	struct waitq *wq;
+	struct wait_entry *next;
+};
+
 struct waitq {
-	struct thread *head;
+	struct wait_entry *head;
 };
 
 enum thread_state {
@@ -54,22 +61,28 @@ __attribute__((noreturn)) void sched_exit_current(void);
  * -EINTR; the syscall decides whether to restart), or the monotonic clock
  * passes deadline_ns (0 = none; returns -ETIMEDOUT). 0 when cond held.
  */
-#define WAIT_EVENT(wq, cond, deadline_ns)                                                          \
-	({                                                                                         \
-		long _r = 0;                                                                       \
-		while (!(cond)) {                                                                  \
-			_r = wait_block((wq), (deadline_ns));                                      \
-			if (_r && !(cond))                                                         \
-				break;                                                             \
-			_r = 0;                                                                    \
-		}                                                                                  \
-		_r;                                                                                \
+#define WAIT_EVENT(wq, cond, deadline_ns)                     \
+	({                                                    \
+		long _r = 0;                                  \
+		while (!(cond)) {                             \
+			_r = wait_block((wq), (deadline_ns)); \
+			if (_r && !(cond))                    \
+				break;                        \
+			_r = 0;                               \
+		}                                             \
+		_r;                                           \
 	})
-/* One wait: sleep on wq until woken, a signal, or the deadline. 0, -EINTR
- * or -ETIMEDOUT. */
+/* One wait: sleep on wq (may be NULL) until woken, a signal, or the
+ * deadline. 0, -EINTR or -ETIMEDOUT. */
 long wait_block(struct waitq *wq, uint64_t deadline_ns);
+/* Waiting on several queues: add an entry per queue (for the current
+ * thread), sleep with wait_sleep(), then remove them all. */
+void waitq_add(struct waitq *wq, struct wait_entry *e);
+void waitq_del(struct wait_entry *e);
+long wait_sleep(uint64_t deadline_ns);
+/* Wake every thread with an entry in wq (they remove their own entries). */
 void wake_all(struct waitq *wq);
-void wake_thread(struct thread *t); /* one blocked thread, from wherever it waits */
+void wake_thread(struct thread *t); /* one blocked thread, wherever it waits */
 
 /* Poll devices and timers: called from the idle loop and after interrupts. */
 void irq_poll(void);

@@ -69,7 +69,7 @@ static long futex_wait(uint64_t addr, uint32_t val, uint64_t deadline, uint32_t 
 		return -EFAULT;
 	if (cur != val)
 		return -EAGAIN;
-	/* The record lives on this stack until we unlink it below (or a waker
+		/* The record lives on this stack until we unlink it below (or a waker
 	 * does), before returning. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdangling-pointer"
@@ -87,7 +87,7 @@ static long futex_wait(uint64_t addr, uint32_t val, uint64_t deadline, uint32_t 
 
 /* Move waiters of addr beyond the first n_wake to addr2. */
 static long futex_requeue(uint64_t addr, uint64_t addr2, int n_wake, int n_move, bool cmp,
-			  uint32_t val)
+                          uint32_t val)
 {
 	struct aspace *as = cur_proc()->as;
 	uint32_t cur;
@@ -125,8 +125,8 @@ static long timeout_to_deadline(long uts, bool absolute, bool realtime, uint64_t
 	if (!absolute)
 		*deadline = time_monotonic_ns() + ns;
 	else if (realtime)
-		*deadline = ns > time_realtime_ns() ? time_monotonic_ns() + (ns - time_realtime_ns())
-						    : 1;
+		*deadline =
+		    ns > time_realtime_ns() ? time_monotonic_ns() + (ns - time_realtime_ns()) : 1;
 	else
 		*deadline = ns ? ns : 1;
 	return 0;

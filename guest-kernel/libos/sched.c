@@ -46,15 +46,15 @@ size_t sched_xsave_size(void)
 static void fpu_save(void *area)
 {
 	asm volatile("xsave64 (%0)" ::"r"(area), "a"((uint32_t)xsave_mask),
-		     "d"((uint32_t)(xsave_mask >> 32))
-		     : "memory");
+	             "d"((uint32_t)(xsave_mask >> 32))
+	             : "memory");
 }
 
 static void fpu_restore(void *area)
 {
 	asm volatile("xrstor64 (%0)" ::"r"(area), "a"((uint32_t)xsave_mask),
-		     "d"((uint32_t)(xsave_mask >> 32))
-		     : "memory");
+	             "d"((uint32_t)(xsave_mask >> 32))
+	             : "memory");
 }
 
 uint64_t sched_xsave_mask(void)
@@ -292,22 +292,28 @@ void sched_exit_current(void)
 
 /* ---------------------------------------------------------------- waiting */
 
-static void waitq_remove(struct thread *t)
+void waitq_add(struct waitq *wq, struct wait_entry *e)
 {
-	struct waitq *wq = t->waiting_on;
+	e->t = cur_thread();
+	e->wq = wq;
+	e->next = wq->head;
+	wq->head = e;
+}
 
-	if (!wq)
+void waitq_del(struct wait_entry *e)
+{
+	if (!e->wq)
 		return;
-	for (struct thread **pp = &wq->head; *pp; pp = &(*pp)->next_wait) {
-		if (*pp == t) {
-			*pp = t->next_wait;
+	for (struct wait_entry **pp = &e->wq->head; *pp; pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
 			break;
 		}
 	}
-	t->waiting_on = NULL;
+	e->wq = NULL;
 }
 
-long wait_block(struct waitq *wq, uint64_t deadline_ns)
+long wait_sleep(uint64_t deadline_ns)
 {
 	struct thread *t = cur_thread();
 
@@ -316,16 +322,10 @@ long wait_block(struct waitq *wq, uint64_t deadline_ns)
 	if (deadline_ns && time_monotonic_ns() >= deadline_ns)
 		return -ETIMEDOUT;
 	t->timed_out = false;
-	if (wq) {
-		t->waiting_on = wq;
-		t->next_wait = wq->head;
-		wq->head = t;
-	}
 	if (deadline_ns)
 		timer_add(t, deadline_ns);
 	t->state = T_BLOCKED;
 	schedule();
-	waitq_remove(t);
 	if (t->wake_at)
 		timer_del(t);
 	if (t->timed_out)
@@ -335,16 +335,26 @@ long wait_block(struct waitq *wq, uint64_t deadline_ns)
 	return 0;
 }
 
+long wait_block(struct waitq *wq, uint64_t deadline_ns)
+{
+	struct wait_entry e = {0};
+	long err;
+
+	if (wq)
+		waitq_add(wq, &e);
+	err = wait_sleep(deadline_ns);
+	waitq_del(&e);
+	return err;
+}
+
 void wake_thread(struct thread *t)
 {
-	if (t->state != T_BLOCKED)
-		return;
-	waitq_remove(t);
-	sched_make_runnable(t);
+	if (t->state == T_BLOCKED)
+		sched_make_runnable(t);
 }
 
 void wake_all(struct waitq *wq)
 {
-	while (wq->head)
-		wake_thread(wq->head);
+	for (struct wait_entry *e = wq->head; e; e = e->next)
+		wake_thread(e->t);
 }

@@ -16,19 +16,19 @@
 #define USER_TOP_K USER_TOP
 #include "uaccess.h"
 
-#define KSIG_DFL 0
-#define KSIG_IGN 1
-#define UC_FP_XSTATE 0x1
+#define KSIG_DFL         0
+#define KSIG_IGN         1
+#define UC_FP_XSTATE     0x1
 #define FP_XSTATE_MAGIC1 0x46505853U
 #define FP_XSTATE_MAGIC2 0x46505845U
 
-static const uint64_t sig_ignore_default = SIGBIT(SIGCHLD) | SIGBIT(SIGURG) | SIGBIT(SIGWINCH) |
-					   SIGBIT(SIGCONT);
-static const uint64_t sig_stop_default = SIGBIT(SIGSTOP) | SIGBIT(SIGTSTP) | SIGBIT(SIGTTIN) |
-					 SIGBIT(SIGTTOU);
-static const uint64_t sig_core = SIGBIT(SIGQUIT) | SIGBIT(SIGILL) | SIGBIT(SIGTRAP) |
-				 SIGBIT(SIGABRT) | SIGBIT(SIGBUS) | SIGBIT(SIGFPE) |
-				 SIGBIT(SIGSEGV) | SIGBIT(SIGXCPU) | SIGBIT(SIGXFSZ) | SIGBIT(SIGSYS);
+static const uint64_t sig_ignore_default =
+    SIGBIT(SIGCHLD) | SIGBIT(SIGURG) | SIGBIT(SIGWINCH) | SIGBIT(SIGCONT);
+static const uint64_t sig_stop_default =
+    SIGBIT(SIGSTOP) | SIGBIT(SIGTSTP) | SIGBIT(SIGTTIN) | SIGBIT(SIGTTOU);
+static const uint64_t sig_core =
+    SIGBIT(SIGQUIT) | SIGBIT(SIGILL) | SIGBIT(SIGTRAP) | SIGBIT(SIGABRT) | SIGBIT(SIGBUS) |
+    SIGBIT(SIGFPE) | SIGBIT(SIGSEGV) | SIGBIT(SIGXCPU) | SIGBIT(SIGXFSZ) | SIGBIT(SIGSYS);
 static const uint64_t sig_unblockable = SIGBIT(SIGKILL) | SIGBIT(SIGSTOP);
 
 static bool ignored(struct proc *p, int sig)
@@ -159,8 +159,8 @@ static void stop_proc(struct proc *p, int sig)
 	p->stopped = true;
 	p->stop_sig = sig;
 	p->stop_reported = false;
-	if (p->parent && !(p->parent->sighand &&
-			   (p->parent->sighand->action[SIGCHLD].flags & SA_NOCLDSTOP))) {
+	if (p->parent &&
+	    !(p->parent->sighand && (p->parent->sighand->action[SIGCHLD].flags & SA_NOCLDSTOP))) {
 		memset(&info, 0, sizeof(info));
 		info.signo = SIGCHLD;
 		info.code = 5; /* CLD_STOPPED */
@@ -198,7 +198,7 @@ static bool on_altstack(struct thread *t, uint64_t sp)
 /* Build the handler's frame on the program's stack and point tf at it.
  * Returns false if the stack cannot take it (then the program dies). */
 static bool setup_frame(struct trapframe *tf, int sig, const struct k_sigaction *act,
-			const struct siginfo_k *info)
+                        const struct siginfo_k *info)
 {
 	struct thread *t = cur_thread();
 	size_t xsize = sched_xsave_size();
@@ -303,8 +303,8 @@ void signal_deliver(struct trapframe *tf)
 		}
 		fix_restart(tf, &act, true);
 		if (!setup_frame(tf, sig, &act, &info)) {
-			kprintf("kiln: %s (pid %d): cannot deliver %s: bad stack\n", p->comm, p->pid,
-				signal_name(sig));
+			kprintf("kiln: %s (pid %d): cannot deliver %s: bad stack\n", p->comm,
+			        p->pid, signal_name(sig));
 			proc_exit(SIGSEGV);
 		}
 		t->sigmask |= act.mask | ((act.flags & SA_NODEFER) ? 0 : SIGBIT(sig));
@@ -345,7 +345,7 @@ long signal_return(struct trapframe *tf)
 	return (long)tf->rax;
 bad:
 	kprintf("kiln: %s (pid %d): bad signal frame in rt_sigreturn\n", t->proc->comm,
-		t->proc->pid);
+	        t->proc->pid);
 	proc_exit(SIGSEGV);
 }
 

@@ -13,7 +13,7 @@
 #include "vm.h"
 
 #define MAX_ARG_BYTES (2UL << 20)
-#define MAX_PATH 4096
+#define MAX_PATH      4096
 
 /* Program strings copied into one kernel buffer. */
 struct argbuf {
@@ -127,8 +127,8 @@ static long do_execve(const char *upath, const char *const *uargv, const char *c
 		err = copy_strings(uenvp, &env);
 	if (err)
 		goto out;
-	ea = (struct exec_args){.path = path, .argc = args.n, .argv = args.vec,
-				.envc = env.n, .envp = env.vec};
+	ea = (struct exec_args){
+	    .path = path, .argc = args.n, .argv = args.vec, .envc = env.n, .envp = env.vec};
 	if (!ea.argc) { /* argv[0] = path, as Linux >= 6.x does for argc 0 */
 		static char *one[2];
 		one[0] = path;

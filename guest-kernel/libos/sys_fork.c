@@ -12,9 +12,9 @@
 #include "vfs.h"
 #include "vm.h"
 
-#define CLONE_SUPPORTED                                                                            \
-	(CSIGNAL | CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |              \
-	 CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_SETTID |                 \
+#define CLONE_SUPPORTED                                                               \
+	(CSIGNAL | CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | \
+	 CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_SETTID |    \
 	 CLONE_CHILD_CLEARTID | CLONE_VFORK | CLONE_PARENT | CLONE_DETACHED)
 
 struct clone_req {
@@ -40,7 +40,7 @@ static struct proc *new_process(struct proc *parent, uint64_t flags)
 	else
 		p->as = aspace_copy(parent->as);
 	p->files = (flags & CLONE_FILES) ? (files_get(parent->files), parent->files)
-					 : files_dup(parent->files);
+	                                 : files_dup(parent->files);
 	p->fs = (flags & CLONE_FS) ? (fs_ctx_get(parent->fs), parent->fs) : fs_ctx_dup(parent->fs);
 	if (flags & CLONE_SIGHAND) {
 		p->sighand = parent->sighand;
@@ -163,11 +163,11 @@ SYSCALL_DEFINE(vfork)
 SYSCALL_DEFINE(clone)
 {
 	struct clone_req r = {
-		.flags = (uint64_t)a0,
-		.stack = (uint64_t)a1,
-		.parent_tid = (uint64_t)a2,
-		.child_tid = (uint64_t)a3,
-		.tls = (uint64_t)a4,
+	    .flags = (uint64_t)a0,
+	    .stack = (uint64_t)a1,
+	    .parent_tid = (uint64_t)a2,
+	    .child_tid = (uint64_t)a3,
+	    .tls = (uint64_t)a4,
 	};
 	return do_clone(&r);
 }

@@ -50,10 +50,17 @@ SYSCALL_DEFINE(rt_sigprocmask)
 		if (copy_from_user(&set, (void *)a1, 8))
 			return -EFAULT;
 		switch (a0) {
-		case SIG_BLOCK: t->sigmask |= set; break;
-		case SIG_UNBLOCK: t->sigmask &= ~set; break;
-		case SIG_SETMASK: t->sigmask = set; break;
-		default: return -EINVAL;
+		case SIG_BLOCK:
+			t->sigmask |= set;
+			break;
+		case SIG_UNBLOCK:
+			t->sigmask &= ~set;
+			break;
+		case SIG_SETMASK:
+			t->sigmask = set;
+			break;
+		default:
+			return -EINVAL;
 		}
 		t->sigmask &= ~unblockable;
 	}
@@ -141,10 +148,10 @@ SYSCALL_DEFINE(kill)
 		return -EINVAL;
 	kill_info(&info, sig);
 	for (struct proc *p = proc_first(); p; p = p->next_all) {
-		bool hit = pid > 0    ? p->pid == pid
-			   : pid == 0 ? p->pgid == cur_proc()->pgid
-			   : pid == -1 ? p->pid != 1 && p != cur_proc()
-				       : p->pgid == -pid;
+		bool hit = pid > 0     ? p->pid == pid
+		           : pid == 0  ? p->pgid == cur_proc()->pgid
+		           : pid == -1 ? p->pid != 1 && p != cur_proc()
+		                       : p->pgid == -pid;
 		if (!hit || p->zombie)
 			continue;
 		found++;

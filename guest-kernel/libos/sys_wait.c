@@ -40,7 +40,8 @@ static int scan(int pid, int options, bool reap, struct wait_result *r)
 			int st = c->exit_code;
 			r->pid = c->pid;
 			r->status = st;
-			r->code = (st & 0x7f) ? ((st & 0x80) ? 3 : 2) : 1; /* DUMPED, KILLED, EXITED */
+			r->code =
+			    (st & 0x7f) ? ((st & 0x80) ? 3 : 2) : 1; /* DUMPED, KILLED, EXITED */
 			r->sig_or_exit = (st & 0x7f) ? (st & 0x7f) : (st >> 8) & 0xff;
 			if (reap)
 				proc_free(c);
@@ -115,15 +116,22 @@ SYSCALL_DEFINE(waitid)
 	long ret;
 
 	if (options & ~(WNOHANG | WEXITED | WSTOPPED | WCONTINUED | WNOWAIT | __WALL | __WCLONE |
-			__WNOTHREAD))
+	                __WNOTHREAD))
 		return -EINVAL;
 	if (!(options & (WEXITED | WSTOPPED | WCONTINUED)))
 		return -EINVAL;
 	switch (which) {
-	case P_ALL: pid = -1; break;
-	case P_PID: pid = id > 0 ? id : INT32_MIN; break;
-	case P_PGID: pid = id > 0 ? -id : 0; break;
-	default: return -EINVAL;
+	case P_ALL:
+		pid = -1;
+		break;
+	case P_PID:
+		pid = id > 0 ? id : INT32_MIN;
+		break;
+	case P_PGID:
+		pid = id > 0 ? -id : 0;
+		break;
+	default:
+		return -EINVAL;
 	}
 	if (pid == INT32_MIN)
 		return -EINVAL;
