@@ -15,6 +15,13 @@ static uint64_t nr_frames; /* frames covered by the bitmaps */
 static uint64_t next_hint; /* next-fit search start (in words) */
 static size_t free_count, total_count;
 
+/* Recently freed frames, reused first (LIFO). On PVM hosts the first touch
+ * of a frame costs a host page allocation and a shadow-paging fault (several
+ * microseconds); a frame that was just in use has neither. */
+#define HOT_MAX 8192
+static uint64_t hot[HOT_MAX];
+static unsigned nhot;
+
 static bool test(const uint64_t *map, uint64_t pfn)
 {
 	return map[pfn / 64] >> (pfn % 64) & 1;
@@ -128,7 +135,21 @@ static void take(uint64_t pfn, bool zero)
 	free_count--;
 }
 
+static uint64_t alloc_from_bitmap(bool zero);
+
 uint64_t pmem_alloc(bool zero)
+{
+	while (nhot) {
+		uint64_t pfn = hot[--nhot];
+		if (!test(used_map, pfn)) { /* not taken by a contiguous alloc since */
+			take(pfn, zero);
+			return pfn * PAGE_SIZE;
+		}
+	}
+	return alloc_from_bitmap(zero);
+}
+
+static uint64_t alloc_from_bitmap(bool zero)
 {
 	uint64_t words = nr_frames / 64;
 
@@ -163,14 +184,21 @@ uint64_t pmem_alloc_contig(size_t npages, size_t align_pages, bool zero)
 	return 0;
 }
 
-void pmem_free(uint64_t pa)
+static void release(uint64_t pa)
 {
 	uint64_t pfn = pa / PAGE_SIZE;
 
 	if (pa % PAGE_SIZE || pfn >= nr_frames || !test(used_map, pfn))
-		kpanic("pmem_free of a page that is not allocated: %#lx", (unsigned long)pa);
+		kpanic("freeing a page that is not allocated: %#lx", (unsigned long)pa);
 	set(used_map, pfn, false);
 	free_count++;
+}
+
+void pmem_free(uint64_t pa)
+{
+	release(pa);
+	if (nhot < HOT_MAX)
+		hot[nhot++] = pa / PAGE_SIZE;
 }
 
 void pmem_free_contig(uint64_t pa, size_t npages)
@@ -187,4 +215,23 @@ size_t pmem_free_pages(void)
 size_t pmem_total_pages(void)
 {
 	return total_count;
+}
+
+/*
+ * Page tables go back to the bitmap, not the hot cache. On PVM (shadow
+ * paging) the host write-protects every page the guest uses as a page table
+ * until it notices the page is no longer one: a former page table reused at
+ * once for data makes each write to it an emulated instruction. New page
+ * tables do come from the hot cache, which then only holds former data
+ * pages. forkbench per fork: hot reuse both ways 2.0 ms, a separate pool for
+ * page tables 1.0 ms, fresh pages for them 1.2 ms, this 0.4 ms.
+ */
+uint64_t pmem_alloc_pt(void)
+{
+	return pmem_alloc(true);
+}
+
+void pmem_free_pt(uint64_t pa)
+{
+	release(pa);
 }

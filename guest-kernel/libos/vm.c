@@ -90,7 +90,7 @@ static uint64_t *walk(struct aspace *as, uint64_t va, bool create)
 		uint64_t *e = &t[(va >> (12 + 9 * (level - 1))) & 511];
 		if (!(*e & PTE_P)) {
 			uint64_t pa;
-			if (!create || !(pa = pmem_alloc(true)))
+			if (!create || !(pa = pmem_alloc_pt()))
 				return NULL;
 			*e = pa | PTE_P | PTE_W | PTE_U;
 		}
@@ -119,7 +119,7 @@ struct aspace *aspace_create(void)
 
 	if (!as)
 		return NULL;
-	as->root = pmem_alloc(true);
+	as->root = pmem_alloc_pt();
 	if (!as->root) {
 		kfree(as);
 		return NULL;
@@ -152,16 +152,24 @@ static void free_tables(uint64_t pa, int level)
 			if (t[i] & PTE_P)
 				free_tables(t[i], level - 1);
 	}
-	pmem_free(pa & PTE_ADDR);
+	pmem_free_pt(pa & PTE_ADDR);
 }
 
+/* Free everything without writing a single entry: on PVM hosts every
+ * write to a page table the hardware has shadowed traps, and nobody will
+ * look at these tables again. */
 static void aspace_destroy(struct aspace *as)
 {
 	struct vma *v = as->vmas;
 
 	while (v) {
 		struct vma *n = v->next;
-		vm_unmap(as, v->start, v->end - v->start);
+		for (uint64_t va = v->start; va < v->end; va += PAGE_SIZE) {
+			uint64_t *pte = walk(as, va, false);
+			if (pte && (*pte & PTE_P))
+				pmem_free(*pte & PTE_ADDR);
+		}
+		kfree(v);
 		v = n;
 	}
 	free_tables(as->root, 4);

@@ -27,25 +27,25 @@
 #include <stdint.h>
 
 #define KILN_AGENT_VERSION 1
-#define KILN_AGENT_PORT 1024
+#define KILN_AGENT_PORT    1024
 
-#define KILN_FRAME_MAX (1u << 20)  /* payload bytes per frame */
+#define KILN_FRAME_MAX  (1u << 20)  /* payload bytes per frame */
 #define KILN_DATA_CHUNK (64u << 10) /* data frames kiln writes are at most this */
-#define KILN_MAX_ARGS 4096          /* argv and env entries */
+#define KILN_MAX_ARGS   4096        /* argv and env entries */
 #define KILN_MAX_STRING 65536       /* one argument, variable or path */
 
 struct kiln_frame {
-	uint32_t len;  /* payload bytes following */
-	uint16_t type; /* enum kiln_msg */
+	uint32_t len;   /* payload bytes following */
+	uint16_t type;  /* enum kiln_msg */
 	uint16_t flags; /* 0; reserved */
 };
 
 enum kiln_stream {
 	KILN_STREAM_INVALID = 0,
-	KILN_STREAM_EXEC,  /* run a command, pipes for stdin/stdout/stderr */
-	KILN_STREAM_PTY,   /* run a command on a pseudo-terminal */
-	KILN_STREAM_FILE,  /* one file operation */
-	KILN_STREAM_INFO,  /* agent version, uptime, memory */
+	KILN_STREAM_EXEC, /* run a command, pipes for stdin/stdout/stderr */
+	KILN_STREAM_PTY,  /* run a command on a pseudo-terminal */
+	KILN_STREAM_FILE, /* one file operation */
+	KILN_STREAM_INFO, /* agent version, uptime, memory */
 	KILN_STREAM_MAX,
 };
 
