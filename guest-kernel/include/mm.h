@@ -29,6 +29,10 @@ uint64_t pmem_alloc(bool zero);
 uint64_t pmem_alloc_contig(size_t npages, size_t align_pages, bool zero);
 void pmem_free(uint64_t pa);
 void pmem_free_contig(uint64_t pa, size_t npages);
+/* Pages on behalf of a program: fail while the kernel's reserve would be
+ * touched. */
+uint64_t pmem_alloc_user(bool zero);
+bool pmem_user_ok(size_t npages);
 /* Pages for page tables (kept apart from data pages: see pmem.c). */
 uint64_t pmem_alloc_pt(void);
 void pmem_free_pt(uint64_t pa);

@@ -235,3 +235,18 @@ void pmem_free_pt(uint64_t pa)
 {
 	release(pa);
 }
+
+/* Memory programs ask for (their pages, their files in tmpfs, their
+ * threads) stops short of the last 1/64 of RAM (at least 1 MiB), which stays
+ * for the kernel's own needs: a program that eats all memory gets ENOMEM,
+ * and the kernel can still run the rest of the guest. */
+bool pmem_user_ok(size_t npages)
+{
+	size_t reserve = MAX(total_count / 64, 256);
+	return free_count > reserve && free_count - reserve >= npages;
+}
+
+uint64_t pmem_alloc_user(bool zero)
+{
+	return pmem_user_ok(1) ? pmem_alloc(zero) : 0;
+}

@@ -160,7 +160,7 @@ static uint64_t *page_slot(struct ramfs_data *d, uint64_t idx, bool alloc)
 		if (!alloc)
 			return NULL;
 		if (d->root) {
-			uint64_t pa = pmem_alloc(true);
+			uint64_t pa = pmem_alloc_user(true);
 
 			if (!pa)
 				return NULL;
@@ -171,7 +171,7 @@ static uint64_t *page_slot(struct ramfs_data *d, uint64_t idx, bool alloc)
 	}
 	for (unsigned int level = d->height; level > 0; level--) {
 		if (!*slot) {
-			if (!alloc || !(*slot = pmem_alloc(true)))
+			if (!alloc || !(*slot = pmem_alloc_user(true)))
 				return NULL;
 		}
 		slot = &node(*slot)[(idx >> (NODE_SHIFT * (level - 1))) & (NODE_SLOTS - 1)];
@@ -195,7 +195,7 @@ static char *page_for_write(struct ramfs_data *d, uint64_t idx)
 		return NULL;
 	if (*slot)
 		return phys_to_virt(*slot);
-	pa = pmem_alloc(true);
+	pa = pmem_alloc_user(true);
 	if (!pa)
 		return NULL;
 	if (start < d->ext_len)

@@ -60,6 +60,16 @@ static void continue_proc(struct proc *p)
 		wake_all(&p->parent->child_wait);
 }
 
+/* init gets from other processes only the signals it has a handler for:
+ * nobody can kill the guest's PID 1 by accident (a kill(0, ...) from a child
+ * in its process group, say). Unlike Linux, its own signals (abort, raise)
+ * and faults act normally: init is the user's program. */
+static bool init_protected(struct proc *p, int sig, const struct siginfo_k *info)
+{
+	return p->pid == 1 && p->sighand->action[sig].handler == KSIG_DFL && info &&
+	       info->code <= 0 && info->kill.pid != 1;
+}
+
 /* SIGCONT and SIGKILL act when sent, not when delivered. */
 static bool send_side_effects(struct proc *p, int sig)
 {
@@ -90,7 +100,8 @@ static void fill_default_info(struct siginfo_k *to, int sig, const struct siginf
 
 void signal_send_thread(struct thread *t, int sig, const struct siginfo_k *info)
 {
-	if (sig < 1 || sig > NSIG_KILN || t->state == T_DEAD || !t->proc->sighand)
+	if (sig < 1 || sig > NSIG_KILN || t->state == T_DEAD || !t->proc->sighand ||
+	    init_protected(t->proc, sig, info))
 		return;
 	if (send_side_effects(t->proc, sig))
 		return;
@@ -108,7 +119,7 @@ void signal_send_thread(struct thread *t, int sig, const struct siginfo_k *info)
 
 void signal_send_proc(struct proc *p, int sig, const struct siginfo_k *info)
 {
-	if (sig < 1 || sig > NSIG_KILN || p->zombie || !p->sighand)
+	if (sig < 1 || sig > NSIG_KILN || p->zombie || !p->sighand || init_protected(p, sig, info))
 		return;
 	if (send_side_effects(p, sig))
 		return;

@@ -76,6 +76,9 @@ static long do_clone(const struct clone_req *r)
 
 	if (flags & ~(uint64_t)CLONE_SUPPORTED)
 		return -EINVAL;
+	/* A fork bomb ends here, not in the kernel's reserve. */
+	if (!pmem_user_ok(64))
+		return -EAGAIN;
 	if (((flags & CLONE_THREAD) && !(flags & CLONE_SIGHAND)) ||
 	    ((flags & CLONE_SIGHAND) && !(flags & CLONE_VM)))
 		return -EINVAL;

@@ -211,7 +211,7 @@ void aspace_reap(void)
 static int copy_page(struct aspace *dst, uint64_t va, uint64_t src_pte)
 {
 	uint64_t *pte = walk(dst, va, true);
-	uint64_t pa = pte ? pmem_alloc(false) : 0;
+	uint64_t pa = pte ? pmem_alloc_user(false) : 0;
 
 	if (!pa)
 		return -ENOMEM;
@@ -356,7 +356,7 @@ int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, 
 	unmap_pages(as, start, end);
 	for (va = start; va < end; va += PAGE_SIZE) {
 		uint64_t *pte = walk(as, va, true);
-		uint64_t pa = pte ? pmem_alloc(true) : 0;
+		uint64_t pa = pte ? pmem_alloc_user(true) : 0;
 		if (!pa)
 			goto nomem;
 		*pte = pa | pte_flags(prot);

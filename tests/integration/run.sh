@@ -439,6 +439,13 @@ guest_case stats-unknown-syscall 0 --vmm '--cmdline kiln.stats=1' --out '^ENOSYS
 guest_case vmm-stats 0 --vmm --stats --out '^hello from musl$' --err '^kiln-vmm: RssAnon:' -- /bin/hello-musl
 guest_case getpid-bench 0 --out '^getpid_ns [0-9]' --out '^clock_gettime_ns [0-9]' -- /bin/getpid_bench 2000
 
+# ---------------------------------------------------------------- more cases
+
+for f in tests/integration/cases/*.sh; do
+	# shellcheck disable=SC1090 # case files are found at run time
+	. "$f"
+done
+
 # ---------------------------------------------------------------- summary
 
 echo "integration: $npass passed, $nfail failed"
