@@ -3,7 +3,7 @@
  * kiln-vmm: boots kiln-kernel in a KVM virtual machine.
  *
  *   kiln-vmm --kernel FILE [--initrd FILE] [--mem 256M] [--cpus 1]
- *            [--cmdline STR] [--stats] [-- ARGV...]
+ *            [--cmdline STR] [--vsock CID,UDS_PATH] [--stats] [-- ARGV...]
  *
  * The exit status is the guest init's exit status; a guest crash prints a
  * one-line diagnosis and exits with 125; bad usage exits with 2 and a VMM
@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +51,10 @@ static void usage(FILE *f)
 	        "  --mem SIZE       guest memory, e.g. 256M or 1G (default 256M)\n"
 	        "  --cpus N         number of vCPUs (default 1)\n"
 	        "  --cmdline STR    kernel options, e.g. 'kiln.stats=1'\n"
+	        "  --vsock CID,UDS_PATH\n"
+	        "                   virtio-vsock with guest CID (3 to 4294967294); host clients\n"
+	        "                   connect to UDS_PATH, guest connections to port P go to\n"
+	        "                   UDS_PATH_P (Firecracker's protocol)\n"
 	        "  --stats          print guest syscall statistics and VMM memory use at exit\n"
 	        "  -h, --help       this text\n"
 	        "\n"
@@ -128,10 +133,15 @@ static uint64_t parse_size(const char *s)
 static void parse_args(int argc, char **argv, struct vm_config *cfg)
 {
 	static const struct option opts[] = {
-	    {"kernel", required_argument, 0, 'k'},  {"initrd", required_argument, 0, 'i'},
-	    {"mem", required_argument, 0, 'm'},     {"cpus", required_argument, 0, 'c'},
-	    {"cmdline", required_argument, 0, 'C'}, {"stats", no_argument, 0, 's'},
-	    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
+	    {"kernel", required_argument, 0, 'k'},
+	    {"initrd", required_argument, 0, 'i'},
+	    {"mem", required_argument, 0, 'm'},
+	    {"cpus", required_argument, 0, 'c'},
+	    {"cmdline", required_argument, 0, 'C'},
+	    {"stats", no_argument, 0, 's'},
+	    {"vsock", required_argument, 0, 'V'},
+	    {"help", no_argument, 0, 'h'},
+	    {0, 0, 0, 0},
 	};
 	char *end;
 	long n;
@@ -162,6 +172,17 @@ static void parse_args(int argc, char **argv, struct vm_config *cfg)
 			if (errno || *end || n < 1 || n > 64)
 				die_usage("--cpus '%s': expected a number from 1 to 64", optarg);
 			cfg->nr_cpus = (int)n;
+			break;
+		case 'V':
+			errno = 0;
+			cfg->vsock_cid = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end != ',' || !end[1] ||
+			    cfg->vsock_cid < 3 || cfg->vsock_cid > 0xfffffffeULL)
+				die_usage(
+				    "--vsock '%s': expected CID,UDS_PATH with a CID from 3 to "
+				    "4294967294",
+				    optarg);
+			cfg->vsock_path = end + 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -257,6 +278,18 @@ static void load_images(struct vm *vm)
 		    (unsigned long long)(vm->mem.size / MIB),
 		    (unsigned long long)((next + KILN_FDT_MAX_SIZE + MIN_FREE_MEM) / MIB / 2 + 1) *
 		        2);
+}
+
+/* Each vsock connection is a host socket: allow as many as the hard limit
+ * lets us. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 static void on_stop(struct ev_loop *loop, ev_async *w, int revents)
@@ -355,6 +388,7 @@ int main(int argc, char **argv)
 	vm.t.start = vm_now_ns();
 	parse_args(argc, argv, &vm.cfg);
 	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit();
 	pthread_mutex_init(&vm.stop_lock, NULL);
 	vm.fd = vm.kvm_fd = -1;
 
@@ -392,6 +426,9 @@ int main(int argc, char **argv)
 	if ((err = console_create(&vm, vm.cfg.console_in, vm.cfg.console_out)) ||
 	    (err = rng_create(&vm)))
 		die("creating devices failed: %s", strerror(-err));
+	if (vm.cfg.vsock_path && (err = vsock_create(&vm, vm.cfg.vsock_cid, vm.cfg.vsock_path)))
+		die("creating the vsock device on '%s' failed: %s", vm.cfg.vsock_path,
+		    err == -EEXIST ? "the path exists and is not a socket" : strerror(-err));
 	err = vm_commit_irq_routes(&vm);
 	if (err)
 		die("setting up device interrupts failed: %s", strerror(-err));

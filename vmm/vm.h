@@ -81,6 +81,8 @@ struct vm_config {
 	char **init_argv;
 	int console_in, console_out;
 	bool stats;
+	uint64_t vsock_cid;
+	const char *vsock_path; /* NULL: no vsock device */
 };
 
 struct vm {

@@ -23,3 +23,7 @@ UNIT_TESTS += test_ramfs
 UNIT_SRCS_test_ramfs := guest-kernel/libos/vfs.c guest-kernel/libos/namei.c \
 	guest-kernel/libos/ramfs.c guest-kernel/libos/devfs.c guest-kernel/libos/file.c \
 	guest-kernel/libos/cpio.c
+
+UNIT_TESTS += test_vsock
+UNIT_SRCS_test_vsock := vmm/virtio/vsock.c vmm/virtio/vsock_conn.c vmm/virtio/mmio.c \
+	vmm/virtio/virtq.c vmm/mem.c

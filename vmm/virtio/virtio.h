@@ -159,5 +159,6 @@ void virtio_mmio_destroy_all(struct vm *vm);
  * are made O_NONBLOCK until destroy restores their flags. */
 int console_create(struct vm *vm, int in_fd, int out_fd);
 int rng_create(struct vm *vm);
+int vsock_create(struct vm *vm, uint64_t guest_cid, const char *uds_path);
 
 #endif

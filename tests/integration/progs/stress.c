@@ -17,8 +17,8 @@ static int memhog(void)
 	size_t mib = 0;
 
 	for (;;) {
-		char *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			       -1, 0);
+		char *p =
+		    mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED) {
 			printf("memhog: mmap failed with %s after %s MiB\n",
 			       errno == ENOMEM ? "ENOMEM" : strerror(errno),
@@ -43,7 +43,8 @@ static int forkbomb(void)
 		}
 		if (pid < 0) {
 			printf("forkbomb: fork failed with %s after %s processes\n",
-			       errno == EAGAIN || errno == ENOMEM ? "EAGAIN/ENOMEM" : strerror(errno),
+			       errno == EAGAIN || errno == ENOMEM ? "EAGAIN/ENOMEM"
+			                                          : strerror(errno),
 			       n > 10 ? "more than 10" : "few");
 			break;
 		}
