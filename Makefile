@@ -15,7 +15,7 @@ HOST_LDLIBS := -lfdt -lev -lpthread
 
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all deps test unit integration bench demo clean format format-check initramfs
+.PHONY: all deps test unit integration bench demo clean format format-check initramfs images
 all: $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel initramfs
 
 deps: $(DEPS_STAMP)
@@ -35,6 +35,11 @@ $(BIN)/kiln-vmm: $(VMM_OBJS)
 	@mkdir -p $(dir $@)
 	$(V)$(CC) -o $@ $^ $(HOST_LDLIBS)
 
+# ---------------------------------------------------------------- kilnd, kiln CLI, e2e
+include control/control.mk
+include tools/kiln/kiln.mk
+include tests/e2e/e2e.mk
+
 # ---------------------------------------------------------------- kiln-kernel
 include guest-kernel/guest.mk
 
@@ -43,6 +48,13 @@ include guest-kernel/guest.mk
 
 # ---------------------------------------------------------------- tests
 include tests/tests.mk
+
+# ---------------------------------------------------------------- images
+# Debian-based erofs images, cached outside the clone ($$KILN_CACHE, default
+# ~/.cache/kiln) under a key of their recipe; build/images links to them.
+IMAGE_RECIPES := $(wildcard tools/mkimage/recipes/*.recipe)
+images: $(DEPS_STAMP)
+	$(V)for r in $(IMAGE_RECIPES); do tools/mkimage/mkimage --out $(BUILD)/images $$r || exit 1; done
 
 # ---------------------------------------------------------------- bench / demo
 bench: all $(TEST_PROGS)

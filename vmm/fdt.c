@@ -101,6 +101,11 @@ int fdt_build(struct vm *vm, const struct fdt_params *p, void *buf, size_t size)
 		CHECK(prop_u64(buf, "linux,initrd-start", vm->initrd_pa));
 		CHECK(prop_u64(buf, "linux,initrd-end", vm->initrd_pa + vm->initrd_size));
 	}
+	if (m->pmem) {
+		CHECK(prop_u64(buf, "kiln,pmem-start", KILN_GPA_PMEM));
+		CHECK(prop_u64(buf, "kiln,pmem-size", m->pmem_size));
+		CHECK(prop_u64(buf, "kiln,pmem-image-size", m->pmem_file_size));
+	}
 	CHECK(fdt_property(buf, "rng-seed", seed, sizeof(seed)));
 	CHECK(fdt_property_u32(buf, "kiln,tsc-khz", p->tsc_khz));
 	CHECK(prop_u64(buf, "kiln,boot-tsc", p->boot_tsc));

@@ -52,6 +52,9 @@ int vm_create(struct vm *vm)
 	if (!err && vm->mem.initrd)
 		err = set_slot(vm, 2, KILN_GPA_INITRD, vm->mem.initrd_map_size, vm->mem.initrd,
 		               KVM_MEM_READONLY);
+	if (!err && vm->mem.pmem)
+		err = set_slot(vm, 3, KILN_GPA_PMEM, vm->mem.pmem_size, vm->mem.pmem,
+		               KVM_MEM_READONLY);
 	if (!err && ioctl(vm->fd, KVM_CREATE_IRQCHIP, 0) < 0)
 		err = -errno;
 	return err;

@@ -3,7 +3,8 @@
  * kiln-vmm: boots kiln-kernel in a KVM virtual machine.
  *
  *   kiln-vmm --kernel FILE [--initrd FILE] [--mem 256M] [--cpus 1]
- *            [--cmdline STR] [--vsock CID,UDS_PATH] [--stats] [-- ARGV...]
+ *            [--cmdline STR] [--vsock CID,UDS_PATH] [--image FILE]
+ *            [--disk FILE[,ro]] [--stats] [-- ARGV...]
  *
  * The exit status is the guest init's exit status; a guest crash prints a
  * one-line diagnosis and exits with 125; bad usage exits with 2 and a VMM
@@ -55,6 +56,10 @@ static void usage(FILE *f)
 	        "                   virtio-vsock with guest CID (3 to 4294967294); host clients\n"
 	        "                   connect to UDS_PATH, guest connections to port P go to\n"
 	        "                   UDS_PATH_P (Firecracker's protocol)\n"
+	        "  --image FILE     read-only image (e.g. erofs, at most 64G) as virtio-pmem,\n"
+	        "                   mapped from the host's page cache and shared by every VM\n"
+	        "  --disk FILE[,ro] raw disk file or block device as virtio-blk, read-write\n"
+	        "                   (locked against other writers) or read-only with ,ro\n"
 	        "  --stats          print guest syscall statistics and VMM memory use at exit\n"
 	        "  -h, --help       this text\n"
 	        "\n"
@@ -140,6 +145,8 @@ static void parse_args(int argc, char **argv, struct vm_config *cfg)
 	    {"cmdline", required_argument, 0, 'C'},
 	    {"stats", no_argument, 0, 's'},
 	    {"vsock", required_argument, 0, 'V'},
+	    {"image", required_argument, 0, 'I'},
+	    {"disk", required_argument, 0, 'D'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -183,6 +190,20 @@ static void parse_args(int argc, char **argv, struct vm_config *cfg)
 				    "4294967294",
 				    optarg);
 			cfg->vsock_path = end + 1;
+			break;
+		case 'I':
+			if (cfg->image_path)
+				die_usage("--image given twice; kiln supports one image");
+			cfg->image_path = optarg;
+			break;
+		case 'D':
+			if (cfg->disk_path)
+				die_usage("--disk given twice; kiln supports one disk");
+			n = (long)strlen(optarg);
+			cfg->disk_ro = n > 3 && !strcmp(optarg + n - 3, ",ro");
+			cfg->disk_path = cfg->disk_ro ? strndup(optarg, (size_t)n - 3) : optarg;
+			if (!cfg->disk_path || !*cfg->disk_path)
+				die_usage("--disk '%s': expected FILE or FILE,ro", optarg);
 			break;
 		case 'h':
 			usage(stdout);
@@ -356,6 +377,7 @@ static void print_stats(const struct vm *vm)
 	FILE *f = fopen("/proc/self/status", "r");
 	double ms = 1e6;
 	long initrd_kb = mapping_rss_kb(vm->mem.initrd);
+	long image_kb = mapping_rss_kb(vm->mem.pmem);
 
 	fprintf(stderr,
 	        "kiln-vmm: time: vm created %.2f ms, first guest instruction %.2f ms, "
@@ -376,6 +398,8 @@ static void print_stats(const struct vm *vm)
 	fclose(f);
 	if (initrd_kb >= 0)
 		fprintf(stderr, "kiln-vmm: RssInitramfs:\t%8ld kB\n", initrd_kb);
+	if (image_kb >= 0)
+		fprintf(stderr, "kiln-vmm: RssImage:\t%8ld kB\n", image_kb);
 }
 
 int main(int argc, char **argv)
@@ -397,6 +421,13 @@ int main(int argc, char **argv)
 		die("cannot allocate %llu MiB of guest memory: %s",
 		    (unsigned long long)(vm.cfg.mem_size / MIB), strerror(-err));
 	load_images(&vm);
+	if (vm.cfg.image_path) {
+		const char *why;
+
+		err = pmem_map(&vm.mem, vm.cfg.image_path, &why);
+		if (err)
+			die("image '%s': %s", vm.cfg.image_path, why ? why : strerror(-err));
+	}
 	err = x86_build_boot_area(&vm);
 	if (err || vm.boot_area_end > vm.kernel.pa_start)
 		die("kernel image '%s': its lowest segment leaves no room for the boot page tables",
@@ -429,6 +460,15 @@ int main(int argc, char **argv)
 	if (vm.cfg.vsock_path && (err = vsock_create(&vm, vm.cfg.vsock_cid, vm.cfg.vsock_path)))
 		die("creating the vsock device on '%s' failed: %s", vm.cfg.vsock_path,
 		    err == -EEXIST ? "the path exists and is not a socket" : strerror(-err));
+	if (vm.cfg.image_path && (err = pmem_create(&vm)))
+		die("creating the pmem device failed: %s", strerror(-err));
+	if (vm.cfg.disk_path) {
+		const char *why;
+
+		err = blk_create(&vm, vm.cfg.disk_path, vm.cfg.disk_ro, &why);
+		if (err)
+			die("disk '%s': %s", vm.cfg.disk_path, why ? why : strerror(-err));
+	}
 	err = vm_commit_irq_routes(&vm);
 	if (err)
 		die("setting up device interrupts failed: %s", strerror(-err));
@@ -472,5 +512,6 @@ int main(int argc, char **argv)
 		vcpu_destroy(&vm.vcpus[i]);
 	vm_destroy(&vm);
 	mem_destroy(&vm.mem);
+	pmem_unmap(&vm.mem);
 	return vm.exit_status;
 }

@@ -30,6 +30,11 @@ struct guest_mem {
 	 * through gpa_ptr(): devices must never write into it. */
 	const uint8_t *initrd;
 	uint64_t initrd_map_size; /* page-aligned */
+	/* The --image file, mapped read-only at KILN_GPA_PMEM (virtio/pmem.c);
+	 * like the initramfs, not reachable through gpa_ptr(). */
+	const uint8_t *pmem;
+	uint64_t pmem_size;      /* the window: image length rounded up to 2 MiB */
+	uint64_t pmem_file_size; /* the image's length */
 };
 
 /* A loaded kernel image (vmm/loader.c). */
@@ -83,6 +88,9 @@ struct vm_config {
 	bool stats;
 	uint64_t vsock_cid;
 	const char *vsock_path; /* NULL: no vsock device */
+	const char *image_path; /* NULL: no virtio-pmem device */
+	const char *disk_path;  /* NULL: no virtio-blk device */
+	bool disk_ro;
 };
 
 struct vm {

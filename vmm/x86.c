@@ -117,6 +117,22 @@ static int map_initrd(struct boot_builder *b)
 	return 0;
 }
 
+/* The image is read in place, so 2 MiB pages: the window is 2 MiB-aligned
+ * and sized. */
+static int map_pmem(struct boot_builder *b)
+{
+	uint64_t flags = PTE_P | PTE_U | PTE_NX | PTE_PS | PTE_G;
+
+	for (uint64_t off = 0; off < b->vm->mem.pmem_size; off += 2 << 20) {
+		uint64_t *e;
+		int err = walk(b, KILN_VA_DIRECT_MAP + KILN_GPA_PMEM + off, 2, &e);
+		if (err)
+			return err;
+		*e = (KILN_GPA_PMEM + off) | flags;
+	}
+	return 0;
+}
+
 static int map_mmio(struct boot_builder *b)
 {
 	uint64_t flags = PTE_W | PTE_U | PTE_NX | PTE_PCD | PTE_PWT | PTE_G;
@@ -225,6 +241,8 @@ int x86_build_boot_area(struct vm *vm)
 	err = map_direct(&b);
 	if (!err)
 		err = map_initrd(&b);
+	if (!err)
+		err = map_pmem(&b);
 	if (!err)
 		err = map_mmio(&b);
 	if (!err)

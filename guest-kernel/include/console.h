@@ -1,27 +1,27 @@
 /* SPDX-License-Identifier: MIT */
-/* The virtio-console driver: the guest's first terminal. */
+/* The virtio-console driver: the guest's first terminal. Programs use it
+ * as a tty (console_tty(), tty.h); the kernel writes its messages here. */
 #ifndef KILN_CONSOLE_H
 #define KILN_CONSOLE_H
 
 #include "klib.h"
 
 struct bootinfo;
+struct tty;
 
 int console_init(const struct bootinfo *bi);
 bool console_ready(void);
-/* Queue output; returns n or -errno. Blocks only while the queue is full. */
+/* The console's tty (/dev/console), NULL before console_init. */
+struct tty *console_tty(void);
+/* A kernel message: queued for the device, past the line discipline.
+ * Returns n or -errno. Blocks only while the queue is full. */
 long console_write(const void *buf, size_t n);
-/* Wait until every queued byte has been taken by the host. */
+/* Wait until every queued byte (the tty's too) has been taken by the host. */
 void console_flush(void);
-/* Read what input there is, waiting for at least one byte unless nonblock.
- * Returns bytes read, 0 at end of input, -EAGAIN (nonblock, nothing yet). */
-long console_read(void *buf, size_t n, bool nonblock);
-/* Bytes of input ready to read without waiting. */
-size_t console_input_ready(void);
-/* True at the host's end of input. */
-bool console_input_eof(void);
 
-/* Woken when input arrives / output room frees up (for poll). */
+/* Obsolete: console files are ttys now, and poll finds their queues
+ * through tty_file_ops.poll_wait. Kept, never woken, until poll.c's
+ * special case for the console goes. */
 struct waitq;
 extern struct waitq console_rx_wq, console_tx_wq;
 

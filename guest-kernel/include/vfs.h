@@ -29,15 +29,23 @@ struct inode;
 struct file;
 struct files;
 struct fs_ctx;
+struct poll_table;
 
 /* ---------------------------------------------------------------- boot */
 
-/* The root: "/", "/dev" with its devices, "/tmp". 0 or -ENOMEM. */
+/* The root: "/", "/dev" with its devices, "/tmp", "/proc". 0 or -ENOMEM. */
 int vfs_init(void);
 /* Add the members of a cpio newc archive to the root. buf must stay valid
  * and unchanged forever: regular files keep pointing into it until they are
  * first written. Returns 0, or -errno with *err set to a message. */
 int vfs_unpack_initramfs(const void *buf, size_t len, const char **err);
+
+/* Put the erofs image img[0, len) under the root (unionfs.c): its
+ * directories appear in the tree as they are first looked into, its files
+ * are read in place until written. img must stay valid and unchanged
+ * forever. Call before vfs_unpack_initramfs, whose files then win. Returns
+ * 0, or -errno with *err set to a message. */
+int vfs_mount_image(const void *img, size_t len, const char **err);
 
 /* ---------------------------------------------------------------- inodes */
 
@@ -60,6 +68,11 @@ long vfs_inode_read(struct inode *ip, void *buf, size_t n, uint64_t off);
  * from the initramfs not written since): valid while the reference is held
  * and the file is not written. NULL otherwise. */
 const void *vfs_inode_direct(struct inode *ip, size_t *len);
+/* The physical page holding page idx of a regular file, if it may be mapped
+ * into programs as it is (read-only, never freed): the file's bytes there
+ * are not written yet and come from page-aligned image memory, with zeros
+ * past the end of the file. 0 otherwise. */
+uint64_t vfs_inode_page(struct inode *ip, uint64_t idx);
 /* An inode in no directory, for pipes, sockets and the like: mode is the
  * S_IFMT type and permissions fstat reports. Freed by its last inode_put(). */
 struct inode *vfs_inode_anon(uint32_t mode);
@@ -115,11 +128,25 @@ struct file_ops {
 	long (*write)(struct file *f, const struct iobuf *b, size_t n, uint64_t *pos);
 	/* -ENOTTY for a command it does not know; NULL: always -ENOTTY. */
 	long (*ioctl)(struct file *f, unsigned int cmd, unsigned long arg);
+	/* A device node is being opened (not O_PATH): set f->priv, or switch
+	 * f->ops to the ops of what was really opened (/dev/ptmx makes a pty,
+	 * /dev/tty is the caller's terminal). oflags are open(2)'s, O_NOCTTY
+	 * included. -errno fails the open: then leave f->ops alone (release
+	 * is not called). NULL: nothing to do. */
+	int (*open)(struct file *f, unsigned int oflags);
 	/* POLLIN/POLLOUT/POLLHUP ... as of now; NULL: readable and writable. */
 	unsigned int (*poll)(struct file *f);
+	/* Where poll, select and epoll sleep: call poll_add_wait(pt, wq)
+	 * (kpoll.h) for every wait queue that is woken when poll's answer may
+	 * change (e.g. a tty: its input and its output queue). NULL: the
+	 * answer never changes by itself (regular files), nothing to wait on. */
+	void (*poll_wait)(struct file *f, struct poll_table *pt);
 	/* The last reference is gone (before the inode's is dropped). */
 	void (*release)(struct file *f);
 	bool stream; /* no file position: lseek, pread, pwrite give -ESPIPE */
+	/* What /proc/<pid>/fd shows for an anonymous inode that is neither a
+	 * pipe nor a socket, e.g. "anon_inode:[eventfd]". */
+	const char *anon_name;
 };
 
 struct file {

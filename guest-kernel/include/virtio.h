@@ -56,6 +56,13 @@ struct bootinfo;
 int vio_probe(const struct bootinfo *bi, uint32_t device_id, uint64_t want, unsigned nq,
               uint16_t max_size, struct vio_dev *dev, struct vio_queue *qs);
 
+/* The device-specific configuration: the 32 bits at off (a multiple of 4). */
+uint32_t vio_config_read(struct vio_dev *dev, unsigned off);
+/* InterruptStatus (bit 0: used buffers, bit 1: configuration changed);
+ * the bits of ack that are set are acknowledged. One MMIO exit, two if it
+ * acknowledges. */
+uint32_t vio_interrupt_status(struct vio_dev *dev, uint32_t ack);
+
 /* Post one buffer chain: n_out readable then n_in writable segments given
  * as physical addresses. Returns the head id or -ENOSPC. */
 int vio_add(struct vio_queue *q, const uint64_t *addr, const uint32_t *len, unsigned n_out,

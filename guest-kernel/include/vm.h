@@ -33,12 +33,18 @@ struct aspace {
 	uint64_t brk_start, brk;
 	uint64_t mmap_top; /* new mappings go below this */
 	size_t nr_pages;   /* pages mapped in the lower half */
+	/* exec's argv and envp strings on the initial stack: /proc/<pid>/cmdline, environ */
+	uint64_t arg_start, arg_end, env_start, env_end;
 	/* Addresses of the syscall instructions we rewrote (open addressing):
 	 * a `call *%rax` fault is a bad syscall number only at one of these. */
 	uint64_t *patched;
 	size_t patched_cap, patched_n;
 	struct aspace *next_dead; /* released while loaded in CR3 */
 };
+
+/* Map image pages into programs in place (vm_map_pages); false (boot
+ * option kiln.borrow=0): copy them, to compare. */
+extern bool vm_borrow_pages;
 
 struct bootinfo;
 void vm_init(const struct bootinfo *bi);
@@ -56,6 +62,22 @@ void aspace_reap(void);
 /* Map [start, start+len) with fresh zeroed pages. MAP_FIXED semantics:
  * whatever was there is unmapped first. Returns 0 or -ENOMEM. */
 int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags);
+/* The same, but page i (from 0) is the physical page page(ctx, i) when that
+ * is not 0: borrowed read-only memory the page allocator does not own (the
+ * pmem window), mapped in place, shared by fork, never freed or written; a
+ * write to a writable mapping of it copies it first (vm_fault). */
+typedef uint64_t (*vm_page_fn)(void *ctx, uint64_t i);
+int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
+                 vm_page_fn page, void *ctx);
+bool vm_is_borrowed(struct aspace *as, uint64_t va);
+/* A page fault at addr that is ours to resolve: a write to a borrowed page
+ * of a writable mapping gets a private copy. 0 if resolved (retry the
+ * access), -EFAULT if it is the program's fault. */
+int vm_fault(struct aspace *as, uint64_t addr, bool write);
+/* Physical address of user address va for the kernel to write through the
+ * direct map: a borrowed page is made private first. ~0 if unmapped or out
+ * of memory. */
+uint64_t vm_translate_write(struct aspace *as, uint64_t va);
 int vm_unmap(struct aspace *as, uint64_t start, uint64_t len);
 int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot);
 /* A free range of len bytes below as->mmap_top (0 if none). */

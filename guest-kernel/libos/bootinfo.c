@@ -87,6 +87,13 @@ static int parse_chosen(const void *fdt, struct bootinfo *bi, const char **err)
 		*err = "bad linux,initrd-end";
 		return -EINVAL;
 	}
+	if (!get_u64(fdt, node, "kiln,pmem-start", &bi->pmem_start) &&
+	    (get_u64(fdt, node, "kiln,pmem-size", &bi->pmem_size) ||
+	     get_u64(fdt, node, "kiln,pmem-image-size", &bi->pmem_image_size) ||
+	     bi->pmem_image_size > bi->pmem_size)) {
+		*err = "bad kiln,pmem-size or kiln,pmem-image-size";
+		return -EINVAL;
+	}
 	p = fdt_getprop(fdt, node, "rng-seed", &len);
 	if (p && len >= (int)sizeof(bi->rng_seed)) {
 		memcpy(bi->rng_seed, p, sizeof(bi->rng_seed));

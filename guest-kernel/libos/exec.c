@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Loading a program: its ELF segments into a fresh address space, mapped
- * eagerly, and the Linux initial stack (argc, argv, envp, auxv).
+ * eagerly, and the Linux initial stack (argc, argv, envp, auxv). Pages of
+ * read-only segments that an image holds are mapped in place.
  */
 #include <linux/stat.h>
 
@@ -71,19 +72,52 @@ static int as_write(struct aspace *as, uint64_t va, const void *src, size_t n)
 	return 0;
 }
 
-/* File bytes straight into mapped pages, a page at a time. */
+/* File bytes straight into mapped pages, a page at a time (borrowed pages
+ * hold them already). */
 static int as_read_file(struct aspace *as, uint64_t va, struct inode *ip, uint64_t off, size_t n)
 {
 	while (n) {
 		uint64_t pa = vm_translate(as, va);
 		size_t chunk = MIN(n, PAGE_SIZE - (va & (PAGE_SIZE - 1)));
-		if (pa == ~0ULL || vfs_inode_read(ip, phys_to_virt(pa), chunk, off) != (long)chunk)
+		if (pa == ~0ULL ||
+		    (!vm_is_borrowed(as, va) &&
+		     vfs_inode_read(ip, phys_to_virt(pa), chunk, off) != (long)chunk))
 			return -EIO;
 		va += chunk;
 		off += chunk;
 		n -= chunk;
 	}
 	return 0;
+}
+
+struct seg_pages {
+	const struct elf_info *ei;
+	unsigned i;
+	uint64_t bias, start;
+	struct inode *ip;
+};
+
+/* Page i of segment m->i's mapping (from m->start) in place, when it is a
+ * read-only segment's file bytes alone (not its last bytes before .bss,
+ * not a page another segment shares): as Linux, the page's bytes outside
+ * the segment are the file's too. */
+static uint64_t seg_page(void *ctx, uint64_t i)
+{
+	const struct seg_pages *m = ctx;
+	const struct elf_segment *s = &m->ei->seg[m->i];
+	uint64_t va = m->start + i * PAGE_SIZE, v0 = s->vaddr + m->bias;
+
+	if ((s->prot & PROT_WRITE) || (s->vaddr - s->offset) % PAGE_SIZE ||
+	    va + PAGE_SIZE > v0 + s->filesz)
+		return 0;
+	for (unsigned j = 0; j < m->ei->nseg; j++) {
+		const struct elf_segment *o = &m->ei->seg[j];
+
+		if (j != m->i && ALIGN_DOWN(o->vaddr + m->bias, PAGE_SIZE) < va + PAGE_SIZE &&
+		    o->vaddr + m->bias + o->memsz > va)
+			return 0;
+	}
+	return vfs_inode_page(m->ip, (s->offset + va - v0) / PAGE_SIZE);
 }
 
 static int load_segments(struct aspace *as, const struct elf_info *ei, uint64_t bias,
@@ -100,7 +134,10 @@ static int load_segments(struct aspace *as, const struct elf_info *ei, uint64_t 
 		/* Segments may share a boundary page; it is mapped once. */
 		start = MAX(start, mapped_end);
 		if (start < end) {
-			err = vm_map_anon(as, start, end - start, PROT_READ | PROT_WRITE, 0);
+			struct seg_pages m = {ei, i, bias, start, ip};
+
+			err = vm_map_pages(as, start, end - start, PROT_READ | PROT_WRITE, 0,
+			                   seg_page, &m);
 			if (err)
 				return err;
 			mapped_end = end;
@@ -159,6 +196,11 @@ static int build_stack(struct aspace *as, const struct exec_args *ea, const stru
 		err |= push_bytes(&sb, ea->argv[i], strlen(ea->argv[i]) + 1, &at);
 		w[argv0 + (size_t)i] = at;
 	}
+	/* The strings lie argv[0] .. argv[argc-1], envp[0] .. envp[envc-1], path. */
+	as->env_end = execfn;
+	as->env_start = ea->envc ? w[argv0 + (size_t)ea->argc + 1] : execfn;
+	as->arg_end = as->env_start;
+	as->arg_start = ea->argc ? w[argv0] : as->arg_end;
 	err |= push_bytes(&sb, "x86_64", 7, &platform);
 	rng_read(rnd, sizeof(rnd));
 	sb.sp &= ~15UL;

@@ -88,6 +88,7 @@ static const struct file_ops *open_ops(struct inode *ip, unsigned int flags, int
 int vfs_open_inode(struct inode *ip, unsigned int flags, struct file **out)
 {
 	const struct file_ops *ops;
+	unsigned int oflags = flags;
 	struct file *f;
 	int err;
 
@@ -107,6 +108,17 @@ int vfs_open_inode(struct inode *ip, unsigned int flags, struct file **out)
 	if (!f)
 		return -ENOMEM;
 	inode_get(ip);
+	if (ip->synth && !S_ISDIR(ip->mode) && !(flags & O_PATH)) {
+		err = ip->synth->ops->open(f);
+		if (err) {
+			file_put(f);
+			return err;
+		}
+	}
+	if (ops->open && (err = ops->open(f, oflags))) {
+		file_put(f);
+		return err;
+	}
 	*out = f;
 	return 0;
 }

@@ -13,11 +13,14 @@
 #include "proc.h"
 #include "rng.h"
 #include "sched.h"
+#include "socket.h"
 #include "syscall.h"
 #include "vfs.h"
 #include "vm.h"
+#include "vpmem.h"
 
-#define MAX_BOOT_ARGS 4096
+#define MAX_BOOT_ARGS   4096
+#define KILN_IMAGE_INIT "/sbin/kiln-init" /* init of an image booted alone */
 
 struct kcpu kcpu0 __attribute__((aligned(64)));
 
@@ -59,6 +62,8 @@ static void parse_boot_args(const struct bootinfo *bi, int *argc, char ***argv)
 	for (int i = 0; i < n; i++) {
 		if (!strcmp(words[i], "kiln.stats=1"))
 			kiln_stats = true;
+		else if (!strcmp(words[i], "kiln.borrow=0"))
+			vm_borrow_pages = false;
 		else if (!strncmp(words[i], "init=", 5))
 			init = words[i] + 5;
 	}
@@ -78,6 +83,8 @@ void libos_main(uint64_t fdt_pa)
 {
 	struct bootinfo *bi;
 	const char *err = NULL;
+	const void *image;
+	uint64_t image_len;
 	char **argv;
 	int argc, rc;
 
@@ -104,16 +111,38 @@ void libos_main(uint64_t fdt_pa)
 		kpanic("no virtio console (error %d)", rc);
 	boot_mark(2);
 	rng_init(bi);
+	socket_init(bi);
 	boot_mark(3);
 	syscall_init();
 	exec_init();
 	if (vfs_init())
 		kpanic("cannot create the root filesystem");
+	rc = vpmem_image(bi, &image, &image_len, &err);
+	if (!rc)
+		rc = vfs_mount_image(image, image_len, &err);
+	if (rc && rc != -ENODEV) {
+		kprintf("kiln: image: %s (error %d)\n", err, -rc);
+		guest_exit(127);
+	}
 	if (bi->initrd_end > bi->initrd_start &&
 	    vfs_unpack_initramfs(phys_to_virt(bi->initrd_start), bi->initrd_end - bi->initrd_start,
 	                         &err))
 		kpanic("initramfs: %s", err ? err : "cannot unpack");
 	boot_mark(4);
 	parse_boot_args(bi, &argc, &argv);
+	if (!argc && !rc && bi->initrd_end == bi->initrd_start) {
+		/* An image alone: its own init, or the program after --. */
+		struct inode *ip;
+
+		if (vfs_lookup_at(NULL, KILN_IMAGE_INIT, true, &ip)) {
+			kprintf("kiln: the image has no " KILN_IMAGE_INIT
+			        ": name the program to run "
+			        "(kiln-vmm --image FILE -- PROGRAM [ARGS...])\n");
+			guest_exit(127);
+		}
+		inode_put(ip);
+		argv[argc++] = (char *)KILN_IMAGE_INIT;
+		argv[argc] = NULL;
+	}
 	proc_run_init(argc, argv, init_env);
 }

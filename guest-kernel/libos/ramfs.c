@@ -36,6 +36,8 @@ struct dentry *ramfs_find(struct inode *dir, const char *name, size_t len)
 {
 	uint32_t h = name_hash(name, len);
 
+	if (dir->synth)
+		dir->synth->ops->refresh(dir, name, len);
 	for (struct dentry *de = dir->dir.head; de; de = de->next)
 		if (de->hash == h && de->namelen == len && !memcmp(de->name, name, len))
 			return de;
@@ -69,6 +71,15 @@ static void dir_detach(struct inode *dir, struct inode *ip)
 }
 
 int ramfs_link(struct inode *dir, const char *name, size_t len, struct inode *ip)
+{
+	if (dir->synth)
+		return -ENOENT; /* as procfs: its lookups fail for names it lacks */
+	if (ip->synth)
+		return -EXDEV;
+	return ramfs_add(dir, name, len, ip);
+}
+
+int ramfs_add(struct inode *dir, const char *name, size_t len, struct inode *ip)
 {
 	struct dentry *de;
 
@@ -126,8 +137,11 @@ void ramfs_relink(struct inode *dir, struct dentry *de, struct inode *ip)
 
 struct dentry *ramfs_dir_from(struct inode *dir, uint64_t pos)
 {
-	struct dentry *de = dir->dir.head;
+	struct dentry *de;
 
+	if (dir->synth)
+		dir->synth->ops->refresh(dir, NULL, 0);
+	de = dir->dir.head;
 	while (de && de->seq < pos)
 		de = de->next;
 	return de;
@@ -235,6 +249,26 @@ static void trim(struct ramfs_data *d, uint64_t *slot, unsigned int level, uint6
 		pmem_free(*slot);
 		*slot = 0;
 	}
+}
+
+/* External bytes are image memory (the pmem window or the initramfs), which
+ * is mapped to the end of its last page. */
+uint64_t vfs_inode_page(struct inode *ip, uint64_t idx)
+{
+	const struct ramfs_data *d = &ip->reg;
+	uint64_t off = idx << PAGE_SHIFT, va;
+	size_t valid;
+
+	if (!S_ISREG(ip->mode) || !d->ext || off >= d->ext_len || page_of(&ip->reg, idx))
+		return 0;
+	va = (uint64_t)(uintptr_t)(d->ext + off);
+	if ((va & (PAGE_SIZE - 1)) || va < KILN_VA_DIRECT_MAP || va >= KILN_VA_MMIO)
+		return 0;
+	valid = MIN(PAGE_SIZE, d->ext_len - off);
+	for (size_t i = valid; i < PAGE_SIZE; i++)
+		if (d->ext[off + i])
+			return 0;
+	return va - KILN_VA_DIRECT_MAP;
 }
 
 /* ---------------------------------------------------------------- file I/O */

@@ -5,6 +5,7 @@
  */
 #include "kcpu.h"
 #include "ktime.h"
+#include "ktimer.h"
 #include "printk.h"
 #include "proc.h"
 #include "sched.h"
@@ -173,18 +174,28 @@ static void timers_expire(void)
 	}
 }
 
-/* The TSC deadline: the next timer, or the end of the slice when others
- * wait to run. Arming costs a supervisor call, so only on change. */
+/* The TSC deadline: the next timer (a sleeper's or a kernel timer's,
+ * ktimer.c), or the end of the slice when others wait to run. Arming costs
+ * a supervisor call, so only on change. */
 static void timer_rearm(void)
 {
-	uint64_t want = timers ? timers->wake_at : 0;
+	uint64_t want = timers ? timers->wake_at : 0, kt = ktimer_next();
 
+	if (kt && (!want || kt < want))
+		want = kt;
 	if (runq_head && slice_end && (!want || slice_end < want))
 		want = slice_end;
 	if (want == armed_deadline)
 		return;
 	armed_deadline = want;
 	sv_set_timer(want ? time_ns_to_tsc_deadline(want) : 0);
+}
+
+/* ktimer_add() queued a new earliest kernel timer: the program may run on
+ * without a schedule() (alarm(), then a busy loop), so arm it now. */
+void sched_timer_rearm(void)
+{
+	timer_rearm();
 }
 
 /* ---------------------------------------------------------------- interrupts */
@@ -198,13 +209,20 @@ void irq_register(unsigned bit, void (*fn)(void))
 void irq_poll(void)
 {
 	uint64_t bits = __atomic_exchange_n(&kcpu0.irq_pending, 0, __ATOMIC_SEQ_CST);
+	bool fired = bits & (1ULL << KCPU_IRQ_TIMER_BIT);
 
-	if (bits & (1ULL << KCPU_IRQ_TIMER_BIT))
+	if (fired)
 		armed_deadline = 0; /* it fired */
 	for (unsigned i = 0; bits && i < 64; i++, bits >>= 1)
 		if ((bits & 1) && irq_fn[i])
 			irq_fn[i]();
 	timers_expire();
+	ktimer_expire();
+	/* The timer fired: arm it for what is still queued (a second kernel
+	 * timer, a sleeper). On an interrupt that hit program code nothing
+	 * else would until the next schedule(). */
+	if (fired)
+		timer_rearm();
 }
 
 /* ---------------------------------------------------------------- switching */

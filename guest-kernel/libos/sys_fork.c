@@ -123,7 +123,7 @@ static long do_clone(const struct clone_req *r)
 	if (flags & CLONE_PARENT_SETTID)
 		copy_to_user((void *)r->parent_tid, &tid, 4);
 	if (flags & CLONE_CHILD_SETTID) {
-		uint64_t pa = vm_translate(p->as, r->child_tid);
+		uint64_t pa = vm_translate_write(p->as, r->child_tid);
 		if (pa != ~0ULL && (r->child_tid & 3) == 0)
 			memcpy(phys_to_virt(pa), &tid, 4);
 	}

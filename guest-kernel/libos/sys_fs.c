@@ -51,6 +51,8 @@ static int unlink_at(struct nameidata *nd)
 		return -EISDIR;
 	if (nd->must_dir)
 		return -ENOTDIR;
+	if (nd->dir->synth) /* procfs */
+		return -EPERM;
 	ramfs_unlink(nd->dir, de);
 	return 0;
 }
@@ -70,6 +72,8 @@ static int rmdir_at(struct nameidata *nd)
 		return -ENOENT;
 	if (!S_ISDIR(de->ip->mode))
 		return -ENOTDIR;
+	if (nd->dir->synth)
+		return -EPERM;
 	if (de->ip->dir.count)
 		return -ENOTEMPTY;
 	ramfs_unlink(nd->dir, de);
@@ -151,6 +155,8 @@ static int rename_at(struct nameidata *o, struct nameidata *n, unsigned int flag
 		return -ENOENT;
 	if (nde && (flags & RENAME_NOREPLACE))
 		return -EEXIST;
+	if (o->dir->synth || n->dir->synth) /* procfs */
+		return o->dir->synth && n->dir->synth ? -EPERM : -EXDEV;
 	src = ode->ip;
 	dst = nde ? nde->ip : NULL;
 	err = rename_check(o, n, src, dst, flags);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* brk, mmap and friends. Anonymous memory is mapped eagerly with zeroed
- * pages; file mappings are private copies of the file's bytes. */
+ * pages; file mappings are private copies of the file's bytes, except that
+ * pages an image holds (vfs_inode_page) are mapped in place and copied on
+ * their first write. */
 #include <linux/fcntl.h>
 #include <linux/mman.h>
 #include <linux/stat.h>
@@ -36,13 +38,28 @@ SYSCALL_DEFINE(brk)
 	return (long)want;
 }
 
-/* Copy a file's bytes into freshly mapped anonymous pages. */
-static long map_file(struct aspace *as, uint64_t addr, uint64_t len, int fd, uint64_t off)
+struct file_pages {
+	struct inode *ip;
+	uint64_t first; /* page index in the file */
+};
+
+static uint64_t file_page(void *ctx, uint64_t i)
+{
+	struct file_pages *fp = ctx;
+
+	return vfs_inode_page(fp->ip, fp->first + i);
+}
+
+/* Map a file's pages: in place where the image has them, else copies of
+ * its bytes in fresh pages (writable while we fill them). */
+static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t prot, int fd,
+                     uint64_t off)
 {
 	struct file *f = fd_get(cur_proc()->files, fd);
+	struct file_pages fp;
 	uint64_t done = 0;
 	struct inode *ip;
-	long err = 0;
+	long err;
 
 	if (!f)
 		return -EBADF;
@@ -51,19 +68,28 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, int fd, uin
 	ip = file_inode(f);
 	if (!S_ISREG(vfs_inode_mode(ip)))
 		return -ENODEV;
+	fp = (struct file_pages){ip, off / PAGE_SIZE};
+	err = vm_map_pages(as, addr, len, prot | PROT_WRITE, VMA_ANON, file_page, &fp);
+	if (err)
+		return err;
 	inode_get(ip);
-	while (done < len) {
-		uint64_t pa = vm_translate(as, addr + done);
-		long got = vfs_inode_read(ip, phys_to_virt(pa), PAGE_SIZE, off + done);
+	for (; done < len; done += PAGE_SIZE) {
+		long got;
+
+		if (vm_is_borrowed(as, addr + done))
+			continue;
+		got = vfs_inode_read(ip, phys_to_virt(vm_translate(as, addr + done)), PAGE_SIZE,
+		                     off + done);
 		if (got < 0) {
 			err = got;
 			break;
 		}
 		if (got < (long)PAGE_SIZE)
 			break; /* the rest stays zero, as past EOF in a real mapping */
-		done += PAGE_SIZE;
 	}
 	inode_put(ip);
+	if (err)
+		vm_unmap(as, addr, len);
 	return err;
 }
 
@@ -98,16 +124,12 @@ SYSCALL_DEFINE(mmap)
 			return -ENOMEM;
 	}
 	/* Write access while we fill it; the final protection comes after. */
-	err = vm_map_anon(as, addr, len, prot | PROT_WRITE, VMA_ANON);
+	if (flags & MAP_ANONYMOUS)
+		err = vm_map_anon(as, addr, len, prot | PROT_WRITE, VMA_ANON);
+	else
+		err = map_file(as, addr, len, prot, (int)a4, off);
 	if (err)
 		return err;
-	if (!(flags & MAP_ANONYMOUS)) {
-		err = map_file(as, addr, len, (int)a4, off);
-		if (err) {
-			vm_unmap(as, addr, len);
-			return err;
-		}
-	}
 	if (!(prot & PROT_WRITE))
 		vm_protect(as, addr, len, prot);
 	return (long)addr;
@@ -142,7 +164,8 @@ SYSCALL_DEFINE(madvise)
 		for (uint64_t va = addr; va < addr + len; va += PAGE_SIZE) {
 			struct vma *v = vm_find_vma(as, va);
 			uint64_t pa = vm_translate(as, va);
-			if (v && (v->prot & PROT_WRITE) && pa != ~0ULL)
+			/* (A borrowed page holds the file's bytes, as it should.) */
+			if (v && (v->prot & PROT_WRITE) && pa != ~0ULL && !vm_is_borrowed(as, va))
 				memset(phys_to_virt(pa), 0, PAGE_SIZE);
 		}
 	}

@@ -5,6 +5,7 @@
  *    LSTAR page): rewrite the site, serve the call, return after it;
  *  - a rewritten syscall with a number outside the sled (`call *%rax` to a
  *    wild address): -ENOSYS;
+ *  - a write to a page borrowed from the image (vm.c): copy it, retry;
  *  - a fault inside the library OS's user-copy routines: -EFAULT;
  *  - anything else: the program's fault, which ends it with a signal.
  */
@@ -147,6 +148,10 @@ void trap_handle(struct trapframe *tf)
 {
 	if (in_libos(tf->rip)) {
 		if (tf->rip >= (uint64_t)uaccess_start && tf->rip < (uint64_t)uaccess_end &&
+		    tf->vector == 14 && (tf->error & 3) == 3 &&
+		    vm_fault(cur_proc()->as, tf->cr2, true) == 0)
+			trap_resume(tf); /* the copy goes on where it stopped */
+		if (tf->rip >= (uint64_t)uaccess_start && tf->rip < (uint64_t)uaccess_end &&
 		    (tf->vector == 14 || tf->vector == 13)) {
 			tf->rip = (uint64_t)uaccess_fixup;
 			tf->rax = (uint64_t)-EFAULT;
@@ -161,6 +166,9 @@ void trap_handle(struct trapframe *tf)
 		first_syscall(tf);
 	else if ((tf->vector == 14 || tf->vector == 13) && bad_syscall_number(tf))
 		; /* -ENOSYS is in place */
+	else if (tf->vector == 14 && (tf->error & 3) == 3 &&
+	         vm_fault(cur_proc()->as, tf->cr2, true) == 0)
+		; /* retry on the private copy */
 	else if (tf->vector == 14 && !(tf->error & 1) &&
 	         vm_grow_stack(cur_proc()->as, tf->cr2) == 0)
 		; /* retry with the stack grown */

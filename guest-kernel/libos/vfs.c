@@ -63,6 +63,8 @@ void inode_put(struct inode *ip)
 			ramfs_free_data(ip);
 		else if (S_ISLNK(ip->mode))
 			kfree(ip->target);
+		if (ip->synth)
+			ip->synth->ops->evict(ip);
 		kfree(ip);
 		ip = next;
 	}
@@ -199,6 +201,10 @@ int vfs_init(void)
 	inode_put(dev);
 	if (!err)
 		err = vfs_create(root, "tmp", 3, S_IFDIR | 01777, NULL);
+#ifndef KILN_HOSTED /* procfs needs the process table: not in the unit tests */
+	if (!err)
+		err = procfs_init(root);
+#endif
 	return err;
 }
 

@@ -86,6 +86,27 @@ struct inode {
 		char *target;               /* S_IFLNK: size bytes, NUL-terminated */
 		const struct file_ops *dev; /* S_IFCHR: the driver, NULL if none */
 	};
+	struct inode_synth *synth; /* NULL: an ordinary ramfs inode */
+};
+
+/* The hooks of a file system whose contents are made up on demand (procfs).
+ * Its directories are ordinary ramfs directories that it keeps up to date;
+ * only it adds names there (ramfs_add), and they cannot be removed or
+ * renamed by programs. */
+struct inode_ops {
+	/* Bring dir's entries up to date before a lookup of name, or before a
+	 * listing (name NULL). */
+	void (*refresh)(struct inode *dir, const char *name, size_t len);
+	/* Opening a non-directory (not O_PATH): check f->flags, set f->ops
+	 * and f->priv. 0 or -errno (the file is then dropped). */
+	int (*open)(struct file *f);
+	void (*evict)(struct inode *ip); /* the inode is being freed */
+};
+
+/* What a synthesized inode carries: its file system's hooks, first in that
+ * file system's own per-inode data (a pointer, so inodes stay 128 bytes). */
+struct inode_synth {
+	const struct inode_ops *ops;
 };
 
 struct fs_ctx {
@@ -140,8 +161,11 @@ int nd_init_path(struct nameidata *nd, struct inode *root, struct inode *start, 
 
 /* ramfs.c: directories */
 struct dentry *ramfs_find(struct inode *dir, const char *name, size_t len);
-/* Enter ip in dir under name (a new name: the caller checked). */
+/* Enter ip in dir under name (a new name: the caller checked). -ENOENT in a
+ * synthesized directory, -EXDEV for a synthesized inode elsewhere. */
 int ramfs_link(struct inode *dir, const char *name, size_t len, struct inode *ip);
+/* The same without those checks, for the synthesizing file system. */
+int ramfs_add(struct inode *dir, const char *name, size_t len, struct inode *ip);
 /* Remove the entry; frees the inode if that was its last name and use. */
 void ramfs_unlink(struct inode *dir, struct dentry *de);
 /* Point an existing entry at another inode (rename over, exchange). */
@@ -154,6 +178,9 @@ long ramfs_write(struct inode *ip, const struct iobuf *b, size_t n, uint64_t off
 int ramfs_truncate(struct inode *ip, uint64_t size);
 void ramfs_free_data(struct inode *ip);
 extern const struct file_ops ramfs_file_ops, ramfs_dir_ops;
+
+/* procfs.c: "/proc" in the root. */
+int procfs_init(struct inode *root);
 
 /* devfs.c */
 int devfs_populate(struct inode *dev);

@@ -19,10 +19,13 @@
 #define REG_QUEUE_NUM        0x038
 #define REG_QUEUE_READY      0x044
 #define REG_QUEUE_NOTIFY     0x050
+#define REG_INT_STATUS       0x060
+#define REG_INT_ACK          0x064
 #define REG_STATUS           0x070
 #define REG_QUEUE_DESC       0x080
 #define REG_QUEUE_DRIVER     0x090
 #define REG_QUEUE_DEVICE     0x0a0
+#define REG_CONFIG           0x100
 
 #define ST_ACK               1
 #define ST_DRIVER            2
@@ -181,6 +184,31 @@ int vio_probe(const struct bootinfo *bi, uint32_t device_id, uint64_t want, unsi
 	if (!(b.op[st].value & ST_FEATURES_OK))
 		return -EIO;
 	return 0;
+}
+
+uint32_t vio_config_read(struct vio_dev *dev, unsigned off)
+{
+	struct batch b = {.base = dev->regs};
+	unsigned v = rd(&b, REG_CONFIG + off);
+
+	run(&b);
+	return b.op[v].value;
+}
+
+uint32_t vio_interrupt_status(struct vio_dev *dev, uint32_t ack)
+{
+	struct batch b = {.base = dev->regs};
+	unsigned st = rd(&b, REG_INT_STATUS);
+	uint32_t v;
+
+	run(&b);
+	v = b.op[st].value;
+	if (v & ack) {
+		b.n = 0;
+		wr(&b, REG_INT_ACK, v & ack);
+		run(&b);
+	}
+	return v;
 }
 
 int vio_add(struct vio_queue *q, const uint64_t *addr, const uint32_t *len, unsigned n_out,

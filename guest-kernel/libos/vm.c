@@ -3,6 +3,11 @@
  * Page tables and mappings of the lower half. The library OS edits page
  * tables directly through the direct map (native speed); only the TLB flush
  * needs the supervisor.
+ *
+ * Most pages belong to the address space. Borrowed pages (PTE_BORROWED) are
+ * read-only memory the page allocator does not own, the pmem window of an
+ * image: mapped without copying, shared by fork, never freed and never
+ * written. A write to a writable mapping of one copies it first (vm_fault).
  */
 #include "bootinfo.h"
 #include "printk.h"
@@ -10,14 +15,16 @@
 #include "sv.h"
 #include "vm.h"
 
-#define PTE_P    (1ULL << 0)
-#define PTE_W    (1ULL << 1)
-#define PTE_U    (1ULL << 2)
-#define PTE_PS   (1ULL << 7)
-#define PTE_NX   (1ULL << 63)
-#define PTE_ADDR 0x000ffffffffff000ULL
-#define SLED_VA  0
+#define PTE_P        (1ULL << 0)
+#define PTE_W        (1ULL << 1)
+#define PTE_U        (1ULL << 2)
+#define PTE_PS       (1ULL << 7)
+#define PTE_NX       (1ULL << 63)
+#define PTE_BORROWED (1ULL << 9) /* software bit: not ours, see above */
+#define PTE_ADDR     0x000ffffffffff000ULL
+#define SLED_VA      0
 
+bool vm_borrow_pages = true;
 static uint64_t boot_pml4;
 static void aspace_destroy(struct aspace *as);
 static int remember_patch(struct aspace *as, uint64_t site);
@@ -112,6 +119,24 @@ static uint64_t pte_flags(uint32_t prot)
 	return f;
 }
 
+/* The entry for a page with protection prot, keeping it borrowed (and then
+ * never writable: the first write copies it). */
+static uint64_t pte_make(uint64_t old, uint32_t prot)
+{
+	uint64_t f = pte_flags(prot);
+
+	if (old & PTE_BORROWED)
+		f = (f & ~PTE_W) | PTE_BORROWED;
+	return (old & PTE_ADDR) | f;
+}
+
+/* Free the page behind a present entry unless it is borrowed. */
+static void put_page(uint64_t pte)
+{
+	if (!(pte & PTE_BORROWED))
+		pmem_free(pte & PTE_ADDR);
+}
+
 struct aspace *aspace_create(void)
 {
 	struct aspace *as = kzalloc(sizeof(*as));
@@ -167,7 +192,7 @@ static void aspace_destroy(struct aspace *as)
 		for (uint64_t va = v->start; va < v->end; va += PAGE_SIZE) {
 			uint64_t *pte = walk(as, va, false);
 			if (pte && (*pte & PTE_P))
-				pmem_free(*pte & PTE_ADDR);
+				put_page(*pte);
 		}
 		kfree(v);
 		v = n;
@@ -207,12 +232,18 @@ void aspace_reap(void)
 	}
 }
 
-/* Copy one present page of src into dst at va. */
+/* Copy one present page of src into dst at va; a borrowed page is shared. */
 static int copy_page(struct aspace *dst, uint64_t va, uint64_t src_pte)
 {
 	uint64_t *pte = walk(dst, va, true);
-	uint64_t pa = pte ? pmem_alloc_user(false) : 0;
+	uint64_t pa;
 
+	if (pte && (src_pte & PTE_BORROWED)) {
+		*pte = src_pte;
+		dst->nr_pages++;
+		return 0;
+	}
+	pa = pte ? pmem_alloc_user(false) : 0;
 	if (!pa)
 		return -ENOMEM;
 	memcpy(phys_to_virt(pa), phys_to_virt(src_pte & PTE_ADDR), PAGE_SIZE);
@@ -249,6 +280,10 @@ struct aspace *aspace_copy(struct aspace *src)
 	as->brk_start = src->brk_start;
 	as->brk = src->brk;
 	as->mmap_top = src->mmap_top;
+	as->arg_start = src->arg_start;
+	as->arg_end = src->arg_end;
+	as->env_start = src->env_start;
+	as->env_end = src->env_end;
 	return as;
 fail:
 	aspace_destroy(as);
@@ -318,7 +353,7 @@ static void unmap_pages(struct aspace *as, uint64_t start, uint64_t end)
 		uint64_t *pte = walk(as, va, false);
 		if (!pte || !(*pte & PTE_P))
 			continue;
-		pmem_free(*pte & PTE_ADDR);
+		put_page(*pte);
 		*pte = 0;
 		as->nr_pages--;
 		any = true;
@@ -344,6 +379,12 @@ int vm_unmap(struct aspace *as, uint64_t start, uint64_t len)
 
 int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags)
 {
+	return vm_map_pages(as, start, len, prot, flags, NULL, NULL);
+}
+
+int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
+                 vm_page_fn page, void *ctx)
+{
 	struct vma *v;
 	uint64_t end, va;
 
@@ -356,7 +397,15 @@ int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, 
 	unmap_pages(as, start, end);
 	for (va = start; va < end; va += PAGE_SIZE) {
 		uint64_t *pte = walk(as, va, true);
-		uint64_t pa = pte ? pmem_alloc_user(true) : 0;
+		uint64_t pa =
+		    page && pte && vm_borrow_pages ? page(ctx, (va - start) / PAGE_SIZE) : 0;
+
+		if (pa) {
+			*pte = pte_make(pa | PTE_BORROWED, prot);
+			as->nr_pages++;
+			continue;
+		}
+		pa = pte ? pmem_alloc_user(true) : 0;
 		if (!pa)
 			goto nomem;
 		*pte = pa | pte_flags(prot);
@@ -412,7 +461,7 @@ int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot)
 		for (uint64_t va = s; va < e; va += PAGE_SIZE) {
 			uint64_t *pte = walk(as, va, false);
 			if (pte && (*pte & PTE_P))
-				*pte = (*pte & PTE_ADDR) | pte_flags(prot);
+				*pte = pte_make(*pte, prot);
 		}
 	}
 	flush(as);
@@ -457,6 +506,53 @@ uint64_t vm_translate(struct aspace *as, uint64_t va)
 	return (*pte & PTE_ADDR) | (va & (PAGE_SIZE - 1));
 }
 
+bool vm_is_borrowed(struct aspace *as, uint64_t va)
+{
+	uint64_t *pte = walk(as, va, false);
+
+	return pte && (*pte & PTE_P) && (*pte & PTE_BORROWED);
+}
+
+/* Replace a borrowed page by a private copy with protection prot. */
+static int unborrow(struct aspace *as, uint64_t *pte, uint32_t prot)
+{
+	uint64_t pa = pmem_alloc_user(false);
+
+	if (!pa)
+		return -ENOMEM;
+	memcpy(phys_to_virt(pa), phys_to_virt(*pte & PTE_ADDR), PAGE_SIZE);
+	*pte = pa | pte_flags(prot);
+	return 0;
+}
+
+int vm_fault(struct aspace *as, uint64_t addr, bool write)
+{
+	uint64_t *pte = walk(as, addr, false);
+	struct vma *v = vm_find_vma(as, addr);
+
+	if (!write || !pte || !(*pte & PTE_P) || !(*pte & PTE_BORROWED) || !v ||
+	    !(v->prot & PROT_WRITE))
+		return -EFAULT;
+	/* No TLB flush: the fault itself dropped the translation of addr
+	 * (SDM 4.10.4.1), and nothing touched addr since. */
+	return unborrow(as, pte, v->prot) ? -EFAULT : 0;
+}
+
+uint64_t vm_translate_write(struct aspace *as, uint64_t va)
+{
+	uint64_t *pte = walk(as, va, false);
+	struct vma *v = vm_find_vma(as, va);
+
+	if (!pte || !(*pte & PTE_P) || !v)
+		return ~0ULL;
+	if (*pte & PTE_BORROWED) {
+		if (unborrow(as, pte, v->prot))
+			return ~0ULL;
+		flush(as);
+	}
+	return (*pte & PTE_ADDR) | (va & (PAGE_SIZE - 1));
+}
+
 int vm_grow_stack(struct aspace *as, uint64_t addr)
 {
 	struct vma *v;
@@ -467,6 +563,18 @@ int vm_grow_stack(struct aspace *as, uint64_t addr)
 	if (!v || !(v->flags & VMA_STACK) || v->start <= lo || v->start - lo > (64UL << 20))
 		return -EFAULT;
 	return vm_map_anon(as, lo, v->start - lo, v->prot, v->flags);
+}
+
+/* The page at va made private (keeping its protection), for the kernel to
+ * write. ~0 when out of memory. */
+static uint64_t own_page(struct aspace *as, uint64_t va)
+{
+	uint64_t *pte = walk(as, va, false);
+	struct vma *v = vm_find_vma(as, va);
+
+	if ((*pte & PTE_BORROWED) && (!v || unborrow(as, pte, v->prot)))
+		return ~0ULL;
+	return (*pte & PTE_ADDR) | (va & (PAGE_SIZE - 1));
 }
 
 static size_t slot_of(uint64_t site, size_t cap)
@@ -529,6 +637,17 @@ int vm_patch_syscall(struct aspace *as, uint64_t site)
 		return 0;
 	if (*b0 != 0x0f || *b1 != 0x05)
 		return -EINVAL;
+	if (vm_is_borrowed(as, site) || vm_is_borrowed(as, site + 1)) {
+		/* Code mapped from the image: patch a private copy. Until the
+		 * TLB forgets the old page, the site may run unpatched once
+		 * more, which only takes the slow path again. */
+		p0 = own_page(as, site);
+		p1 = own_page(as, site + 1);
+		if (p0 == ~0ULL || p1 == ~0ULL)
+			return -ENOMEM;
+		b0 = phys_to_virt(p0);
+		b1 = phys_to_virt(p1);
+	}
 	/* Without a record of the site a later bad syscall number there would
 	 * look like a wild call: leave such a site unpatched (it still works,
 	 * through the slow path). */

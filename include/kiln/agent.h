@@ -14,6 +14,13 @@
  *
  * Every stream starts with KILN_MSG_HELLO from the host naming the stream
  * kind; the agent answers KILN_MSG_HELLO (its version) or KILN_MSG_ERROR.
+ * With 64 streams open, the agent answers a new connection with ERROR EBUSY
+ * at once, before reading its HELLO.
+ *
+ * After its last frame (EXIT, DONE, INFO or ERROR) the agent shuts down its
+ * sending side, so the host reads EOF, and discards anything the host still
+ * sends until the host closes (at most 2 s). The host closes after the last
+ * frame; the host ending a stream early (close or ERROR) aborts it.
  *
  * Strings inside payloads are a u32 length followed by that many bytes (no
  * NUL; a NUL inside is an error). Lists are a u32 count followed by that many
@@ -64,39 +71,56 @@ enum kiln_msg {
 	 *   ("NAME=value"), string cwd (empty: "/"), u32 uid (0 = root),
 	 *   u32 timeout_ms (0 = none; the agent kills the process group with
 	 *   SIGKILL when it expires), u16 cols, u16 rows (pty only; 0 = 80x24).
+	 * cols and rows are present in exec streams too (ignored there).
+	 * env entries must be NAME=value; they are added to the agent's base
+	 * environment (PATH, HOME=/root, LANG=C.UTF-8, and for pty streams
+	 * TERM=xterm-256color), replacing entries of the same name. argv[0]
+	 * without a '/' is searched in the PATH of that result. uid != 0 runs
+	 * the command with uid and gid = uid and no supplementary groups.
 	 * The command runs in its own session / process group. */
 	KILN_MSG_START,
 	/* Agent: u32 pid, once the command runs (or ERROR if it could not). */
 	KILN_MSG_STARTED,
 	/* Host: bytes for the command's stdin (or the terminal's input). */
 	KILN_MSG_STDIN,
-	/* Host: no more input; the agent closes the command's stdin. Pty: the
-	 * agent sends the terminal's EOF character instead. */
+	/* Host: no more input; the agent closes the command's stdin (and drops
+	 * STDIN frames after it). Pty: the agent sends the terminal's EOF
+	 * character instead. */
 	KILN_MSG_STDIN_EOF,
 	/* Agent: bytes the command wrote (pty streams use STDOUT only). */
 	KILN_MSG_STDOUT,
 	KILN_MSG_STDERR,
-	/* Host: u32 signal number, sent to the command's process group. */
+	/* Host: u32 signal number (1..64, else ERROR EINVAL), sent to the
+	 * command's process group. */
 	KILN_MSG_SIGNAL,
 	/* Host, pty only: u16 cols, u16 rows. */
 	KILN_MSG_RESIZE,
 	/* Agent, last frame: i32 exit code (-1 if killed), u32 signal (0 if it
 	 * exited), u32 flags (KILN_EXIT_TIMEOUT). Output frames always come
 	 * before EXIT; the agent closes the connection after it. If the host
-	 * closes the connection first, the agent kills the process group. */
+	 * closes the connection first, the agent kills the process group.
+	 * EXIT waits for the process to exit and for its output (pipes or
+	 * terminal) to reach EOF: a background process that keeps stdout open
+	 * delays EXIT until it ends (or the timeout kills the group). */
 	KILN_MSG_EXIT,
 
 	/* ---- file streams: one request, then replies ---- */
 	/* Host: u32 op (enum kiln_file_op), string path, then per op:
 	 *   READ:   nothing           -> STAT, DATA..., DONE
+	 *           regular files only (else ERROR EISDIR / EINVAL); STAT's
+	 *           size is taken at open, the DATA up to DONE is the content
 	 *   WRITE:  u32 mode          -> (host sends DATA..., DONE) -> DONE
 	 *           the agent writes to a temporary file in the same directory
 	 *           and renames it over path on DONE: readers never see a
 	 *           partial file; a broken stream leaves path untouched.
+	 *           The file gets exactly mode (no umask); the directory must
+	 *           exist.
 	 *   LIST:   nothing           -> one ENTRY per directory entry, DONE
-	 *   STAT:   nothing           -> STAT
-	 *   MKDIR:  u32 mode          -> DONE (creates missing parents, like -p)
-	 *   REMOVE: u32 recursive     -> DONE
+	 *   STAT:   nothing           -> STAT (of the link itself, like lstat)
+	 *   MKDIR:  u32 mode          -> DONE (creates missing parents, like -p;
+	 *           the last one gets exactly mode; an existing directory is
+	 *           success)
+	 *   REMOVE: u32 recursive     -> DONE (never follows symlinks)
 	 *   RENAME: string new path   -> DONE
 	 */
 	KILN_MSG_FILE_REQUEST,
@@ -104,15 +128,17 @@ enum kiln_msg {
 	KILN_MSG_DATA,
 	/* Both ways: the operation (or the data) is complete. Empty. */
 	KILN_MSG_DONE,
-	/* Agent: u32 mode (st_mode), u64 size, i64 mtime (seconds), string name
-	 * (basename), string symlink target (empty if not a symlink). */
+	/* Agent: u32 mode (st_mode, Linux values), u64 size, i64 mtime
+	 * (seconds), string name (basename; "/" for the root), string symlink
+	 * target (empty if not a symlink). */
 	KILN_MSG_STAT,
 	/* Agent: same layout as STAT, one per directory entry. */
 	KILN_MSG_ENTRY,
 
 	/* ---- info stream ---- */
-	/* Agent, in answer to HELLO: string agent version, u64 uptime_ms,
-	 * u64 mem_total_kb, u64 mem_free_kb, u32 nr_procs. */
+	/* Agent, right after its HELLO answer, then the stream ends: string
+	 * agent version, u64 uptime_ms, u64 mem_total_kb, u64 mem_free_kb,
+	 * u32 nr_procs. */
 	KILN_MSG_INFO,
 
 	KILN_MSG_MAX,

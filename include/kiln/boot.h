@@ -40,6 +40,15 @@
 #define KILN_GPA_INITRD KILN_U64(0xc0000000)
 #define KILN_INITRD_MAX KILN_U64(0x10000000)
 
+/* The virtio-pmem window, when there is an image (kiln-vmm --image): the
+ * image file itself, mapped read-only (guest writes are dropped) from the
+ * host's page cache, so every VM booted from one image shares its pages.
+ * The window is the file's length rounded up to 2 MiB; bytes past the end of
+ * the file read as zero. Not RAM. Guest RAM never reaches it: the VMM refuses
+ * --mem above 63 GiB together with --image. */
+#define KILN_GPA_PMEM KILN_U64(0x1000000000) /* 64 GiB */
+#define KILN_PMEM_MAX KILN_U64(0x1000000000) /* largest image: 64 GiB */
+
 /* virtio-mmio windows: device i is at KILN_GPA_MMIO_BASE + i * KILN_MMIO_SIZE. */
 #define KILN_GPA_MMIO_BASE    KILN_U64(0xd0000000)
 #define KILN_MMIO_SIZE        KILN_U64(0x1000)
@@ -60,6 +69,9 @@
  *                             page tables and the initramfs through it)
  *  KILN_VA_DIRECT_MAP + KILN_GPA_INITRD
  *                             the initramfs, read-only, no-execute, user
+ *  KILN_VA_DIRECT_MAP + KILN_GPA_PMEM
+ *                             the pmem window (whole, 2 MiB pages), read-only,
+ *                             no-execute, user: image data is read in place
  *  KILN_VA_MMIO + (pa - KILN_GPA_MMIO_BASE)
  *                             the virtio-mmio windows, uncached, user-accessible
  *                             (doorbells can be rung from CPL3)
@@ -186,6 +198,13 @@ struct kiln_boot_image {
  *      kiln,argv           init's argv as a string list (absent: none)
  *      linux,initrd-start  u64 GPA of the cpio archive (absent: none)
  *      linux,initrd-end    u64 GPA one past its end
+ *      kiln,pmem-start     u64 GPA of the pmem window, KILN_GPA_PMEM
+ *                          (absent: no image)
+ *      kiln,pmem-size      u64 bytes in the window (a multiple of 2 MiB)
+ *      kiln,pmem-image-size
+ *                          u64 exact length of the image file; the window
+ *                          past it reads as zero (a filesystem larger than
+ *                          this was truncated)
  *      rng-seed            32 bytes of host entropy
  *      kiln,tsc-khz        u32 guest TSC frequency
  *      kiln,boot-tsc       u64 guest TSC at kiln,boot-realtime
@@ -203,6 +222,21 @@ struct kiln_boot_image {
  * virtio-console (device 3), single port, no optional features. kiln adds
  * one convention: when the host's input reaches end of file, the device
  * returns one receive buffer with used length 0, and no input after it.
+ *
+ * virtio-pmem (device 27), present with an image: no feature bits; config
+ * space {le64 start; le64 size} equals kiln,pmem-start/-size. One request
+ * queue: the driver posts {le32 type} and a writable {le32 ret}; FLUSH (type
+ * 0) always answers ret 0, as the window is read-only; any other type gets
+ * ret 1 (EIO).
+ *
+ * virtio-blk (device 2), present with a disk (kiln-vmm --disk FILE[,ro]):
+ * a raw file or block device. Features FLUSH, SEG_MAX (126), SIZE_MAX
+ * (1 MiB per segment), BLK_SIZE (512), RO for a read-only disk, and
+ * VIRTIO_RING_F_EVENT_IDX. capacity is in 512-byte sectors (a partial last
+ * sector of the file is not visible). Requests IN, OUT, FLUSH (fdatasync on
+ * the host) and GET_ID; anything else gets VIRTIO_BLK_S_UNSUPP. A request
+ * out of range, not a multiple of 512 bytes, with its buffers in the wrong
+ * direction, or a write to a read-only disk, gets VIRTIO_BLK_S_IOERR.
  *
  * Kernel options in bootargs:
  *   kiln.stats=1   print counts of unimplemented syscalls at exit

@@ -22,6 +22,15 @@ MUSL_CC      := musl-gcc
 PROGS_PLAIN    := fileio memtouch exitcode fault getpid_bench forkbench stress
 PROGS_VARIANTS := hello auxv
 PROGS_MUSL     := $(PROGS_VARIANTS) fileio memtouch
+# Pipes, poll/select, epoll, eventfd, timerfd and interval timers.
+PROGS_PLAIN    += pipes polltest epolltest timers
+PROGS_MUSL     += polltest epolltest
+# procfs (/proc/self, maps, stat, status, a child's /proc/<pid>).
+PROGS_PLAIN    += proctest
+# AF_VSOCK sockets (tests/integration/vsock_test.sh).
+PROGS_PLAIN    += vsocktest
+# Pseudo-terminals, the line discipline and job control.
+PROGS_PLAIN    += ptytest
 
 GUEST_PROGS := $(PROGS_PLAIN:%=$(PROGS_DIR)/%) \
 	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc) \

@@ -446,6 +446,20 @@ for f in tests/integration/cases/*.sh; do
 	. "$f"
 done
 
+# ---------------------------------------------------------------- (i) pipes, poll, epoll, timers
+
+expect_same pipes -- /bin/pipes
+expect_same polltest -- /bin/polltest
+expect_same polltest-musl -- /bin/polltest-musl
+expect_same epolltest -- /bin/epolltest
+expect_same epolltest-musl -- /bin/epolltest-musl
+expect_same timers -- /bin/timers
+expect_same sh-pipeline -- /bin/sh -c 'seq 1 50000 | grep 7 | sort -r | tr 0-9 a-j | tail -n 3; cat data/words.txt | sort -u | wc -l'
+
+# ---------------------------------------------------------------- (j) terminals
+
+guest_case ptytest 0 --out '^ptytest ok$' --no-out 'FAIL' -- /bin/ptytest
+
 # ---------------------------------------------------------------- summary
 
 echo "integration: $npass passed, $nfail failed"

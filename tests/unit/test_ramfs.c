@@ -25,8 +25,10 @@
 #include "../../guest-kernel/libos/sys_open.c"
 #include "../../guest-kernel/libos/sys_stat.c"
 #include "console.h"
+#include "kpoll.h"
 #include "printk.h"
 #include "rng.h"
+#include "tty.h"
 
 /* ------------------------------------------------------------ host stubs */
 
@@ -161,23 +163,56 @@ long console_write(const void *buf, size_t n)
 	return n;
 }
 
-static const char *console_in = "";
+/* The console's tty (tty.c, as without a terminal on the host: raw), on a
+ * driver that keeps what programs write in console_out. */
+static struct tty *con;
 
-long console_read(void *buf, size_t n, bool nonblock)
+static void con_start(struct tty *tty)
 {
-	size_t avail = strlen(console_in);
-
-	if (!avail)
-		return nonblock ? -EAGAIN : 0;
-	n = MIN(n, avail);
-	memcpy(buf, console_in, n);
-	console_in += n;
-	return n;
+	console_out_len +=
+	    tty_out_get(tty, console_out + console_out_len, sizeof(console_out) - console_out_len);
 }
 
-size_t console_input_ready(void)
+static const struct tty_driver con_driver = {.start = con_start};
+
+struct tty *console_tty(void)
 {
-	return strlen(console_in);
+	return con;
+}
+
+/* Processes and waiting, for tty.c: one process (P), and nothing waits. */
+static struct proc P;
+
+struct proc *proc_find(int pid)
+{
+	return pid == P.pid ? &P : NULL;
+}
+
+struct proc *proc_first(void)
+{
+	return &P;
+}
+
+void signal_send_proc(struct proc *p, int sig, const struct siginfo_k *info)
+{
+}
+
+void wake_all(struct waitq *wq)
+{
+}
+
+long wait_block(struct waitq *wq, uint64_t deadline_ns)
+{
+	return -EINTR;
+}
+
+void poll_add_wait(struct poll_table *pt, struct waitq *wq)
+{
+}
+
+uint64_t time_monotonic_ns(void)
+{
+	return 0;
 }
 
 void console_flush(void)
@@ -203,7 +238,6 @@ void kprintf(const char *fmt, ...)
 
 /* ------------------------------------------------------------ harness */
 
-static struct proc P;
 static struct thread T;
 static bool booted;
 
@@ -211,8 +245,14 @@ static void setup(void)
 {
 	if (!booted) {
 		ck_assert_int_eq(vfs_init(), 0);
+		con = tty_create(&con_driver, NULL, false);
+		ck_assert_ptr_nonnull(con);
+		con->ws = (struct winsize){.ws_row = 24, .ws_col = 80};
 		booted = true;
 	}
+	/* init, its session's leader, with the console as its terminal */
+	P.pid = P.sid = P.pgid = 1;
+	tty_set_ctty(con, 1, 1);
 	T.proc = &P;
 	asm volatile("wrgsbase %0" ::"r"(&T));
 	P.files = files_create();
@@ -974,24 +1014,27 @@ START_TEST(devices)
 	console_out_len = 0;
 	ck_assert_int_eq(SYS(write, 2, "hi\n", 3), 3);
 	ck_assert_int_eq(console_out_len, 3);
-	console_in = "typed";
+	ck_assert_uint_eq(tty_receive(con, "typed", 5), 5);
 	ck_assert_int_eq(SYS(ioctl, 0, FIONREAD, &v), 0);
 	ck_assert_int_eq(v, 5);
 	ck_assert_int_eq(SYS(read, 0, buf, sizeof(buf)), 5);
-	ck_assert_int_eq(SYS(read, 0, buf, sizeof(buf)), 0); /* end of input */
 	ck_assert_int_eq(SYS(ioctl, 0, FIONBIO, &(int){1}), 0);
 	ck_assert_int_eq(SYS(read, 0, buf, sizeof(buf)), -EAGAIN);
+	tty_input_ended(con);
+	ck_assert_int_eq(SYS(read, 0, buf, sizeof(buf)), 0); /* end of input */
 	ck_assert_int_eq(SYS(lseek, 0, 0, SEEK_CUR), -ESPIPE);
 	ck_assert_int_eq(SYS(pread64, 0, buf, 1, 0), -ESPIPE);
 	ck_assert_int_eq(SYS(ioctl, 1, TCGETS, &tio), 0);
-	ck_assert_uint_eq(tio.c_lflag & (ICANON | ECHO | ISIG), ICANON | ECHO | ISIG);
+	ck_assert_uint_eq(tio.c_lflag & (ICANON | ECHO | ISIG), 0); /* no host terminal: raw */
 	ck_assert_uint_eq(tio.c_cc[VINTR], 3);
-	tio.c_lflag &= ~(ICANON | ECHO);
+	tio.c_lflag |= ICANON | ECHO;
 	ck_assert_int_eq(SYS(ioctl, 1, TCSETSW, &tio), 0);
 	memset(&tio, 0, sizeof(tio));
 	fd = xopen("/dev/tty", O_RDWR, 0);
 	ck_assert_int_eq(SYS(ioctl, fd, TCGETS, &tio), 0);
-	ck_assert_uint_eq(tio.c_lflag & (ICANON | ECHO), 0);
+	ck_assert_uint_eq(tio.c_lflag & (ICANON | ECHO), ICANON | ECHO);
+	tio.c_lflag &= ~(ICANON | ECHO);
+	ck_assert_int_eq(SYS(ioctl, fd, TCSETS, &tio), 0);
 	ck_assert_int_eq(SYS(ioctl, fd, TIOCGWINSZ, &ws), 0);
 	ck_assert_int_eq(ws.ws_row, 24);
 	ck_assert_int_eq(ws.ws_col, 80);

@@ -22,8 +22,23 @@ UNIT_SRCS_test_loader := vmm/loader.c vmm/mem.c
 UNIT_TESTS += test_ramfs
 UNIT_SRCS_test_ramfs := guest-kernel/libos/vfs.c guest-kernel/libos/namei.c \
 	guest-kernel/libos/ramfs.c guest-kernel/libos/devfs.c guest-kernel/libos/file.c \
-	guest-kernel/libos/cpio.c
+	guest-kernel/libos/cpio.c guest-kernel/libos/tty.c guest-kernel/libos/tty_input.c \
+	guest-kernel/libos/tty_ioctl.c guest-kernel/libos/pty.c
+
+UNIT_TESTS += test_tty
+UNIT_SRCS_test_tty := guest-kernel/libos/tty.c guest-kernel/libos/tty_input.c \
+	guest-kernel/libos/tty_ioctl.c
 
 UNIT_TESTS += test_vsock
 UNIT_SRCS_test_vsock := vmm/virtio/vsock.c vmm/virtio/vsock_conn.c vmm/virtio/mmio.c \
 	vmm/virtio/virtq.c vmm/mem.c
+
+UNIT_TESTS += test_blk
+UNIT_SRCS_test_blk := vmm/virtio/blk.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/mem.c
+
+UNIT_TESTS += test_pmem
+UNIT_SRCS_test_pmem := vmm/virtio/pmem.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/mem.c
+
+UNIT_TESTS += test_snapshot
+UNIT_SRCS_test_snapshot := $(wildcard snapshot/*.c)
+$(BUILD)/tests/unit/test_snapshot $(BUILD)/tests/unit-san/test_snapshot: UNIT_LDLIBS += -lzstd

@@ -1,27 +1,54 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * virtio-console (virtio 1.x, 5.3): one port, no optional features.
- * Queue 0 carries host input to the guest, queue 1 guest output to the host.
+ * virtio-console (virtio 1.x, 5.3): one port; VIRTIO_CONSOLE_F_SIZE when
+ * the input is a terminal. Queue 0 carries host input to the guest, queue 1
+ * guest output to the host.
  *
  * The host side never blocks the loop and holds no guest data of its own:
  * input is read straight into posted receive buffers, and only while some are
  * posted; output is written straight from the transmit buffer, and while
  * out_fd is full that buffer stays unreturned and the rest of the transmit
  * queue waits, which is the backpressure the guest sees.
+ *
+ * A terminal on in_fd is the guest's terminal: it is put in raw mode for the
+ * life of the VM (the guest does line editing, echo, ^C and output
+ * processing; ^C no longer stops kiln-vmm, the VM ends when its init does),
+ * its size is offered as F_SIZE and followed on SIGWINCH with a
+ * config-change interrupt. Offering F_SIZE is also how the guest learns it
+ * has a terminal at all: without it, its console starts raw (kiln-kernel's
+ * console.c). The terminal's modes are restored on every way out: the VM
+ * stopping, exit() (die), and fatal signals.
  */
 #include <errno.h>
 #include <ev.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "virtio.h"
 
 #define RXQ 0
 #define TXQ 1
+
+#define VIRTIO_CONSOLE_F_SIZE 0
+
+/*
+ * The host terminal's modes before raw mode, for restoring them. Process
+ * state rather than VM state, and file-level because exit() and signal
+ * handlers, which have no other way to it, must restore them too.
+ */
+static struct {
+	int fd; /* -1: nothing to restore */
+	struct termios saved;
+} host_tty = {.fd = -1};
+
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGQUIT};
 
 struct console {
 	struct virtio_dev *dev;
@@ -34,7 +61,83 @@ struct console {
 	bool tx_busy;  /* tx holds a chain not yet fully written */
 	uint64_t tx_done;
 	struct virtq_chain tx;
+	bool terminal; /* in_fd is our terminal, in raw mode; F_SIZE offered */
+	struct winsize ws;
+	ev_signal winch_watch;
 };
+
+/* ---------------------------------------------------------------- the host terminal */
+
+/* Async-signal-safe: tcsetattr is. */
+static void tty_restore(void)
+{
+	if (host_tty.fd >= 0) {
+		tcsetattr(host_tty.fd, TCSANOW, &host_tty.saved);
+		host_tty.fd = -1;
+	}
+}
+
+static void on_fatal_signal(int sig)
+{
+	tty_restore();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Raw mode on fd if it is a terminal we are in the foreground of (a
+ * background kiln-vmm would stop at the first tcsetattr). False if fd is
+ * not such a terminal or cannot be put in raw mode. */
+static bool tty_make_raw(int fd)
+{
+	static bool hooked; /* atexit and the handlers, once per process */
+	struct termios raw;
+
+	if (host_tty.fd >= 0 || !isatty(fd) || tcgetpgrp(fd) != getpgrp() ||
+	    tcgetattr(fd, &host_tty.saved) < 0)
+		return false;
+	raw = host_tty.saved;
+	cfmakeraw(&raw);
+	raw.c_cc[VMIN] = 1;
+	raw.c_cc[VTIME] = 0;
+	if (!hooked) {
+		struct sigaction sa = {.sa_handler = on_fatal_signal, .sa_flags = SA_RESETHAND};
+
+		sigemptyset(&sa.sa_mask);
+		for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++)
+			sigaction(fatal_signals[i], &sa, NULL);
+		atexit(tty_restore);
+		hooked = true;
+	}
+	host_tty.fd = fd;
+	if (tcsetattr(fd, TCSANOW, &raw) < 0) {
+		host_tty.fd = -1;
+		return false;
+	}
+	return true;
+}
+
+/* The window size; false if unknown. */
+static bool tty_size(int fd, struct winsize *ws)
+{
+	return ioctl(fd, TIOCGWINSZ, ws) == 0 && ws->ws_col && ws->ws_row;
+}
+
+static void winch_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct console *c = w->data;
+	struct winsize ws;
+
+	if (!tty_size(c->in_fd, &ws))
+		return;
+	pthread_mutex_lock(&c->dev->lock);
+	if (ws.ws_col != c->ws.ws_col || ws.ws_row != c->ws.ws_row) {
+		c->ws = ws;
+		virtio_dev_config_changed(c->dev);
+	}
+	pthread_mutex_unlock(&c->dev->lock);
+}
+
+/* ---------------------------------------------------------------- queues */
 
 static bool queue_live(struct virtio_dev *dev, unsigned q)
 {
@@ -206,11 +309,20 @@ static void console_notify(struct virtio_dev *dev, unsigned q)
 		console_tx(dev->priv);
 }
 
-/* No size, multiport or emergency-write features: the config space is
- * all zeroes and emerg_wr, never offered, is ignored. */
+/* struct virtio_console_config: cols and rows (F_SIZE, else 0), then
+ * max_nr_ports and emerg_wr, whose features are never offered (zero). */
 static void console_config_read(struct virtio_dev *dev, uint32_t off, void *buf, uint32_t len)
 {
-	memset(buf, 0, len);
+	struct console *c = dev->priv;
+	uint8_t cfg[12] = {0};
+
+	if (c->terminal) {
+		cfg[0] = (uint8_t)c->ws.ws_col;
+		cfg[1] = (uint8_t)(c->ws.ws_col >> 8);
+		cfg[2] = (uint8_t)c->ws.ws_row;
+		cfg[3] = (uint8_t)(c->ws.ws_row >> 8);
+	}
+	memcpy(buf, cfg + off, len); /* the transport checked off + len <= 12 */
 }
 
 /* Runs on a vCPU thread, so watchers are left alone: each stops itself the
@@ -248,6 +360,10 @@ static void console_drain(struct virtio_dev *dev)
 		virtq_push(&dev->vm->mem, q, c->tx.head, 0);
 	}
 	virtio_dev_notify(dev, TXQ);
+	/* The guest's last words are out: the terminal is the user's again
+	 * for whatever kiln-vmm still has to say. */
+	if (c->terminal)
+		tty_restore();
 }
 
 /* in and out may share one open file description (a terminal), so flags
@@ -266,6 +382,10 @@ static void console_destroy(struct virtio_dev *dev)
 
 	ev_io_stop(dev->vm->loop, &c->in_watch);
 	ev_io_stop(dev->vm->loop, &c->out_watch);
+	if (c->terminal) {
+		ev_signal_stop(dev->vm->loop, &c->winch_watch);
+		tty_restore();
+	}
 	restore_flags(c);
 	free(c);
 }
@@ -277,6 +397,21 @@ static const struct virtio_dev_ops console_ops = {
     .nr_queues = 2,
     .queue_max = VIRTQ_MAX_SIZE,
     .config_size = 12, /* cols, rows, max_nr_ports, emerg_wr */
+    .config_read = console_config_read,
+    .queue_notify = console_notify,
+    .reset = console_reset,
+    .drain = console_drain,
+    .destroy = console_destroy,
+};
+
+/* The same with F_SIZE, for a terminal. */
+static const struct virtio_dev_ops console_tty_ops = {
+    .name = "console",
+    .device_id = VIRTIO_ID_CONSOLE,
+    .features = 1ULL << VIRTIO_CONSOLE_F_SIZE,
+    .nr_queues = 2,
+    .queue_max = VIRTQ_MAX_SIZE,
+    .config_size = 12,
     .config_read = console_config_read,
     .queue_notify = console_notify,
     .reset = console_reset,
@@ -316,13 +451,25 @@ int console_create(struct vm *vm, int in_fd, int out_fd)
 	ev_io_init(&c->in_watch, in_cb, in_fd, EV_READ);
 	ev_io_init(&c->out_watch, out_cb, out_fd, EV_WRITE);
 	c->in_watch.data = c->out_watch.data = c;
-	c->dev = virtio_mmio_add(vm, &console_ops, c);
+	if (in_fd >= 0 && tty_make_raw(in_fd)) {
+		c->terminal = true;
+		if (!tty_size(in_fd, &c->ws))
+			c->ws = (struct winsize){.ws_row = 24, .ws_col = 80};
+	}
+	c->dev = virtio_mmio_add(vm, c->terminal ? &console_tty_ops : &console_ops, c);
 	if (!c->dev) {
 		err = -errno;
 		goto fail;
 	}
+	if (c->terminal) {
+		ev_signal_init(&c->winch_watch, winch_cb, SIGWINCH);
+		c->winch_watch.data = c;
+		ev_signal_start(vm->loop, &c->winch_watch);
+	}
 	return 0;
 fail:
+	if (c->terminal)
+		tty_restore();
 	restore_flags(c);
 	free(c);
 	return err;

@@ -128,6 +128,13 @@ void virtio_dev_push(struct virtio_dev *dev, unsigned q, uint16_t head, uint32_t
 	virtio_dev_notify(dev, q);
 }
 
+void virtio_dev_config_changed(struct virtio_dev *dev)
+{
+	dev->config_generation++;
+	if (dev->status & VIRTIO_STATUS_DRIVER_OK)
+		raise_irq(dev, INT_CONFIG);
+}
+
 void virtio_dev_fail(struct virtio_dev *dev, const char *why)
 {
 	if (dev->status & VIRTIO_STATUS_NEEDS_RESET)

@@ -20,8 +20,10 @@
 
 #include "../vm.h"
 
+#define VIRTIO_ID_BLOCK   2
 #define VIRTIO_ID_CONSOLE 3
 #define VIRTIO_ID_RNG     4
+#define VIRTIO_ID_PMEM    27
 
 #define VIRTIO_F_VERSION_1      32
 #define VIRTIO_RING_F_EVENT_IDX 29
@@ -149,6 +151,9 @@ void virtio_dev_notify(struct virtio_dev *dev, unsigned q);
 /* Have ops->queue_notify(q) called again from the main loop, e.g. when a
  * device stopped after a bounded batch with work left. Any thread. */
 void virtio_dev_kick(struct virtio_dev *dev, unsigned q);
+/* The device's configuration changed: a new generation, and a config-change
+ * interrupt once the driver is up (dev->lock held). */
+void virtio_dev_config_changed(struct virtio_dev *dev);
 /* The driver misbehaved: set DEVICE_NEEDS_RESET and interrupt (config change). */
 void virtio_dev_fail(struct virtio_dev *dev, const char *why);
 void virtio_mmio_drain_all(struct vm *vm);
@@ -160,5 +165,14 @@ void virtio_mmio_destroy_all(struct vm *vm);
 int console_create(struct vm *vm, int in_fd, int out_fd);
 int rng_create(struct vm *vm);
 int vsock_create(struct vm *vm, uint64_t guest_cid, const char *uds_path);
+/* The image file for virtio-pmem, mapped at KILN_GPA_PMEM into mem (before
+ * vm_create, which makes it a memslot). On failure returns -errno and points
+ * *why at a message, or leaves it NULL for strerror(). */
+int pmem_map(struct guest_mem *mem, const char *path, const char **why);
+void pmem_unmap(struct guest_mem *mem);
+/* The virtio-pmem device for the image pmem_map() mapped. */
+int pmem_create(struct vm *vm);
+/* A virtio-blk device on a raw file or block device; errors as pmem_map(). */
+int blk_create(struct vm *vm, const char *path, bool ro, const char **why);
 
 #endif

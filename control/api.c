@@ -1,0 +1,543 @@
+/* SPDX-License-Identifier: MIT */
+/* The request router and the control endpoints (create, list, get, delete,
+ * timeout, connect, logs). Paths follow the E2B control API where one
+ * exists (also under /v2); kiln's own endpoints hang off
+ * /sandboxes/{id}/... and live in exec.c, pty.c and files.c. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "jsonutil.h"
+#include "proxy.h"
+#include "sandbox.h"
+#include "util.h"
+
+#define BODY_SMALL (64u << 10) /* JSON control requests */
+#define BODY_EXEC  (16u << 20) /* exec carries stdin */
+#define MAX_SEGS   6
+#define LIT(s)     s, sizeof(s) - 1 /* a literal body and its length */
+
+enum route_kind {
+	R_CREATE,
+	R_TIMEOUT,
+	R_CONNECT,
+	R_EXEC,
+	R_MKDIR,
+	R_REMOVE,
+	R_RENAME,
+};
+
+/* ---------------------------------------------------------------- auth */
+
+static bool key_equal(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char d = la != lb;
+
+	/* constant time in the length of the secret */
+	for (size_t i = 0; i < lb; i++)
+		d |= (unsigned char)(a[i < la ? i : 0] ^ b[i]);
+	return d == 0;
+}
+
+static bool authorized(struct kilnd *kd, struct http_req *req)
+{
+	const char *k = http_header(req, "X-API-Key"), *auth;
+
+	if (!req->tcp)
+		return true; /* the unix socket is guarded by its file mode */
+	if (!kd->cfg.api_key)
+		return false;
+	if (k && key_equal(k, kd->cfg.api_key))
+		return true;
+	auth = http_header(req, "Authorization");
+	return auth && !strncasecmp(auth, "Bearer ", 7) && key_equal(auth + 7, kd->cfg.api_key);
+}
+
+/* ---------------------------------------------------------------- create */
+
+struct create_wait {
+	struct http_conn *c;
+	struct sandbox *sb;
+};
+
+static void create_ready(void *ctx, struct sandbox *sb, int err, const char *msg)
+{
+	struct create_wait *w = ctx;
+
+	if (err)
+		http_respond_error(w->c, err == -ECANCELED ? 409 : 500,
+		                   "sandbox %s did not start: %s", sb->rec.id, msg);
+	else
+		http_respond_json(w->c, 201, sb_to_json(sb));
+	free(w);
+}
+
+static void create_abort(void *ctx)
+{
+	struct create_wait *w = ctx;
+
+	/* Whoever asked hung up without learning the id: nobody could use or
+	 * delete the sandbox, so it goes now rather than at its timeout. */
+	sb_cancel_ready(w->sb);
+	sb_delete(w->sb);
+	free(w);
+}
+
+static const struct http_handler create_ops = {.on_abort = create_abort};
+
+static bool name_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > max)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
+			return false;
+	return true;
+}
+
+static bool env_names_ok(json_t *env)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(env, k, v)
+	{
+		if (!*k || strchr(k, '=') || strlen(k) > 1024)
+			return false;
+	}
+	return true;
+}
+
+static void do_create(struct kilnd *kd, struct http_conn *c, json_t *body)
+{
+	char err[JSON_ERR_LEN] = "", msg[512];
+	const char *tmpl = NULL, *image = NULL;
+	struct sb_params p = {0};
+	struct create_wait *w;
+	struct sandbox *sb;
+	int status;
+
+	if (json_get_str(body, "templateID", 64, &tmpl, err) ||
+	    json_get_str(body, "image", 64, &image, err) ||
+	    json_get_int(body, "timeout", 1, kd->cfg.max_timeout, kd->cfg.default_timeout,
+	                 &p.timeout_s, err) ||
+	    json_get_int(body, "memoryMB", 64, 65536, 256, &p.memory_mb, err) ||
+	    json_get_int(body, "cpuCount", 1, 64, 1, &p.cpu_count, err) ||
+	    json_get_str_map(body, "envVars", 1024, 256u << 10, &p.env, err) ||
+	    json_get_str_map(body, "metadata", 256, 64u << 10, &p.metadata, err)) {
+		http_respond_error(c, 400, "%s", err);
+		return;
+	}
+	p.template_id = tmpl ? tmpl : image ? image : "base";
+	if (!name_ok(p.template_id, 64)) {
+		http_respond_error(c, 400, "bad template name");
+		return;
+	}
+	if (strcmp(p.template_id, "base")) {
+		http_respond_error(c, 400, "unknown template '%s' (this kilnd has: base)",
+		                   p.template_id);
+		return;
+	}
+	if (p.env && !env_names_ok(p.env)) {
+		http_respond_error(c, 400, "envVars names must be non-empty and without '='");
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		http_respond_error(c, 500, "out of memory");
+		return;
+	}
+	w->c = c;
+	status = sb_create(kd, &p, create_ready, w, &sb, msg, sizeof(msg));
+	if (status) {
+		free(w);
+		if (status == 429)
+			http_respond(c, 429, "application/json", "Retry-After: 1\r\n",
+			             LIT("{\"code\":429,\"message\":\"too many sandboxes\"}"));
+		else
+			http_respond_error(c, status, "%s", msg);
+		return;
+	}
+	w->sb = sb;
+	http_set_handler(c, &create_ops, w, 0);
+}
+
+/* ---------------------------------------------------------------- list / get */
+
+static bool in_csv(const char *csv, const char *word)
+{
+	size_t wl = strlen(word);
+
+	for (const char *p = csv; p && *p;) {
+		const char *comma = strchr(p, ',');
+		size_t l = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (l == wl && !strncmp(p, word, l))
+			return true;
+		p = comma ? comma + 1 : NULL;
+	}
+	return false;
+}
+
+/* E2B's metadata filter: "k=v&k2=v2" (itself URL-encoded in the query). */
+static bool metadata_matches(const struct sandbox *sb, const char *filter)
+{
+	char *f = strdup(filter), *save = NULL;
+	bool ok = true;
+
+	for (char *kv = strtok_r(f, "&", &save); kv && ok; kv = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(kv, '=');
+		json_t *v;
+
+		if (!eq)
+			continue;
+		*eq = 0;
+		v = json_object_get(sb->metadata, kv);
+		ok = v && !strcmp(json_string_value(v), eq + 1);
+	}
+	free(f);
+	return ok;
+}
+
+static void do_list(struct kilnd *kd, struct http_conn *c, struct http_req *req, bool v2)
+{
+	char *state = http_query_param(req, "state"), *meta = http_query_param(req, "metadata");
+	json_t *arr = json_array();
+
+	for (struct sandbox *sb = kd->sandboxes; sb && arr; sb = sb->next) {
+		const char *st = sb_state_name(sb->state);
+
+		if (state ? !in_csv(state, st) : v2 && strcmp(st, "running"))
+			continue;
+		if (meta && !metadata_matches(sb, meta))
+			continue;
+		json_array_append_new(arr, sb_to_json(sb));
+	}
+	free(state);
+	free(meta);
+	http_respond_json(c, 200, arr);
+}
+
+/* ---------------------------------------------------------------- logs */
+
+struct logs_sess {
+	struct http_conn *c;
+	int fd;
+	off_t left;
+};
+
+static void logs_pump(void *ctx)
+{
+	struct logs_sess *s = ctx;
+	char chunk[64 << 10];
+
+	while (s->left > 0 && http_out_pending(s->c) < HTTP_OUT_HIGH) {
+		ssize_t n = read(s->fd, chunk,
+		                 s->left < (off_t)sizeof(chunk) ? (size_t)s->left : sizeof(chunk));
+
+		if (n <= 0)
+			break;
+		http_stream_write(s->c, chunk, (size_t)n);
+		s->left -= n;
+		if (n < (ssize_t)sizeof(chunk) && s->left > 0)
+			break; /* the file shrank: stop at what there is */
+	}
+	if (s->left > 0 && http_out_pending(s->c) >= HTTP_OUT_HIGH)
+		return; /* on_drain brings us back */
+	http_stream_end(s->c);
+	close(s->fd);
+	free(s);
+}
+
+static void logs_abort(void *ctx)
+{
+	struct logs_sess *s = ctx;
+
+	close(s->fd);
+	free(s);
+}
+
+static const struct http_handler logs_ops = {.on_drain = logs_pump, .on_abort = logs_abort};
+
+static void do_logs(struct http_conn *c, struct sandbox *sb)
+{
+	struct logs_sess *s;
+	struct stat st;
+	int fd = open(sb->console_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		http_respond(c, 200, "text/plain; charset=utf-8", NULL, "", 0);
+		return;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || fstat(fd, &st)) {
+		free(s);
+		close(fd);
+		http_respond_error(c, 500, "cannot read the console log");
+		return;
+	}
+	s->c = c;
+	s->fd = fd;
+	s->left = st.st_size; /* what is there now; later output is for the next call */
+	http_stream_start(c, 200, "text/plain; charset=utf-8", NULL);
+	http_set_handler(c, &logs_ops, s, 0);
+	logs_pump(s);
+}
+
+/* ---------------------------------------------------------------- buffered bodies */
+
+struct pending {
+	struct kilnd *kd;
+	struct http_conn *c;
+	enum route_kind kind;
+	char id[SB_ID_LEN + 1];
+};
+
+static void pending_abort(void *ctx)
+{
+	free(ctx);
+}
+
+static void pending_complete(void *ctx)
+{
+	struct pending *p = ctx;
+	struct kilnd *kd = p->kd;
+	struct http_conn *c = p->c;
+	struct http_req *req = http_conn_req(c);
+	char err[JSON_ERR_LEN] = "";
+	struct sandbox *sb = NULL;
+	long long secs;
+	json_t *body;
+
+	http_set_handler(c, NULL, NULL, 0);
+	body = json_body(req, err);
+	if (!body) {
+		http_respond_error(c, 400, "%s", err);
+		free(p);
+		return;
+	}
+	if (p->kind != R_CREATE) {
+		sb = sb_find(kd, p->id);
+		if (!sb) {
+			http_respond_error(c, 404, "sandbox %s not found", p->id);
+			goto out;
+		}
+	}
+	switch (p->kind) {
+	case R_CREATE:
+		do_create(kd, c, body);
+		break;
+	case R_TIMEOUT:
+		if (json_get_int(body, "timeout", 1, kd->cfg.max_timeout, -1, &secs, err) ||
+		    secs < 0) {
+			http_respond_error(c, 400, "%s", err[0] ? err : "'timeout' is required");
+			break;
+		}
+		if (sb->state != SB_RUNNING && sb->state != SB_STARTING) {
+			http_respond_error(c, 409, "sandbox %s is %s", sb->rec.id,
+			                   sb_state_name(sb->state));
+			break;
+		}
+		sb_set_timeout(sb, secs);
+		http_respond(c, 204, NULL, NULL, NULL, 0);
+		break;
+	case R_CONNECT:
+		if (json_get_int(body, "timeout", 1, kd->cfg.max_timeout, -1, &secs, err)) {
+			http_respond_error(c, 400, "%s", err);
+			break;
+		}
+		if (sb->state != SB_RUNNING) {
+			http_respond_error(c, 409, "sandbox %s is %s", sb->rec.id,
+			                   sb_state_name(sb->state));
+			break;
+		}
+		if (secs > 0)
+			sb_set_timeout(sb, secs);
+		http_respond_json(c, 200, sb_to_json(sb));
+		break;
+	case R_EXEC:
+		exec_start(kd, c, sb, body);
+		break;
+	case R_MKDIR:
+		files_op(kd, c, sb, KILN_FILE_MKDIR, body);
+		break;
+	case R_REMOVE:
+		files_op(kd, c, sb, KILN_FILE_REMOVE, body);
+		break;
+	case R_RENAME:
+		files_op(kd, c, sb, KILN_FILE_RENAME, body);
+		break;
+	}
+out:
+	json_decref(body);
+	free(p);
+}
+
+static const struct http_handler pending_ops = {
+    .on_complete = pending_complete,
+    .on_abort = pending_abort,
+};
+
+static void buffer_body(struct kilnd *kd, struct http_conn *c, enum route_kind kind, const char *id,
+                        size_t limit)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		http_respond_error(c, 500, "out of memory");
+		return;
+	}
+	p->kd = kd;
+	p->c = c;
+	p->kind = kind;
+	snprintf(p->id, sizeof(p->id), "%s", id ? id : "");
+	http_set_handler(c, &pending_ops, p, limit);
+}
+
+/* ---------------------------------------------------------------- router */
+
+static int split(char *path, char **seg)
+{
+	int n = 0;
+
+	for (char *save = NULL, *t = strtok_r(path, "/", &save); t;
+	     t = strtok_r(NULL, "/", &save)) {
+		if (n == MAX_SEGS)
+			return -1;
+		seg[n++] = t;
+	}
+	return n;
+}
+
+static void method_not_allowed(struct http_conn *c, const char *allow)
+{
+	char hdr[64];
+
+	snprintf(hdr, sizeof(hdr), "Allow: %s\r\n", allow);
+	http_respond(c, 405, "application/json", hdr,
+	             LIT("{\"code\":405,\"message\":\"method not allowed\"}"));
+}
+
+void api_route(struct http_conn *c, struct http_req *req, void *udata)
+{
+	struct kilnd *kd = udata;
+	char *seg[MAX_SEGS], *path = strdup(req->path);
+	int n = path ? split(path, seg) : -1, m = req->method;
+	bool v2 = false;
+	struct sandbox *sb;
+
+	if (n < 0) {
+		http_respond_error(c, 404, "no such endpoint");
+		goto out;
+	}
+	if (n > 0 && !strcmp(seg[0], "v2")) {
+		v2 = true;
+		memmove(seg, seg + 1, (size_t)(--n) * sizeof(*seg));
+	}
+	if (n == 1 && !strcmp(seg[0], "health")) {
+		http_respond(c, 200, "application/json", NULL, LIT("{\"status\":\"ok\"}"));
+		goto out;
+	}
+	if (!authorized(kd, req)) {
+		http_respond(c, 401, "application/json", "WWW-Authenticate: Bearer\r\n",
+		             LIT("{\"code\":401,\"message\":\"missing or wrong API key\"}"));
+		goto out;
+	}
+	if (n == 0) {
+		http_respond(c, 200, "application/json", NULL,
+		             LIT("{\"name\":\"kilnd\",\"version\":\"" KILND_VERSION "\"}"));
+		goto out;
+	}
+	if (strcmp(seg[0], "sandboxes")) {
+		http_respond_error(c, 404, "no such endpoint");
+		goto out;
+	}
+	if (n == 1) {
+		if (m == HTTP_GET)
+			do_list(kd, c, req, v2);
+		else if (m == HTTP_POST)
+			buffer_body(kd, c, R_CREATE, NULL, BODY_SMALL);
+		else
+			method_not_allowed(c, "GET, POST");
+		goto out;
+	}
+	sb = sb_find(kd, seg[1]);
+	if (!sb) {
+		http_respond_error(c, 404, "sandbox %.64s not found", seg[1]);
+		goto out;
+	}
+	if (n == 2) {
+		if (m == HTTP_GET) {
+			http_respond_json(c, 200, sb_to_json(sb));
+		} else if (m == HTTP_DELETE) {
+			sb_delete(sb);
+			http_respond(c, 204, NULL, NULL, NULL, 0);
+		} else {
+			method_not_allowed(c, "GET, DELETE");
+		}
+		goto out;
+	}
+	if (n == 3 && !strcmp(seg[2], "timeout")) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c, R_TIMEOUT, sb->rec.id, BODY_SMALL);
+		else
+			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "connect")) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c, R_CONNECT, sb->rec.id, BODY_SMALL);
+		else
+			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "exec")) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c, R_EXEC, sb->rec.id, BODY_EXEC);
+		else
+			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "pty")) {
+		if (m == HTTP_GET)
+			pty_start(kd, c, req, sb);
+		else
+			method_not_allowed(c, "GET");
+	} else if (n == 3 && !strcmp(seg[2], "logs")) {
+		if (m == HTTP_GET)
+			do_logs(c, sb);
+		else
+			method_not_allowed(c, "GET");
+	} else if (n == 3 && !strcmp(seg[2], "files")) {
+		if (m == HTTP_GET)
+			files_get(kd, c, req, sb);
+		else if (m == HTTP_PUT)
+			files_put(kd, c, req, sb);
+		else
+			method_not_allowed(c, "GET, PUT");
+	} else if (n == 4 && !strcmp(seg[2], "files") &&
+	           (!strcmp(seg[3], "list") || !strcmp(seg[3], "stat"))) {
+		if (m == HTTP_GET)
+			files_list(kd, c, req, sb, !strcmp(seg[3], "stat"));
+		else
+			method_not_allowed(c, "GET");
+	} else if (n == 4 && !strcmp(seg[2], "files") &&
+	           (!strcmp(seg[3], "mkdir") || !strcmp(seg[3], "remove") ||
+	            !strcmp(seg[3], "rename"))) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c,
+			            !strcmp(seg[3], "mkdir")    ? R_MKDIR
+			            : !strcmp(seg[3], "remove") ? R_REMOVE
+			                                        : R_RENAME,
+			            sb->rec.id, BODY_SMALL);
+		else
+			method_not_allowed(c, "POST");
+	} else {
+		http_respond_error(c, 404, "no such endpoint");
+	}
+out:
+	free(path);
+}

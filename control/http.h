@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/* HTTP/1.1 server on libev, parsing with http_parser (nodejs, 2.9).
+ *
+ * Clients are hostile: the request line and headers are bounded
+ * (HTTP_MAX_URL, HTTP_MAX_HEADER_BYTES, HTTP_MAX_HEADERS), each phase has a
+ * deadline (headers, idle keep-alive, body progress, write progress), queued
+ * output is capped, and the number of connections is capped. A request is
+ * handed to the route callback once its headers are complete; the route
+ * either answers at once or installs a handler that receives the body
+ * (buffered up to a limit, or streamed) and answers later, possibly as a
+ * chunked stream or after an upgrade to raw bytes (WebSocket).
+ *
+ * Handler rules: once a handler finished the response (http_respond*,
+ * http_stream_end, http_close) it must drop its connection pointer; if the
+ * connection dies first, on_abort is called instead, exactly once. */
+#ifndef KILND_HTTP_H
+#define KILND_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ev.h>
+#include <http_parser.h>
+
+#include "buf.h"
+
+#define HTTP_MAX_URL          8192
+#define HTTP_MAX_HEADER_BYTES (16u << 10) /* field names and values together */
+#define HTTP_MAX_HEADERS      100
+#define HTTP_OUT_HIGH         (256u << 10) /* producers should pause above this */
+#define HTTP_OUT_LOW          (64u << 10)
+
+struct http_cfg {
+	unsigned max_conns;
+	double header_timeout; /* from the first byte of a request to its last header */
+	double idle_timeout;   /* keep-alive: between requests */
+	double body_timeout;   /* without body progress (not while we pause) */
+	double write_timeout;  /* queued output without progress */
+	size_t max_out;        /* queued output beyond this closes the connection */
+};
+
+struct http_hdr {
+	const char *name, *value;
+};
+
+struct http_req {
+	enum http_method method;
+	const char *url;   /* as sent */
+	char *path;        /* percent-decoded path, without the query */
+	const char *query; /* raw query string after '?', or "" */
+	struct http_hdr hdrs[HTTP_MAX_HEADERS];
+	unsigned nhdrs;
+	bool has_body;           /* Content-Length > 0 or chunked */
+	uint64_t content_length; /* when the client sent Content-Length */
+	bool has_content_length;
+	bool upgrade;
+	bool tcp;        /* arrived on the TCP listener (needs the API key) */
+	struct buf body; /* the buffered body (see http_set_handler) */
+};
+
+struct http_conn;
+
+struct http_handler {
+	/* Streamed body bytes; return < 0 to fail the request (400). */
+	int (*on_body)(void *ctx, const char *p, size_t n);
+	/* The whole request arrived (buffered body in req->body). */
+	void (*on_complete)(void *ctx);
+	/* Queued output fell below HTTP_OUT_LOW after exceeding HTTP_OUT_HIGH. */
+	void (*on_drain)(void *ctx);
+	/* After http_upgrade(): bytes from the client. */
+	void (*on_raw)(void *ctx, uint8_t *p, size_t n);
+	/* The connection died before the handler finished. */
+	void (*on_abort)(void *ctx);
+};
+
+struct http_server;
+typedef void (*http_route_fn)(struct http_conn *c, struct http_req *req, void *udata);
+
+struct http_server *http_server_new(struct ev_loop *loop, const struct http_cfg *cfg,
+                                    http_route_fn route, void *udata);
+/* Listen on an already bound and listening socket. */
+int http_server_add_listener(struct http_server *s, int fd, bool tcp);
+void http_server_free(struct http_server *s);
+unsigned http_server_conns(const struct http_server *s);
+
+const char *http_header(const struct http_req *req, const char *name);
+/* Value of query parameter `name`, percent-decoded (malloc'd), or NULL. */
+char *http_query_param(const struct http_req *req, const char *name);
+struct http_req *http_conn_req(struct http_conn *c);
+
+/* Install a handler (NULL removes it). body_limit > 0 buffers the body into req->body up to
+ * that many bytes (more: 413); with on_body set the body is streamed. */
+void http_set_handler(struct http_conn *c, const struct http_handler *h, void *ctx,
+                      size_t body_limit);
+
+void http_respond(struct http_conn *c, int status, const char *ctype, const char *extra_headers,
+                  const void *body, size_t n);
+/* {"code": status, "message": ...} */
+void http_respond_error(struct http_conn *c, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Chunked response. */
+void http_stream_start(struct http_conn *c, int status, const char *ctype,
+                       const char *extra_headers);
+void http_stream_write(struct http_conn *c, const void *p, size_t n);
+void http_stream_end(struct http_conn *c);
+/* 101 Switching Protocols; then bytes go both ways raw. */
+void http_upgrade(struct http_conn *c, const char *extra_headers);
+void http_write_raw(struct http_conn *c, const void *p, size_t n);
+/* Close once queued output is written (ends the handler). */
+void http_close(struct http_conn *c);
+/* Close at once, e.g. to signal a broken stream (ends the handler). */
+void http_abort(struct http_conn *c);
+size_t http_out_pending(const struct http_conn *c);
+/* A response was started (or the connection is going away). */
+bool http_responded(const struct http_conn *c);
+/* Stop (true) or resume reading from the client (body or raw bytes). */
+void http_pause_read(struct http_conn *c, bool paused);
+
+const char *http_status_text(int status);
+
+#endif

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/* kilnd: the daemon's configuration and its one context object, which every
+ * subsystem reaches through a pointer (no hidden globals). */
+#ifndef KILND_H
+#define KILND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <ev.h>
+
+#include "http.h"
+
+/* envdVersion reported in E2B-shaped answers: the SDK requires semver
+ * >= 0.1.0 and gates features on it; 0.6.4 is the level kiln targets. */
+#define KILND_ENVD_VERSION "0.6.4"
+#define KILND_VERSION      "0.1.0"
+
+struct kilnd_cfg {
+	char *data_dir;
+	char *socket_path;
+	char *tcp_listen; /* "127.0.0.1:PORT" or NULL */
+	char *api_key;
+	char *vmm, *kernel, *initrd;
+	unsigned max_sandboxes;
+	double boot_timeout;      /* seconds to wait for the agent's first answer */
+	unsigned default_timeout; /* sandbox lifetime, seconds */
+	unsigned max_timeout;
+	unsigned retain_dead;          /* seconds a dead sandbox stays listed */
+	unsigned long long max_upload; /* bytes per PUT /files */
+	struct http_cfg http;
+};
+
+struct store;
+struct sandbox;
+
+struct kilnd {
+	struct ev_loop *loop;
+	struct kilnd_cfg cfg;
+	char *sandboxes_dir;
+	struct store *store;
+	struct http_server *http;
+	struct sandbox *sandboxes; /* live list, newest first */
+	unsigned nsandboxes;       /* starting or running */
+	ev_timer housekeeping;
+};
+
+/* api.c: the request router. */
+void api_route(struct http_conn *c, struct http_req *req, void *kd);
+
+#endif

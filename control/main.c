@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kilnd: the kiln control plane for one host.
+ *
+ *   kilnd [--data-dir DIR] [--socket PATH] [--listen-tcp 127.0.0.1:PORT]
+ *         [--vmm PATH] [--kernel PATH] [--initrd PATH] [options]
+ *
+ * Serves the HTTP API on a unix socket (and optionally on TCP with an API
+ * key), runs one kiln-vmm per sandbox and keeps their state in SQLite so a
+ * restarted kilnd picks its sandboxes up again. Sandboxes outlive kilnd.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "kilnd.h"
+#include "sandbox.h"
+#include "store.h"
+#include "util.h"
+
+#define HOUSEKEEPING_PERIOD 30.0
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: kilnd [options]\n"
+	        "\n"
+	        "The kiln control plane: an HTTP API for sandboxes, one kiln-vmm per sandbox.\n"
+	        "\n"
+	        "  --data-dir DIR        state: kilnd.db, sandboxes/, api-key (default\n"
+	        "                        ~/.local/share/kiln)\n"
+	        "  --socket PATH         API unix socket (default DIR/kilnd.sock with --data-dir,\n"
+	        "                        else $XDG_RUNTIME_DIR/kiln/kilnd.sock or DIR/kilnd.sock)\n"
+	        "  --listen-tcp H:PORT   also serve on TCP (e.g. 127.0.0.1:3000); requires the\n"
+	        "                        API key in X-API-Key or Authorization: Bearer\n"
+	        "  --api-key KEY         the key (default: DIR/api-key, created when needed)\n"
+	        "  --vmm PATH            kiln-vmm (default: next to kilnd)\n"
+	        "  --kernel PATH         guest kernel (default: ../guest/kiln-kernel from kilnd)\n"
+	        "  --initrd PATH         initramfs with the agent (default:\n"
+	        "                        ../initramfs/agent.cpio from kilnd)\n"
+	        "  --max-sandboxes N     running sandboxes at once (default 64)\n"
+	        "  --boot-timeout S      seconds for a new sandbox's agent to answer (default 10)\n"
+	        "  --default-timeout S   sandbox lifetime when a request gives none (default 300)\n"
+	        "  --max-timeout S       longest lifetime a request may ask for (default 86400)\n"
+	        "  --retain S            seconds dead sandboxes stay listed (default 3600)\n"
+	        "  --max-upload BYTES    largest file upload (default 8G)\n"
+	        "  --max-conns N         client connections at once (default 1024)\n"
+	        "  --header-timeout S    to receive a request's headers (default 10)\n"
+	        "  --idle-timeout S      keep-alive connection idle time (default 60)\n"
+	        "  --body-timeout S      without request body progress (default 30)\n"
+	        "  --write-timeout S     without progress writing to a client (default 30)\n"
+	        "  -v, --verbose         debug logging\n"
+	        "  -h, --help            this text\n");
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "kilnd: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static double parse_seconds(const char *opt, const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (*end || v <= 0 || v > 1e7)
+		die("%s: expected a positive number of seconds, got '%s'", opt, s);
+	return v;
+}
+
+static unsigned long long parse_size(const char *opt, const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	switch (*end) {
+	case 'k':
+	case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v <<= 30;
+		end++;
+		break;
+	}
+	if (*end || !v)
+		die("%s: expected a size like 100M, got '%s'", opt, s);
+	return v;
+}
+
+/* A path relative to the directory holding the kilnd binary. */
+static char *beside_binary(const char *rel)
+{
+	char self[PATH_MAX], *p;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n <= 0)
+		return strdup(rel);
+	self[n] = 0;
+	if (asprintf(&p, "%s/%s", dirname(self), rel) < 0)
+		return NULL;
+	return p;
+}
+
+static int listen_unix(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char *dir = strdup(path);
+	int fd, probe;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		die("socket path too long: %s", path);
+	strcpy(sa.sun_path, path);
+	if (mkdir_p(dirname(dir), 0700))
+		die("cannot create the directory of %s: %s", path, strerror(errno));
+	free(dir);
+	/* A live socket means another kilnd; a dead one is left over. */
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe >= 0 && !connect(probe, (struct sockaddr *)&sa, sizeof(sa)))
+		die("another kilnd is already listening on %s", path);
+	if (probe >= 0)
+		close(probe);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		die("cannot bind %s: %s", path, strerror(errno));
+	chmod(path, 0600);
+	if (listen(fd, 256))
+		die("listen %s: %s", path, strerror(errno));
+	return fd;
+}
+
+static int listen_tcp(const char *spec)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	char host[64];
+	const char *colon = strrchr(spec, ':');
+	int fd, one = 1;
+	long port;
+
+	if (!colon || (size_t)(colon - spec) >= sizeof(host))
+		die("--listen-tcp: expected HOST:PORT, got '%s'", spec);
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = 0;
+	port = strtol(colon + 1, NULL, 10);
+	if (port <= 0 || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		die("--listen-tcp: expected an IPv4 HOST:PORT, got '%s'", spec);
+	if ((ntohl(sa.sin_addr.s_addr) >> 24) != 127)
+		log_warn("--listen-tcp %s is not a loopback address: the API key is sent in clear",
+		         spec);
+	sa.sin_port = htons((uint16_t)port);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		die("socket: %s", strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 256))
+		die("cannot listen on %s: %s", spec, strerror(errno));
+	return fd;
+}
+
+/* The API key: given, or DIR/api-key, created on first use. The e2b_ prefix
+ * keeps E2B SDKs that check the key's format happy. */
+static char *load_api_key(const char *data_dir)
+{
+	char *path, *key;
+	char hex[41];
+	size_t len;
+	int fd;
+
+	if (asprintf(&path, "%s/api-key", data_dir) < 0)
+		return NULL;
+	key = read_small_file(path, 256, &len);
+	if (key) {
+		while (len && (key[len - 1] == '\n' || key[len - 1] == ' '))
+			key[--len] = 0;
+		if (len) {
+			free(path);
+			return key;
+		}
+		free(key);
+	}
+	if (random_hex(hex, 20))
+		die("no randomness for an API key");
+	if (asprintf(&key, "e2b_%s", hex) < 0)
+		die("out of memory");
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || dprintf(fd, "%s\n", key) < 0)
+		die("cannot write %s: %s", path, strerror(errno));
+	close(fd);
+	log_info("created API key in %s", path);
+	free(path);
+	return key;
+}
+
+/* One kilnd per data directory: a lock on kilnd.pid. */
+static int lock_data_dir(const char *data_dir)
+{
+	char *path, pid[32];
+	int fd;
+
+	if (asprintf(&path, "%s/kilnd.pid", data_dir) < 0)
+		die("out of memory");
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		die("cannot open %s: %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		ssize_t n = read(fd, pid, sizeof(pid) - 1);
+
+		pid[n > 0 ? n : 0] = 0;
+		die("another kilnd (pid %d) is using %s", atoi(pid), data_dir);
+	}
+	if (ftruncate(fd, 0) == 0 && dprintf(fd, "%d\n", getpid()) < 0)
+		log_warn("cannot write %s", path);
+	free(path);
+	return fd;
+}
+
+static void cfg_free(struct kilnd_cfg *cfg)
+{
+	free(cfg->data_dir);
+	free(cfg->socket_path);
+	free(cfg->tcp_listen);
+	free(cfg->api_key);
+	free(cfg->vmm);
+	free(cfg->kernel);
+	free(cfg->initrd);
+}
+
+static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	log_info("signal %d: shutting down (sandboxes keep running)", w->signum);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+static void on_housekeeping(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	sb_housekeeping(w->data);
+}
+
+enum {
+	OPT_DATA_DIR = 256,
+	OPT_SOCKET,
+	OPT_TCP,
+	OPT_API_KEY,
+	OPT_VMM,
+	OPT_KERNEL,
+	OPT_INITRD,
+	OPT_MAX_SB,
+	OPT_BOOT_TIMEOUT,
+	OPT_DEFAULT_TIMEOUT,
+	OPT_MAX_TIMEOUT,
+	OPT_RETAIN,
+	OPT_MAX_UPLOAD,
+	OPT_MAX_CONNS,
+	OPT_HEADER_TIMEOUT,
+	OPT_IDLE_TIMEOUT,
+	OPT_BODY_TIMEOUT,
+	OPT_WRITE_TIMEOUT,
+};
+
+static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
+{
+	static const struct option opts[] = {
+	    {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+	    {"socket", required_argument, NULL, OPT_SOCKET},
+	    {"listen-tcp", required_argument, NULL, OPT_TCP},
+	    {"api-key", required_argument, NULL, OPT_API_KEY},
+	    {"vmm", required_argument, NULL, OPT_VMM},
+	    {"kernel", required_argument, NULL, OPT_KERNEL},
+	    {"initrd", required_argument, NULL, OPT_INITRD},
+	    {"max-sandboxes", required_argument, NULL, OPT_MAX_SB},
+	    {"boot-timeout", required_argument, NULL, OPT_BOOT_TIMEOUT},
+	    {"default-timeout", required_argument, NULL, OPT_DEFAULT_TIMEOUT},
+	    {"max-timeout", required_argument, NULL, OPT_MAX_TIMEOUT},
+	    {"retain", required_argument, NULL, OPT_RETAIN},
+	    {"max-upload", required_argument, NULL, OPT_MAX_UPLOAD},
+	    {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+	    {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
+	    {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
+	    {"body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT},
+	    {"write-timeout", required_argument, NULL, OPT_WRITE_TIMEOUT},
+	    {"verbose", no_argument, NULL, 'v'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_DATA_DIR:
+			free(cfg->data_dir);
+			cfg->data_dir = strdup(optarg);
+			break;
+		case OPT_SOCKET:
+			free(cfg->socket_path);
+			cfg->socket_path = strdup(optarg);
+			break;
+		case OPT_TCP:
+			free(cfg->tcp_listen);
+			cfg->tcp_listen = strdup(optarg);
+			break;
+		case OPT_API_KEY:
+			free(cfg->api_key);
+			cfg->api_key = strdup(optarg);
+			break;
+		case OPT_VMM:
+			free(cfg->vmm);
+			cfg->vmm = strdup(optarg);
+			break;
+		case OPT_KERNEL:
+			free(cfg->kernel);
+			cfg->kernel = strdup(optarg);
+			break;
+		case OPT_INITRD:
+			free(cfg->initrd);
+			cfg->initrd = strdup(optarg);
+			break;
+		case OPT_MAX_SB:
+			cfg->max_sandboxes = (unsigned)parse_seconds("--max-sandboxes", optarg);
+			break;
+		case OPT_BOOT_TIMEOUT:
+			cfg->boot_timeout = parse_seconds("--boot-timeout", optarg);
+			break;
+		case OPT_DEFAULT_TIMEOUT:
+			cfg->default_timeout = (unsigned)parse_seconds("--default-timeout", optarg);
+			break;
+		case OPT_MAX_TIMEOUT:
+			cfg->max_timeout = (unsigned)parse_seconds("--max-timeout", optarg);
+			break;
+		case OPT_RETAIN:
+			cfg->retain_dead = (unsigned)parse_seconds("--retain", optarg);
+			break;
+		case OPT_MAX_UPLOAD:
+			cfg->max_upload = parse_size("--max-upload", optarg);
+			break;
+		case OPT_MAX_CONNS:
+			cfg->http.max_conns = (unsigned)parse_seconds("--max-conns", optarg);
+			break;
+		case OPT_HEADER_TIMEOUT:
+			cfg->http.header_timeout = parse_seconds("--header-timeout", optarg);
+			break;
+		case OPT_IDLE_TIMEOUT:
+			cfg->http.idle_timeout = parse_seconds("--idle-timeout", optarg);
+			break;
+		case OPT_BODY_TIMEOUT:
+			cfg->http.body_timeout = parse_seconds("--body-timeout", optarg);
+			break;
+		case OPT_WRITE_TIMEOUT:
+			cfg->http.write_timeout = parse_seconds("--write-timeout", optarg);
+			break;
+		case 'v':
+			kd_log_level = LOG_DEBUG;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "kilnd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		exit(2);
+	}
+	if (cfg->default_timeout > cfg->max_timeout)
+		die("--default-timeout is above --max-timeout");
+}
+
+int main(int argc, char **argv)
+{
+	struct kilnd kd = {0};
+	struct kilnd_cfg *cfg = &kd.cfg;
+	ev_signal sigterm, sigint;
+	char *db;
+	int rc, lock_fd, unix_fd;
+
+	cfg->max_sandboxes = 64;
+	cfg->boot_timeout = 10;
+	cfg->default_timeout = 300;
+	cfg->max_timeout = 86400;
+	cfg->retain_dead = 3600;
+	cfg->max_upload = 8ULL << 30;
+	cfg->http = (struct http_cfg){
+	    .max_conns = 1024,
+	    .header_timeout = 10,
+	    .idle_timeout = 60,
+	    .body_timeout = 30,
+	    .write_timeout = 30,
+	    .max_out = 8u << 20,
+	};
+	parse_args(cfg, argc, argv);
+	if (!cfg->socket_path)
+		cfg->socket_path = kiln_default_socket(cfg->data_dir);
+	if (!cfg->data_dir)
+		cfg->data_dir = kiln_default_data_dir();
+	if (!cfg->vmm)
+		cfg->vmm = beside_binary("kiln-vmm");
+	if (!cfg->kernel)
+		cfg->kernel = beside_binary("../guest/kiln-kernel");
+	if (!cfg->initrd)
+		cfg->initrd = beside_binary("../initramfs/agent.cpio");
+	if (!cfg->socket_path || !cfg->data_dir || !cfg->vmm || !cfg->kernel || !cfg->initrd)
+		die("out of memory");
+	for (char **const *f = (char **const[]){&cfg->vmm, &cfg->kernel, &cfg->initrd, NULL}; *f;
+	     f++) {
+		/* VMMs are started long after: do not depend on our cwd. */
+		char *abs = realpath(**f, NULL);
+
+		if (!abs) {
+			log_warn("%s: %s (sandboxes cannot start until it exists)", **f,
+			         strerror(errno));
+			continue;
+		}
+		free(**f);
+		**f = abs;
+	}
+
+	signal(SIGPIPE, SIG_IGN);
+	umask(077);
+	if (mkdir_p(cfg->data_dir, 0700))
+		die("cannot create %s: %s", cfg->data_dir, strerror(errno));
+	lock_fd = lock_data_dir(cfg->data_dir);
+	if (asprintf(&kd.sandboxes_dir, "%s/sandboxes", cfg->data_dir) < 0 ||
+	    asprintf(&db, "%s/kilnd.db", cfg->data_dir) < 0)
+		die("out of memory");
+	if (mkdir_p(kd.sandboxes_dir, 0700))
+		die("cannot create %s: %s", kd.sandboxes_dir, strerror(errno));
+	if (cfg->tcp_listen && !cfg->api_key)
+		cfg->api_key = load_api_key(cfg->data_dir);
+
+	kd.loop = ev_loop_new(EVFLAG_AUTO);
+	if (!kd.loop)
+		die("cannot create the event loop");
+	rc = store_open(&kd.store, db);
+	if (rc)
+		die("cannot open the state store %s", db);
+	free(db);
+	if (sb_restore_all(&kd))
+		die("cannot load the state store");
+
+	kd.http = http_server_new(kd.loop, &cfg->http, api_route, &kd);
+	if (!kd.http)
+		die("out of memory");
+	unix_fd = listen_unix(cfg->socket_path);
+	http_server_add_listener(kd.http, unix_fd, false);
+	if (cfg->tcp_listen)
+		http_server_add_listener(kd.http, listen_tcp(cfg->tcp_listen), true);
+
+	ev_signal_init(&sigterm, on_signal, SIGTERM);
+	ev_signal_init(&sigint, on_signal, SIGINT);
+	ev_signal_start(kd.loop, &sigterm);
+	ev_signal_start(kd.loop, &sigint);
+	ev_timer_init(&kd.housekeeping, on_housekeeping, HOUSEKEEPING_PERIOD, HOUSEKEEPING_PERIOD);
+	kd.housekeeping.data = &kd;
+	ev_timer_start(kd.loop, &kd.housekeeping);
+
+	log_info("listening on %s%s%s (data %s, vmm %s)", cfg->socket_path,
+	         cfg->tcp_listen ? " and tcp " : "", cfg->tcp_listen ? cfg->tcp_listen : "",
+	         cfg->data_dir, cfg->vmm);
+	ev_run(kd.loop, 0);
+
+	http_server_free(kd.http);
+	unlink(cfg->socket_path);
+	sb_free_all(&kd);
+	store_close(kd.store);
+	ev_loop_destroy(kd.loop);
+	close(lock_fd);
+	free(kd.sandboxes_dir);
+	cfg_free(cfg);
+	return 0;
+}

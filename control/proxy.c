@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "jsonutil.h"
+#include "proxy.h"
+#include "util.h"
+
+struct agent_conn *proxy_open(struct kilnd *kd, struct http_conn *c, struct sandbox *sb,
+                              uint32_t kind, const struct agent_conn_ops *ops, void *ctx)
+{
+	struct agent_conn *a;
+
+	if (sb->state != SB_RUNNING) {
+		http_respond_error(c, 409, "sandbox %s is %s, not running", sb->rec.id,
+		                   sb_state_name(sb->state));
+		return NULL;
+	}
+	a = agent_open(kd->loop, sb->vsock_path, KILN_AGENT_PORT, ops, ctx);
+	if (!a) {
+		http_respond_error(c, 503, "cannot reach the agent of sandbox %s: %s", sb->rec.id,
+		                   strerror(errno));
+		return NULL;
+	}
+	if (agent_msg_hello(agent_out(a), kind)) {
+		agent_close(a);
+		http_respond_error(c, 500, "out of memory");
+		return NULL;
+	}
+	return a;
+}
+
+int proxy_errno_status(uint32_t err)
+{
+	switch (err) {
+	case ENOENT:
+		return 404;
+	case EACCES:
+	case EPERM:
+		return 403;
+	case EEXIST:
+	case ENOTEMPTY:
+	case EBUSY:
+		return 409;
+	case EISDIR:
+	case ENOTDIR:
+	case EINVAL:
+	case ENAMETOOLONG:
+	case ELOOP:
+	case EXDEV:
+		return 400;
+	case E2BIG:
+	case EFBIG:
+		return 413;
+	case ENOSPC:
+	case EDQUOT:
+		return 507;
+	default:
+		return 500;
+	}
+}
+
+void proxy_respond_agent_error(struct http_conn *c, const char *what, const uint8_t *p, uint32_t n)
+{
+	const char *msg;
+	uint32_t err, len;
+
+	if (agent_parse_error(p, n, &err, &msg, &len)) {
+		http_respond_error(c, 502, "%s: malformed error from the agent", what);
+		return;
+	}
+	if (!len) {
+		msg = strerror((int)err);
+		len = (uint32_t)strlen(msg);
+	}
+	if (len > 300)
+		len = 300;
+	{
+		int status = proxy_errno_status(err);
+		char text[400];
+
+		snprintf(text, sizeof(text), "%s: %.*s", what, (int)len, msg);
+		/* errno lets clients tell "not found" (127) from "not runnable". */
+		http_respond_json(
+		    c, status,
+		    json_pack("{s:i,s:s,s:i}", "code", status, "message", text, "errno", (int)err));
+	}
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers shared by kilnd's subsystems (and by the kiln CLI): logging,
+ * clocks, ids, base64, default paths, directory helpers. */
+#ifndef KILND_UTIL_H
+#define KILND_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+enum { LOG_ERR, LOG_WARN, LOG_INFO, LOG_DEBUG };
+/* Messages above this level are dropped; set once at startup. */
+extern int kd_log_level;
+void kd_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define log_err(...)   kd_log(LOG_ERR, __VA_ARGS__)
+#define log_warn(...)  kd_log(LOG_WARN, __VA_ARGS__)
+#define log_info(...)  kd_log(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) kd_log(LOG_DEBUG, __VA_ARGS__)
+
+int64_t now_ms(void); /* wall clock, ms since the epoch */
+void iso8601(int64_t ms, char out[32]);
+
+/* n random lowercase alphanumerics starting with a letter, NUL-terminated. */
+int random_id(char *out, size_t n);
+int random_hex(char *out, size_t nbytes); /* 2*nbytes hex digits + NUL */
+
+int b64_encode(struct buf *out, const void *p, size_t n);
+int b64_decode(struct buf *out, const char *s, size_t n);
+
+/* Default locations: the data directory, and the API socket (inside
+ * $XDG_RUNTIME_DIR/kiln when that is set, else inside the data directory).
+ * Both return malloc'd strings. */
+char *kiln_default_data_dir(void);
+char *kiln_default_socket(const char *data_dir_or_null);
+
+int mkdir_p(const char *path, unsigned mode);
+int rm_rf(const char *path);
+/* Read up to max bytes of a small file into a malloc'd NUL-terminated string. */
+char *read_small_file(const char *path, size_t max, size_t *len);
+/* The last `lines` lines (at most max_bytes) of a file, or NULL. */
+char *file_tail(const char *path, int lines, size_t max_bytes);
+
+#endif

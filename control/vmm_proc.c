@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+#include "vmm_proc.h"
+
+int vmm_spawn(const struct vmm_args *a, pid_t *out, char *msg, size_t msglen)
+{
+	char mem[32], cpus[16], vsock[4200], cmdline[64];
+	char *argv[] = {
+	    (char *)a->vmm, "--kernel",  (char *)a->kernel, "--initrd", (char *)a->initrd,
+	    "--mem",        mem,         "--cpus",          cpus,       "--vsock",
+	    vsock,          "--cmdline", cmdline,           NULL};
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, def;
+	int log_fd, rc;
+
+	snprintf(mem, sizeof(mem), "%dM", a->memory_mb);
+	snprintf(cpus, sizeof(cpus), "%d", a->cpu_count);
+	snprintf(vsock, sizeof(vsock), "%d,%s", VMM_VSOCK_CID, a->vsock_path);
+	snprintf(cmdline, sizeof(cmdline), "kiln.sandbox=%s", a->id);
+
+	log_fd = open(a->console_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (log_fd < 0) {
+		rc = -errno;
+		snprintf(msg, msglen, "cannot create %s: %s", a->console_path, strerror(errno));
+		return rc;
+	}
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_adddup2(&fa, log_fd, 1);
+	posix_spawn_file_actions_adddup2(&fa, log_fd, 2);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	posix_spawnattr_init(&attr);
+	sigemptyset(&none);
+	sigfillset(&def);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &def);
+	/* Own process group: a Ctrl-C on kilnd's terminal must not reach the
+	 * VMs, and a kill of the group takes all of a VMM's processes. */
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+	                                    POSIX_SPAWN_SETSIGDEF);
+	rc = posix_spawn(out, a->vmm, &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	close(log_fd);
+	if (rc) {
+		snprintf(msg, msglen, "cannot start %s: %s", a->vmm, strerror(rc));
+		return -rc;
+	}
+	return 0;
+}
+
+int proc_stat(int pid, uint64_t *start, char *state)
+{
+	char path[64], *buf, *p;
+	unsigned long long st = 0;
+	int field = 3;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	buf = read_small_file(path, 4096, NULL);
+	if (!buf)
+		return -ESRCH;
+	p = strrchr(buf, ')'); /* the command name may hold anything */
+	if (!p || p[1] != ' ') {
+		free(buf);
+		return -EIO;
+	}
+	p += 2; /* field 3, the state */
+	*state = *p;
+	while (*p && field < 22) {
+		if (*p == ' ')
+			field++;
+		p++;
+	}
+	st = strtoull(p, NULL, 10);
+	free(buf);
+	*start = st;
+	return 0;
+}
+
+static bool cmdline_mentions(int pid, const char *needle)
+{
+	char path[64], *buf;
+	size_t len;
+	bool found;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", pid);
+	buf = read_small_file(path, 65536, &len);
+	if (!buf)
+		return false;
+	found = memmem(buf, len, needle, strlen(needle)) != NULL;
+	free(buf);
+	return found;
+}
+
+bool vmm_matches(int pid, uint64_t start, const char *vsock_path)
+{
+	uint64_t now_start;
+	char state;
+
+	if (pid <= 0 || proc_stat(pid, &now_start, &state))
+		return false;
+	if (state == 'Z' || state == 'X')
+		return false;
+	if (start && now_start != start)
+		return false;
+	return cmdline_mentions(pid, vsock_path);
+}
+
+int vmm_find(const char *vsock_path)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int found = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		int pid = atoi(e->d_name);
+
+		if (pid > 1 && pid != getpid() && vmm_matches(pid, 0, vsock_path)) {
+			found = pid;
+			break;
+		}
+	}
+	closedir(d);
+	return found;
+}

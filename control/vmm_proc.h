@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* VMM processes seen from outside: starting kiln-vmm for a sandbox, and
+ * recognising a running one again after a kilnd restart (by pid, start time
+ * and its unique vsock path on the command line), without trusting a pid
+ * that may have been reused. */
+#ifndef KILND_VMM_PROC_H
+#define KILND_VMM_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define VMM_VSOCK_CID 3
+
+struct vmm_args {
+	const char *vmm, *kernel, *initrd;
+	const char *vsock_path;   /* --vsock VMM_VSOCK_CID,vsock_path */
+	const char *console_path; /* stdout and stderr, appended */
+	const char *id;           /* into --cmdline as kiln.sandbox=ID */
+	int memory_mb, cpu_count;
+};
+
+/* Start the VMM in its own process group with stdin on /dev/null; *pid is
+ * ours to reap. 0, or -errno with msg filled in. */
+int vmm_spawn(const struct vmm_args *a, pid_t *pid, char *msg, size_t msglen);
+/* Start time (clock ticks since boot, /proc/PID/stat field 22) and state
+ * letter of a process. */
+int proc_stat(int pid, uint64_t *start, char *state);
+/* Is pid alive (not a zombie), started at `start` (0: any) and a VMM whose
+ * command line names vsock_path? */
+bool vmm_matches(int pid, uint64_t start, const char *vsock_path);
+/* Last resort after a crash between spawn and bookkeeping: the pid of the
+ * VMM serving vsock_path, found through /proc, or 0. */
+int vmm_find(const char *vsock_path);
+
+#endif

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kiln-agent internals: connections, the stream interface every stream kind
+ * implements, and the poll set the event loop rebuilds on each iteration.
+ *
+ * One connection carries one stream. A connection starts in CONN_HELLO; once
+ * the HELLO exchange names the kind it is CONN_OPEN and its frames go to the
+ * kind's stream_ops. A stream ends by conn_finish() (after its last frame) or
+ * conn_fail() (ERROR frame); either moves the connection to CONN_CLOSING, in
+ * which it only flushes its output, then shuts down its write side (the host
+ * reads EOF after the last frame) and discards input until the host closes or
+ * AGENT_DRAIN_MS pass: a host still writing (an upload refused early) gets
+ * the ERROR instead of EPIPE. A host that goes away moves it to CONN_DEAD. The loop calls ops->destroy() exactly once, outside any
+ * callback of the stream, so callbacks may end their stream and return.
+ */
+#ifndef AGENT_AGENT_H
+#define AGENT_AGENT_H
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "proto.h"
+
+#define AGENT_VERSION_STRING "kiln-agent 0.1 (protocol 1)"
+
+#define AGENT_MAX_STREAMS 64                      /* more concurrent streams: ERROR EBUSY */
+#define AGENT_MAX_CONNS   (2 * AGENT_MAX_STREAMS) /* with draining ones */
+#define AGENT_DRAIN_MS    2000
+#define AGENT_OUT_LIMIT   (256u << 10) /* stop producing output above this */
+#define AGENT_IN_LIMIT    (256u << 10) /* stop reading frames while stdin holds this */
+#define AGENT_NO_DEADLINE INT64_MAX
+
+enum conn_state {
+	CONN_HELLO,
+	CONN_OPEN,
+	CONN_CLOSING, /* flushing the last frames */
+	CONN_DRAIN,   /* write side shut: discard input until the host closes */
+	CONN_DEAD,
+};
+
+struct conn;
+
+/* Roles of the file descriptors a stream adds to the poll set. */
+enum {
+	ROLE_SOCK,
+	ROLE_STREAM, /* first stream-defined role */
+};
+
+struct pollset {
+	struct pollfd *pfd;
+	struct pslot {
+		struct conn *c;
+		int role;
+	} * slot;
+	unsigned n, cap;
+};
+
+int pollset_add(struct pollset *ps, int fd, short events, struct conn *c, int role);
+
+struct stream_ops {
+	/* After the HELLO answer has been queued. */
+	void (*open)(struct conn *c);
+	/* One complete frame from the host (never HELLO or ERROR). */
+	void (*frame)(struct conn *c, uint16_t type, const uint8_t *p, uint32_t len);
+	/* Optional: false stops reading frames (input backpressure). */
+	bool (*want_input)(struct conn *c);
+	/* Optional: add the stream's own descriptors to the poll set. */
+	void (*poll)(struct conn *c, struct pollset *ps);
+	void (*ready)(struct conn *c, int role, short revents);
+	/* Optional: produce output; called while c->out is below AGENT_OUT_LIMIT. */
+	void (*pump)(struct conn *c);
+	/* Optional: the nearest deadline (monotonic ms) and what to do then. */
+	int64_t (*deadline)(struct conn *c);
+	void (*timeout)(struct conn *c, int64_t now);
+	/* Optional: a child was reaped; true if it belonged to this stream. */
+	bool (*child)(struct conn *c, pid_t pid, int wstatus);
+	/* Release everything; abort whatever is unfinished. */
+	void (*destroy)(struct conn *c);
+};
+
+struct conn {
+	int fd;
+	enum conn_state state;
+	bool wblocked; /* the last write hit EAGAIN: wait for POLLOUT */
+	int64_t drain_until;
+	const struct stream_ops *ops;
+	void *priv;
+	struct kbuf in, out;
+};
+
+extern const struct stream_ops exec_ops, pty_ops, file_ops, info_ops;
+
+/* conn.c */
+struct conn *conn_new(int fd);
+void conn_free(struct conn *c);
+void conn_finish(struct conn *c);
+void conn_fail(struct conn *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void conn_dead(struct conn *c);
+void conn_nomem(struct conn *c);
+bool conn_has_room(const struct conn *c);
+void conn_read(struct conn *c);
+void conn_drain(struct conn *c, int64_t now);
+void conn_discard(struct conn *c);
+void conn_parse(struct conn *c);
+void conn_flush(struct conn *c);
+void conn_poll(struct conn *c, struct pollset *ps);
+
+/* The agent: its listening socket and connections (loop.c). */
+struct agent {
+	int lfd;
+	const char *unix_path; /* removed at exit */
+	int sig_r;
+	struct conn *conns[AGENT_MAX_CONNS];
+	unsigned nconns;
+	int64_t accept_resume;
+	bool busy; /* a stream can produce output right away */
+	bool quit;
+};
+
+void agent_loop(struct agent *a);
+void agent_shutdown(struct agent *a);
+
+/* main.c */
+int64_t now_ms(void);
+void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* init.c */
+void init_pid1(void);
+void init_stdio(void);
+
+/* spawn.c: fork a command; see the comment there. */
+struct spawn_req {
+	char **argv, **envp;
+	const char *cwd;
+	uint32_t uid;
+	int fd[3];       /* the child's stdin/stdout/stderr (exec) */
+	const char *tty; /* the pty slave to open instead (pty) */
+	uint16_t cols, rows;
+	int status_fd; /* CLOEXEC: the child reports a failure before exec here */
+};
+/* The most a child writes to its status pipe: one atomic pipe write. */
+#define SPAWN_STATUS_MAX 512
+pid_t spawn(const struct spawn_req *r);
+char **spawn_env(char *const *req_env, bool pty);
+
+#endif

@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kiln-agent: exec and pty streams. After START the command is spawned and
+ * the stream waits for its status pipe: EOF means execve succeeded (STARTED),
+ * a message means it failed (ERROR). Output is read only while the
+ * connection's queue has room, so a slow host slows the command down through
+ * its full pipe instead of growing the agent. EXIT goes out once the process
+ * has been reaped and its output has reached EOF.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "exec.h"
+
+#define DRAIN_GRACE_MS 1000 /* after a timeout kill, wait this long for the pipes */
+#define MAX_SIGNAL     64
+
+enum {
+	ROLE_STATUS = ROLE_STREAM,
+	ROLE_OUT, /* stdout pipe, or the pty master (read and write) */
+	ROLE_ERR,
+	ROLE_IN,
+};
+
+static void proc_close(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void exec_open(struct conn *c)
+{
+	struct proc *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		conn_nomem(c);
+		return;
+	}
+	p->pty = c->ops == &pty_ops;
+	p->status_fd = p->out_fd = p->err_fd = p->in_fd = -1;
+	p->deadline = AGENT_NO_DEADLINE;
+	c->priv = p;
+}
+
+static void kill_group(struct proc *p, int sig)
+{
+	if (p->pid <= 0)
+		return;
+	/* Before the child's setsid() its group does not exist yet. */
+	if (kill(-p->pid, sig) < 0 && errno == ESRCH && !p->exited)
+		kill(p->pid, sig);
+}
+
+static void exec_check_done(struct conn *c)
+{
+	struct proc *p = c->priv;
+	struct frame_mark m;
+	int32_t code = -1;
+	uint32_t sig = 0;
+
+	if (p->phase != PROC_RUNNING || !p->exited)
+		return;
+	if (p->pty ? !p->tty_eof : p->out_fd >= 0 || p->err_fd >= 0)
+		return;
+	if (WIFEXITED(p->wstatus))
+		code = WEXITSTATUS(p->wstatus);
+	else if (WIFSIGNALED(p->wstatus))
+		sig = WTERMSIG(p->wstatus);
+	frame_begin(&c->out, &m, KILN_MSG_EXIT);
+	put_u32(&c->out, &m, (uint32_t)code);
+	put_u32(&c->out, &m, sig);
+	put_u32(&c->out, &m, p->timed_out ? KILN_EXIT_TIMEOUT : 0);
+	if (frame_end(&c->out, &m)) {
+		conn_nomem(c);
+		return;
+	}
+	p->phase = PROC_DONE;
+	conn_finish(c);
+}
+
+/* One read of command output into a data frame: 1 data, 0 EOF, -1 nothing now. */
+static int exec_read_output(struct conn *c, int fd, uint16_t type)
+{
+	ssize_t n = frame_read(&c->out, fd, type, KILN_DATA_CHUNK);
+
+	if (n > 0)
+		return 1;
+	if (n < 0 && errno == ENOMEM) {
+		conn_nomem(c);
+		return -1;
+	}
+	/* EIO is how a pty master reports that the terminal is gone. */
+	if (n == 0 || (errno != EAGAIN && errno != EINTR))
+		return 0;
+	return -1;
+}
+
+static void exec_write_input(struct proc *p)
+{
+	while (p->input.len) {
+		ssize_t n = write(p->in_fd, kbuf_head(&p->input), p->input.len);
+
+		if (n > 0) {
+			kbuf_consume(&p->input, n);
+		} else if (n < 0 && errno == EAGAIN) {
+			return;
+		} else if (n < 0 && errno != EINTR) {
+			/* The reader is gone (EPIPE): the input has nowhere to go. */
+			kbuf_free(&p->input);
+			if (!p->pty)
+				proc_close(&p->in_fd);
+			break;
+		}
+	}
+	kbuf_trim(&p->input, 64u << 10);
+	if (!p->pty && p->stdin_eof)
+		proc_close(&p->in_fd);
+}
+
+static void exec_status(struct conn *c)
+{
+	struct proc *p = c->priv;
+	ssize_t n =
+	    read(p->status_fd, p->status + p->status_len, sizeof(p->status) - p->status_len);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0) {
+		p->status_len += n;
+		if (p->status_len < sizeof(p->status))
+			return;
+	}
+	proc_close(&p->status_fd);
+	if (p->status_len) {
+		int err = EIO;
+
+		p->spawn_failed = true;
+		if (p->status_len > sizeof(err))
+			memcpy(&err, p->status, sizeof(err));
+		conn_fail(c, err, "%.*s", (int)(p->status_len - sizeof(err)),
+		          p->status + sizeof(err));
+		return;
+	}
+	struct frame_mark m;
+	frame_begin(&c->out, &m, KILN_MSG_STARTED);
+	put_u32(&c->out, &m, p->pid);
+	if (frame_end(&c->out, &m)) {
+		conn_nomem(c);
+		return;
+	}
+	p->phase = PROC_RUNNING;
+	exec_check_done(c);
+}
+
+/* Output is at EOF; for a pty see the comment in exec_output(). */
+static void exec_output(struct conn *c, int *fd, uint16_t type)
+{
+	struct proc *p = c->priv;
+
+	if (exec_read_output(c, *fd, type))
+		return;
+	/*
+	 * A pty master stays open until the stream ends: closing it hangs up
+	 * the terminal, and a command that closed its stdio but has not exited
+	 * yet would die of SIGHUP.
+	 */
+	if (p->pty) {
+		p->tty_eof = true;
+		kbuf_free(&p->input);
+	} else {
+		proc_close(fd);
+	}
+	exec_check_done(c);
+}
+
+static void exec_ready(struct conn *c, int role, short revents)
+{
+	struct proc *p = c->priv;
+
+	switch (role) {
+	case ROLE_STATUS:
+		exec_status(c);
+		return;
+	case ROLE_IN:
+		exec_write_input(p);
+		return;
+	case ROLE_ERR:
+		/* The queue may have filled up earlier in this round. */
+		if (conn_has_room(c))
+			exec_output(c, &p->err_fd, KILN_MSG_STDERR);
+		return;
+	case ROLE_OUT:
+		if (p->pty && (revents & POLLOUT))
+			exec_write_input(p);
+		if (p->pty && !(revents & (POLLIN | POLLHUP | POLLERR)))
+			return;
+		if (conn_has_room(c))
+			exec_output(c, &p->out_fd, KILN_MSG_STDOUT);
+		else if (p->pty && (revents & (POLLHUP | POLLERR)))
+			kbuf_free(&p->input); /* the terminal is gone: input has no reader */
+		return;
+	}
+}
+
+static void exec_poll(struct conn *c, struct pollset *ps)
+{
+	struct proc *p = c->priv;
+
+	if (!p)
+		return;
+	bool out = p->phase == PROC_RUNNING && conn_has_room(c);
+	if (p->status_fd >= 0)
+		pollset_add(ps, p->status_fd, POLLIN, c, ROLE_STATUS);
+	if (p->pty) {
+		/* Input waits until the child has opened the terminal. */
+		short ev = (out ? POLLIN : 0) | (p->input.len ? POLLOUT : 0);
+		if (p->out_fd >= 0 && p->phase == PROC_RUNNING && !p->tty_eof && ev)
+			pollset_add(ps, p->out_fd, ev, c, ROLE_OUT);
+		return;
+	}
+	if (out && p->out_fd >= 0)
+		pollset_add(ps, p->out_fd, POLLIN, c, ROLE_OUT);
+	if (out && p->err_fd >= 0)
+		pollset_add(ps, p->err_fd, POLLIN, c, ROLE_ERR);
+	if (p->in_fd >= 0 && p->input.len)
+		pollset_add(ps, p->in_fd, POLLOUT, c, ROLE_IN);
+}
+
+static bool exec_want_input(struct conn *c)
+{
+	struct proc *p = c->priv;
+
+	return !p || p->input.len < AGENT_IN_LIMIT;
+}
+
+static void exec_start(struct conn *c, const uint8_t *buf, uint32_t len)
+{
+	struct proc *p = c->priv;
+	struct start_req s = {0};
+	struct rd r;
+	int err;
+
+	rd_init(&r, buf, len);
+	s.argv = rd_strlist(&r, 1, NULL);
+	s.env = rd_strlist(&r, 0, NULL);
+	s.cwd = rd_str(&r);
+	s.uid = rd_u32(&r);
+	s.timeout_ms = rd_u32(&r);
+	s.cols = rd_u16(&r);
+	s.rows = rd_u16(&r);
+	if (!rd_ok(&r)) {
+		conn_fail(c, EPROTO, "bad START: %s", r.why);
+		goto out;
+	}
+	for (char **e = s.env; *e; e++) {
+		if (**e == '=' || !strchr(*e, '=')) {
+			conn_fail(c, EINVAL, "bad environment entry '%s' (want NAME=value)", *e);
+			goto out;
+		}
+	}
+	err = p->pty ? pty_spawn(p, &s) : pipes_spawn(p, &s);
+	if (err) {
+		conn_fail(c, -err, "cannot start '%s': %s", s.argv[0], strerror(-err));
+		goto out;
+	}
+	p->phase = PROC_SPAWNING;
+	if (s.timeout_ms)
+		p->deadline = now_ms() + s.timeout_ms;
+out:
+	strv_free(s.argv);
+	strv_free(s.env);
+	free(s.cwd);
+}
+
+static void exec_frame(struct conn *c, uint16_t type, const uint8_t *buf, uint32_t len)
+{
+	struct proc *p = c->priv;
+	struct rd r;
+
+	if ((type == KILN_MSG_START) != (p->phase == PROC_WAIT_START)) {
+		conn_fail(c, EPROTO,
+		          type == KILN_MSG_START ? "START twice" : "expected START, got type %u",
+		          type);
+		return;
+	}
+	rd_init(&r, buf, len);
+	switch (type) {
+	case KILN_MSG_START:
+		exec_start(c, buf, len);
+		return;
+	case KILN_MSG_STDIN:
+		if (p->in_fd >= 0 && !p->stdin_eof && !p->tty_eof && kbuf_put(&p->input, buf, len))
+			conn_nomem(c);
+		return;
+	case KILN_MSG_STDIN_EOF:
+		if (!rd_ok(&r))
+			break;
+		if (p->pty) {
+			pty_eof(p);
+		} else {
+			p->stdin_eof = true;
+			if (!p->input.len)
+				proc_close(&p->in_fd);
+		}
+		return;
+	case KILN_MSG_SIGNAL: {
+		uint32_t sig = rd_u32(&r);
+		if (!rd_ok(&r))
+			break;
+		if (sig < 1 || sig > MAX_SIGNAL) {
+			conn_fail(c, EINVAL, "bad signal number %u", sig);
+			return;
+		}
+		kill_group(p, sig);
+		return;
+	}
+	case KILN_MSG_RESIZE: {
+		uint16_t cols = rd_u16(&r), rows = rd_u16(&r);
+		if (!rd_ok(&r))
+			break;
+		if (!p->pty) {
+			conn_fail(c, EPROTO, "RESIZE on an exec stream");
+			return;
+		}
+		pty_resize(p, cols, rows);
+		return;
+	}
+	default:
+		conn_fail(c, EPROTO, "message type %u not valid on an %s stream", type,
+		          p->pty ? "pty" : "exec");
+		return;
+	}
+	conn_fail(c, EPROTO, "bad message type %u: %s", type, r.why);
+}
+
+static int64_t exec_deadline(struct conn *c)
+{
+	struct proc *p = c->priv;
+
+	return p && p->phase != PROC_DONE ? p->deadline : AGENT_NO_DEADLINE;
+}
+
+static void exec_timeout(struct conn *c, int64_t now)
+{
+	struct proc *p = c->priv;
+
+	kill_group(p, SIGKILL);
+	if (!p->timed_out) {
+		p->timed_out = true;
+		p->deadline = now + DRAIN_GRACE_MS;
+		return;
+	}
+	/* Something outside the process group still holds the output open. */
+	p->deadline = AGENT_NO_DEADLINE;
+	if (p->pty) {
+		p->tty_eof = true;
+	} else {
+		proc_close(&p->out_fd);
+		proc_close(&p->err_fd);
+	}
+	exec_check_done(c);
+}
+
+static bool exec_child(struct conn *c, pid_t pid, int wstatus)
+{
+	struct proc *p = c->priv;
+
+	if (!p || p->pid != pid || p->exited)
+		return false;
+	p->exited = true;
+	p->wstatus = wstatus;
+	exec_check_done(c);
+	return true;
+}
+
+static void exec_destroy(struct conn *c)
+{
+	struct proc *p = c->priv;
+
+	if (!p)
+		return;
+	/* The host left before EXIT: nothing of the command may outlive it. */
+	if (p->phase != PROC_DONE && !p->spawn_failed)
+		kill_group(p, SIGKILL);
+	if (p->pty)
+		p->in_fd = -1;
+	proc_close(&p->status_fd);
+	proc_close(&p->out_fd);
+	proc_close(&p->err_fd);
+	proc_close(&p->in_fd);
+	kbuf_free(&p->input);
+	free(p);
+	c->priv = NULL;
+}
+
+#define PROC_OPS                                                                                  \
+	.open = exec_open, .frame = exec_frame, .want_input = exec_want_input, .poll = exec_poll, \
+	.ready = exec_ready, .deadline = exec_deadline, .timeout = exec_timeout,                  \
+	.child = exec_child, .destroy = exec_destroy
+
+const struct stream_ops exec_ops = {PROC_OPS};
+const struct stream_ops pty_ops = {PROC_OPS};

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* kiln-agent: the state of an exec or pty stream (exec.c, procio.c). */
+#ifndef AGENT_EXEC_H
+#define AGENT_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include "agent.h"
+
+enum proc_phase {
+	PROC_WAIT_START, /* waiting for START */
+	PROC_SPAWNING,   /* forked; waiting for the status pipe */
+	PROC_RUNNING,    /* STARTED sent */
+	PROC_DONE,       /* EXIT sent */
+};
+
+struct proc {
+	bool pty;
+	enum proc_phase phase;
+	pid_t pid; /* also the process group and session id */
+	int status_fd;
+	int out_fd, err_fd, in_fd; /* pty: out_fd == in_fd == the master, err_fd == -1 */
+	struct kbuf input;         /* host input not yet written */
+	bool stdin_eof;            /* exec: close stdin once input drains */
+	bool tty_eof;              /* pty: the master read EIO (kept open, see exec.c) */
+	bool exited, spawn_failed, timed_out;
+	int wstatus;
+	int64_t deadline;
+	uint8_t status[SPAWN_STATUS_MAX]; /* what the child wrote to the status pipe */
+	size_t status_len;
+};
+
+/* A parsed START message. */
+struct start_req {
+	char **argv, **env, *cwd;
+	uint32_t uid, timeout_ms;
+	uint16_t cols, rows;
+};
+
+/* procio.c: set up stdio and spawn; 0 or -errno. */
+int pipes_spawn(struct proc *p, const struct start_req *s);
+int pty_spawn(struct proc *p, const struct start_req *s);
+void pty_resize(struct proc *p, uint16_t cols, uint16_t rows);
+void pty_eof(struct proc *p);
+
+#endif

@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kiln-agent: file streams, one operation per stream. READ and LIST stream
+ * their results through pump() while the connection has room, so neither a
+ * large file nor a large directory is ever held in memory. WRITE goes to a
+ * temporary file next to the target that is renamed over it only on DONE.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "fsops.h"
+
+#define UPLOAD_TEMPLATE "/.kiln-upload.XXXXXX"
+
+struct fop {
+	uint32_t op;
+	bool requested;
+	char *path;
+	int fd;    /* READ: the file; WRITE: the temporary file */
+	char *tmp; /* WRITE: the temporary file's path until it is renamed */
+	uint32_t mode;
+	DIR *dir; /* LIST */
+};
+
+static void file_open(struct conn *c)
+{
+	struct fop *f = calloc(1, sizeof(*f));
+
+	if (!f) {
+		conn_nomem(c);
+		return;
+	}
+	f->fd = -1;
+	c->priv = f;
+}
+
+static void file_err(struct conn *c, int err, const char *what, const char *path)
+{
+	conn_fail(c, err, "cannot %s '%s': %s", what, path, strerror(err));
+}
+
+static void file_done(struct conn *c)
+{
+	if (frame_put(&c->out, KILN_MSG_DONE, NULL, 0))
+		conn_nomem(c);
+	else
+		conn_finish(c);
+}
+
+/* STAT or ENTRY: u32 mode, u64 size, i64 mtime, string name, string link. */
+static void put_stat(struct conn *c, uint16_t type, const struct stat *st, const char *name,
+                     size_t name_len, const char *link)
+{
+	struct frame_mark m;
+
+	frame_begin(&c->out, &m, type);
+	put_u32(&c->out, &m, st->st_mode);
+	put_u64(&c->out, &m, st->st_size);
+	put_u64(&c->out, &m, (uint64_t)(int64_t)st->st_mtime);
+	put_u32(&c->out, &m, name_len);
+	put_bytes(&c->out, &m, name, name_len);
+	put_str(&c->out, &m, link);
+	if (frame_end(&c->out, &m))
+		conn_nomem(c);
+}
+
+/* The last component of path, ignoring trailing slashes ("/" for the root). */
+static const char *base_name(const char *path, size_t *len)
+{
+	size_t end = strlen(path), start;
+
+	while (end > 1 && path[end - 1] == '/')
+		end--;
+	start = end;
+	while (start > 0 && path[start - 1] != '/')
+		start--;
+	if (start == end && end) /* only slashes */
+		start = end - 1;
+	*len = end - start;
+	return path + start;
+}
+
+static void file_stat_path(struct conn *c, const char *path)
+{
+	char link[4096] = "";
+	struct stat st;
+	size_t len;
+
+	if (lstat(path, &st) < 0) {
+		file_err(c, errno, "stat", path);
+		return;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		ssize_t n = readlink(path, link, sizeof(link) - 1);
+		link[n > 0 ? n : 0] = 0;
+	}
+	const char *name = base_name(path, &len);
+	put_stat(c, KILN_MSG_STAT, &st, name, len, link);
+	conn_finish(c);
+}
+
+static void file_read_start(struct conn *c, struct fop *f)
+{
+	struct stat st;
+	size_t len;
+	int fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	if (fd < 0) {
+		file_err(c, errno, "read", f->path);
+		return;
+	}
+	if (fstat(fd, &st) < 0) {
+		file_err(c, errno, "read", f->path);
+		close(fd);
+		return;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		/* A device or FIFO could block the loop or never end. */
+		close(fd);
+		if (S_ISDIR(st.st_mode))
+			file_err(c, EISDIR, "read", f->path);
+		else
+			conn_fail(c, EINVAL, "cannot read '%s': not a regular file", f->path);
+		return;
+	}
+	f->fd = fd;
+	const char *name = base_name(f->path, &len);
+	put_stat(c, KILN_MSG_STAT, &st, name, len, "");
+}
+
+static void file_write_start(struct conn *c, struct fop *f)
+{
+	size_t plen = strlen(f->path);
+	const char *slash = strrchr(f->path, '/');
+	size_t dlen = slash ? (size_t)(slash - f->path) : 0;
+
+	struct stat st;
+
+	/* rename() would refuse a directory too, but only after the upload. */
+	if (!plen || f->path[plen - 1] == '/' || (!stat(f->path, &st) && S_ISDIR(st.st_mode))) {
+		file_err(c, plen ? EISDIR : ENOENT, "write", f->path);
+		return;
+	}
+	f->tmp = malloc(dlen + sizeof(UPLOAD_TEMPLATE) + 1);
+	if (!f->tmp) {
+		conn_nomem(c);
+		return;
+	}
+	/* "name" -> ".kiln-upload.X" in the working directory, "/name" -> "/.kiln-upload.X" */
+	if (slash)
+		memcpy(f->tmp, f->path, dlen);
+	strcpy(f->tmp + dlen, slash ? UPLOAD_TEMPLATE : UPLOAD_TEMPLATE + 1);
+	f->fd = mkostemp(f->tmp, O_CLOEXEC);
+	if (f->fd < 0) {
+		free(f->tmp);
+		f->tmp = NULL;
+		file_err(c, errno, "write", f->path);
+	}
+}
+
+static void file_write_data(struct conn *c, struct fop *f, const uint8_t *p, uint32_t len)
+{
+	while (len) {
+		ssize_t n = write(f->fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			file_err(c, n < 0 ? errno : EIO, "write", f->path);
+			return;
+		}
+		p += n;
+		len -= n;
+	}
+}
+
+static void file_write_commit(struct conn *c, struct fop *f)
+{
+	int fd = f->fd;
+
+	f->fd = -1;
+	/* fsync on a memory file system may be unimplemented: nothing to sync. */
+	if ((fsync(fd) < 0 && errno != EINVAL && errno != ENOSYS) || fchmod(fd, f->mode) < 0) {
+		file_err(c, errno, "write", f->path);
+		close(fd);
+		return;
+	}
+	if (close(fd) < 0 || rename(f->tmp, f->path) < 0) {
+		file_err(c, errno, "write", f->path);
+		return;
+	}
+	free(f->tmp);
+	f->tmp = NULL;
+	file_done(c);
+}
+
+static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint32_t len)
+{
+	char where[4096]; /* what REMOVE failed on */
+	uint32_t arg = 0;
+	char *to = NULL;
+	struct rd r;
+	int err = 0;
+
+	rd_init(&r, buf, len);
+	f->op = rd_u32(&r);
+	f->path = rd_str(&r);
+	if (f->op == KILN_FILE_WRITE || f->op == KILN_FILE_MKDIR || f->op == KILN_FILE_REMOVE)
+		arg = rd_u32(&r);
+	else if (f->op == KILN_FILE_RENAME)
+		to = rd_str(&r);
+	if (!rd_ok(&r)) {
+		conn_fail(c, EPROTO, "bad FILE_REQUEST: %s", r.why);
+		goto out;
+	}
+	f->requested = true;
+	f->mode = arg & 07777;
+	switch (f->op) {
+	case KILN_FILE_READ:
+		file_read_start(c, f);
+		break;
+	case KILN_FILE_WRITE:
+		file_write_start(c, f);
+		break;
+	case KILN_FILE_LIST:
+		f->dir = opendir(f->path);
+		if (!f->dir)
+			file_err(c, errno, "list", f->path);
+		break;
+	case KILN_FILE_STAT:
+		file_stat_path(c, f->path);
+		break;
+	case KILN_FILE_MKDIR:
+		err = fs_mkdir_p(f->path, f->mode);
+		if (err)
+			file_err(c, -err, "create directory", f->path);
+		break;
+	case KILN_FILE_REMOVE:
+		err = fs_remove(f->path, arg != 0, where, sizeof(where));
+		if (err)
+			file_err(c, -err, "remove", where);
+		break;
+	case KILN_FILE_RENAME:
+		if (rename(f->path, to) < 0)
+			conn_fail(c, errno, "cannot rename '%s' to '%s': %s", f->path, to,
+			          strerror(errno));
+		else
+			file_done(c);
+		break;
+	default:
+		conn_fail(c, EINVAL, "unknown file operation %u", f->op);
+		break;
+	}
+	if (!err && (f->op == KILN_FILE_MKDIR || f->op == KILN_FILE_REMOVE))
+		file_done(c);
+out:
+	free(to);
+}
+
+static void file_frame(struct conn *c, uint16_t type, const uint8_t *buf, uint32_t len)
+{
+	struct fop *f = c->priv;
+
+	if (!f->requested) {
+		if (type == KILN_MSG_FILE_REQUEST)
+			file_request(c, f, buf, len);
+		else
+			conn_fail(c, EPROTO, "expected FILE_REQUEST, got type %u", type);
+	} else if (f->op == KILN_FILE_WRITE && f->fd >= 0 && type == KILN_MSG_DATA) {
+		if (len > KILN_DATA_CHUNK)
+			conn_fail(c, EPROTO, "DATA frame of %u bytes (limit KILN_DATA_CHUNK)", len);
+		else
+			file_write_data(c, f, buf, len);
+	} else if (f->op == KILN_FILE_WRITE && f->fd >= 0 && type == KILN_MSG_DONE) {
+		if (len)
+			conn_fail(c, EPROTO, "DONE with a payload");
+		else
+			file_write_commit(c, f);
+	} else {
+		conn_fail(c, EPROTO, "unexpected message type %u on a file stream", type);
+	}
+}
+
+static void file_pump_read(struct conn *c, struct fop *f)
+{
+	while (c->state == CONN_OPEN && conn_has_room(c)) {
+		ssize_t n = frame_read(&c->out, f->fd, KILN_MSG_DATA, KILN_DATA_CHUNK);
+
+		if (n == 0) {
+			file_done(c);
+		} else if (n < 0 && errno == ENOMEM) {
+			conn_nomem(c);
+		} else if (n < 0 && errno != EINTR) {
+			file_err(c, errno, "read", f->path);
+		}
+	}
+}
+
+static void file_pump_list(struct conn *c, struct fop *f)
+{
+	while (c->state == CONN_OPEN && conn_has_room(c)) {
+		char link[4096] = "";
+		struct dirent *e;
+		struct stat st;
+
+		errno = 0;
+		e = readdir(f->dir);
+		if (!e) {
+			if (errno)
+				file_err(c, errno, "list", f->path);
+			else
+				file_done(c);
+			return;
+		}
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(f->dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno == ENOENT)
+				continue; /* removed since readdir */
+			file_err(c, errno, "stat", e->d_name);
+			return;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			ssize_t n = readlinkat(dirfd(f->dir), e->d_name, link, sizeof(link) - 1);
+			link[n > 0 ? n : 0] = 0;
+		}
+		put_stat(c, KILN_MSG_ENTRY, &st, e->d_name, strlen(e->d_name), link);
+	}
+}
+
+static void file_pump(struct conn *c)
+{
+	struct fop *f = c->priv;
+
+	if (f && f->op == KILN_FILE_READ && f->fd >= 0)
+		file_pump_read(c, f);
+	else if (f && f->op == KILN_FILE_LIST && f->dir)
+		file_pump_list(c, f);
+}
+
+static void file_destroy(struct conn *c)
+{
+	struct fop *f = c->priv;
+
+	if (!f)
+		return;
+	if (f->fd >= 0)
+		close(f->fd);
+	if (f->tmp)
+		unlink(f->tmp); /* an unfinished upload leaves the target untouched */
+	if (f->dir)
+		closedir(f->dir);
+	free(f->tmp);
+	free(f->path);
+	free(f);
+	c->priv = NULL;
+}
+
+const struct stream_ops file_ops = {
+    .open = file_open,
+    .frame = file_frame,
+    .pump = file_pump,
+    .destroy = file_destroy,
+};

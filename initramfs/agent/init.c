@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kiln-agent: what PID 1 sets up before serving. Everything is best effort:
+ * the guest kernel may lack a file system type or a syscall (ENOSYS), and
+ * the agent must come up regardless.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+static const struct {
+	const char *dir;
+	mode_t mode;
+	const char *fstype; /* NULL: only create the directory */
+	unsigned long flags;
+	const char *data;
+} boot_fs[] = {
+    {"/proc", 0555, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL},
+    {"/sys", 0555, "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL},
+    {"/dev", 0755, "devtmpfs", MS_NOSUID, "mode=0755"},
+    {"/dev/pts", 0755, "devpts", MS_NOSUID | MS_NOEXEC, "mode=0620,ptmxmode=0666"},
+    {"/dev/shm", 01777, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777"},
+    {"/tmp", 01777, NULL, 0, NULL},
+    {"/run", 0755, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755"},
+    {"/root", 0700, NULL, 0, NULL},
+};
+
+/*
+ * Descriptors 0-2 must be taken before the agent opens anything: a socket
+ * or pipe landing on 0-2 would be clobbered by a child's dup2().
+ */
+void init_stdio(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		int nfd = open("/dev/null", O_RDWR);
+		if (nfd < 0)
+			nfd = open("/dev/console", O_RDWR | O_NOCTTY);
+		if (nfd < 0)
+			nfd = open("/", O_RDONLY | O_DIRECTORY);
+		if (nfd >= 0 && nfd != fd) {
+			dup2(nfd, fd);
+			close(nfd);
+		}
+	}
+}
+
+void init_pid1(void)
+{
+	static const char hostname[] = "kiln";
+
+	umask(022);
+	for (size_t i = 0; i < sizeof(boot_fs) / sizeof(boot_fs[0]); i++) {
+		if (mkdir(boot_fs[i].dir, boot_fs[i].mode) == 0)
+			chmod(boot_fs[i].dir, boot_fs[i].mode); /* past the umask */
+		if (boot_fs[i].fstype)
+			mount(boot_fs[i].fstype, boot_fs[i].dir, boot_fs[i].fstype,
+			      boot_fs[i].flags, boot_fs[i].data);
+	}
+	if (access("/dev/ptmx", F_OK) < 0)
+		symlink("pts/ptmx", "/dev/ptmx");
+	sethostname(hostname, sizeof(hostname) - 1);
+	if (chdir("/") < 0) {
+		/* nothing better to do */
+	}
+	/* The base environment of every command (requests add to it). */
+	clearenv();
+	setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
+	setenv("HOME", "/root", 1);
+	setenv("LANG", "C.UTF-8", 1);
+	init_stdio();
+}

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kiln-agent: starting a command. The child runs between fork and execve
+ * only here: new session, signals back to their defaults, stdio (pipes or a
+ * terminal), working directory, uid, then a PATH search with the command's
+ * own environment. A failure before execve is written to the CLOEXEC status
+ * pipe as a native int errno followed by a message; success closes the pipe
+ * with nothing written, so the parent learns the outcome from one read.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "agent.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define DEFAULT_TERM "TERM=xterm-256color"
+
+/* The dispositions the agent changes (see main.c); the rest are default already. */
+static const int agent_signals[] = {SIGPIPE, SIGCHLD, SIGTERM, SIGINT,
+                                    SIGHUP,  SIGQUIT, SIGUSR1, SIGUSR2};
+
+static __attribute__((noreturn)) void child_fail(int fd, int err, const char *what, const char *arg)
+{
+	char buf[SPAWN_STATUS_MAX];
+	int n;
+
+	memcpy(buf, &err, sizeof(err));
+	n = snprintf(buf + sizeof(err), sizeof(buf) - sizeof(err), "%s '%s': %s", what, arg,
+	             strerror(err));
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(buf) - sizeof(err))
+		n = sizeof(buf) - sizeof(err) - 1;
+	if (write(fd, buf, sizeof(err) + n) < 0) {
+		/* nobody to tell */
+	}
+	_exit(127);
+}
+
+static const char *env_get(char *const *envp, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (; *envp; envp++)
+		if (!strncmp(*envp, name, n) && (*envp)[n] == '=')
+			return *envp + n + 1;
+	return NULL;
+}
+
+/* execvpe() with the command's environment; returns the errno to report. */
+static int exec_search(char *const *argv, char *const *envp)
+{
+	const char *file = argv[0], *path, *seg, *end;
+	size_t flen = strlen(file);
+	bool eacces = false;
+	char buf[4096];
+
+	if (!*file)
+		return ENOENT;
+	if (strchr(file, '/')) {
+		execve(file, argv, envp);
+		return errno;
+	}
+	path = env_get(envp, "PATH");
+	if (!path)
+		path = DEFAULT_PATH;
+	for (seg = path;; seg = end + 1) {
+		end = strchrnul(seg, ':');
+		size_t dlen = end - seg;
+		if (dlen + 1 + flen < sizeof(buf)) {
+			memcpy(buf, seg, dlen);
+			if (!dlen)
+				buf[dlen++] = '.'; /* an empty entry means the working directory */
+			buf[dlen] = '/';
+			memcpy(buf + dlen + 1, file, flen + 1);
+			execve(buf, argv, envp);
+			switch (errno) {
+			case EACCES:
+				eacces = true;
+				break;
+			case ENOENT:
+			case ENOTDIR:
+			case ENAMETOOLONG:
+			case ELOOP:
+				break;
+			default:
+				return errno;
+			}
+		}
+		if (!*end)
+			break;
+	}
+	return eacces ? EACCES : ENOENT;
+}
+
+static __attribute__((noreturn)) void child(const struct spawn_req *r)
+{
+	struct sigaction sa = {.sa_handler = SIG_DFL};
+	sigset_t none;
+	int sfd = r->status_fd;
+	char num[16];
+
+	for (size_t i = 0; i < sizeof(agent_signals) / sizeof(agent_signals[0]); i++)
+		sigaction(agent_signals[i], &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+
+	if (setsid() < 0)
+		child_fail(sfd, errno, "cannot start a session for", r->argv[0]);
+	if (r->tty) {
+		struct winsize ws = {.ws_row = r->rows, .ws_col = r->cols};
+		int fd = open(r->tty, O_RDWR);
+
+		if (fd < 0)
+			child_fail(sfd, errno, "cannot open terminal", r->tty);
+		if (ioctl(fd, TIOCSCTTY, 0) < 0)
+			child_fail(sfd, errno, "cannot make the controlling terminal", r->tty);
+		ioctl(fd, TIOCSWINSZ, &ws); /* a terminal without a size still works */
+		for (int i = 0; i < 3; i++)
+			if (dup2(fd, i) < 0)
+				child_fail(sfd, errno, "cannot set up stdio on", r->tty);
+		if (fd > 2)
+			close(fd);
+	} else {
+		for (int i = 0; i < 3; i++) {
+			/* dup2 onto itself would keep FD_CLOEXEC */
+			int ok = r->fd[i] == i ? fcntl(i, F_SETFD, 0) : dup2(r->fd[i], i);
+			if (ok < 0)
+				child_fail(sfd, errno, "cannot set up stdio for", r->argv[0]);
+		}
+	}
+	if (chdir(r->cwd) < 0)
+		child_fail(sfd, errno, "cannot change directory to", r->cwd);
+	if (r->uid) {
+		snprintf(num, sizeof(num), "%u", r->uid);
+		if (setgroups(0, NULL) < 0 && errno != ENOSYS)
+			child_fail(sfd, errno, "cannot drop supplementary groups for uid", num);
+		if (setgid(r->uid) < 0 || setuid(r->uid) < 0)
+			child_fail(sfd, errno, "cannot switch to uid", num);
+	}
+	child_fail(sfd, exec_search(r->argv, r->envp), "cannot run", r->argv[0]);
+}
+
+/* Fork a child that runs r; returns its pid or -errno. */
+pid_t spawn(const struct spawn_req *r)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0)
+		child(r);
+	return pid;
+}
+
+static size_t env_name_len(const char *e)
+{
+	return strchrnul(e, '=') - e;
+}
+
+static void env_set(char **v, size_t *n, char *e)
+{
+	size_t len = env_name_len(e);
+
+	for (size_t i = 0; i < *n; i++) {
+		if (env_name_len(v[i]) == len && !strncmp(v[i], e, len)) {
+			v[i] = e;
+			return;
+		}
+	}
+	v[(*n)++] = e;
+}
+
+/*
+ * The command's environment: the agent's own (PATH, HOME, LANG as set at
+ * boot), TERM=xterm-256color for a pty, then the request's entries, each
+ * replacing an earlier one of the same name.
+ * The vector points into environ and req_env; free only the vector.
+ */
+char **spawn_env(char *const *req_env, bool pty)
+{
+	extern char **environ;
+	size_t n = 0, max = 2;
+	char **v;
+
+	for (char **e = environ; *e; e++)
+		max++;
+	for (char *const *e = req_env; *e; e++)
+		max++;
+	v = calloc(max, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (char **e = environ; *e; e++)
+		if (strchr(*e, '='))
+			env_set(v, &n, *e);
+	if (pty)
+		env_set(v, &n, (char *)DEFAULT_TERM);
+	for (char *const *e = req_env; *e; e++)
+		env_set(v, &n, *e);
+	v[n] = NULL;
+	return v;
+}

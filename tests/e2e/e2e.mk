@@ -1,0 +1,47 @@
+# kilnd end-to-end tests: a fake VMM (tests only), a hostile-client tool and
+# the test script. Included from the top-level Makefile.
+#
+#   make e2e              build kilnd, kiln and the test tools, run the tests
+#   KILN_E2E_VMM=build/bin/kiln-vmm make e2e   the same against the real VMM
+
+E2E_BIN := $(BUILD)/tests/e2e
+
+FAKE_VMM_SRCS := tests/e2e/fake-vmm/fake_vmm.c tests/e2e/fake-vmm/fake_agent.c
+
+$(E2E_BIN)/fake-vmm: $(FAKE_VMM_SRCS) tests/e2e/fake-vmm/fake_vmm.h include/kiln/agent.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(V)$(CC) $(HOST_CFLAGS) -o $@ $(FAKE_VMM_SRCS) -lutil
+
+$(E2E_BIN)/kiln-hostile: tests/e2e/hostile.c control/ws.c control/buf.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(V)$(CC) $(HOST_CFLAGS) -Icontrol -o $@ $^ -lnettle
+
+E2E_PROGS := $(BIN)/kilnd $(BIN)/kiln $(E2E_BIN)/fake-vmm $(E2E_BIN)/kiln-hostile
+
+.PHONY: e2e e2e-build
+e2e-build: $(E2E_PROGS)
+e2e: $(E2E_PROGS)
+	$(V)bash tests/e2e/run.sh
+
+# Check unit tests of kilnd's codecs, built with ASan+UBSan. (They could move
+# to tests/unit: UNIT_SRCS_test_ws := control/ws.c control/buf.c, and
+# UNIT_SRCS_test_agent_proto := control/agent_proto.c control/buf.c.)
+E2E_UNIT := test_ws test_agent_proto
+E2E_UNIT_SRCS_test_ws := control/ws.c control/buf.c
+E2E_UNIT_SRCS_test_agent_proto := control/agent_proto.c control/buf.c
+E2E_UNIT_FLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclude -Icontrol \
+	-D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize-recover=all \
+	$(shell pkg-config --cflags check 2>/dev/null)
+
+define e2e_unit_rule
+$(E2E_BIN)/unit/$(1): tests/e2e/unit/$(1).c $$(E2E_UNIT_SRCS_$(1)) | $(DEPS_STAMP)
+	@mkdir -p $$(dir $$@)
+	$$(V)$$(CC) $$(E2E_UNIT_FLAGS) -o $$@ $$^ $$(shell pkg-config --libs check 2>/dev/null) -lnettle
+endef
+$(foreach t,$(E2E_UNIT),$(eval $(call e2e_unit_rule,$(t))))
+
+.PHONY: e2e-unit
+e2e-unit: $(E2E_UNIT:%=$(E2E_BIN)/unit/%)
+	$(V)set -e; for t in $^; do echo "unit (asan+ubsan): $$t"; CK_FORK=no $$t; done
+
+e2e: e2e-unit

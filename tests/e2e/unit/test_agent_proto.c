@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for control/agent_proto.c: frame headers, message layouts,
+ * bounds. */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_proto.h"
+
+static struct kiln_frame hdr_of(const struct buf *b, size_t at)
+{
+	struct kiln_frame f;
+
+	ck_assert_int_eq(agent_hdr_decode(buf_head(b) + at, &f), 0);
+	return f;
+}
+
+START_TEST(header_bounds)
+{
+	uint8_t h[8] = {0, 0, 0x10, 0, KILN_MSG_DATA, 0, 0, 0}; /* len 1 MiB exactly */
+	struct kiln_frame f;
+
+	ck_assert_int_eq(agent_hdr_decode(h, &f), 0);
+	ck_assert_uint_eq(f.len, KILN_FRAME_MAX);
+	h[0] = 1; /* one past */
+	ck_assert_int_eq(agent_hdr_decode(h, &f), -EPROTO);
+	h[0] = 0;
+	h[4] = KILN_MSG_INVALID;
+	ck_assert_int_eq(agent_hdr_decode(h, &f), -EPROTO);
+	h[4] = KILN_MSG_MAX;
+	ck_assert_int_eq(agent_hdr_decode(h, &f), -EPROTO);
+	h[4] = KILN_MSG_DATA;
+	h[6] = 1; /* flags are reserved */
+	ck_assert_int_eq(agent_hdr_decode(h, &f), -EPROTO);
+}
+END_TEST
+
+START_TEST(hello_round_trip)
+{
+	struct buf b = {0};
+	uint32_t v, k;
+	struct kiln_frame f;
+
+	ck_assert_int_eq(agent_msg_hello(&b, KILN_STREAM_EXEC), 0);
+	ck_assert_uint_eq(buf_avail(&b), AGENT_HDR_LEN + 8);
+	f = hdr_of(&b, 0);
+	ck_assert_uint_eq(f.type, KILN_MSG_HELLO);
+	ck_assert_int_eq(agent_parse_hello(buf_head(&b) + 8, f.len, &v, &k), 0);
+	ck_assert_uint_eq(v, KILN_AGENT_VERSION);
+	ck_assert_uint_eq(k, KILN_STREAM_EXEC);
+	ck_assert_int_eq(agent_parse_hello(buf_head(&b) + 8, f.len - 1, &v, &k), -EPROTO);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(data_is_split)
+{
+	struct buf b = {0};
+	size_t n = 3 * KILN_DATA_CHUNK + 5, at = 0, total = 0;
+	char *src = malloc(n);
+	int frames = 0;
+
+	memset(src, 'z', n);
+	ck_assert_int_eq(agent_msg_data(&b, KILN_MSG_DATA, src, n), 0);
+	while (at < buf_avail(&b)) {
+		struct kiln_frame f = hdr_of(&b, at);
+
+		ck_assert_uint_le(f.len, KILN_DATA_CHUNK);
+		total += f.len;
+		at += AGENT_HDR_LEN + f.len;
+		frames++;
+	}
+	ck_assert_int_eq(frames, 4);
+	ck_assert_uint_eq(total, n);
+	free(src);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(frames_survive_buffer_compaction)
+{
+	/* A consumed prefix lets buf_reserve() slide data down mid-frame:
+	 * the builder must not keep absolute offsets. */
+	struct buf b = {0};
+	char junk[8192] = {0}, *data = malloc(200000);
+	size_t at;
+
+	memset(data, 'q', 200000);
+	buf_append(&b, junk, sizeof(junk));
+	buf_consume(&b, 6000);
+	at = buf_avail(&b);
+	ck_assert_int_eq(agent_msg_data(&b, KILN_MSG_STDIN, data, 200000), 0);
+	ck_assert_uint_eq(hdr_of(&b, at).len, KILN_DATA_CHUNK);
+	free(data);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(start_layout)
+{
+	const char *argv[] = {"/bin/sh", "-c", "echo hi", NULL}, *env[] = {"A=1", NULL};
+	struct agent_start st = {
+	    .argv = argv, .env = env, .cwd = "/tmp", .timeout_ms = 5, .cols = 100, .rows = 30};
+	struct buf b = {0};
+	struct agent_rd r;
+	struct kiln_frame f;
+	const char *s;
+	uint32_t n;
+
+	ck_assert_int_eq(agent_msg_start(&b, &st), 0);
+	f = hdr_of(&b, 0);
+	ck_assert_uint_eq(f.type, KILN_MSG_START);
+	agent_rd_init(&r, buf_head(&b) + 8, f.len);
+	ck_assert_uint_eq(agent_get_u32(&r), 3);
+	agent_get_str(&r, &s, &n);
+	ck_assert(n == 7 && !memcmp(s, "/bin/sh", 7));
+	agent_get_str(&r, &s, &n);
+	agent_get_str(&r, &s, &n);
+	ck_assert(n == 7 && !memcmp(s, "echo hi", 7));
+	ck_assert_uint_eq(agent_get_u32(&r), 1);
+	agent_get_str(&r, &s, &n);
+	ck_assert(n == 3 && !memcmp(s, "A=1", 3));
+	agent_get_str(&r, &s, &n);
+	ck_assert(n == 4 && !memcmp(s, "/tmp", 4));
+	ck_assert_uint_eq(agent_get_u32(&r), 0); /* uid */
+	ck_assert_uint_eq(agent_get_u32(&r), 5);
+	ck_assert_uint_eq(agent_get_u16(&r), 100);
+	ck_assert_uint_eq(agent_get_u16(&r), 30);
+	ck_assert_int_eq(agent_rd_done(&r), 0);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(oversized_string_is_refused_cleanly)
+{
+	char *big = malloc(KILN_MAX_STRING + 2);
+	const char *argv[] = {big, NULL};
+	struct agent_start st = {.argv = argv};
+	struct buf b = {0};
+
+	memset(big, 'a', KILN_MAX_STRING + 1);
+	big[KILN_MAX_STRING + 1] = 0;
+	buf_append(&b, "keep", 4);
+	ck_assert_int_lt(agent_msg_start(&b, &st), 0);
+	ck_assert_uint_eq(buf_avail(&b), 4); /* the half-built frame is gone */
+	argv[0] = NULL;
+	ck_assert_int_eq(agent_msg_start(&b, &st), -EINVAL); /* argv must not be empty */
+	ck_assert_int_lt(agent_msg_file(&b, KILN_FILE_MAX, "/x", 0, NULL), 0);
+	ck_assert_int_lt(agent_msg_file(&b, KILN_FILE_RENAME, "/x", 0, NULL), 0);
+	free(big);
+	buf_free(&b);
+}
+END_TEST
+
+static struct buf stat_payload(uint32_t name_len, const char *name, uint32_t tlen)
+{
+	struct buf b = {0};
+	struct agent_wr w;
+
+	agent_begin(&w, &b, KILN_MSG_STAT);
+	agent_put_u32(&w, 0100644);
+	agent_put_u64(&w, 12345);
+	agent_put_u64(&w, (uint64_t)-1);
+	agent_put_u32(&w, name_len);
+	agent_put_bytes(&w, name, strlen(name));
+	agent_put_u32(&w, tlen);
+	ck_assert_int_eq(agent_end(&w), 0);
+	return b;
+}
+
+START_TEST(stat_parsing)
+{
+	struct agent_stat st;
+	struct buf b = stat_payload(4, "file", 0);
+
+	ck_assert_int_eq(agent_parse_stat(buf_head(&b) + 8, (uint32_t)buf_avail(&b) - 8, &st), 0);
+	ck_assert_uint_eq(st.size, 12345);
+	ck_assert_int_eq(st.mtime, -1);
+	ck_assert(st.name_len == 4 && !memcmp(st.name, "file", 4));
+	/* trailing garbage, truncation, a name longer than the payload */
+	ck_assert_int_eq(agent_parse_stat(buf_head(&b) + 8, (uint32_t)buf_avail(&b) - 7, &st),
+	                 -EPROTO);
+	ck_assert_int_eq(agent_parse_stat(buf_head(&b) + 8, (uint32_t)buf_avail(&b) - 9, &st),
+	                 -EPROTO);
+	buf_free(&b);
+	b = stat_payload(0xffffffffu, "file", 0);
+	ck_assert_int_eq(agent_parse_stat(buf_head(&b) + 8, (uint32_t)buf_avail(&b) - 8, &st),
+	                 -EPROTO);
+	buf_free(&b);
+	b = stat_payload(4, "fi\0e", 0);
+	ck_assert_int_eq(agent_parse_stat(buf_head(&b) + 8, (uint32_t)buf_avail(&b) - 8, &st),
+	                 -EPROTO);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(exit_and_error)
+{
+	struct buf b = {0};
+	struct agent_wr w;
+	int32_t code;
+	uint32_t sig, flags, err, len;
+	const char *msg;
+
+	agent_begin(&w, &b, KILN_MSG_EXIT);
+	agent_put_u32(&w, (uint32_t)-1);
+	agent_put_u32(&w, 9);
+	agent_put_u32(&w, KILN_EXIT_TIMEOUT);
+	ck_assert_int_eq(agent_end(&w), 0);
+	ck_assert_int_eq(agent_parse_exit(buf_head(&b) + 8, 12, &code, &sig, &flags), 0);
+	ck_assert_int_eq(code, -1);
+	ck_assert_uint_eq(sig, 9);
+	ck_assert_uint_eq(flags, KILN_EXIT_TIMEOUT);
+	buf_reset(&b);
+	agent_begin(&w, &b, KILN_MSG_ERROR);
+	agent_put_u32(&w, ENOENT);
+	agent_put_str(&w, "nope", 4);
+	ck_assert_int_eq(agent_end(&w), 0);
+	ck_assert_int_eq(agent_parse_error(buf_head(&b) + 8, 12, &err, &msg, &len), 0);
+	ck_assert(err == ENOENT && len == 4 && !memcmp(msg, "nope", 4));
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(frame_size_cap)
+{
+	struct buf b = {0};
+	struct agent_wr w;
+	char *big = calloc(1, KILN_FRAME_MAX + 1);
+
+	agent_begin(&w, &b, KILN_MSG_DATA);
+	agent_put_bytes(&w, big, KILN_FRAME_MAX);
+	ck_assert_int_eq(agent_end(&w), 0);
+	agent_begin(&w, &b, KILN_MSG_DATA);
+	agent_put_bytes(&w, big, KILN_FRAME_MAX + 1);
+	ck_assert_int_eq(agent_end(&w), -E2BIG);
+	ck_assert_uint_eq(buf_avail(&b), AGENT_HDR_LEN + KILN_FRAME_MAX);
+	free(big);
+	buf_free(&b);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("agent_proto");
+	TCase *tc = tcase_create("agent_proto");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, header_bounds);
+	tcase_add_test(tc, hello_round_trip);
+	tcase_add_test(tc, data_is_split);
+	tcase_add_test(tc, frames_survive_buffer_compaction);
+	tcase_add_test(tc, start_layout);
+	tcase_add_test(tc, oversized_string_is_refused_cleanly);
+	tcase_add_test(tc, stat_parsing);
+	tcase_add_test(tc, exit_and_error);
+	tcase_add_test(tc, frame_size_cap);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

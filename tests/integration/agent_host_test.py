@@ -1,0 +1,972 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Host-side test of kiln-agent: runs the agent on this machine in unix-socket
+mode (--no-init) and drives it as kilnd would, over the protocol of
+include/kiln/agent.h (message numbers are read from that header).
+
+    python3 tests/integration/agent_host_test.py AGENT_BINARY [CASE-SUBSTRING...]
+
+Prints one "ok NAME" or "FAIL NAME: why" line per case and exits non-zero if
+any case failed or the agent did not exit cleanly (the ASan build reports
+leaks and memory errors at exit). Needs root for the uid case (skipped
+otherwise) and a working /dev/ptmx for the pty cases.
+"""
+import errno
+import hashlib
+import os
+import re
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def load_header():
+    text = open(os.path.join(ROOT, "include/kiln/agent.h")).read()
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    k = {}
+    for m in re.finditer(r"enum\s+(\w+)\s*\{(.*?)\}", text, re.S):
+        val = 0
+        for item in m.group(2).split(","):
+            item = item.strip()
+            if not item:
+                continue
+            name, _, v = item.partition("=")
+            if v.strip():
+                val = int(v.strip(), 0)
+            k[name.strip()] = val
+            val += 1
+    for m in re.finditer(r"#define\s+(KILN_\w+)\s+\(?(0x[0-9a-fA-F]+|\d+)u?(?:\s*<<\s*(\d+))?\)?", text):
+        k[m.group(1)] = int(m.group(2), 0) << int(m.group(3) or 0)
+    return k
+
+
+K = load_header()
+globals().update(K)  # KILN_MSG_HELLO, KILN_STREAM_EXEC, KILN_FRAME_MAX, ...
+
+
+def u16(v):
+    return struct.pack("<H", v)
+
+
+def u32(v):
+    return struct.pack("<I", v & 0xFFFFFFFF)
+
+
+def sstr(s):
+    if isinstance(s, str):
+        s = s.encode()
+    return u32(len(s)) + s
+
+
+def slist(items):
+    return u32(len(items)) + b"".join(sstr(i) for i in items)
+
+
+def start_payload(argv, env=(), cwd="", uid=0, timeout_ms=0, cols=0, rows=0):
+    return (slist(argv) + slist(list(env)) + sstr(cwd) + u32(uid) + u32(timeout_ms)
+            + u16(cols) + u16(rows))
+
+
+class Conn:
+    def __init__(self, path, kind=None, version=KILN_AGENT_VERSION, timeout=30):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.settimeout(timeout)
+        self.s.connect(path)
+        self.rbuf = b""
+        if kind is not None:
+            self.send(KILN_MSG_HELLO, u32(version) + u32(kind))
+            t, p = self.expect_frame()
+            if t != KILN_MSG_HELLO:
+                raise AssertionError("HELLO answered with %s" % describe(t, p))
+            if struct.unpack("<II", p) != (KILN_AGENT_VERSION, 0):
+                raise AssertionError("bad HELLO payload %r" % p)
+
+    def send(self, t, payload=b""):
+        self.s.sendall(struct.pack("<IHH", len(payload), t, 0) + payload)
+
+    def raw(self, b):
+        self.s.sendall(b)
+
+    def _fill(self, n):
+        while len(self.rbuf) < n:
+            x = self.s.recv(1 << 20)
+            if not x:
+                return False
+            self.rbuf += x
+        return True
+
+    def recv(self):
+        """(type, payload), or None at EOF."""
+        if not self._fill(8):
+            if self.rbuf:
+                raise AssertionError("EOF inside a frame header")
+            return None
+        ln, t, fl = struct.unpack("<IHH", self.rbuf[:8])
+        if ln > KILN_FRAME_MAX:
+            raise AssertionError("agent sent len %d" % ln)
+        if not self._fill(8 + ln):
+            raise AssertionError("EOF inside a frame payload")
+        p = self.rbuf[8:8 + ln]
+        self.rbuf = self.rbuf[8 + ln:]
+        return t, p
+
+    def expect_frame(self):
+        f = self.recv()
+        if f is None:
+            raise AssertionError("unexpected EOF")
+        return f
+
+    def expect_eof(self):
+        f = self.recv()
+        if f is not None:
+            raise AssertionError("expected EOF, got %s" % describe(*f))
+
+    def close(self):
+        self.s.close()
+
+
+NAMES = {v: k for k, v in K.items() if k.startswith("KILN_MSG_")}
+
+
+def parse_error(p):
+    err, n = struct.unpack("<II", p[:8])
+    return err, p[8:8 + n].decode(errors="replace")
+
+
+def describe(t, p):
+    if t == KILN_MSG_ERROR:
+        return "ERROR %s %r" % parse_error(p)
+    return "%s(%d bytes)" % (NAMES.get(t, t), len(p))
+
+
+def parse_stat(p):
+    mode, size, mtime = struct.unpack("<IQq", p[:20])
+    n = struct.unpack("<I", p[20:24])[0]
+    name = p[24:24 + n].decode()
+    o = 24 + n
+    m = struct.unpack("<I", p[o:o + 4])[0]
+    link = p[o + 4:o + 4 + m].decode()
+    assert o + 4 + m == len(p), "STAT payload length"
+    return dict(mode=mode, size=size, mtime=mtime, name=name, link=link)
+
+
+class Result:
+    def __init__(self):
+        self.pid = None
+        self.out = bytearray()
+        self.err = bytearray()
+        self.exit = None
+        self.error = None
+        self.order = []
+
+
+def collect(c, r, until_exit=True):
+    while True:
+        f = c.recv()
+        if f is None:
+            return r
+        t, p = f
+        r.order.append(t)
+        if t == KILN_MSG_STARTED:
+            assert r.pid is None, "STARTED twice"
+            r.pid = struct.unpack("<I", p)[0]
+        elif t == KILN_MSG_STDOUT:
+            assert r.pid is not None, "output before STARTED"
+            assert 0 < len(p) <= KILN_DATA_CHUNK, "data frame of %d bytes" % len(p)
+            r.out += p
+        elif t == KILN_MSG_STDERR:
+            assert r.pid is not None, "output before STARTED"
+            r.err += p
+        elif t == KILN_MSG_EXIT:
+            r.exit = struct.unpack("<iII", p)
+            c.expect_eof()
+            return r
+        elif t == KILN_MSG_ERROR:
+            r.error = parse_error(p)
+            c.expect_eof()
+            return r
+        else:
+            raise AssertionError("unexpected %s" % describe(t, p))
+
+
+class Agent:
+    """The agent under test. With pid1, it runs as PID 1 of new PID, mount and
+    UTS namespaces, with its boot setup (mounts stay in the namespace)."""
+
+    def __init__(self, binary, workdir, pid1=False):
+        self.path = os.path.join(workdir, "agent.sock")
+        self.log = open(os.path.join(workdir, "agent.log"), "w+")
+        self.pid1 = pid1
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=99")
+        argv = [binary, "--listen", "unix:" + self.path]
+        if pid1:
+            argv = ["unshare", "--pid", "--mount", "--uts", "--propagation", "private",
+                    "--kill-child"] + argv
+        else:
+            argv.append("--no-init")
+        self.p = subprocess.Popen(argv, stderr=self.log, stdout=self.log, env=env, cwd=workdir)
+        for _ in range(500):  # until it accepts: the socket file exists before listen()
+            try:
+                socket.socket(socket.AF_UNIX).connect(self.path)
+                break
+            except OSError:
+                time.sleep(0.02)
+        else:
+            raise RuntimeError("agent did not start")
+        self.pid = self.p.pid
+        if pid1:  # the agent is unshare's only child
+            with open("/proc/%d/task/%d/children" % (self.p.pid, self.p.pid)) as f:
+                self.pid = int(f.read().split()[0])
+
+    def conn(self, kind=None, **kw):
+        return Conn(self.path, kind, **kw)
+
+    def run(self, argv, stdin=None, kind=KILN_STREAM_EXEC, **kw):
+        c = self.conn(kind)
+        c.send(KILN_MSG_START, start_payload(argv, **kw))
+        if stdin is not None:
+            if stdin:
+                c.send(KILN_MSG_STDIN, stdin)
+            c.send(KILN_MSG_STDIN_EOF)
+        return collect(c, Result())
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def stop(self):
+        if self.pid1:  # PID 1 ignores SIGTERM; unshare's death kills the namespace
+            self.p.kill()
+            self.p.wait(30)
+            wait_for(lambda: not os.path.exists("/proc/%d" % self.pid), what="the agent to die")
+            return 0
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            return self.p.wait(30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            return "hung"
+
+    def rss_kb(self):
+        for line in open("/proc/%d/status" % self.pid):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+
+def check(cond, msg):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def eq(got, want, what):
+    if got != want:
+        g, w = repr(got), repr(want)
+        raise AssertionError("%s: got %s, want %s" % (what, g[:300], w[:300]))
+
+
+def agent_limit(name):
+    text = open(os.path.join(ROOT, "initramfs/agent/agent.h")).read()
+    return int(re.search(r"#define\s+%s\s+(\d+)" % name, text).group(1))
+
+
+def wait_for(pred, secs=5.0, what="condition"):
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.02)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def host_pid(a, pid):
+    """The host's pid of a process the agent reports (pid namespaces in PID-1 mode)."""
+    if not a.pid1:
+        return pid
+    ns = os.readlink("/proc/%d/ns/pid" % a.pid)
+    for p in os.listdir("/proc"):
+        try:
+            if not p.isdigit() or os.readlink("/proc/%s/ns/pid" % p) != ns:
+                continue
+            for line in open("/proc/%s/status" % p):
+                if line.startswith("NSpid:") and int(line.split()[-1]) == pid:
+                    return int(p)
+        except OSError:
+            continue
+    return None
+
+
+def pid_gone(a, pid):
+    hp = host_pid(a, pid)
+    try:
+        with open("/proc/%d/stat" % hp) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"  # a zombie of someone else
+    except (OSError, TypeError):  # gone, or exiting right now (ESRCH)
+        return True
+
+
+def start(agent, argv, kind=KILN_STREAM_EXEC, **kw):
+    """A connection with a started command; returns (conn, Result)."""
+    c = agent.conn(kind)
+    c.send(KILN_MSG_START, start_payload(argv, **kw))
+    r = Result()
+    t, p = c.expect_frame()
+    check(t == KILN_MSG_STARTED, "expected STARTED, got %s" % describe(t, p))
+    r.pid = struct.unpack("<I", p)[0]
+    return c, r
+
+
+def read_until(c, r, needle, secs=10):
+    """Read output frames until needle shows up in stdout."""
+    c.s.settimeout(secs)
+    while needle not in r.out:
+        t, p = c.expect_frame()
+        check(t == KILN_MSG_STDOUT, "expected STDOUT, got %s" % describe(t, p))
+        r.out += p
+
+
+def expect_error(c, err, substr=None):
+    t, p = c.expect_frame()
+    check(t == KILN_MSG_ERROR, "expected ERROR, got %s" % describe(t, p))
+    e, msg = parse_error(p)
+    eq((errno.errorcode.get(e, e), msg), (errno.errorcode.get(err, err), msg), "errno")
+    if substr:
+        check(substr in msg, "message %r lacks %r" % (msg, substr))
+    c.expect_eof()
+    return msg
+
+
+def expect_done(c):
+    t, p = c.expect_frame()
+    check(t == KILN_MSG_DONE and not p, "expected DONE, got %s" % describe(t, p))
+    c.expect_eof()
+
+
+def file_req(agent, op, path, extra=b""):
+    c = agent.conn(KILN_STREAM_FILE)
+    c.send(KILN_MSG_FILE_REQUEST, u32(op) + sstr(path) + extra)
+    return c
+
+
+def upload(agent, path, data, mode=0o644, chunk=KILN_DATA_CHUNK, done=True):
+    c = file_req(agent, KILN_FILE_WRITE, path, u32(mode))
+    view = memoryview(data)
+    for i in range(0, len(data), chunk):
+        c.send(KILN_MSG_DATA, bytes(view[i:i + chunk]))
+    if done:
+        c.send(KILN_MSG_DONE)
+    return c
+
+
+def download(agent, path):
+    """(stat, sha256 hex, length) of a READ, streamed."""
+    c = file_req(agent, KILN_FILE_READ, path)
+    t, p = c.expect_frame()
+    check(t == KILN_MSG_STAT, "expected STAT, got %s" % describe(t, p))
+    st = parse_stat(p)
+    h, n = hashlib.sha256(), 0
+    while True:
+        t, p = c.expect_frame()
+        if t == KILN_MSG_DONE:
+            break
+        check(t == KILN_MSG_DATA and 0 < len(p) <= KILN_DATA_CHUNK, "bad %s" % describe(t, p))
+        h.update(p)
+        n += len(p)
+    c.expect_eof()
+    return st, h.hexdigest(), n
+
+
+def no_temp_files(d):
+    left = [f for f in os.listdir(d) if f.startswith(".kiln-upload.")]
+    eq(left, [], "temporary files left in " + d)
+
+
+# ---------------------------------------------------------------- exec
+
+def case_exec_echo(a, d):
+    r = a.run(["echo", "hi"])
+    eq(r.error, None, "error")
+    eq(bytes(r.out), b"hi\n", "stdout")
+    eq(r.exit, (0, 0, 0), "exit")
+    eq(r.order[0], KILN_MSG_STARTED, "first frame")
+
+
+def case_exec_interleaved(a, d):
+    script = 'i=0; while [ $i -lt 300 ]; do echo out$i; echo err$i >&2; i=$((i+1)); done'
+    r = a.run(["sh", "-c", script])
+    eq(bytes(r.out), b"".join(b"out%d\n" % i for i in range(300)), "stdout")
+    eq(bytes(r.err), b"".join(b"err%d\n" % i for i in range(300)), "stderr")
+    eq(r.exit, (0, 0, 0), "exit")
+
+
+def case_exit_codes(a, d):
+    for code in (0, 3, 255):
+        eq(a.run(["sh", "-c", "exit %d" % code]).exit, (code, 0, 0), "exit %d" % code)
+
+
+def case_exit_signal(a, d):
+    eq(a.run(["sh", "-c", "kill -TERM $$"]).exit, (-1, 15, 0), "exit")
+
+
+def case_env_cwd(a, d):
+    r = a.run(["sh", "-c", 'echo "$FOO"; pwd; echo "$HOME"'], env=["FOO=bar baz", "HOME=/h"],
+              cwd="/tmp")
+    eq(bytes(r.out), b"bar baz\n/tmp\n/h\n", "stdout")
+    # argv[0] is searched in the request's PATH, not the agent's
+    r = a.run(["sh", "-c", "true"], env=["PATH=/nonexistent"])
+    eq(r.error, (errno.ENOENT, "cannot run 'sh': No such file or directory"), "error")
+    r = a.run(["true"], cwd="/nonexistent")
+    eq(r.error[0], errno.ENOENT, "errno")
+    check("/nonexistent" in r.error[1], "message names the directory: %r" % r.error[1])
+    c = a.conn(KILN_STREAM_EXEC)
+    c.send(KILN_MSG_START, start_payload(["true"], env=["NOEQUALS"]))
+    expect_error(c, errno.EINVAL, "NOEQUALS")
+
+
+def case_exec_missing(a, d):
+    r = a.run(["no-such-program-kiln"])
+    eq(r.error, (errno.ENOENT, "cannot run 'no-such-program-kiln': No such file or directory"),
+       "error")
+    eq(r.pid, None, "STARTED")
+    r = a.run(["/nonexistent/prog"])
+    eq(r.error[0], errno.ENOENT, "errno")
+    r = a.run(["/etc/passwd"])
+    eq(r.error[0], errno.EACCES, "errno")
+
+
+def case_uid(a, d):
+    if os.getuid() != 0:
+        return "not root"
+    r = a.run(["sh", "-c", "id -u; id -g"], uid=65534)
+    eq(bytes(r.out), b"65534\n65534\n", "stdout")
+
+
+def case_stdin_1mib(a, d):
+    data = os.urandom(1 << 20)
+    c, r = start(a, ["cat"])
+
+    def writer():
+        for i in range(0, len(data), 50000):
+            c.send(KILN_MSG_STDIN, data[i:i + 50000])
+        c.send(KILN_MSG_STDIN_EOF)
+    t = threading.Thread(target=writer)
+    t.start()
+    collect(c, r)
+    t.join()
+    eq(len(r.out), len(data), "length")
+    check(bytes(r.out) == data, "stdout differs from stdin")
+    eq(r.exit, (0, 0, 0), "exit")
+
+
+def case_stdin_big_frames(a, d):
+    # frames of KILN_FRAME_MAX bytes, far above the agent's stdin queue limit
+    data = os.urandom(8 << 20)
+    c, r = start(a, ["sha256sum"])
+
+    def writer():
+        for i in range(0, len(data), KILN_FRAME_MAX):
+            c.send(KILN_MSG_STDIN, data[i:i + KILN_FRAME_MAX])
+        c.send(KILN_MSG_STDIN_EOF)
+    t = threading.Thread(target=writer)
+    t.start()
+    collect(c, r)
+    t.join()
+    eq(bytes(r.out).split()[0].decode(), hashlib.sha256(data).hexdigest(), "sha256")
+
+
+def case_stdin_under_output_flood(a, d):
+    # stdout and stderr both busy, so the output queue is often full while
+    # stdin data waits: none of it may be lost
+    data = os.urandom(4 << 20)
+    c, r = start(a, ["sh", "-c", "(yes err | head -c 30000000 >&2) & cat; wait"])
+
+    def writer():
+        for i in range(0, len(data), 30000):
+            c.send(KILN_MSG_STDIN, data[i:i + 30000])
+        c.send(KILN_MSG_STDIN_EOF)
+    t = threading.Thread(target=writer)
+    t.start()
+    collect(c, r)
+    t.join()
+    eq((len(r.out), len(r.err), r.exit), (len(data), 30000000, (0, 0, 0)), "lengths, exit")
+    check(bytes(r.out) == data, "stdout differs from stdin")
+
+
+def case_timeout(a, d):
+    t0 = time.monotonic()
+    r = a.run(["sleep", "10"], timeout_ms=200)
+    eq(r.exit, (-1, 9, KILN_EXIT_TIMEOUT), "exit")
+    check(time.monotonic() - t0 < 3, "took %.1fs" % (time.monotonic() - t0))
+    r = a.run(["sh", "-c", "echo before; sleep 10"], timeout_ms=300)
+    eq((bytes(r.out), r.exit), (b"before\n", (-1, 9, KILN_EXIT_TIMEOUT)), "output, exit")
+
+
+def case_signal(a, d):
+    c, r = start(a, ["sleep", "10"])
+    c.send(KILN_MSG_SIGNAL, u32(15))
+    eq(collect(c, r).exit, (-1, 15, 0), "exit")
+    # the whole process group gets it
+    c, r = start(a, ["sh", "-c", "sleep 30 & echo $!; wait"])
+    read_until(c, r, b"\n")
+    bg = int(r.out)
+    c.send(KILN_MSG_SIGNAL, u32(9))
+    eq(collect(c, r).exit, (-1, 9, 0), "exit")
+    wait_for(lambda: pid_gone(a, bg), what="background sleep to die")
+
+
+def case_disconnect_kills(a, d):
+    c, r = start(a, ["sh", "-c", "sleep 30 & echo $!; sleep 30"])
+    read_until(c, r, b"\n")
+    bg = int(r.out)
+    c.close()
+    wait_for(lambda: pid_gone(a, r.pid) and pid_gone(a, bg), what="the command to be killed")
+
+
+def case_exec_backpressure(a, d):
+    size = 64 << 20
+    c, r = start(a, ["head", "-c", str(size), "/dev/zero"])
+    base = a.rss_kb()
+    time.sleep(1.0)  # not reading: the agent must stop reading the pipe
+    grown = a.rss_kb() - base
+    check(grown < 32 << 10, "agent RSS grew by %d KiB while the host did not read" % grown)
+    eq(bytes(a.run(["echo", "others"]).out), b"others\n", "another stream meanwhile")
+    collect(c, r)
+    eq((len(r.out), r.exit), (size, (0, 0, 0)), "length, exit")
+
+
+# ---------------------------------------------------------------- pty
+
+def case_pty_tty(a, d):
+    r = a.run(["tty"], kind=KILN_STREAM_PTY)
+    check(re.fullmatch(rb"/dev/pts/\d+\r\n", bytes(r.out)), "tty printed %r" % bytes(r.out))
+    eq(r.exit, (0, 0, 0), "exit")
+    eq(bytes(r.err), b"", "stderr")
+    r = a.run(["sh", "-c", 'echo "$TERM"'], kind=KILN_STREAM_PTY)
+    eq(bytes(r.out), b"xterm-256color\r\n", "TERM")
+
+
+def case_pty_size(a, d):
+    eq(bytes(a.run(["stty", "size"], kind=KILN_STREAM_PTY, cols=100, rows=30).out), b"30 100\r\n",
+       "requested size")
+    eq(bytes(a.run(["stty", "size"], kind=KILN_STREAM_PTY).out), b"24 80\r\n", "default size")
+
+
+def case_pty_resize(a, d):
+    c, r = start(a, ["sh", "-c", "stty size; read x; stty size"], kind=KILN_STREAM_PTY)
+    read_until(c, r, b"24 80\r\n")
+    c.send(KILN_MSG_RESIZE, u16(132) + u16(43))
+    c.send(KILN_MSG_STDIN, b"go\n")
+    collect(c, r)
+    check(bytes(r.out).endswith(b"43 132\r\n"), "output %r" % bytes(r.out))
+    eq(r.exit, (0, 0, 0), "exit")
+
+
+def case_pty_echo_eof(a, d):
+    c, r = start(a, ["cat"], kind=KILN_STREAM_PTY)
+    c.send(KILN_MSG_STDIN, b"hello\n")
+    read_until(c, r, b"hello\r\nhello\r\n")  # the terminal's echo, then cat's copy
+    c.send(KILN_MSG_STDIN_EOF)  # ^D at the start of a line: cat reads EOF
+    collect(c, r)
+    eq(r.exit, (0, 0, 0), "exit")
+
+
+def case_pty_ctrl_c(a, d):
+    c, r = start(a, ["sleep", "10"], kind=KILN_STREAM_PTY)
+    time.sleep(0.1)
+    c.send(KILN_MSG_STDIN, b"\x03")  # the controlling terminal signals its foreground group
+    eq(collect(c, r).exit, (-1, 2, 0), "exit")
+
+
+# ---------------------------------------------------------------- files
+
+def case_file_roundtrip(a, d):
+    for size in (0, 1, 100 << 20):
+        data = os.urandom(size)
+        path = os.path.join(d, "f%d" % size)
+        expect_done(upload(a, path, data, mode=0o640))
+        eq(stat.S_IMODE(os.stat(path).st_mode), 0o640, "mode")
+        st, digest, n = download(a, path)
+        eq((n, st["size"], st["name"]), (size, size, "f%d" % size), "length, size, name")
+        eq(digest, hashlib.sha256(data).hexdigest(), "sha256 of %d bytes" % size)
+        check(stat.S_ISREG(st["mode"]), "mode %o" % st["mode"])
+    no_temp_files(d)
+
+
+def case_file_atomic(a, d):
+    path = os.path.join(d, "target")
+    old = b"old content\n" * 1000
+    new = os.urandom(16 << 20)
+    with open(path, "wb") as f:
+        f.write(old)
+    seen, stop = set(), threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            try:
+                with open(path, "rb") as f:
+                    b = f.read()
+            except FileNotFoundError:
+                b = None
+            seen.add("old" if b == old else "new" if b == new else "PARTIAL %r" % (b or b"")[:20])
+    t = threading.Thread(target=reader)
+    t.start()
+    c = upload(a, path, new[:len(new) // 2], done=False)
+    time.sleep(0.2)
+    st, digest, n = download(a, path)  # another stream, meanwhile
+    eq((n, digest), (len(old), hashlib.sha256(old).hexdigest()), "content during the upload")
+    view = memoryview(new)
+    for i in range(len(new) // 2, len(new), KILN_DATA_CHUNK):
+        c.send(KILN_MSG_DATA, bytes(view[i:i + KILN_DATA_CHUNK]))
+    c.send(KILN_MSG_DONE)
+    expect_done(c)
+    time.sleep(0.1)
+    stop.set()
+    t.join()
+    check(all(s in ("old", "new") for s in seen), "a reader saw %s" % seen)
+    check(open(path, "rb").read() == new, "new content")
+    # a broken upload leaves the path untouched and no temporary file
+    c = upload(a, path, b"x" * 300000, done=False)
+    time.sleep(0.1)
+    c.close()
+    c = upload(a, path, b"y" * 1000, done=False)
+    c.send(KILN_MSG_ERROR, u32(errno.ECANCELED) + sstr("host gave up"))
+    c.expect_eof()
+    wait_for(lambda: not [f for f in os.listdir(d) if f.startswith(".kiln-upload.")],
+             what="temporary files to go")
+    check(open(path, "rb").read() == new, "content after broken uploads")
+
+
+def case_file_list(a, d):
+    os.mkdir(os.path.join(d, "sub"))
+    with open(os.path.join(d, "a"), "w") as f:
+        f.write("12345")
+    open(os.path.join(d, ".hidden"), "w").close()
+    os.symlink("a", os.path.join(d, "ln"))
+    c = file_req(a, KILN_FILE_LIST, d)
+    ents = {}
+    while True:
+        t, p = c.expect_frame()
+        if t == KILN_MSG_DONE:
+            break
+        check(t == KILN_MSG_ENTRY, "expected ENTRY, got %s" % describe(t, p))
+        e = parse_stat(p)
+        ents[e["name"]] = e
+    c.expect_eof()
+    eq(sorted(ents), [".hidden", "a", "ln", "sub"], "names")
+    check(stat.S_ISDIR(ents["sub"]["mode"]), "sub is a directory")
+    check(stat.S_ISLNK(ents["ln"]["mode"]) and ents["ln"]["link"] == "a", "ln: %s" % ents["ln"])
+    eq((ents["a"]["size"], ents["a"]["link"]), (5, ""), "a")
+    # a large directory streams through backpressure
+    big = os.path.join(d, "sub")
+    for i in range(2000):
+        open(os.path.join(big, "file-%05d-%s" % (i, "x" * 100)), "w").close()
+    c = file_req(a, KILN_FILE_LIST, big)
+    n = 0
+    while c.expect_frame()[0] == KILN_MSG_ENTRY:
+        n += 1
+    c.expect_eof()
+    eq(n, 2000, "entries")
+
+
+def case_file_stat(a, d):
+    path = os.path.join(d, "s")
+    with open(path, "w") as f:
+        f.write("abc")
+    os.symlink("/some/where", os.path.join(d, "sl"))
+    for p, want in ((path, ("s", 3, "")), (os.path.join(d, "sl"), ("sl", None, "/some/where")),
+                    ("/", ("/", None, "")), (d + "/", (os.path.basename(d), None, ""))):
+        c = file_req(a, KILN_FILE_STAT, p)
+        t, pl = c.expect_frame()
+        check(t == KILN_MSG_STAT, "expected STAT, got %s" % describe(t, pl))
+        st = parse_stat(pl)
+        c.expect_eof()
+        eq((st["name"], st["size"] if want[1] is not None else None, st["link"]), want, p)
+        eq(st["mtime"], int(os.lstat(p).st_mtime), "mtime")
+    expect_error(file_req(a, KILN_FILE_STAT, d + "/missing"), errno.ENOENT, d + "/missing")
+
+
+def case_file_mkdir(a, d):
+    p = os.path.join(d, "x/y/z")
+    expect_done(file_req(a, KILN_FILE_MKDIR, p, u32(0o700)))
+    eq(stat.S_IMODE(os.stat(p).st_mode), 0o700, "mode")
+    expect_done(file_req(a, KILN_FILE_MKDIR, p + "/", u32(0o700)))  # exists: fine, like -p
+    open(os.path.join(d, "file"), "w").close()
+    expect_error(file_req(a, KILN_FILE_MKDIR, os.path.join(d, "file"), u32(0o755)), errno.EEXIST)
+    expect_error(file_req(a, KILN_FILE_MKDIR, os.path.join(d, "file/sub"), u32(0o755)),
+                 errno.ENOTDIR, "file/sub")
+
+
+def case_file_remove(a, d):
+    t = os.path.join(d, "t")
+    os.makedirs(os.path.join(t, "b/c/d/e"))
+    os.makedirs(os.path.join(d, "outside"))
+    open(os.path.join(d, "outside/keep"), "w").close()
+    for f in ("a", "b/f", "b/c/d/e/g"):
+        open(os.path.join(t, f), "w").close()
+    os.symlink(os.path.join(d, "outside"), os.path.join(t, "b/ln"))
+    expect_error(file_req(a, KILN_FILE_REMOVE, t, u32(0)), errno.ENOTEMPTY, t)
+    expect_done(file_req(a, KILN_FILE_REMOVE, t, u32(1)))
+    check(not os.path.lexists(t), "tree removed")
+    check(os.path.exists(os.path.join(d, "outside/keep")), "the symlink was followed")
+    os.mkdir(os.path.join(d, "empty"))
+    expect_done(file_req(a, KILN_FILE_REMOVE, os.path.join(d, "empty"), u32(0)))
+    expect_done(file_req(a, KILN_FILE_REMOVE, os.path.join(d, "outside/keep"), u32(0)))
+    expect_error(file_req(a, KILN_FILE_REMOVE, os.path.join(d, "gone"), u32(1)), errno.ENOENT,
+                 os.path.join(d, "gone"))
+
+
+def case_file_rename(a, d):
+    src, dst = os.path.join(d, "from"), os.path.join(d, "to")
+    with open(src, "w") as f:
+        f.write("r")
+    expect_done(file_req(a, KILN_FILE_RENAME, src, sstr(dst)))
+    check(not os.path.exists(src) and open(dst).read() == "r", "renamed")
+    msg = expect_error(file_req(a, KILN_FILE_RENAME, src, sstr(dst)), errno.ENOENT)
+    check(src in msg and dst in msg, "message names both paths: %r" % msg)
+
+
+def case_file_errors(a, d):
+    missing = os.path.join(d, "missing")
+    expect_error(file_req(a, KILN_FILE_READ, missing), errno.ENOENT, missing)
+    expect_error(file_req(a, KILN_FILE_READ, d), errno.EISDIR, d)
+    expect_error(file_req(a, KILN_FILE_READ, "/dev/null"), errno.EINVAL, "/dev/null")
+    open(os.path.join(d, "f"), "w").close()
+    expect_error(file_req(a, KILN_FILE_LIST, os.path.join(d, "f")), errno.ENOTDIR)
+    expect_error(upload(a, os.path.join(d, "nodir/f"), b"x"), errno.ENOENT, "nodir/f")
+    expect_error(upload(a, d + "/", b"x"), errno.EISDIR)
+    expect_error(upload(a, d, b"x"), errno.EISDIR, d)
+    expect_error(file_req(a, 99, d), errno.EINVAL)
+    expect_error(file_req(a, KILN_FILE_WRITE, os.path.join(d, "f2")), errno.EPROTO)  # no mode
+    c = file_req(a, KILN_FILE_WRITE, os.path.join(d, "f3"), u32(0o644))
+    c.send(KILN_MSG_DATA, b"x" * (KILN_DATA_CHUNK + 1))
+    expect_error(c, errno.EPROTO)
+    no_temp_files(d)
+
+
+# ---------------------------------------------------------------- protocol
+
+def case_info(a, d):
+    c = a.conn(KILN_STREAM_INFO)
+    t, p = c.expect_frame()
+    check(t == KILN_MSG_INFO, "expected INFO, got %s" % describe(t, p))
+    n = struct.unpack("<I", p[:4])[0]
+    version = p[4:4 + n].decode()
+    uptime, total, free, procs = struct.unpack("<QQQI", p[4 + n:])
+    c.expect_eof()
+    check(version.startswith("kiln-agent"), "version %r" % version)
+    check(uptime > 0 and 0 < free <= total and procs > 0, "%r" % ((uptime, total, free, procs),))
+
+
+def case_hello(a, d):
+    expect_error(hello(a, 99, KILN_STREAM_EXEC), errno.EPROTONOSUPPORT)
+    expect_error(hello(a, KILN_AGENT_VERSION, 77), errno.EINVAL)
+    expect_error(hello(a, KILN_AGENT_VERSION, 0), errno.EINVAL)
+    c = a.conn(None)
+    c.send(KILN_MSG_START, start_payload(["true"]))
+    expect_error(c, errno.EPROTO, "HELLO")
+
+
+def hello(a, version, kind):
+    c = a.conn(None)
+    c.send(KILN_MSG_HELLO, u32(version) + u32(kind))
+    return c
+
+
+def malformed(a, kind, data):
+    c = a.conn(kind)
+    c.raw(data)
+    return c
+
+
+def case_malformed(a, d):
+    keep, kr = start(a, ["cat"])  # must keep working throughout
+    hdr = lambda ln, t: struct.pack("<IHH", ln, t, 0)  # noqa: E731
+    expect_error(malformed(a, None, hdr(KILN_FRAME_MAX + 1, KILN_MSG_HELLO)), errno.EPROTO)
+    expect_error(malformed(a, KILN_STREAM_EXEC, hdr(0xFFFFFFFF, KILN_MSG_STDIN)), errno.EPROTO)
+    expect_error(malformed(a, None, hdr(0, 999)), errno.EPROTO, "unknown")
+    expect_error(malformed(a, None, hdr(0, 0)), errno.EPROTO)
+    expect_error(malformed(a, None, hdr(4, KILN_MSG_HELLO) + u32(1)), errno.EPROTO, "short")
+    expect_error(malformed(a, None, hdr(12, KILN_MSG_HELLO) + u32(1) + u32(1) + u32(0)),
+                 errno.EPROTO, "trailing")
+    start_bad = [
+        u32(1) + u32(1000) + b"echo",                          # string runs past the payload
+        u32(1) + sstr(b"x" * (KILN_MAX_STRING + 1)),           # string too long
+        u32(KILN_MAX_ARGS + 1) + sstr("x") * (KILN_MAX_ARGS + 1),  # argc beyond the limit
+        u32(0xFFFFFFFF) + sstr("x"),                           # absurd count: no allocation
+        u32(1000) + sstr("x"),                                 # count beyond the payload
+        u32(0) + u32(0) + sstr("") + u32(0) * 2 + u16(0) * 2,  # no argv
+        u32(1) + sstr(b"ec\0ho") + u32(0) + sstr("") + u32(0) * 2 + u16(0) * 2,  # NUL
+        start_payload(["true"])[:-2],                          # truncated
+        start_payload(["true"]) + b"\0",                       # trailing byte
+    ]
+    for i, p in enumerate(start_bad):
+        c = malformed(a, KILN_STREAM_EXEC, hdr(len(p), KILN_MSG_START) + p)
+        expect_error(c, errno.EPROTO)
+    for kind, frames, err in (
+            (KILN_STREAM_EXEC, [(KILN_MSG_STDIN, b"x")], errno.EPROTO),
+            (KILN_STREAM_EXEC, [(KILN_MSG_FILE_REQUEST, u32(1) + sstr("/"))], errno.EPROTO),
+            (KILN_STREAM_EXEC, [(KILN_MSG_START, start_payload(["sleep", "5"])),
+                                (KILN_MSG_RESIZE, u16(1) + u16(1))], errno.EPROTO),
+            (KILN_STREAM_EXEC, [(KILN_MSG_START, start_payload(["sleep", "5"])),
+                                (KILN_MSG_SIGNAL, u32(0))], errno.EINVAL),
+            (KILN_STREAM_PTY, [(KILN_MSG_START, start_payload(["sleep", "5"])),
+                               (KILN_MSG_SIGNAL, u16(9))], errno.EPROTO),
+            (KILN_STREAM_PTY, [(KILN_MSG_START, start_payload(["sleep", "5"])),
+                               (KILN_MSG_START, start_payload(["sleep", "5"]))], errno.EPROTO),
+            (KILN_STREAM_FILE, [(KILN_MSG_DATA, b"x")], errno.EPROTO),
+            (KILN_STREAM_FILE, [(KILN_MSG_FILE_REQUEST, u32(KILN_FILE_STAT) + sstr("/") + b"x")],
+             errno.EPROTO),
+            (KILN_STREAM_INFO, [], None)):
+        c = a.conn(kind)
+        for t, p in frames:
+            c.send(t, p)
+        if err is None:
+            continue
+        while True:  # STARTED may come first
+            t, p = c.expect_frame()
+            if t != KILN_MSG_STARTED:
+                break
+        check(t == KILN_MSG_ERROR, "expected ERROR, got %s" % describe(t, p))
+        eq(errno.errorcode.get(parse_error(p)[0]), errno.errorcode[err], "errno for %s" % frames)
+        c.expect_eof()
+    # a frame cut short by a disconnect, and plain garbage
+    c = malformed(a, KILN_STREAM_EXEC, hdr(100, KILN_MSG_START) + b"y" * 50)
+    c.close()
+    c = a.conn(None)
+    try:
+        c.raw(os.urandom(70000))
+        f = c.recv()
+        check(f is None or f[0] == KILN_MSG_ERROR, "garbage answered with %s" % (f,))
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    keep.send(KILN_MSG_STDIN, b"still here\n")
+    read_until(keep, kr, b"still here\n")
+    keep.send(KILN_MSG_STDIN_EOF)
+    eq(collect(keep, kr).exit, (0, 0, 0), "the other stream's exit")
+
+
+def case_concurrent_20(a, d):
+    results, errors = {}, []
+
+    def one(i):
+        try:
+            results[i] = a.run(["sh", "-c", "echo start-%d; sleep 0.5; echo end-%d >&2; exit %d"
+                                % (i, i, i)])
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(20)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    eq(errors, [], "errors")
+    for i in range(20):
+        r = results[i]
+        eq((bytes(r.out), bytes(r.err), r.exit), (b"start-%d\n" % i, b"end-%d\n" % i, (i, 0, 0)),
+           "stream %d" % i)
+    check(time.monotonic() - t0 < 5, "took %.1fs: not concurrent" % (time.monotonic() - t0))
+
+
+def case_busy(a, d):
+    limit = agent_limit("AGENT_MAX_STREAMS")
+    held = [start(a, ["sleep", "30"]) for _ in range(limit)]
+    c = a.conn(None)
+    expect_error(c, errno.EBUSY)
+    for c, r in held:
+        c.close()
+    pids = [r.pid for c, r in held]
+    wait_for(lambda: all(pid_gone(a, p) for p in pids), what="the held commands to be killed")
+    eq(bytes(a.run(["echo", "free"]).out), b"free\n", "a stream after the limit cleared")
+
+
+def agent_children(a):
+    """{pid: state} of the agent's children, seen from the host."""
+    kids = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                f = open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(f[1]) == a.pid:
+                kids[int(p)] = f[0]
+    return kids
+
+
+def case_pid1(a, d):
+    if not a.pid1:
+        return "not PID 1 (KILN_AGENT_PID1=1 runs the agent as PID 1 of a namespace)"
+    r = a.run(["sh", "-c", 'hostname; echo "$PATH:$HOME:$LANG"; test -r /proc/1/stat && echo proc'])
+    eq(bytes(r.out), b"kiln\n/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+       b":/root:C.UTF-8\nproc\n", "environment")
+    # an orphan is reparented to PID 1, which must reap it
+    before = set(agent_children(a))
+    a.run(["sh", "-c", "sleep 0.5 >/dev/null 2>&1 &"])
+    time.sleep(0.2)
+    orphans = set(agent_children(a)) - before
+    check(orphans, "no orphan was reparented to the agent")
+    wait_for(lambda: not orphans & set(agent_children(a)), what="the orphan to be reaped")
+
+
+def case_no_zombies(a, d):
+    wait_for(lambda: "Z" not in agent_children(a).values(), secs=3,
+             what="the agent's zombies to go")
+
+
+CASES = [(n[5:].replace("_", "-"), f) for n, f in list(globals().items())
+         if n.startswith("case_")]
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    binary = os.path.abspath(sys.argv[1])
+    only = sys.argv[2:]
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="kiln-agent-test.") as work:
+        agent = Agent(binary, work, pid1=os.environ.get("KILN_AGENT_PID1") == "1")
+        for name, fn in CASES:
+            if only and not any(o in name for o in only):
+                continue
+            scratch = tempfile.mkdtemp(dir=work, prefix=name + ".")
+            t0 = time.monotonic()
+            try:
+                skip = fn(agent, scratch)
+                if not agent.alive():
+                    raise AssertionError("the agent died")
+                print("ok   %-28s %6.2fs%s" % (name, time.monotonic() - t0,
+                                              "  (skipped: %s)" % skip if skip else ""))
+            except Exception as e:  # noqa: BLE001 - report any failure as FAIL
+                failed += 1
+                where = traceback.extract_tb(e.__traceback__)[-1]
+                print("FAIL %-28s %s: %s (line %d)" % (name, type(e).__name__, e, where.lineno))
+            sys.stdout.flush()
+            if not agent.alive():
+                break
+        status = agent.stop()
+        agent.log.seek(0)
+        log = agent.log.read()
+        if status != 0:
+            failed += 1
+            print("FAIL %-28s agent exit status %s; its log:\n%s" % ("agent-exit", status, log))
+        else:
+            print("ok   %-28s" % "agent-exit")
+        if "ERROR: AddressSanitizer" in log or "runtime error" in log:
+            failed += 1
+            print("FAIL %-28s sanitizer report:\n%s" % ("sanitizers", log))
+    print("%s%s: %d failed" % (os.path.basename(binary), " (PID 1)" if agent.pid1 else "", failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1068 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Snapshot library: round trips of a 256 MiB sparse guest image (eager,
+ * per-chunk, template), diff snapshots against a parent, config
+ * compatibility, and a file damaged in every way we can think of (flipped
+ * bytes, truncation, crafted tables with valid checksums, random damage),
+ * each of which must be refused with the right message and never crash.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../snapshot/snap.h"
+
+#define MIB       (1ULL << 20)
+#define MEM_SIZE  (256 * MIB)
+#define NVCPUS    2
+#define NDEVS     3
+#define CHUNK     (1ULL << SNAP_DEFAULT_CHUNK_SHIFT)
+#define ZERO_HOLE 1000 /* a chunk that is written, then zeroed: allocated but zero */
+
+struct image {
+	int fd;
+	uint8_t *mem;
+	uint64_t size;
+};
+
+/* Shared by all tests of a tcase (built once, in the unchecked fixture). */
+static char dir[64];
+static char base_path[128];
+static struct image img;
+static struct snap_vm_config cfg;
+static struct snap_vcpu_state vcpus[NVCPUS];
+static struct snap_vm_state vmst;
+static uint8_t devdata[NDEVS][3000];
+static struct snap_dev_blob devs[NDEVS];
+static struct snap_write_stats base_stats;
+static uint64_t rng_state = 0x1234567887654321ULL;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+static void fill_random(void *p, size_t len)
+{
+	uint8_t *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		b[i] = (uint8_t)rnd();
+}
+
+static void image_new(struct image *im, uint64_t size)
+{
+	im->size = size;
+	im->fd = memfd_create("snap-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	ck_assert_int_ge(im->fd, 0);
+	ck_assert_int_eq(ftruncate(im->fd, (off_t)size), 0);
+	im->mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, im->fd, 0);
+	ck_assert_ptr_ne(im->mem, MAP_FAILED);
+}
+
+static void image_free(struct image *im)
+{
+	munmap(im->mem, im->size);
+	close(im->fd);
+}
+
+/* Guest-like content: text, pointer-rich heap, random bytes, short pages. */
+static void fill_extent(uint8_t *p, size_t len, int kind)
+{
+	static const char *const words[] = {"the ", "import ", "numpy ", "def ", "return ", "self",
+	                                    ".",    "(",       ")\n",    "    ", "kiln ",   "= "};
+	size_t i = 0;
+
+	switch (kind) {
+	case 0:
+		while (i < len) {
+			const char *w = words[rnd() % 12];
+			size_t n = strlen(w) < len - i ? strlen(w) : len - i;
+
+			memcpy(p + i, w, n);
+			i += n;
+		}
+		break;
+	case 1:
+		for (; i + 16 <= len; i += 16) {
+			uint64_t ptr = 0xffff888000000000ULL + (rnd() % 0x10000000) * 16,
+			         cnt = rnd() % 64;
+
+			memcpy(p + i, &ptr, 8);
+			memcpy(p + i + 8, &cnt, 8);
+		}
+		break;
+	case 2:
+		fill_random(p, len);
+		break;
+	default:
+		for (; i < len; i += 4096)
+			fill_random(p + i, 200);
+	}
+}
+
+static void fill_image(struct image *im, uint64_t touched)
+{
+	for (uint64_t done = 0; done < touched;) {
+		uint64_t len = (1 + rnd() % 128) * 16384;
+
+		if (len > im->size / 4)
+			len = im->size / 4;
+		uint64_t off = (rnd() % ((im->size - len) / 4096)) * 4096;
+
+		fill_extent(im->mem + off, len, (int)(rnd() % 4));
+		done += len;
+	}
+}
+
+static void make_state(void)
+{
+	static const uint32_t types[NDEVS] = {3, 4, 19};
+	static const uint32_t lens[NDEVS] = {100, 0, 3000};
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.mem_size = MEM_SIZE;
+	cfg.mem_low_size = MEM_SIZE;
+	cfg.mem_high_gpa = 0x100000000ULL;
+	cfg.nr_vcpus = NVCPUS;
+	cfg.nr_devices = NDEVS;
+	cfg.boot_version = 1;
+	cfg.cpuid_hash = 0xc0ffee;
+	cfg.xcr0 = 7;
+	snap_image_id_from_buf(&cfg.kernel, "kernel image", 12);
+	for (int d = 0; d < NDEVS; d++) {
+		cfg.devices[d].type = types[d];
+		cfg.devices[d].slot = (uint32_t)d;
+		fill_random(devdata[d], sizeof(devdata[d]));
+		devs[d] =
+		    (struct snap_dev_blob){.version = 7 + d, .data = devdata[d], .len = lens[d]};
+	}
+	for (int v = 0; v < NVCPUS; v++) {
+		fill_random(&vcpus[v], sizeof(vcpus[v]));
+		vcpus[v].id = (uint32_t)v;
+		vcpus[v].nmsrs = 41;
+		vcpus[v].xsave_size = 4096;
+		vcpus[v].reserved = vcpus[v].pad = 0;
+		for (int m = 0; m < SNAP_MAX_MSRS; m++) {
+			vcpus[v].msrs[m].pad = 0;
+			if (m >= 41)
+				vcpus[v].msrs[m].index = 0, vcpus[v].msrs[m].data = 0;
+		}
+	}
+	fill_random(&vmst, sizeof(vmst));
+	vmst.flags = SNAP_VM_HAS_PIT2;
+	vmst.reserved = 0;
+}
+
+static struct snap_save save_of(const struct image *im)
+{
+	return (struct snap_save){.config = &cfg,
+	                          .vcpus = vcpus,
+	                          .vm = &vmst,
+	                          .devs = devs,
+	                          .mem = im->mem,
+	                          .mem_fd = im->fd,
+	                          .no_fsync = true};
+}
+
+static void write_ok(const char *path, const struct snap_save *in, struct snap_write_stats *st)
+{
+	struct snap_err err = {{0}};
+	int ret = snap_write(path, in, st, &err);
+
+	ck_assert_msg(ret == 0, "snap_write: %s", err.msg);
+}
+
+static struct snap *open_ok(const char *path)
+{
+	struct snap_err err = {{0}};
+	struct snap *s;
+
+	ck_assert_msg(snap_open(path, &s, &err) == 0, "snap_open: %s", err.msg);
+	return s;
+}
+
+static void big_setup(void)
+{
+	strcpy(dir, "/tmp/kiln-snaptest-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(base_path, sizeof(base_path), "%s/base.snap", dir);
+	make_state();
+	image_new(&img, MEM_SIZE);
+	fill_image(&img, 40 * MIB);
+	memset(img.mem + ZERO_HOLE * CHUNK, 0x5a, CHUNK);
+	memset(img.mem + ZERO_HOLE * CHUNK, 0, CHUNK);
+	struct snap_save in = save_of(&img);
+	struct stat before, after;
+
+	fstat(img.fd, &before);
+	write_ok(base_path, &in, &base_stats);
+	/* Holes were not read: reading them would have allocated them. */
+	fstat(img.fd, &after);
+	ck_assert_int_eq(before.st_blocks, after.st_blocks);
+}
+
+static void big_teardown(void)
+{
+	char cmd[128];
+
+	image_free(&img);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* ------------------------------------------------------------------ basics */
+
+START_TEST(xxh64_vectors)
+{
+	uint8_t b[100];
+
+	for (int i = 0; i < 100; i++)
+		b[i] = (uint8_t)i;
+	ck_assert_uint_eq(snap_xxh64("", 0, 0), 0xef46db3751d8e999ULL);
+	ck_assert_uint_eq(snap_xxh64("abc", 3, 0), 0x44bc2cf5ad770999ULL);
+	ck_assert_uint_eq(snap_xxh64(b, 100, 0), 0x6ac1e58032166597ULL);
+	ck_assert_uint_eq(snap_xxh64(b, 100, 1), 0x3d19a3a2098a7023ULL);
+	ck_assert_uint_eq(snap_xxh64(b, 31, 0x9E3779B185EBCA87ULL), 0xa3c5ec38a60b7ea1ULL);
+}
+END_TEST
+
+START_TEST(chunks_from_pages)
+{
+	uint64_t pages[4] = {0}, chunks[1] = {0};
+
+	pages[0] = 1ULL << 3;                              /* page 3 -> byte 12 KiB -> chunk 0 */
+	pages[1] = 1ULL << 0;                              /* page 64 -> 256 KiB -> chunk 1 */
+	pages[3] = 1ULL << 63;                             /* page 255 -> chunk 3 */
+	snap_chunks_from_pages(chunks, 18, pages, 250, 0); /* page 255 is past npages */
+	ck_assert_uint_eq(chunks[0], 0x3);
+	snap_chunks_from_pages(chunks, 18, pages, 256, 1ULL << 30); /* + 4096 chunks */
+	ck_assert_uint_eq(chunks[0], 0x3);
+	chunks[0] = 0;
+	snap_chunks_from_pages(chunks, 18, pages, 256, 0);
+	ck_assert_uint_eq(chunks[0], 0xb);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ round trips */
+
+START_TEST(round_trip_state)
+{
+	struct snap *s = open_ok(base_path);
+	const void *blob;
+	uint32_t len, version, type;
+
+	ck_assert(!snap_is_diff(s));
+	ck_assert_uint_eq(snap_id(s), base_stats.id);
+	ck_assert_int_eq(memcmp(snap_config(s), &cfg, sizeof(cfg)), 0);
+	for (unsigned v = 0; v < NVCPUS; v++)
+		ck_assert_int_eq(memcmp(snap_vcpu(s, v), &vcpus[v], sizeof(vcpus[v])), 0);
+	ck_assert_ptr_null(snap_vcpu(s, NVCPUS));
+	ck_assert_int_eq(memcmp(snap_vm(s), &vmst, sizeof(vmst)), 0);
+	for (unsigned d = 0; d < NDEVS; d++) {
+		ck_assert_int_eq(snap_device(s, d, &blob, &len, &version, &type), 0);
+		ck_assert_uint_eq(len, devs[d].len);
+		ck_assert_uint_eq(version, devs[d].version);
+		ck_assert_uint_eq(type, cfg.devices[d].type);
+		ck_assert_int_eq(memcmp(blob, devdata[d], len), 0);
+	}
+	ck_assert_int_eq(snap_device(s, 5, &blob, &len, NULL, NULL), -ENOENT);
+	ck_assert_int_eq(snap_check_compat(s, &cfg, NULL), 0);
+	snap_close(s);
+}
+END_TEST
+
+START_TEST(round_trip_eager)
+{
+	struct snap *s = open_ok(base_path);
+	struct snap_mem_info mi;
+	struct snap_err err = {{0}};
+	struct image out;
+
+	snap_mem_info(s, &mi);
+	ck_assert_uint_eq(mi.nchunks, MEM_SIZE / CHUNK);
+	ck_assert_uint_eq(mi.nzero + mi.ndata, mi.nchunks);
+	ck_assert_uint_eq(mi.ndata, base_stats.ndata);
+	ck_assert_uint_gt(base_stats.nholes, 0);
+	ck_assert_uint_gt(base_stats.nzero, base_stats.nholes); /* ZERO_HOLE was read */
+	ck_assert_uint_gt(base_stats.nraw, 0);                  /* random extents */
+	ck_assert_uint_lt(base_stats.file_size, 30 * MIB);
+
+	image_new(&out, MEM_SIZE);
+	ck_assert_msg(snap_restore_mem(s, out.mem, MEM_SIZE, 2, 0, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(memcmp(out.mem, img.mem, MEM_SIZE), 0);
+	ck_assert_int_eq(snap_restore_mem(s, out.mem, MEM_SIZE - 1, 2, 0, &err), -EINVAL);
+	ck_assert_msg(snap_verify(s, 0, &err) == 0, "%s", err.msg);
+	image_free(&out);
+	snap_close(s);
+}
+END_TEST
+
+/* SPARSE leaves untouched pages unallocated: the memfd holds about what the
+ * guest had, not whole chunks. */
+START_TEST(round_trip_sparse)
+{
+	struct snap *s = open_ok(base_path);
+	struct snap_err err = {{0}};
+	struct stat a, b;
+	struct image out;
+
+	image_new(&out, MEM_SIZE);
+	ck_assert_msg(snap_restore_mem(s, out.mem, MEM_SIZE, 0, SNAP_RESTORE_SPARSE, &err) == 0,
+	              "%s", err.msg);
+	ck_assert_int_eq(memcmp(out.mem, img.mem, MEM_SIZE), 0);
+	fstat(img.fd, &a);
+	fstat(out.fd, &b);
+	ck_assert_int_le(b.st_blocks, a.st_blocks);
+	image_free(&out);
+	snap_close(s);
+}
+END_TEST
+
+START_TEST(round_trip_chunks)
+{
+	struct snap *s = open_ok(base_path);
+	struct snap_chunk_ctx *ctx = snap_chunk_ctx_new(s);
+	struct snap_err err = {{0}};
+	uint8_t *buf = malloc(CHUNK);
+
+	for (uint64_t i = 0; i < MEM_SIZE / CHUNK; i++) {
+		int ret = snap_read_chunk(s, i % 7 ? ctx : NULL, i, buf, &err);
+
+		ck_assert_msg(ret >= 0, "%s", err.msg);
+		if (ret == SNAP_CHUNK_ZERO)
+			ck_assert(snap_xxh64(img.mem + i * CHUNK, CHUNK, 0) ==
+			          snap_xxh64(memset(buf, 0, CHUNK), CHUNK, 0));
+		else
+			ck_assert_int_eq(memcmp(buf, img.mem + i * CHUNK, CHUNK), 0);
+	}
+	ck_assert_int_eq(snap_read_chunk(s, ctx, ZERO_HOLE, buf, &err), SNAP_CHUNK_ZERO);
+	ck_assert_int_eq(snap_read_chunk(s, ctx, MEM_SIZE / CHUNK, buf, &err), -EINVAL);
+	free(buf);
+	snap_chunk_ctx_free(ctx);
+	snap_close(s);
+}
+END_TEST
+
+/* A sealed template memfd: clones map it MAP_PRIVATE and write privately. */
+START_TEST(template_memfd)
+{
+	struct snap *s = open_ok(base_path);
+	struct snap_err err = {{0}};
+	int fd = memfd_create("tmpl", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	uint8_t *clone, *again;
+
+	ck_assert_msg(snap_restore_template(s, fd, 0, true, &err) == 0, "%s", err.msg);
+	clone = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ck_assert_ptr_ne(clone, MAP_FAILED);
+	ck_assert_int_eq(memcmp(clone, img.mem, MEM_SIZE), 0);
+	clone[12345] ^= 0xff; /* copy-on-write, the template is untouched */
+	again = mmap(NULL, MEM_SIZE, PROT_READ, MAP_PRIVATE, fd, 0);
+	ck_assert_uint_eq(again[12345], img.mem[12345]);
+	ck_assert_ptr_eq(mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0),
+	                 MAP_FAILED);
+	munmap(clone, MEM_SIZE);
+	munmap(again, MEM_SIZE);
+	close(fd);
+	snap_close(s);
+}
+END_TEST
+
+/* Odd sizes: a short last chunk, other chunk sizes, no memfd. */
+START_TEST(odd_sizes)
+{
+	static const unsigned shifts[] = {16, 22};
+	struct snap_vm_config saved = cfg;
+	struct snap_err err = {{0}};
+	char path[160];
+
+	for (unsigned k = 0; k < 2; k++) {
+		struct image in, out;
+		struct snap_save sv;
+		struct snap *s;
+
+		image_new(&in, MIB + 3 * 4096);
+		fill_image(&in, 300 * 1024);
+		cfg = saved;
+		cfg.mem_size = cfg.mem_low_size = in.size;
+		cfg.nr_devices = k; /* 0: the smallest snapshot, 4 sections */
+		memset(&cfg.devices[k], 0, sizeof(cfg.devices) - k * sizeof(cfg.devices[0]));
+		cfg.nr_vcpus = 1;
+		sv = save_of(&in);
+		sv.mem_fd = -1;
+		sv.chunk_shift = shifts[k];
+		sv.threads = 3;
+		snprintf(path, sizeof(path), "%s/odd%u.snap", dir, k);
+		write_ok(path, &sv, NULL);
+		s = open_ok(path);
+		ck_assert_uint_eq(snap_chunk_len(s, (in.size - 1) >> shifts[k]),
+		                  in.size % (1ULL << shifts[k]));
+		image_new(&out, in.size);
+		ck_assert_msg(snap_restore_mem(s, out.mem, in.size, 2, 0, &err) == 0, "%s",
+		              err.msg);
+		ck_assert_int_eq(memcmp(out.mem, in.mem, in.size), 0);
+		snap_close(s);
+		image_free(&in);
+		image_free(&out);
+	}
+	cfg = saved;
+}
+END_TEST
+
+/* ------------------------------------------------------------------ diffs */
+
+static uint64_t *dirty_chunks_of(const uint64_t *pages)
+{
+	uint64_t *chunks = calloc(MEM_SIZE / CHUNK / 64 + 1, 8);
+
+	snap_chunks_from_pages(chunks, SNAP_DEFAULT_CHUNK_SHIFT, pages, MEM_SIZE / 4096, 0);
+	return chunks;
+}
+
+/* Change a few pages of src into dst: new data, and one data chunk zeroed. */
+static uint64_t *mutate(struct image *dst, const struct image *src, uint64_t seed_chunk)
+{
+	uint64_t *pages = calloc(MEM_SIZE / 4096 / 64, 8);
+
+	memcpy(dst->mem, src->mem, MEM_SIZE);
+	for (int k = 0; k < 6; k++) {
+		uint64_t pg = rnd() % (MEM_SIZE / 4096);
+
+		fill_random(dst->mem + pg * 4096, 4096);
+		pages[pg / 64] |= 1ULL << (pg % 64);
+	}
+	for (uint64_t c = seed_chunk; c < MEM_SIZE / CHUNK; c++) {
+		if (snap_xxh64(dst->mem + c * CHUNK, CHUNK, 0) ==
+		    snap_xxh64(img.mem + ZERO_HOLE * CHUNK, CHUNK, 0))
+			continue; /* already zero */
+		memset(dst->mem + c * CHUNK, 0, CHUNK);
+		for (uint64_t pg = c * CHUNK / 4096; pg < (c + 1) * CHUNK / 4096; pg++)
+			pages[pg / 64] |= 1ULL << (pg % 64);
+		break;
+	}
+	return pages;
+}
+
+START_TEST(diff_round_trip)
+{
+	struct snap_err err = {{0}};
+	struct snap_write_stats st;
+	struct image child, out, child2;
+	struct snap *parent = open_ok(base_path), *d, *d2;
+	uint64_t *pages = NULL, *chunks, *pages2, *chunks2;
+	char path[160], path2[160];
+	uint8_t *buf = malloc(CHUNK);
+	struct snap_save sv;
+	uint64_t absent = 0;
+
+	image_new(&child, MEM_SIZE);
+	pages = mutate(&child, &img, 300);
+	chunks = dirty_chunks_of(pages);
+	sv = save_of(&child);
+	sv.dirty_chunks = chunks;
+	ck_assert_int_eq(snap_write("/nonexistent", &sv, NULL, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "needs both parent and dirty map"));
+	sv.parent = parent;
+	snprintf(path, sizeof(path), "%s/diff.snap", dir);
+	write_ok(path, &sv, &st);
+	ck_assert_uint_ge(st.nabsent, MEM_SIZE / CHUNK - 7);
+	ck_assert_uint_lt(st.file_size, 2 * MIB);
+
+	d = open_ok(path);
+	ck_assert(snap_is_diff(d));
+	ck_assert_uint_eq(snap_header(d)->parent_id, snap_id(parent));
+	/* Without its parent: refused, absent chunks are -ENOENT. */
+	image_new(&out, MEM_SIZE);
+	ck_assert_int_eq(snap_restore_mem(d, out.mem, MEM_SIZE, 0, 0, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "needs its parent attached"));
+	for (uint64_t i = 0; i < MEM_SIZE / CHUNK; i++)
+		absent += snap_read_chunk(d, NULL, i, buf, &err) == -ENOENT;
+	ck_assert_uint_eq(absent, st.nabsent);
+	/* Onto the parent's memory, only its own chunks. */
+	memcpy(out.mem, img.mem, MEM_SIZE);
+	ck_assert_msg(snap_restore_mem(d, out.mem, MEM_SIZE, 0, SNAP_RESTORE_PRESENT_ONLY, &err) ==
+	                  0,
+	              "%s", err.msg);
+	ck_assert_int_eq(memcmp(out.mem, child.mem, MEM_SIZE), 0);
+	memcpy(out.mem, img.mem, MEM_SIZE);
+	ck_assert_int_eq(snap_restore_mem(d, out.mem, MEM_SIZE, 0,
+	                                  SNAP_RESTORE_PRESENT_ONLY | SNAP_RESTORE_SPARSE, &err),
+	                 0);
+	ck_assert_int_eq(memcmp(out.mem, child.mem, MEM_SIZE), 0);
+	image_free(&out);
+	/* Attached: the chain resolves every chunk. */
+	ck_assert_msg(snap_attach_parent(d, parent, &err) == 0, "%s", err.msg);
+	image_new(&out, MEM_SIZE);
+	ck_assert_msg(snap_restore_mem(d, out.mem, MEM_SIZE, 0, 0, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(memcmp(out.mem, child.mem, MEM_SIZE), 0);
+	image_free(&out);
+	for (uint64_t i = 0; i < MEM_SIZE / CHUNK; i++)
+		if (snap_read_chunk(d, NULL, i, buf, &err) == SNAP_CHUNK_DATA)
+			ck_assert_int_eq(memcmp(buf, child.mem + i * CHUNK, CHUNK), 0);
+
+	/* A diff of the diff: a chain of three. */
+	image_new(&child2, MEM_SIZE);
+	pages2 = mutate(&child2, &child, 700);
+	chunks2 = dirty_chunks_of(pages2);
+	sv = save_of(&child2);
+	sv.parent = d;
+	sv.dirty_chunks = chunks2;
+	snprintf(path2, sizeof(path2), "%s/diff2.snap", dir);
+	write_ok(path2, &sv, NULL);
+	d2 = open_ok(path2);
+	ck_assert_int_eq(snap_attach_parent(d2, parent, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "parent mismatch"));
+	ck_assert_int_eq(snap_attach_parent(parent, d, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "not a diff snapshot"));
+	ck_assert_int_eq(snap_attach_parent(d2, d, &err), 0);
+	image_new(&out, MEM_SIZE);
+	ck_assert_msg(snap_restore_template(d2, out.fd, 2, false, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(memcmp(out.mem, child2.mem, MEM_SIZE), 0);
+
+	image_free(&out);
+	image_free(&child);
+	image_free(&child2);
+	snap_close(d2);
+	snap_close(d);
+	snap_close(parent);
+	free(pages);
+	free(pages2);
+	free(chunks);
+	free(chunks2);
+	free(buf);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ compat */
+
+START_TEST(compat)
+{
+	struct snap *s = open_ok(base_path);
+	struct snap_err err = {{0}};
+	struct snap_vm_config want = cfg;
+
+	ck_assert_int_eq(snap_check_compat(s, &want, &err), 0);
+	snap_image_id_from_buf(&want.kernel, "another kernel", 14);
+	ck_assert_int_eq(snap_check_compat(s, &want, &err), -EINVAL);
+	ck_assert_msg(
+	    strstr(err.msg, "kernel image differs: snapshot was taken with 12 bytes, xxh64:"), "%s",
+	    err.msg);
+	ck_assert_ptr_nonnull(strstr(err.msg, base_path));
+	want = cfg;
+	snap_image_id_from_buf(&want.initrd, "cpio", 4);
+	ck_assert_int_eq(snap_check_compat(s, &want, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "initramfs differs"));
+	want = cfg;
+	want.mem_size = want.mem_low_size = 512 * MIB;
+	ck_assert_int_eq(snap_check_compat(s, &want, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "memory differs: snapshot has 256 MiB"), "%s", err.msg);
+	want = cfg;
+	want.nr_vcpus = 4;
+	ck_assert_int_eq(snap_check_compat(s, &want, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "vCPUs differ: snapshot has 2, this VM 4"));
+	want = cfg;
+	want.devices[2].type = 2;
+	ck_assert_int_eq(snap_check_compat(s, &want, &err), -EINVAL);
+	ck_assert_msg(
+	    strstr(err.msg, "device slot 2 differs: snapshot has vsock (type 19), this VM blk"),
+	    "%s", err.msg);
+	want = cfg;
+	want.cpuid_hash++;
+	ck_assert_int_eq(snap_check_compat(s, &want, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err.msg, "CPU differs"));
+	snap_close(s);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ damage */
+
+struct fbuf {
+	uint8_t *p;
+	size_t len;
+};
+
+static struct fbuf load_file(const char *path)
+{
+	struct fbuf f;
+	struct stat st;
+	int fd = open(path, O_RDONLY);
+
+	ck_assert_int_ge(fd, 0);
+	fstat(fd, &st);
+	f.len = (size_t)st.st_size;
+	f.p = malloc(f.len + 16);
+	ck_assert_int_eq(pread(fd, f.p, f.len, 0), (ssize_t)f.len);
+	close(fd);
+	return f;
+}
+
+static void store_file(const char *path, const void *p, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, p, len), (ssize_t)len);
+	close(fd);
+}
+
+static struct snap_header *hdr_of(struct fbuf *f)
+{
+	return (struct snap_header *)f->p;
+}
+
+static struct snap_section *sec_of(struct fbuf *f, uint32_t type, uint32_t instance)
+{
+	struct snap_section *t = (struct snap_section *)(f->p + sizeof(struct snap_header));
+
+	for (uint32_t i = 0; i < hdr_of(f)->nsections; i++)
+		if (t[i].type == type && t[i].instance == instance)
+			return &t[i];
+	ck_abort_msg("no section %u/%u", type, instance);
+	return NULL;
+}
+
+/* Recompute the checksums a crafted change broke: payload, table, header. */
+static void reseal(struct fbuf *f, struct snap_section *sec)
+{
+	struct snap_header *h = hdr_of(f);
+
+	if (sec)
+		sec->checksum = snap_xxh64(f->p + sec->offset, sec->length, 0);
+	h->table_checksum = snap_xxh64(f->p + sizeof(*h), h->nsections * sizeof(*sec), 0);
+	h->checksum = 0;
+	h->checksum = snap_xxh64(h, sizeof(*h), 0);
+}
+
+static void expect_refused(const char *path, const char *want)
+{
+	struct snap_err err = {{0}};
+	struct snap *s = NULL;
+	int ret = snap_open(path, &s, &err);
+
+	if (ret == 0)
+		snap_close(s);
+	ck_assert_msg(ret < 0, "%s: opened, expected \"%s\"", path, want);
+	ck_assert_msg(strstr(err.msg, want) && strstr(err.msg, path), "got \"%s\", want \"%s\"",
+	              err.msg, want);
+	if (getenv("SNAP_TEST_VERBOSE"))
+		printf("  refused: %s\n", err.msg);
+}
+
+/* One damaged copy of the base snapshot per case. */
+enum {
+	D_MAGIC,
+	D_VERSION,
+	D_ARCH,
+	D_HDR_BYTE,
+	D_HDR_CONFIG,
+	D_HDR_CSUM,
+	D_TABLE,
+	D_VCPU,
+	D_VM,
+	D_DEVICE,
+	D_INDEX,
+	D_TRUNC_0,
+	D_TRUNC_HDR,
+	D_TRUNC_TABLE,
+	D_TRUNC_VCPU,
+	D_TRUNC_DATA,
+	D_TRUNC_INDEX,
+	D_TRAILING,
+	D_C_TYPE,
+	D_C_OVERLAP,
+	D_C_DUP_VCPU,
+	D_C_DEV_SLOT,
+	D_C_VCPU_VERSION,
+	D_C_NVCPUS,
+	D_C_NMSRS,
+	D_C_DIFF,
+	D_C_FILESIZE,
+	D_C_CHUNK_OUT,
+	D_C_CHUNK_ORDER,
+	D_C_ZERO_BIT,
+	D_C_NCHUNKS,
+	D_COUNT
+};
+
+static const char *const damage_msg[D_COUNT] = {
+    [D_MAGIC] = "not a kiln snapshot (bad magic)",
+    [D_VERSION] = "format version 2 not supported (this build reads version 1)",
+    [D_ARCH] = "architecture 2 is not x86-64",
+    [D_HDR_BYTE] = "header checksum mismatch",
+    [D_HDR_CONFIG] = "header checksum mismatch",
+    [D_HDR_CSUM] = "header checksum mismatch",
+    [D_TABLE] = "section table checksum mismatch",
+    [D_VCPU] = "section 1 (vcpu 1): checksum mismatch",
+    [D_VM] = "section 2 (vm): checksum mismatch",
+    [D_DEVICE] = "section 5 (device 2): checksum mismatch",
+    [D_INDEX] = "section 7 (memory index): checksum mismatch",
+    [D_TRUNC_0] = "truncated at byte 0: header needs 608 bytes",
+    [D_TRUNC_HDR] = "truncated at byte 300: header needs 608 bytes",
+    [D_TRUNC_TABLE] = "truncated at byte 700: section table needs 928 bytes",
+    [D_TRUNC_VCPU] = ": section 0 (vcpu 0) needs bytes [",
+    [D_TRUNC_DATA] = ": section 6 (memory data) needs bytes [",
+    [D_TRUNC_INDEX] = ": section 7 (memory index) needs bytes [",
+    [D_TRAILING] = "trailing data",
+    [D_C_TYPE] = "section 3: unknown type 9",
+    [D_C_OVERLAP] = "section 1 (vcpu 1): bytes [",
+    [D_C_DUP_VCPU] = "section 1 (vcpu 0): unexpected",
+    [D_C_DEV_SLOT] = "section 5 (device 7): unexpected",
+    [D_C_VCPU_VERSION] = "section 0 (vcpu 0): version 2 not supported (this build reads 1)",
+    [D_C_NVCPUS] = "config: 0 vCPUs",
+    [D_C_NMSRS] = "vcpu 0: 65 MSRs (max 64)",
+    [D_C_DIFF] = "diff flag and parent id disagree",
+    [D_C_FILESIZE] = ": file should be ",
+    [D_C_CHUNK_OUT] = "outside the memory data section",
+    [D_C_CHUNK_ORDER] = "overlaps or precedes the chunk before it",
+    [D_C_ZERO_BIT] = "has an entry but no data",
+    [D_C_NCHUNKS] = "memory index: 1025 chunks, memory needs 1024",
+};
+
+/* The index's parts inside the buffer. */
+static struct snap_chunk *chunk_entries(struct fbuf *f, struct snap_mem_index **mi, uint64_t **zero)
+{
+	struct snap_section *ix = sec_of(f, SNAP_SEC_MEM_INDEX, 0);
+	uint64_t words = (MEM_SIZE / CHUNK + 63) / 64;
+
+	*mi = (struct snap_mem_index *)(f->p + ix->offset);
+	*zero = (uint64_t *)(f->p + ix->offset + sizeof(**mi) + words * 8);
+	return (struct snap_chunk *)(f->p + ix->offset + sizeof(**mi) + 2 * words * 8);
+}
+
+/* Index of the k-th data chunk. */
+static uint64_t data_chunk(struct snap_chunk *c, int k)
+{
+	for (uint64_t i = 0; i < MEM_SIZE / CHUNK; i++)
+		if (c[i].stored_len && k-- == 0)
+			return i;
+	ck_abort_msg("no data chunk");
+	return 0;
+}
+
+START_TEST(damaged)
+{
+	struct fbuf f = load_file(base_path);
+	struct snap_header *h = hdr_of(&f);
+	struct snap_section *sec;
+	struct snap_mem_index *mi;
+	struct snap_chunk *ch;
+	uint64_t *zero, i;
+	size_t len = f.len;
+	char path[160];
+
+	switch (_i) {
+	case D_MAGIC:
+		f.p[3] ^= 0x20;
+		break;
+	case D_VERSION:
+		h->version = 2;
+		break;
+	case D_ARCH:
+		h->arch = 2;
+		reseal(&f, NULL);
+		break;
+	case D_HDR_BYTE:
+		f.p[40] ^= 1;
+		break;
+	case D_HDR_CONFIG:
+		h->config.kernel.digest[3] ^= 0x80;
+		break;
+	case D_HDR_CSUM:
+		f.p[offsetof(struct snap_header, checksum)] ^= 1;
+		break;
+	case D_TABLE:
+		f.p[sizeof(*h) + 40 + 9] ^= 4;
+		break;
+	case D_VCPU:
+		f.p[sec_of(&f, SNAP_SEC_VCPU, 1)->offset + 5000] ^= 1;
+		break;
+	case D_VM:
+		f.p[sec_of(&f, SNAP_SEC_VM, 0)->offset + 100] ^= 1;
+		break;
+	case D_DEVICE:
+		f.p[sec_of(&f, SNAP_SEC_DEVICE, 2)->offset + 2999] ^= 1;
+		break;
+	case D_INDEX:
+		f.p[sec_of(&f, SNAP_SEC_MEM_INDEX, 0)->offset + 9000] ^= 1;
+		break;
+	case D_TRUNC_0:
+		len = 0;
+		break;
+	case D_TRUNC_HDR:
+		len = 300;
+		break;
+	case D_TRUNC_TABLE:
+		len = 700;
+		break;
+	case D_TRUNC_VCPU:
+		len = sec_of(&f, SNAP_SEC_VCPU, 0)->offset + 77;
+		break;
+	case D_TRUNC_DATA:
+		len = sec_of(&f, SNAP_SEC_MEM_DATA, 0)->offset + 5 * MIB;
+		break;
+	case D_TRUNC_INDEX:
+		len = f.len - 10;
+		break;
+	case D_TRAILING:
+		f.p[len++] = 0;
+		break;
+	case D_C_TYPE:
+		sec_of(&f, SNAP_SEC_DEVICE, 0)->type = 9;
+		reseal(&f, NULL);
+		break;
+	case D_C_OVERLAP:
+		sec_of(&f, SNAP_SEC_VCPU, 1)->offset -= 64;
+		reseal(&f, NULL);
+		break;
+	case D_C_DUP_VCPU:
+		sec_of(&f, SNAP_SEC_VCPU, 1)->instance = 0;
+		reseal(&f, NULL);
+		break;
+	case D_C_DEV_SLOT:
+		sec_of(&f, SNAP_SEC_DEVICE, 2)->instance = 7;
+		reseal(&f, NULL);
+		break;
+	case D_C_VCPU_VERSION:
+		sec_of(&f, SNAP_SEC_VCPU, 0)->version = 2;
+		reseal(&f, NULL);
+		break;
+	case D_C_NVCPUS:
+		h->config.nr_vcpus = 0;
+		reseal(&f, NULL);
+		break;
+	case D_C_NMSRS:
+		sec = sec_of(&f, SNAP_SEC_VCPU, 0);
+		((struct snap_vcpu_state *)(f.p + sec->offset))->nmsrs = 65;
+		reseal(&f, sec);
+		break;
+	case D_C_DIFF:
+		h->flags |= SNAP_F_DIFF;
+		reseal(&f, NULL);
+		break;
+	case D_C_FILESIZE:
+		h->file_size += 4096;
+		reseal(&f, NULL);
+		break;
+	case D_C_CHUNK_OUT:
+	case D_C_CHUNK_ORDER:
+	case D_C_ZERO_BIT:
+	case D_C_NCHUNKS:
+		ch = chunk_entries(&f, &mi, &zero);
+		i = data_chunk(ch, 10);
+		if (_i == D_C_CHUNK_OUT)
+			ch[i].offset = f.len - 100;
+		else if (_i == D_C_CHUNK_ORDER)
+			ch[i].offset = ch[data_chunk(ch, 9)].offset + 1;
+		else if (_i == D_C_ZERO_BIT)
+			zero[i / 64] |= 1ULL << (i % 64);
+		else
+			mi->nchunks++;
+		reseal(&f, sec_of(&f, SNAP_SEC_MEM_INDEX, 0));
+		break;
+	}
+	snprintf(path, sizeof(path), "%s/damaged-%d.snap", dir, _i);
+	store_file(path, f.p, len);
+	expect_refused(path, damage_msg[_i]);
+	unlink(path);
+	free(f.p);
+}
+END_TEST
+
+/* A flipped chunk byte passes open (chunks are read lazily) but nothing
+ * that reads the chunk accepts it. */
+START_TEST(damaged_chunk)
+{
+	struct fbuf f = load_file(base_path);
+	struct snap_err err = {{0}};
+	struct snap_mem_index *mi;
+	struct snap_chunk *ch;
+	struct image out;
+	uint64_t *zero, i;
+	struct snap *s;
+	char path[160], want[64];
+	uint8_t *buf = malloc(CHUNK);
+
+	ch = chunk_entries(&f, &mi, &zero);
+	i = data_chunk(ch, 20);
+	f.p[ch[i].offset + ch[i].stored_len / 2] ^= 0x10;
+	snprintf(path, sizeof(path), "%s/badchunk.snap", dir);
+	store_file(path, f.p, f.len);
+	snprintf(want, sizeof(want), "chunk %llu: checksum mismatch", (unsigned long long)i);
+
+	s = open_ok(path);
+	ck_assert_int_eq(snap_verify(s, 0, &err), -EIO);
+	ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
+	image_new(&out, MEM_SIZE);
+	ck_assert_int_eq(snap_restore_mem(s, out.mem, MEM_SIZE, 2, 0, &err), -EIO);
+	ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
+	ck_assert_int_eq(snap_read_chunk(s, NULL, i, buf, &err), -EIO);
+	ck_assert_int_eq(snap_read_chunk(s, NULL, data_chunk(ch, 19), buf, &err), SNAP_CHUNK_DATA);
+	if (getenv("SNAP_TEST_VERBOSE"))
+		printf("  refused: %s\n", err.msg);
+	image_free(&out);
+	snap_close(s);
+	unlink(path);
+	free(f.p);
+	free(buf);
+}
+END_TEST
+
+/* Random damage to a small snapshot: every outcome is a refusal, unless the
+ * byte hit was alignment padding that no reader looks at. */
+START_TEST(random_damage)
+{
+	struct snap_vm_config saved = cfg;
+	struct snap_err err = {{0}};
+	struct image in;
+	struct snap_save sv;
+	struct fbuf f;
+	char good[160], bad[160];
+	int refused = 0, padding = 0;
+
+	image_new(&in, 2 * MIB);
+	fill_image(&in, 600 * 1024);
+	cfg.mem_size = cfg.mem_low_size = in.size;
+	sv = save_of(&in);
+	sv.chunk_shift = 16;
+	snprintf(good, sizeof(good), "%s/small.snap", dir);
+	snprintf(bad, sizeof(bad), "%s/small-bad.snap", dir);
+	write_ok(good, &sv, NULL);
+	f = load_file(good);
+	for (int n = 0; n < 400; n++) {
+		size_t off = rnd() % f.len, len = f.len;
+		uint8_t old = f.p[off];
+		struct snap *s;
+		int ret;
+
+		if (n % 4 == 3)
+			len = rnd() % f.len; /* truncate instead */
+		else
+			f.p[off] ^= (uint8_t)(1 + rnd() % 255);
+		store_file(bad, f.p, len);
+		f.p[off] = old;
+		ret = snap_open(bad, &s, &err);
+		if (ret == 0) {
+			ret = snap_verify(s, 2, &err);
+			snap_close(s);
+		}
+		if (ret < 0) {
+			refused++;
+			continue;
+		}
+		ck_assert_msg(len == f.len, "truncated to %zu and accepted", len);
+		padding++;
+	}
+	ck_assert_int_gt(refused, 350);
+	ck_assert_int_lt(padding, 50);
+	free(f.p);
+	image_free(&in);
+	cfg = saved;
+}
+END_TEST
+
+/* ------------------------------------------------------------------ writer failures */
+
+static int count_files(void)
+{
+	char cmd[160];
+	FILE *p;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls -A %s | wc -l", dir);
+	p = popen(cmd, "r");
+	if (p && fscanf(p, "%d", &n) != 1)
+		n = -1;
+	if (p)
+		pclose(p);
+	return n;
+}
+
+START_TEST(write_failures)
+{
+	struct snap_err err = {{0}};
+	struct snap_save sv = save_of(&img);
+	struct snap_vm_config bad = cfg;
+	struct rlimit old, lim = {.rlim_cur = 2 << 20, .rlim_max = RLIM_INFINITY};
+	char path[160];
+	int files = count_files();
+	struct snap *s;
+
+	bad.nr_vcpus = 0;
+	sv.config = &bad;
+	ck_assert_int_eq(snap_write(base_path, &sv, NULL, &err), -EINVAL);
+	ck_assert_msg(strstr(err.msg, "0 vCPUs (1..256)"), "%s", err.msg);
+	sv.config = &cfg;
+	snprintf(path, sizeof(path), "%s/no/such/dir.snap", dir);
+	ck_assert_int_lt(snap_write(path, &sv, NULL, &err), 0);
+	ck_assert_msg(strstr(err.msg, "cannot create"), "%s", err.msg);
+
+	/* The disk fills up halfway: the old snapshot stays, nothing is left over. */
+	getrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, SIG_IGN);
+	lim.rlim_max = old.rlim_max;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	ck_assert_int_lt(snap_write(base_path, &sv, NULL, &err), 0);
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, SIG_DFL);
+	ck_assert_msg(strstr(err.msg, "File too large"), "%s", err.msg);
+	ck_assert_int_eq(count_files(), files);
+	s = open_ok(base_path);
+	ck_assert_uint_eq(snap_id(s), base_stats.id);
+	snap_close(s);
+}
+END_TEST
+
+static void add_diff_tests(TCase *tc)
+{
+	tcase_add_test(tc, diff_round_trip);
+	tcase_add_test(tc, compat);
+}
+
+static void add_corrupt_tests(TCase *tc)
+{
+	tcase_add_loop_test(tc, damaged, 0, D_COUNT);
+	tcase_add_test(tc, damaged_chunk);
+	tcase_add_test(tc, random_damage);
+	tcase_add_test(tc, write_failures);
+}
+
+int main(void)
+{
+	Suite *s = suite_create("snapshot");
+	TCase *basics = tcase_create("basics"), *big = tcase_create("big");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(basics, xxh64_vectors);
+	tcase_add_test(basics, chunks_from_pages);
+	suite_add_tcase(s, basics);
+
+	tcase_set_timeout(big, 120);
+	tcase_add_unchecked_fixture(big, big_setup, big_teardown);
+	tcase_add_test(big, round_trip_state);
+	tcase_add_test(big, round_trip_eager);
+	tcase_add_test(big, round_trip_sparse);
+	tcase_add_test(big, round_trip_chunks);
+	tcase_add_test(big, template_memfd);
+	tcase_add_test(big, odd_sizes);
+	add_diff_tests(big);
+	add_corrupt_tests(big);
+	suite_add_tcase(s, big);
+
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

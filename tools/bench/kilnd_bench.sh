@@ -1,0 +1,95 @@
+#!/bin/bash
+# kilnd latency: the round trip of `true` through POST /sandboxes/{id}/exec
+# (median over KILND_BENCH_EXECS, default 100, after 5 warm-ups), and the
+# time from POST /sandboxes to the end of the first exec in the new sandbox
+# (median over KILND_BENCH_CREATES, default 20). Times are curl's own
+# (connect to last byte), so process start-up of the client is not counted.
+#
+#   bash tools/bench/kilnd_bench.sh
+#
+# Environment: KILND_BENCH_VMM (default: build/bin/kiln-vmm when
+# build/initramfs/agent.cpio exists, else the test double
+# build/tests/e2e/fake-vmm), KILND_BENCH_KERNEL, KILND_BENCH_INITRD.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+
+KILND=build/bin/kilnd
+KERNEL=${KILND_BENCH_KERNEL:-build/guest/kiln-kernel}
+INITRD=${KILND_BENCH_INITRD:-build/initramfs/agent.cpio}
+if [ -n "${KILND_BENCH_VMM:-}" ]; then
+	VMM=$KILND_BENCH_VMM
+elif [ -f "$INITRD" ] && [ -x build/bin/kiln-vmm ]; then
+	VMM=build/bin/kiln-vmm
+else
+	VMM=build/tests/e2e/fake-vmm
+fi
+EXECS=${KILND_BENCH_EXECS:-100}
+CREATES=${KILND_BENCH_CREATES:-20}
+[ "$EXECS" -ge 50 ] || EXECS=50
+[ "$CREATES" -ge 10 ] || CREATES=10
+
+for f in "$KILND" "$VMM"; do
+	[ -x "$f" ] || { echo "kilnd_bench: missing $f (make build/bin/kilnd e2e-build)"; exit 1; }
+done
+
+T=$(mktemp -d /tmp/kilnd-bench.XXXXXX)
+SOCK=$T/kilnd.sock
+"$KILND" --data-dir "$T" --vmm "$VMM" --kernel "$KERNEL" --initrd "$INITRD" \
+	--max-sandboxes 1000 >"$T/kilnd.log" 2>&1 &
+KPID=$!
+cleanup() {
+	kill $KPID 2>/dev/null
+	wait $KPID 2>/dev/null
+	for p in "$T"/sandboxes/*/vmm.pid; do
+		[ -f "$p" ] && kill -9 -- "-$(cut -d' ' -f1 "$p")" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+for _ in $(seq 100); do
+	curl -s --unix-socket "$SOCK" http://k/health >/dev/null && break
+	sleep 0.05
+done
+
+# seconds (curl's %{time_total}) of one request; body in $T/body
+timed() {
+	curl -s --unix-socket "$SOCK" -o "$T/body" -w '%{time_total}\n' "$@"
+}
+
+# median and p90 of the numbers on stdin (seconds), printed in ms
+stats() {
+	sort -g | awk '{ v[NR] = $1 } END {
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		p = v[int(NR * 0.9 + 0.5)]
+		printf "median %.2f ms, p90 %.2f ms, min %.2f ms (n=%d)", m * 1000, p * 1000, v[1] * 1000, NR }'
+}
+
+create() {
+	timed -X POST -d '{"templateID":"base","timeout":600}' http://k/sandboxes >"$T/t.create"
+	sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$T/body"
+}
+
+echo "kilnd_bench: VMM $VMM$(case $VMM in */fake-vmm) echo " (a test double: see tests/e2e/fake-vmm)";; esac)"
+ID=$(create)
+[ -n "$ID" ] || { echo "kilnd_bench: create failed: $(cat "$T/body")"; exit 1; }
+for _ in $(seq 5); do
+	timed -d '{"cmd":["true"]}' "http://k/sandboxes/$ID/exec" >/dev/null
+done
+: >"$T/exec"
+for _ in $(seq "$EXECS"); do
+	timed -d '{"cmd":["true"]}' "http://k/sandboxes/$ID/exec" >>"$T/exec"
+	grep -q '"exitCode":0' "$T/body" || { echo "kilnd_bench: exec failed: $(cat "$T/body")"; exit 1; }
+done
+echo "exec round trip of true:   $(stats <"$T/exec")"
+curl -s --unix-socket "$SOCK" -X DELETE "http://k/sandboxes/$ID" >/dev/null
+
+: >"$T/first"
+for _ in $(seq "$CREATES"); do
+	ID=$(create)
+	[ -n "$ID" ] || { echo "kilnd_bench: create failed: $(cat "$T/body")"; exit 1; }
+	t_exec=$(timed -d '{"cmd":["true"]}' "http://k/sandboxes/$ID/exec")
+	grep -q '"exitCode":0' "$T/body" || { echo "kilnd_bench: first exec failed"; exit 1; }
+	awk -v a="$(cat "$T/t.create")" -v b="$t_exec" 'BEGIN { print a + b }' >>"$T/first"
+	curl -s --unix-socket "$SOCK" -X DELETE "http://k/sandboxes/$ID" >/dev/null
+done
+echo "create -> first exec done: $(stats <"$T/first")"

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: MIT */
+/* kiln shell: a terminal in a sandbox over the pty WebSocket. On a tty the
+ * terminal goes to raw mode (restored on every way out) and window size
+ * changes are sent as resize messages. Without an ID a fresh sandbox is
+ * created for the session and deleted after it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <http_parser.h>
+
+#include "kiln.h"
+#include "ws.h"
+
+struct shell {
+	int fd;
+	struct ws ws;
+	int exit_code; /* -1 until the exit message */
+	bool closed;
+};
+
+static struct termios saved_tio;
+static bool raw_on;
+static int sig_pipe[2] = {-1, -1};
+
+static void restore_tty(void)
+{
+	if (raw_on) {
+		tcsetattr(0, TCSAFLUSH, &saved_tio);
+		raw_on = false;
+	}
+}
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	unsigned char b = (unsigned char)sig;
+
+	if (write(sig_pipe[1], &b, 1) < 0)
+		errno = saved;
+	errno = saved;
+}
+
+static int ws_out(void *ctx, const void *p, size_t n)
+{
+	struct shell *s = ctx;
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = send(s->fd, c, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int ws_msg(void *ctx, int opcode, uint8_t *p, size_t n, bool fin)
+{
+	struct shell *s = ctx;
+
+	if (opcode == WS_BINARY)
+		return n ? write_all(1, p, n) : 0;
+	{
+		json_t *j = json_loadb((const char *)p, n, 0, NULL);
+		const char *type = json_string_value(json_object_get(j, "type"));
+
+		if (type && !strcmp(type, "exit")) {
+			int sig = (int)json_integer_value(json_object_get(j, "signal"));
+
+			s->exit_code =
+			    sig ? 128 + sig
+			        : (int)json_integer_value(json_object_get(j, "exitCode")) & 0xff;
+		}
+		json_decref(j);
+	}
+	return 0;
+}
+
+static void ws_closed(void *ctx, uint16_t code)
+{
+	struct shell *s = ctx;
+
+	s->closed = true;
+}
+
+static const struct ws_ops shell_ws_ops = {
+    .on_message = ws_msg,
+    .on_close = ws_closed,
+    .write = ws_out,
+};
+
+static void send_resize(struct shell *s)
+{
+	struct winsize wz;
+	char msg[96];
+
+	if (ioctl(0, TIOCGWINSZ, &wz) || !wz.ws_col || !wz.ws_row)
+		return;
+	snprintf(msg, sizeof(msg), "{\"resize\":{\"cols\":%u,\"rows\":%u}}", wz.ws_col, wz.ws_row);
+	ws_send(&s->ws, WS_TEXT, msg, strlen(msg));
+}
+
+struct hs {
+	int status;
+	bool done;
+	char field[64];
+	int flen;
+	bool is_accept;
+	char accept[64];
+	int alen;
+};
+
+static int hs_field(http_parser *p, const char *at, size_t n)
+{
+	struct hs *h = p->data;
+
+	if (h->flen + (int)n < (int)sizeof(h->field)) {
+		memcpy(h->field + h->flen, at, n);
+		h->flen += (int)n;
+	}
+	h->field[h->flen] = 0;
+	return 0;
+}
+
+static int hs_value(http_parser *p, const char *at, size_t n)
+{
+	struct hs *h = p->data;
+
+	if (h->flen) {
+		h->is_accept = !strcasecmp(h->field, "Sec-WebSocket-Accept");
+		h->flen = 0;
+	}
+	if (h->is_accept && h->alen + (int)n < (int)sizeof(h->accept)) {
+		memcpy(h->accept + h->alen, at, n);
+		h->alen += (int)n;
+		h->accept[h->alen] = 0;
+	}
+	return 0;
+}
+
+static int hs_done(http_parser *p)
+{
+	struct hs *h = p->data;
+
+	h->status = p->status_code;
+	h->done = true;
+	return 1; /* no body for 101; for errors we read it below */
+}
+
+/* Upgrade an HTTP connection to the pty WebSocket. Leftover bytes that
+ * already belong to the WebSocket stream are fed into s->ws. */
+static int handshake(struct kc *k, struct shell *s, const char *id)
+{
+	static http_parser_settings settings = {
+	    .on_header_field = hs_field,
+	    .on_header_value = hs_value,
+	    .on_headers_complete = hs_done,
+	};
+	char key[25], want[29], req[2048], buf[16384];
+	struct winsize wz = {.ws_col = 80, .ws_row = 24};
+	struct hs h = {0};
+	http_parser parser;
+	size_t have = 0, used = 0;
+	int n;
+
+	if (isatty(0))
+		ioctl(0, TIOCGWINSZ, &wz);
+	if (ws_client_key(key) || ws_accept_key(key, want))
+		return -1;
+	n = snprintf(req, sizeof(req),
+	             "GET /sandboxes/%.64s/pty?cols=%u&rows=%u HTTP/1.1\r\nHost: kilnd\r\n"
+	             "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+	             "Sec-WebSocket-Key: %s\r\n%s%s%s\r\n",
+	             id, wz.ws_col ? wz.ws_col : 80, wz.ws_row ? wz.ws_row : 24, key,
+	             k->api_key ? "X-API-Key: " : "", k->api_key ? k->api_key : "",
+	             k->api_key ? "\r\n" : "");
+	if (ws_out(s, req, (size_t)n))
+		return -1;
+	http_parser_init(&parser, HTTP_RESPONSE);
+	parser.data = &h;
+	while (!h.done) {
+		ssize_t r = recv(s->fd, buf + have, sizeof(buf) - have, 0);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || (have += (size_t)r) == sizeof(buf)) {
+			fprintf(stderr, "kiln: kilnd closed the connection during the handshake\n");
+			return -1;
+		}
+		http_parser_init(&parser, HTTP_RESPONSE);
+		parser.data = &h;
+		memset(&h, 0, sizeof(h));
+		used = http_parser_execute(&parser, &settings, buf, have);
+		if (!h.done && HTTP_PARSER_ERRNO(&parser) != HPE_OK) {
+			fprintf(stderr, "kiln: bad handshake answer from kilnd\n");
+			return -1;
+		}
+	}
+	if (h.status != 101) {
+		char *body = strstr(buf, "\r\n\r\n");
+		json_t *j = NULL;
+
+		buf[have < sizeof(buf) ? have : sizeof(buf) - 1] = 0;
+		if (body)
+			j = json_loads(body + 4, JSON_DISABLE_EOF_CHECK, NULL);
+		fprintf(stderr, "kiln: %s\n",
+		        json_string_value(json_object_get(j, "message"))
+		            ?: "kilnd refused the terminal");
+		json_decref(j);
+		return -1;
+	}
+	if (strcmp(h.accept, want)) {
+		fprintf(stderr, "kiln: bad Sec-WebSocket-Accept from kilnd\n");
+		return -1;
+	}
+	if (used < have && ws_feed(&s->ws, (uint8_t *)buf + used, have - used))
+		return -1;
+	return 0;
+}
+
+static int session(struct kc *k, const char *id)
+{
+	struct shell s = {.exit_code = -1};
+	struct sigaction sa = {.sa_handler = on_signal};
+	bool tty = isatty(0), in_open = true;
+	uint8_t buf[65536];
+
+	if (kc_connect(k) < 0)
+		return KILN_EXIT_FAIL;
+	s.fd = k->fd;
+	k->fd = -1; /* this connection becomes the WebSocket */
+	ws_init(&s.ws, true, &shell_ws_ops, &s);
+	s.ws.max_frame = 16u << 20;
+	if (handshake(k, &s, id)) {
+		close(s.fd);
+		return KILN_EXIT_FAIL;
+	}
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGWINCH, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		/* raw mode makes ^C a byte for the remote shell; without a tty
+		 * it ends the session (and deletes a sandbox made for it) */
+		sigaction(SIGINT, &sa, NULL);
+	}
+	if (tty && !tcgetattr(0, &saved_tio)) {
+		struct termios raw = saved_tio;
+
+		atexit(restore_tty);
+		cfmakeraw(&raw);
+		raw_on = !tcsetattr(0, TCSAFLUSH, &raw);
+	}
+	while (!s.closed) {
+		struct pollfd pf[3] = {
+		    {.fd = s.fd, .events = POLLIN},
+		    {.fd = in_open ? 0 : -1, .events = POLLIN},
+		    {.fd = sig_pipe[0], .events = POLLIN},
+		};
+
+		if (poll(pf, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pf[2].revents) {
+			unsigned char sig;
+
+			while (read(sig_pipe[0], &sig, 1) == 1) {
+				if (sig == SIGWINCH)
+					send_resize(&s);
+				else
+					goto out; /* leave, restoring the tty */
+			}
+		}
+		if (pf[1].revents) {
+			ssize_t n = read(0, buf, sizeof(buf));
+
+			if (n > 0) {
+				ws_send(&s.ws, WS_BINARY, buf, (size_t)n);
+			} else if (n == 0 || errno != EINTR) {
+				/* End of input: tell the terminal, wait for the exit. */
+				in_open = false;
+				ws_send(&s.ws, WS_TEXT, "{\"eof\":true}", 12);
+			}
+		}
+		if (pf[0].revents) {
+			ssize_t n = recv(s.fd, buf, sizeof(buf), 0);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0 || ws_feed(&s.ws, buf, (size_t)n))
+				break;
+		}
+	}
+out:
+	restore_tty();
+	close(s.fd);
+	ws_free(&s.ws);
+	if (s.exit_code < 0) {
+		fprintf(stderr, "kiln: the terminal session ended without an exit status\n");
+		return KILN_EXIT_FAIL;
+	}
+	return s.exit_code;
+}
+
+int cmd_shell(struct kc *k, int argc, char **argv)
+{
+	struct create_opts co;
+	const char *id = NULL;
+	char *made = NULL;
+	int rc;
+
+	create_opts_init(&co);
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			printf(
+			    "usage: kiln shell [options] [ID]\n\n"
+			    "Open a terminal (/bin/sh) in sandbox ID; without ID in a new sandbox\n"
+			    "that is deleted afterwards. Exits with the shell's status.\n\n"
+			    "Options for a new sandbox:\n%s",
+			    create_opts_help());
+			return 0;
+		}
+		rc = create_opt(&co, argc, argv, &i);
+		if (rc < 0)
+			return 2;
+		if (rc)
+			continue;
+		if (id) {
+			fprintf(stderr, "kiln shell: unexpected argument '%s'\n", argv[i]);
+			return 2;
+		}
+		id = argv[i];
+	}
+	if (!id) {
+		made = sandbox_create(k, &co, true);
+		if (!made)
+			return KILN_EXIT_FAIL;
+		id = made;
+	}
+	rc = session(k, id);
+	if (made) {
+		sandbox_delete(k, made, false);
+		free(made);
+	}
+	return rc;
+}
