@@ -44,6 +44,7 @@ include tests/e2e/e2e.mk
 include guest-kernel/guest.mk
 
 # ---------------------------------------------------------------- initramfs
+include initramfs/agent/agent.mk
 -include initramfs/initramfs.mk
 
 # ---------------------------------------------------------------- tests

@@ -4,14 +4,15 @@
 #
 #   test.cpio     integration tests and benchmarks: busybox, the test
 #                 programs of tests/integration/progs.mk, test data
-#   busybox.cpio  make demo: busybox and its applet links, /init = hello-musl
+#   busybox.cpio  busybox and its applet links (make demo names the program)
+#   agent.cpio    kilnd's sandboxes: kiln-agent as /init, plus busybox
 #
 # An archive depends on the script, its list, the lists it includes and every
 # source file they name (mkcpio.sh --deps prints them), so the test programs
 # it holds are built first by their rules in tests/integration/progs.mk.
 
 INITRAMFS_DIR   := $(BUILD)/initramfs
-INITRAMFS_NAMES := test busybox
+INITRAMFS_NAMES := test busybox agent
 
 initramfs: $(INITRAMFS_NAMES:%=$(INITRAMFS_DIR)/%.cpio)
 

@@ -36,9 +36,13 @@ unit: $(UNIT_BINS) $(UNIT_SAN_BINS) $(BUILD)/guest/kiln-kernel
 
 integration: all $(TEST_PROGS) $(BUILD)/initramfs/test.cpio
 	$(V)sh tests/integration/run.sh
+	$(V)sh tests/integration/tmux_console.sh
 
 test: deps
 	$(V)$(MAKE) --no-print-directory format-check
 	$(V)$(MAKE) --no-print-directory all
 	$(V)$(MAKE) --no-print-directory unit
 	$(V)$(MAKE) --no-print-directory integration
+	$(V)$(MAKE) --no-print-directory agent-test
+	$(V)KILN_E2E_VMM=$(BIN)/kiln-vmm KILN_E2E_KERNEL=$(BUILD)/guest/kiln-kernel \
+		KILN_E2E_INITRD=$(BUILD)/initramfs/agent.cpio $(MAKE) --no-print-directory e2e

@@ -19,10 +19,4 @@ long console_write(const void *buf, size_t n);
 /* Wait until every queued byte (the tty's too) has been taken by the host. */
 void console_flush(void);
 
-/* Obsolete: console files are ttys now, and poll finds their queues
- * through tty_file_ops.poll_wait. Kept, never woken, until poll.c's
- * special case for the console goes. */
-struct waitq;
-extern struct waitq console_rx_wq, console_tx_wq;
-
 #endif

@@ -52,7 +52,6 @@ static bool rx_eof, ready, terminal;
 static unsigned tx_waiters; /* kernel writers waiting for the device */
 static struct waitq tx_wq;  /* woken by transmit interrupts */
 static struct tty *con_tty;
-struct waitq console_rx_wq, console_tx_wq; /* obsolete (console.h) */
 
 /* Before the first process exists nothing can be scheduled: spin on the
  * device instead (boot messages only). */

@@ -13,6 +13,7 @@
 #include "sv.h"
 #include "syscall.h"
 #include "trapframe.h"
+#include "tty.h"
 #include "uaccess.h"
 #include "vfs.h"
 #include "vm.h"
@@ -296,6 +297,7 @@ static void proc_become_zombie(struct proc *p)
 		p->vfork_parent = NULL;
 	}
 	reparent_children(p);
+	tty_proc_exit(p); /* a session leader's exit hangs up its terminal */
 	if (--p->sighand->refs == 0)
 		kfree(p->sighand);
 	p->sighand = NULL;

@@ -233,7 +233,9 @@ SYSCALL_DEFINE(sendfile)
 
 	if (!out || !in)
 		return -EBADF;
-	if (out->flags & O_APPEND)
+	/* Like Linux: no sendfile from a stream (a tty's EOF, a pipe's end
+	 * would be lost in the copy loop) or to an O_APPEND file. */
+	if ((out->flags & O_APPEND) || in->ops->stream)
 		return -EINVAL;
 	if (uoff) {
 		if (copy_from_user(&off, uoff, sizeof(off)))

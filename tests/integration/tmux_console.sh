@@ -136,6 +136,7 @@ fi
 run line-editing '^hello, world$' 'echo hellx' BSpace 'o, wrld' Left Left Left 'o'
 
 # A program reading the terminal in canonical mode: a line, then ^D.
+# shellcheck disable=SC2016 # $x is the guest shell's
 keys 'read x; echo "got [$x]"' Enter
 sleep 0.3
 run canonical-line '^got \[typed line\]$' 'typed line'
