@@ -19,7 +19,7 @@ PROGS_SRC    := tests/integration/progs
 PROGS_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
 MUSL_CC      := musl-gcc
 
-PROGS_PLAIN    := fileio memtouch exitcode fault getpid_bench forkbench stress
+PROGS_PLAIN    := fileio memtouch exitcode fault getpid_bench forkbench stress pipebench
 PROGS_VARIANTS := hello auxv
 PROGS_MUSL     := $(PROGS_VARIANTS) fileio memtouch
 # Pipes, poll/select, epoll, eventfd, timerfd and interval timers.

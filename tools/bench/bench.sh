@@ -154,6 +154,46 @@ if getpid_runs guest "$GETPID_RUNS" && getpid_runs host "$GETPID_RUNS"; then
 	printf '  %-44s %8s ns  (host %s ns)\n' "clock_gettime in the guest" "$gc" "$hc"
 fi
 
+
+# ---- processes and pipes (issue 3): guest vs host, same programs.
+# /bin/true in the guest is busybox; the host runs the same busybox binary.
+ln -sf "$(command -v busybox || echo /bin/busybox)" "$T/true"
+guest_prog() { # PROGRAM ARGS...: run in a guest, output in $T/out.lf
+	timeout --foreground -k 5 300 "$VMM" --kernel "$KERNEL" --initrd "$INITRD" -- "$@" \
+		</dev/null >"$T/out" 2>"$T/err"
+	tr -d '\r' <"$T/out" >"$T/out.lf"
+}
+host_prog() {
+	prog=$1
+	shift
+	timeout --foreground -k 5 300 "$PROGS/$prog" "$@" </dev/null >"$T/out.lf" 2>"$T/err"
+}
+echo
+guest_prog /bin/forkbench 20 /bin/true
+gf=$(awk '$1 == "fork_exec_wait_us" { print $3 }' "$T/out.lf")
+gfw=$(awk '$1 == "fork_wait_us" { print $3 }' "$T/out.lf")
+host_prog forkbench 20 "$T/true"
+hf=$(awk '$1 == "fork_exec_wait_us" { print $3 }' "$T/out.lf")
+hfw=$(awk '$1 == "fork_wait_us" { print $3 }' "$T/out.lf")
+printf '  %-44s %8s us  (host %s us; busybox true, median of 20)\n' "fork+exec+wait of /bin/true in the guest" \
+	"${gf:-?}" "${hf:-?}"
+printf '  %-44s %8s us  (host %s us)\n' "fork+exit+wait in the guest" "${gfw:-?}" "${hfw:-?}"
+guest_prog /bin/pipebench 64
+gp=$(awk '$1 == "pipe_mbps" { print $2 }' "$T/out.lf")
+host_prog pipebench 64
+hp=$(awk '$1 == "pipe_mbps" { print $2 }' "$T/out.lf")
+printf '  %-44s %8s MB/s (host %s MB/s; 64 MiB, median of 5)\n' "pipe throughput between two processes" \
+	"${gp:-?}" "${hp:-?}"
+
+# ---- kilnd and vsock (issue 5).
+echo
+if [ -x build/bin/kilnd ] && [ -f build/initramfs/agent.cpio ]; then
+	sh tools/bench/kilnd_bench.sh 2>&1 | sed -n 's/^/  /p' | grep -v '^  $' | tail -n 4
+fi
+if [ -x tests/integration/vsock_test.sh ] || [ -f tests/integration/vsock_test.sh ]; then
+	sh tests/integration/vsock_test.sh --bench 256 2>&1 | grep -i 'MB/s' | sed 's/^/  vsock /' | head -n 2
+fi
+
 echo
 echo "  The boot goal is for boot to init; the first console byte also includes the VMM's"
 echo "  own start-up and hello-musl's, so it is an upper bound on boot to init."
