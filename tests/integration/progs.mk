@@ -31,6 +31,8 @@ PROGS_PLAIN    += proctest
 PROGS_PLAIN    += vsocktest
 # Pseudo-terminals, the line discipline and job control.
 PROGS_PLAIN    += ptytest
+# pthreads (clone, futex, TLS).
+PROGS_PLAIN    += threads
 
 GUEST_PROGS := $(PROGS_PLAIN:%=$(PROGS_DIR)/%) \
 	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc) \
