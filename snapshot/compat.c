@@ -13,7 +13,7 @@
 
 #define U(x) ((unsigned long long)(x))
 
-static const char *dev_name(uint32_t type)
+const char *snap_device_name(uint32_t type)
 {
 	switch (type) {
 	case 0:
@@ -95,7 +95,7 @@ static int compare(const struct snap_vm_config *h, const struct snap_vm_config *
 			return snap_errf(err, -EINVAL,
 			                 "device slot %u differs: snapshot has %s (type %u), this "
 			                 "VM %s (type %u)",
-			                 slot, dev_name(a), a, dev_name(b), b);
+			                 slot, snap_device_name(a), a, snap_device_name(b), b);
 	}
 	if (h->nr_devices != w->nr_devices)
 		return snap_errf(err, -EINVAL, "device count differs: snapshot has %u, this VM %u",

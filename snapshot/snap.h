@@ -29,6 +29,9 @@ uint64_t snap_xxh64(const void *buf, size_t len, uint64_t seed);
 /* Identity of a boot file for snap_vm_config.kernel/initrd (XXH64 of buf). */
 void snap_image_id_from_buf(struct snap_image_id *id, const void *buf, size_t len);
 
+/* A device type (virtio device ID) for messages: "blk", "vsock", ... */
+const char *snap_device_name(uint32_t type);
+
 /* All online CPUs, at least 1. */
 unsigned snap_default_threads(void);
 

@@ -25,28 +25,6 @@ static void usage(FILE *f)
 	           "  --threads N   threads for chunk verification (default: all CPUs)\n");
 }
 
-static const char *dev_name(uint32_t type)
-{
-	switch (type) {
-	case 1:
-		return "net";
-	case 2:
-		return "blk";
-	case 3:
-		return "console";
-	case 4:
-		return "rng";
-	case 5:
-		return "balloon";
-	case 19:
-		return "vsock";
-	case 27:
-		return "pmem";
-	default:
-		return "device";
-	}
-}
-
 static void print_image(const char *what, const struct snap_image_id *id)
 {
 	printf("  %-11s", what);
@@ -83,7 +61,7 @@ static void print_config(const struct snap_vm_config *c)
 	print_image("initramfs", &c->initrd);
 	printf("  devices   ");
 	for (uint32_t d = 0; d < c->nr_devices; d++)
-		printf(" %s@%u", dev_name(c->devices[d].type), c->devices[d].slot);
+		printf(" %s@%u", snap_device_name(c->devices[d].type), c->devices[d].slot);
 	printf("%s\n", c->nr_devices ? "" : " none");
 }
 
