@@ -21,6 +21,12 @@ struct exec_image {
 };
 
 void exec_init(void);
+/* "#!" scripts (exec_script.c): is this file head one, and rewrite ea to run
+ * its interpreter. owned[0..1] receive allocations the caller frees after
+ * loading. */
+bool exec_is_script(const void *head, size_t len);
+int exec_script_args(const void *head, size_t len, struct exec_args *ea, void **owned,
+                     const char **why);
 /* Load the program at ea->path into a new address space. On -ENOEXEC *why
  * may say what is wrong with the file. */
 int exec_load(const struct exec_args *ea, struct exec_image *out, const char **why);

@@ -20,6 +20,7 @@
 #define PIE_BASE      0x555555554000UL
 #define MAX_ARG_BYTES (256UL << 10)
 #define MAX_IMAGE     (1UL << 30)
+#define SCRIPT_DEPTH  5 /* "#!" scripts in a chain, as Linux */
 
 /* auxv keys (linux/auxvec.h, asm/auxvec.h) */
 #define AT_NULL     0
@@ -262,7 +263,9 @@ static int check_args(const struct exec_args *ea)
 struct elf_file {
 	struct inode *ip;
 	struct elf_info ei;
-	uint8_t *hdr; /* our copy of the first page, when not mapped directly */
+	uint8_t *hdr;     /* our copy of the first page, when not mapped directly */
+	const void *head; /* the file's first bytes, for a "#!" script */
+	size_t head_len;
 };
 
 static void elf_close(struct elf_file *f)
@@ -301,6 +304,11 @@ static int elf_open(const char *path, struct elf_file *f, const char **why)
 			return (int)got;
 		image = f->hdr;
 		len = (size_t)got;
+	}
+	if (exec_is_script(image, len)) {
+		f->head = image;
+		f->head_len = len;
+		return 0;
 	}
 	err = f->hdr ? elf_parse_headers(image, len, vfs_inode_size(f->ip), &f->ei, why)
 	             : elf_parse(image, len, &f->ei, why);
@@ -351,18 +359,39 @@ static int load_interp(struct aspace *as, const struct elf_file *prog, uint64_t 
 	return err;
 }
 
-int exec_load(const struct exec_args *ea, struct exec_image *out, const char **why)
+/* Open the program, following "#!" lines to the interpreter that runs it;
+ * *ea becomes that interpreter's arguments. */
+static int open_program(struct exec_args *ea, struct elf_file *f, void **owned, const char **why)
 {
+	for (int depth = 0;; depth++) {
+		int err = elf_open(ea->path, f, why);
+
+		if (err || !f->head)
+			return err;
+		if (depth == SCRIPT_DEPTH) {
+			*why = "too many levels of #! interpreters";
+			return -ELOOP;
+		}
+		err = exec_script_args(f->head, f->head_len, ea, &owned[2 * depth], why);
+		elf_close(f);
+		if (err)
+			return err;
+	}
+}
+
+int exec_load(const struct exec_args *args, struct exec_image *out, const char **why)
+{
+	struct exec_args a = *args, *ea = &a;
 	struct elf_file f;
 	struct aspace *as = NULL;
 	uint64_t bias, interp_base = 0, entry;
+	void *owned[2 * SCRIPT_DEPTH] = {0};
 	int err;
 
 	*why = NULL;
-	err = check_args(ea);
-	if (err)
-		return err;
-	err = elf_open(ea->path, &f, why);
+	err = open_program(ea, &f, owned, why);
+	if (!err)
+		err = check_args(ea);
 	if (err)
 		goto out;
 	bias = f.ei.type == ELF_ET_DYN ? PIE_BASE - ALIGN_DOWN(f.ei.lo, PAGE_SIZE) : 0;
@@ -390,5 +419,7 @@ out:
 	if (as)
 		aspace_release(as);
 	elf_close(&f);
+	for (int i = 0; i < 2 * SCRIPT_DEPTH; i++)
+		kfree(owned[i]);
 	return err;
 }

@@ -40,7 +40,7 @@ script_case() {
 	show "VMM stderr" "$T/err"
 }
 
-for s in pipelines heredoc jobs errexit textproc; do
+for s in pipelines heredoc jobs errexit textproc shebang; do
 	script_case "$s" sh
 	script_case "$s" bash
 done
