@@ -31,9 +31,12 @@ $(BUILD)/host/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(V)$(CC) $(HOST_CFLAGS) -c $< -o $@
 
-$(BIN)/kiln-vmm: $(VMM_OBJS)
+include snapshot/snapshot.mk
+
+# The snapshot library and libjansson (the API socket) besides the rest.
+$(BIN)/kiln-vmm: $(VMM_OBJS) $(SNAP_LIB)
 	@mkdir -p $(dir $@)
-	$(V)$(CC) -o $@ $^ $(HOST_LDLIBS)
+	$(V)$(CC) -o $@ $(VMM_OBJS) $(SNAP_LIB) $(HOST_LDLIBS) $(SNAP_LDLIBS) -ljansson
 
 # ---------------------------------------------------------------- kilnd, kiln CLI, e2e
 include control/control.mk

@@ -35,7 +35,8 @@ int vm_create(struct vm *vm)
 	uint64_t high = vm->mem.size - vm->mem.low_size;
 	int ver, err;
 
-	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->kvm_fd < 0)
+		vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm->kvm_fd < 0)
 		return -errno;
 	ver = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);

@@ -4,7 +4,10 @@
  *
  *   kiln-vmm --kernel FILE [--initrd FILE] [--mem 256M] [--cpus 1]
  *            [--cmdline STR] [--vsock CID,UDS_PATH] [--image FILE]
- *            [--disk FILE[,ro]] [--stats] [-- ARGV...]
+ *            [--disk FILE[,ro]] [--api-sock PATH] [--stats] [-- ARGV...]
+ *   kiln-vmm --restore SNAPSHOT [--restore-mode eager|lazy|template]
+ *            [--parent SNAPSHOT] [--template-dir DIR | --mem-fd N] [--paused]
+ *            --kernel FILE [--initrd FILE] [devices as above] [--api-sock PATH]
  *
  * The exit status is the guest init's exit status; a guest crash prints a
  * one-line diagnosis and exits with 125; bad usage exits with 2 and a VMM
@@ -26,7 +29,10 @@
 
 #include <ev.h>
 
+#include "api.h"
 #include "fdt.h"
+#include "imageid.h"
+#include "snap_vm.h"
 #include "vcpu.h"
 #include "virtio/virtio.h"
 #include "vm.h"
@@ -60,8 +66,26 @@ static void usage(FILE *f)
 	        "                   mapped from the host's page cache and shared by every VM\n"
 	        "  --disk FILE[,ro] raw disk file or block device as virtio-blk, read-write\n"
 	        "                   (locked against other writers) or read-only with ,ro\n"
+	        "  --api-sock PATH  serve the VM's JSON API on this unix socket (pause,\n"
+	        "                   resume, snapshot, state, stop, metrics; see vmm/API.md)\n"
 	        "  --stats          print guest syscall statistics and VMM memory use at exit\n"
 	        "  -h, --help       this text\n"
+	        "\n"
+	        "Starting from a snapshot instead of booting (the VM goes on where it was;\n"
+	        "--kernel, --initrd, --image and --disk name the same files as when it was\n"
+	        "taken, devices as then, --mem may be left out):\n"
+	        "  --restore FILE   the snapshot\n"
+	        "  --restore-mode eager|lazy|template\n"
+	        "                   eager: all memory now, in parallel (default); lazy: each\n"
+	        "                   chunk on first touch (userfaultfd); template: a private\n"
+	        "                   copy-on-write mapping of memory shared by every clone of\n"
+	        "                   the snapshot\n"
+	        "  --parent FILE    the full snapshot a diff snapshot was taken against\n"
+	        "  --template-dir DIR\n"
+	        "                   where template memory files live (default /dev/shm;\n"
+	        "                   only --restore-mode template uses it)\n"
+	        "  --mem-fd N       template memory handed over as open fd N instead\n"
+	        "  --paused         wait for a \"resume\" request before running\n"
 	        "\n"
 	        "Exit status: the guest's; 125 if the guest crashed; 1 on a VMM error;\n"
 	        "2 on bad usage.\n");
@@ -138,17 +162,15 @@ static uint64_t parse_size(const char *s)
 static void parse_args(int argc, char **argv, struct vm_config *cfg)
 {
 	static const struct option opts[] = {
-	    {"kernel", required_argument, 0, 'k'},
-	    {"initrd", required_argument, 0, 'i'},
-	    {"mem", required_argument, 0, 'm'},
-	    {"cpus", required_argument, 0, 'c'},
-	    {"cmdline", required_argument, 0, 'C'},
-	    {"stats", no_argument, 0, 's'},
-	    {"vsock", required_argument, 0, 'V'},
-	    {"image", required_argument, 0, 'I'},
-	    {"disk", required_argument, 0, 'D'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
+	    {"kernel", required_argument, 0, 'k'},  {"initrd", required_argument, 0, 'i'},
+	    {"mem", required_argument, 0, 'm'},     {"cpus", required_argument, 0, 'c'},
+	    {"cmdline", required_argument, 0, 'C'}, {"stats", no_argument, 0, 's'},
+	    {"vsock", required_argument, 0, 'V'},   {"image", required_argument, 0, 'I'},
+	    {"disk", required_argument, 0, 'D'},    {"api-sock", required_argument, 0, 'A'},
+	    {"restore", required_argument, 0, 'R'}, {"restore-mode", required_argument, 0, 'M'},
+	    {"parent", required_argument, 0, 'P'},  {"template-dir", required_argument, 0, 'T'},
+	    {"mem-fd", required_argument, 0, 'F'},  {"paused", no_argument, 0, 'p'},
+	    {"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
 	};
 	char *end;
 	long n;
@@ -156,6 +178,7 @@ static void parse_args(int argc, char **argv, struct vm_config *cfg)
 
 	cfg->mem_size = DEFAULT_MEM;
 	cfg->nr_cpus = 1;
+	cfg->mem_fd = -1;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'k':
@@ -166,6 +189,7 @@ static void parse_args(int argc, char **argv, struct vm_config *cfg)
 			break;
 		case 'm':
 			cfg->mem_size = parse_size(optarg);
+			cfg->mem_size_given = true;
 			break;
 		case 'C':
 			cfg->cmdline = optarg;
@@ -205,6 +229,39 @@ static void parse_args(int argc, char **argv, struct vm_config *cfg)
 			if (!cfg->disk_path || !*cfg->disk_path)
 				die_usage("--disk '%s': expected FILE or FILE,ro", optarg);
 			break;
+		case 'A':
+			cfg->api_path = optarg;
+			break;
+		case 'R':
+			cfg->restore_path = optarg;
+			break;
+		case 'M':
+			if (!strcmp(optarg, "eager"))
+				cfg->restore_mode = RESTORE_EAGER;
+			else if (!strcmp(optarg, "lazy"))
+				cfg->restore_mode = RESTORE_LAZY;
+			else if (!strcmp(optarg, "template"))
+				cfg->restore_mode = RESTORE_TEMPLATE;
+			else
+				die_usage("--restore-mode '%s': expected eager, lazy or template",
+				          optarg);
+			break;
+		case 'P':
+			cfg->parent_path = optarg;
+			break;
+		case 'T':
+			cfg->template_dir = optarg;
+			break;
+		case 'F':
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || *end || n < 3 || n > 1000000 || fcntl((int)n, F_GETFD) < 0)
+				die_usage("--mem-fd '%s': not an open file descriptor", optarg);
+			cfg->mem_fd = (int)n;
+			break;
+		case 'p':
+			cfg->start_paused = true;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -219,6 +276,15 @@ static void parse_args(int argc, char **argv, struct vm_config *cfg)
 		          cfg->nr_cpus);
 	cfg->init_argc = argc - optind;
 	cfg->init_argv = argv + optind;
+	if (cfg->restore_path && (cfg->init_argc || cfg->cmdline))
+		die_usage("--restore: a restored VM goes on with its own programs and kernel "
+		          "options; drop --cmdline and the arguments after --");
+	if (!cfg->restore_path && (cfg->parent_path || cfg->template_dir || cfg->mem_fd >= 0 ||
+	                           cfg->start_paused || cfg->restore_mode != RESTORE_EAGER))
+		die_usage("--restore-mode, --parent, --template-dir, --mem-fd and --paused go "
+		          "with --restore");
+	if (cfg->mem_fd >= 0 && cfg->restore_mode != RESTORE_TEMPLATE)
+		die_usage("--mem-fd goes with --restore-mode template");
 	cfg->console_in = STDIN_FILENO;
 	cfg->console_out = STDOUT_FILENO;
 }
@@ -253,52 +319,92 @@ static void read_all(const char *what, const char *path, int fd, void *dst, size
 	}
 }
 
-static void load_images(struct vm *vm)
+/* The kernel ELF into guest memory. Its identity for snapshots comes from
+ * the cache when that knows it (vmm/imageid.c), else it is hashed when a
+ * snapshot first needs it. */
+static void load_kernel(struct vm *vm)
 {
 	const struct vm_config *cfg = &vm->cfg;
+	struct snap_image_id id;
 	const char *err = NULL;
 	size_t len;
 	int fd = open_image("kernel image", cfg->kernel_path, MAX_KERNEL_FILE, &len);
 	void *buf = malloc(len ? len : 1);
-	uint64_t next;
 	int rc;
 
 	if (!buf)
 		die("out of memory");
+	if (fstat(fd, &vm->snap.kernel_st) == 0 &&
+	    image_id_of(&vm->snap.kernel_st, NULL, 0, &id) == 0) {
+		memcpy(vm->snap.kernel_id, &id, sizeof(id));
+		vm->snap.have_kernel_id = true;
+	}
 	read_all("kernel image", cfg->kernel_path, fd, buf, len);
 	close(fd);
 	rc = kernel_load(&vm->mem, buf, len, &vm->kernel, &err);
 	free(buf);
 	if (rc)
 		die("kernel image '%s': %s", cfg->kernel_path, err);
-	next = vm->kernel.pa_end;
-	if (cfg->initrd_path) {
-		/* Mapped, not copied: see KILN_GPA_INITRD. */
-		fd = open_image("initramfs", cfg->initrd_path, KILN_INITRD_MAX, &len);
-		if (len < 6)
-			die("initramfs '%s': not a cpio archive in newc format "
-			    "(build one with: cpio -o -H newc)",
-			    cfg->initrd_path);
-		vm->mem.initrd_map_size = (len + 4095) & ~4095ULL;
-		vm->mem.initrd = mmap(NULL, vm->mem.initrd_map_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		close(fd);
-		if (vm->mem.initrd == MAP_FAILED) {
-			vm->mem.initrd = NULL;
-			die("initramfs '%s': cannot map it: %s", cfg->initrd_path, strerror(errno));
-		}
-		if (memcmp(vm->mem.initrd, "07070", 5))
-			die("initramfs '%s': not a cpio archive in newc format "
-			    "(build one with: cpio -o -H newc)",
-			    cfg->initrd_path);
-		vm->initrd_pa = KILN_GPA_INITRD;
-		vm->initrd_size = len;
+}
+
+/* The initramfs is mapped, not copied: see KILN_GPA_INITRD. */
+static void map_initrd(struct vm *vm)
+{
+	const struct vm_config *cfg = &vm->cfg;
+	size_t len;
+	int fd = open_image("initramfs", cfg->initrd_path, KILN_INITRD_MAX, &len);
+
+	if (len < 6)
+		die("initramfs '%s': not a cpio archive in newc format "
+		    "(build one with: cpio -o -H newc)",
+		    cfg->initrd_path);
+	if (fstat(fd, &vm->snap.initrd_st) < 0)
+		die("initramfs '%s': %s", cfg->initrd_path, strerror(errno));
+	vm->mem.initrd_map_size = (len + 4095) & ~4095ULL;
+	vm->mem.initrd = mmap(NULL, vm->mem.initrd_map_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (vm->mem.initrd == MAP_FAILED) {
+		vm->mem.initrd = NULL;
+		die("initramfs '%s': cannot map it: %s", cfg->initrd_path, strerror(errno));
 	}
+	if (memcmp(vm->mem.initrd, "07070", 5))
+		die("initramfs '%s': not a cpio archive in newc format "
+		    "(build one with: cpio -o -H newc)",
+		    cfg->initrd_path);
+	vm->initrd_pa = KILN_GPA_INITRD;
+	vm->initrd_size = len;
+}
+
+static void load_images(struct vm *vm)
+{
+	uint64_t next;
+
+	/* A restored VM has its kernel in the saved memory already. */
+	if (!vm->cfg.restore_path)
+		load_kernel(vm);
+	if (vm->cfg.initrd_path)
+		map_initrd(vm);
+	if (vm->cfg.restore_path)
+		return;
+	next = vm->kernel.pa_end;
 	vm->fdt_pa = next;
 	if (!gpa_ptr(&vm->mem, next, KILN_FDT_MAX_SIZE + MIN_FREE_MEM))
 		die("--mem %lluM is too small for this kernel; use at least %lluM",
 		    (unsigned long long)(vm->mem.size / MIB),
 		    (unsigned long long)((next + KILN_FDT_MAX_SIZE + MIN_FREE_MEM) / MIB / 2 + 1) *
 		        2);
+}
+
+static void map_image(struct vm *vm)
+{
+	const char *why;
+	int err;
+
+	if (!vm->cfg.image_path)
+		return;
+	err = pmem_map(&vm->mem, vm->cfg.image_path, &why);
+	if (err)
+		die("image '%s': %s", vm->cfg.image_path, why ? why : strerror(-err));
 }
 
 /* Each vsock connection is a host socket: allow as many as the hard limit
@@ -386,6 +492,15 @@ static void print_stats(const struct vm *vm)
 	        (double)(vm->t.first_run - vm->t.start) / ms,
 	        vm->t.first_output ? (double)(vm->t.first_output - vm->t.start) / ms : 0.0,
 	        (double)(vm->t.stopped - vm->t.start) / ms);
+	if (vm->cfg.restore_path) {
+		static const char *const modes[] = {"eager", "lazy", "template"};
+
+		fprintf(stderr,
+		        "kiln-vmm: restore (%s): checked %.2f ms, memory %.2f ms, state restored "
+		        "%.2f ms (from main)\n",
+		        modes[vm->cfg.restore_mode], (double)vm->snap.restore_checked_ns / ms,
+		        (double)vm->snap.restore_mem_ns / ms, (double)vm->snap.restore_ns / ms);
+	}
 	if (!f)
 		return;
 	/* RssAnon is the VMM's own memory, RssShmem the guest RAM touched,
@@ -402,11 +517,44 @@ static void print_stats(const struct vm *vm)
 		fprintf(stderr, "kiln-vmm: RssImage:\t%8ld kB\n", image_kb);
 }
 
+/* Guest memory and images for a boot: the kernel loaded, the boot area
+ * built (the device tree comes once the devices exist). */
+static void prepare_boot(struct vm *vm)
+{
+	int err = mem_init(&vm->mem, vm->cfg.mem_size);
+
+	if (err)
+		die("cannot allocate %llu MiB of guest memory: %s",
+		    (unsigned long long)(vm->cfg.mem_size / MIB), strerror(-err));
+	load_images(vm);
+	map_image(vm);
+	err = x86_build_boot_area(vm);
+	if (err || vm->boot_area_end > vm->kernel.pa_start)
+		die("kernel image '%s': its lowest segment leaves no room for the boot page tables",
+		    vm->cfg.kernel_path);
+}
+
+/* The same from a snapshot: refused here, before any real work, if it
+ * cannot fit (vmm/restore.c). */
+static void prepare_restore(struct vm *vm)
+{
+	char why[400];
+
+	if (vm_restore_open(vm, why, sizeof(why)))
+		die("%s", why);
+	load_images(vm);
+	map_image(vm);
+	if (vm_restore_check(vm, false, why, sizeof(why)) ||
+	    vm_restore_memory(vm, why, sizeof(why)))
+		die("cannot restore: %s", why);
+}
+
 int main(int argc, char **argv)
 {
 	static struct vm vm;
 	ev_async stop_async;
 	ev_signal sig_int, sig_term, sig_hup;
+	char why[400];
 	int err;
 
 	vm.t.start = vm_now_ns();
@@ -415,23 +563,12 @@ int main(int argc, char **argv)
 	raise_fd_limit();
 	pthread_mutex_init(&vm.stop_lock, NULL);
 	vm.fd = vm.kvm_fd = -1;
+	vm.pause.irq_fd = -1;
 
-	err = mem_init(&vm.mem, vm.cfg.mem_size);
-	if (err)
-		die("cannot allocate %llu MiB of guest memory: %s",
-		    (unsigned long long)(vm.cfg.mem_size / MIB), strerror(-err));
-	load_images(&vm);
-	if (vm.cfg.image_path) {
-		const char *why;
-
-		err = pmem_map(&vm.mem, vm.cfg.image_path, &why);
-		if (err)
-			die("image '%s': %s", vm.cfg.image_path, why ? why : strerror(-err));
-	}
-	err = x86_build_boot_area(&vm);
-	if (err || vm.boot_area_end > vm.kernel.pa_start)
-		die("kernel image '%s': its lowest segment leaves no room for the boot page tables",
-		    vm.cfg.kernel_path);
+	if (vm.cfg.restore_path)
+		prepare_restore(&vm);
+	else
+		prepare_boot(&vm);
 
 	err = vm_create(&vm);
 	if (err == -ENOENT || err == -EACCES)
@@ -439,7 +576,8 @@ int main(int argc, char **argv)
 		    strerror(-err));
 	if (err)
 		die("creating the KVM virtual machine failed: %s", strerror(-err));
-	x86_pick_xcr0(&vm);
+	if (!vm.cfg.restore_path)
+		x86_pick_xcr0(&vm);
 	vm.t.vm_created = vm_now_ns();
 
 	vm.loop = ev_default_loop(EVFLAG_AUTO);
@@ -454,6 +592,7 @@ int main(int argc, char **argv)
 	ev_signal_start(vm.loop, &sig_term);
 	ev_signal_start(vm.loop, &sig_hup);
 
+	/* Devices in this order, always: a snapshot restores slot by slot. */
 	if ((err = console_create(&vm, vm.cfg.console_in, vm.cfg.console_out)) ||
 	    (err = rng_create(&vm)))
 		die("creating devices failed: %s", strerror(-err));
@@ -469,7 +608,9 @@ int main(int argc, char **argv)
 		if (err)
 			die("disk '%s': %s", vm.cfg.disk_path, why ? why : strerror(-err));
 	}
-	err = vm_commit_irq_routes(&vm);
+	err = vm_pause_init(&vm);
+	if (!err)
+		err = vm_commit_irq_routes(&vm);
 	if (err)
 		die("setting up device interrupts failed: %s", strerror(-err));
 
@@ -482,12 +623,21 @@ int main(int argc, char **argv)
 		if (err)
 			die("creating vCPU %d failed: %s", i, strerror(-err));
 	}
-	build_fdt(&vm);
-	for (int i = 0; i < vm.nr_vcpus; i++) {
-		err = x86_setup_vcpu(&vm.vcpus[i], vm.fdt_pa);
-		if (err)
-			die("setting up vCPU %d failed: %s", i, strerror(-err));
+	if (vm.cfg.restore_path) {
+		if (vm_restore_check(&vm, true, why, sizeof(why)) ||
+		    vm_restore_state(&vm, why, sizeof(why)))
+			die("cannot restore: %s", why);
+	} else {
+		build_fdt(&vm);
+		for (int i = 0; i < vm.nr_vcpus; i++) {
+			err = x86_setup_vcpu(&vm.vcpus[i], vm.fdt_pa);
+			if (err)
+				die("setting up vCPU %d failed: %s", i, strerror(-err));
+		}
 	}
+	if (vm.cfg.api_path && (err = api_create(&vm, vm.cfg.api_path)))
+		die("--api-sock '%s': %s", vm.cfg.api_path,
+		    err == -EEXIST ? "the path exists and is not a socket" : strerror(-err));
 	for (int i = 0; i < vm.nr_vcpus; i++) {
 		err = vcpu_start(&vm.vcpus[i]);
 		if (err)
@@ -496,6 +646,7 @@ int main(int argc, char **argv)
 
 	ev_run(vm.loop, 0);
 
+	vm_pause_release(&vm);
 	for (int i = 0; i < vm.nr_vcpus; i++)
 		vcpu_kick_and_join(&vm.vcpus[i]);
 	virtio_mmio_drain_all(&vm);
@@ -507,9 +658,11 @@ int main(int argc, char **argv)
 			vcpu_describe(&vm.vcpus[0], where, sizeof(where));
 		fprintf(stderr, "kiln-vmm: %s%s\n", vm.stop_msg, where);
 	}
+	api_destroy(&vm);
 	virtio_mmio_destroy_all(&vm);
 	for (int i = 0; i < vm.nr_vcpus; i++)
 		vcpu_destroy(&vm.vcpus[i]);
+	vm_restore_close(&vm);
 	vm_destroy(&vm);
 	mem_destroy(&vm.mem);
 	pmem_unmap(&vm.mem);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Guest RAM: a memfd (so it can be snapshotted and shared) mapped once. */
+/* Guest RAM: a memfd (so it can be snapshotted and shared) mapped once, or
+ * a private mapping of a template's memory (vmm/template.c). */
 #include <errno.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -29,6 +30,22 @@ fail:
 	mem->fd = -1;
 	mem->host = NULL;
 	return err;
+}
+
+int mem_init_private(struct guest_mem *mem, uint64_t size, int fd)
+{
+	mem->size = size;
+	mem->low_size = size < KILN_GPA_HOLE_START ? size : KILN_GPA_HOLE_START;
+	mem->fd = fd;
+	mem->private = true;
+	mem->host =
+	    mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, mem->fd, 0);
+	if (mem->host == MAP_FAILED) {
+		mem->host = NULL;
+		mem->fd = -1;
+		return -errno;
+	}
+	return 0;
 }
 
 void mem_destroy(struct guest_mem *mem)

@@ -119,6 +119,10 @@ static void handle_io(struct vcpu *c)
 		guest_warn(c, "ignored I/O to port %#x", port);
 		return;
 	}
+	if (port == KILN_PORT_QUIESCE) {
+		vcpu_quiesce_exit(c);
+		return;
+	}
 	if (ioctl(c->fd, KVM_GET_REGS, &r) < 0) {
 		vm_stop(c->vm, VM_STOP_ERROR, 1, "KVM_GET_REGS: %s", strerror(errno));
 		return;
@@ -177,6 +181,7 @@ static void *vcpu_thread(void *arg)
 	sigaddset(&set, SIG_KICK);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 
+	vcpu_start_parked(c);
 	if (c->id == 0)
 		vm->t.first_run = vm_now_ns();
 	while (atomic_load(&vm->stop) == VM_RUNNING) {

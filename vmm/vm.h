@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "kiln/boot.h"
@@ -18,6 +19,9 @@
 struct ev_loop;
 struct ev_async;
 struct virtio_dev;
+struct snap;
+struct vm_api;
+struct uffd;
 
 /* Guest RAM: one memfd, mapped once in the VMM. RAM below the device hole
  * sits at GPA 0, the rest at 4 GiB; both come from the same memfd. */
@@ -35,6 +39,12 @@ struct guest_mem {
 	const uint8_t *pmem;
 	uint64_t pmem_size;      /* the window: image length rounded up to 2 MiB */
 	uint64_t pmem_file_size; /* the image's length */
+	/* RAM is a MAP_PRIVATE mapping of fd, a template's memory shared by
+	 * every clone (vmm/template.c): writes stay in this process. */
+	bool private;
+	/* RAM is filled on demand from a snapshot (vmm/uffd.c): holes in fd
+	 * are not zero, they are not loaded yet. */
+	bool lazy;
 };
 
 /* A loaded kernel image (vmm/loader.c). */
@@ -66,6 +76,7 @@ struct vcpu {
 	struct kvm_run *run;
 	size_t run_size;
 	pthread_t thread;
+	bool parked; /* stopped at the quiesce point (vm->pause.lock) */
 };
 
 /* Why the VM stopped, for the one-line diagnosis. */
@@ -91,6 +102,56 @@ struct vm_config {
 	const char *image_path; /* NULL: no virtio-pmem device */
 	const char *disk_path;  /* NULL: no virtio-blk device */
 	bool disk_ro;
+	const char *api_path; /* NULL: no API socket (vmm/api.c) */
+	/* Start from a snapshot instead of booting (vmm/restore.c). */
+	const char *restore_path;
+	const char *parent_path; /* the parent of a diff snapshot */
+	enum vm_restore_mode {
+		RESTORE_EAGER,
+		RESTORE_LAZY,
+		RESTORE_TEMPLATE,
+	} restore_mode;
+	const char *template_dir; /* where template memory files live */
+	int mem_fd;               /* template memory handed over, or -1 */
+	bool start_paused;        /* a restored VM waits for "resume" */
+	bool mem_size_given;      /* --mem was on the command line */
+};
+
+/*
+ * Pausing (vmm/pause.c): the VMM raises KILN_VEC_QUIESCE and every vCPU
+ * stops at the quiesce point (kiln/boot.h) until resumed. State is read
+ * only while all of them are parked there.
+ */
+struct vm_pause {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int irq_fd;            /* eventfd: KILN_VEC_QUIESCE as an MSI */
+	bool requested;        /* vCPUs reaching the quiesce point stay there */
+	int nr_parked;         /* vCPUs parked */
+	uint32_t resume_flags; /* KILN_RESUME_* for the vCPUs when they go on */
+	uint64_t count;        /* pauses so far */
+	uint64_t last_ns;      /* the last pause: request to all parked */
+	uint64_t since;        /* CLOCK_MONOTONIC ns when the VM last paused */
+};
+
+/* Snapshot bookkeeping (vmm/snapshot.c, vmm/restore.c). */
+struct vm_snap {
+	/* The snapshot this VM was restored from, kept open: the parent of
+	 * diff snapshots, and the source of a lazy restore's pages. */
+	struct snap *src;
+	struct snap *src_parent; /* src's parent when src is a diff */
+	/* Identity of the boot files, named in every snapshot. */
+	bool have_kernel_id, have_initrd_id;
+	uint8_t kernel_id[48], initrd_id[48]; /* struct snap_image_id */
+	struct stat kernel_st, initrd_st;     /* the files as they were opened */
+	/* MSRs saved per vCPU: KVM_GET_MSR_INDEX_LIST, the readable ones. */
+	uint32_t msr_index[64];
+	unsigned nr_msrs;
+	uint64_t count, last_ms; /* snapshots written, and the last one's time */
+	struct uffd *uffd;       /* lazy restore (vmm/uffd.c) */
+	/* Restore milestones, ns from the start of main: checked against
+	 * this VMM, memory filled (eager) or mapped, state applied. */
+	uint64_t restore_checked_ns, restore_mem_ns, restore_ns;
 };
 
 struct vm {
@@ -120,6 +181,10 @@ struct vm {
 	struct ev_loop *loop;
 	struct ev_async *stop_async;
 
+	struct vm_pause pause;
+	struct vm_snap snap;
+	struct vm_api *api;
+
 	/* Milestones (CLOCK_MONOTONIC ns) for --stats and benchmarks. */
 	struct {
 		uint64_t start, vm_created, first_run, first_output, stopped;
@@ -134,6 +199,8 @@ struct vm {
 
 /* Guest memory (vmm/mem.c). */
 int mem_init(struct guest_mem *mem, uint64_t size);
+/* RAM as a private (copy-on-write) mapping of fd, a template's memory. */
+int mem_init_private(struct guest_mem *mem, uint64_t size, int fd);
 void mem_destroy(struct guest_mem *mem);
 /*
  * The one checked path from a guest-physical range to host memory: returns
@@ -162,6 +229,25 @@ static inline uint64_t vm_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
+
+/* Pause and resume at the quiesce point (vmm/pause.c). Main thread. */
+int vm_pause_init(struct vm *vm);
+/* 0 when every vCPU is parked (1 if it already was); -ETIMEDOUT (message
+ * in why) if the guest did not get there within timeout_ms. */
+int vm_pause(struct vm *vm, int timeout_ms, char *why, size_t len);
+/* Let the vCPUs go on (0; 1 if they were not paused). */
+int vm_resume(struct vm *vm);
+bool vm_is_paused(struct vm *vm);
+/* The VM is stopping: wake parked vCPUs so they can see it. */
+void vm_pause_release(struct vm *vm);
+/* A vCPU exited at KILN_PORT_QUIESCE: park it while the VM is paused, then
+ * hand the guest the resume registers (kiln/boot.h). vCPU thread. */
+void vcpu_quiesce_exit(struct vcpu *c);
+/* A vCPU of a VM restored --paused, before its first KVM_RUN: it is at the
+ * quiesce point already; park it there. vCPU thread. */
+void vcpu_start_parked(struct vcpu *c);
+/* Set the resume registers (RDI, RSI, RDX, R8-R11) for flags. */
+int vcpu_set_resume_regs(struct vcpu *c, uint32_t flags);
 
 /* Stop the VM from any thread; the first caller's status and message win. */
 void vm_stop(struct vm *vm, enum vm_stop why, int status, const char *fmt, ...)

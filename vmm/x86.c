@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 
+#include "../snapshot/snap.h"
 #include "vm.h"
 #include "x86.h"
 
@@ -203,9 +204,10 @@ static void build_tss(struct vm *vm)
 	for (int i = 0; i < 7; i++)
 		put64(tss + 36 + 8 * i, img->ist[i]);
 	memcpy(tss + 102, &iomap_base, 2);
-	/* Deny all ports to CPL3 except kiln's own (exit, log, fatal). */
+	/* Deny all ports to CPL3 except kiln's own exit, log and fatal (the
+	 * quiesce port is the supervisor's). */
 	memset(iomap, 0xff, 8192 + 1);
-	for (int p = KILN_PORT_BASE; p < KILN_PORT_BASE + KILN_PORT_COUNT; p++)
+	for (int p = KILN_PORT_BASE; p <= KILN_PORT_FATAL; p++)
 		iomap[p / 8] &= (uint8_t) ~(1u << (p % 8));
 }
 
@@ -368,19 +370,22 @@ static int set_lapic(struct vcpu *c)
  * CPUID: the host's supported table, minus what the guest's CPL0 code must
  * not be told about. On PVM hosts only a few bits of leaf 1 and leaf
  * 0x80000001 can be hidden at all (RESULTS.md §6); CX16 is one of them and
- * matters, because CPL0 cmpxchg16b cannot be emulated there.
+ * matters, because CPL0 cmpxchg16b cannot be emulated there. This is the
+ * table for vCPU id (only leaf 1's APIC id differs between vCPUs); the
+ * caller frees it.
  */
-static int set_cpuid(struct vcpu *c)
+static int cpuid_table(struct vm *vm, int id, struct kvm_cpuid2 **out)
 {
-	int n = 128, err = 0;
+	int n = 128;
 	struct kvm_cpuid2 *cp = calloc(1, sizeof(*cp) + n * sizeof(cp->entries[0]));
 
 	if (!cp)
 		return -ENOMEM;
 	cp->nent = n;
-	if (ioctl(c->vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cp) < 0) {
-		err = -errno;
-		goto out;
+	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cp) < 0) {
+		int err = -errno;
+		free(cp);
+		return err;
 	}
 	for (unsigned i = 0; i < cp->nent; i++) {
 		struct kvm_cpuid_entry2 *e = &cp->entries[i];
@@ -389,16 +394,41 @@ static int set_cpuid(struct vcpu *c)
 			e->ecx &= ~(1u << 13);             /* CX16 */
 			e->ecx &= ~(1u << 17);             /* PCID: kiln does not use it */
 			e->ecx |= (1u << 21) | (1u << 24); /* x2APIC, TSC-deadline */
-			e->ebx = (e->ebx & 0x00ffffff) | ((uint32_t)c->id << 24);
+			e->ebx = (e->ebx & 0x00ffffff) | ((uint32_t)id << 24);
+		} else if (e->function == 0xb || e->function == 0x1f) {
+			/* The x2APIC id: KVM reports the host CPU it ran on. */
+			e->edx = (uint32_t)id;
 		} else if (e->function == 0x80000001) {
 			e->edx &= ~(1u << 26); /* 1 GiB pages: never used */
 		}
 	}
+	*out = cp;
+	return 0;
+}
+
+int x86_set_cpuid(struct vcpu *c)
+{
+	struct kvm_cpuid2 *cp;
+	int err = cpuid_table(c->vm, c->id, &cp);
+
+	if (err)
+		return err;
 	if (ioctl(c->fd, KVM_SET_CPUID2, cp) < 0)
 		err = -errno;
-out:
 	free(cp);
 	return err;
+}
+
+int x86_cpuid_hash(struct vm *vm, uint64_t *hash)
+{
+	struct kvm_cpuid2 *cp;
+	int err = cpuid_table(vm, 0, &cp);
+
+	if (err)
+		return err;
+	*hash = snap_xxh64(cp->entries, cp->nent * sizeof(cp->entries[0]), 0);
+	free(cp);
+	return 0;
 }
 
 static int set_xcr0(struct vcpu *c)
@@ -418,7 +448,7 @@ int x86_setup_vcpu(struct vcpu *c, uint64_t fdt_pa)
 	struct kvm_regs r;
 	int err;
 
-	err = set_cpuid(c);
+	err = x86_set_cpuid(c);
 	if (!err)
 		err = set_sregs(c);
 	if (!err)

@@ -14,9 +14,24 @@
 #define KCPU_SAVE_RAX    24 /* supervisor scratch (trap forwarding) */
 #define KCPU_KSTACK      32 /* kernel stack top of the running thread */
 #define KCPU_IRQ_FRAME   64 /* 7-word frame of an interrupt forwarded to the library OS */
-#define KCPU_SIZE        128
+/* The quiesce point (kiln/boot.h, KILN_PORT_QUIESCE): the handler's TSC just
+ * before it stopped, and what the VMM handed it when it went on. resume_seq
+ * counts quiesces; it is written last, so a reader that sees it unchanged
+ * around its reads of the other fields saw one consistent set. */
+#define KCPU_QUIESCE_TSC     128
+#define KCPU_RESUME_REALTIME 136 /* RDI */
+#define KCPU_RESUME_TSC      144 /* RSI */
+#define KCPU_RESUME_FLAGS    152 /* RDX: KILN_RESUME_* */
+#define KCPU_RESUME_SEED     160 /* R8-R11 */
+#define KCPU_RESUME_SEQ      192
+#define KCPU_SIZE            256
 
 #define KCPU_IRQ_TIMER_BIT 63
+/* Set with the timer bit by the quiesce handler: the library OS reads the
+ * resume fields (clock step, reseeding). The timer bit goes with it because
+ * the TSC may have moved under the armed deadline: re-arming as if it had
+ * fired puts it back in terms of the new TSC. */
+#define KCPU_IRQ_RESUME_BIT 62
 
 /* The hardware trap frame of the last trap from CPL3 sits at the top of the
  * RSP0 stack: vector, error code, RIP, CS, RFLAGS, RSP, SS (pushed by the CPU
@@ -44,7 +59,16 @@ struct kcpu {
 	uint64_t pad[3];
 	uint64_t irq_frame[7]; /* vector, 0, RIP, CS, RFLAGS, RSP, SS */
 	uint64_t pad2[1];
+	volatile uint64_t quiesce_tsc;
+	volatile uint64_t resume_realtime, resume_tsc, resume_flags;
+	volatile uint64_t resume_seed[4];
+	volatile uint64_t resume_seq;
+	uint64_t pad3[7];
 };
+
+_Static_assert(sizeof(struct kcpu) == KCPU_SIZE, "kcpu layout");
+_Static_assert(__builtin_offsetof(struct kcpu, quiesce_tsc) == KCPU_QUIESCE_TSC, "kcpu layout");
+_Static_assert(__builtin_offsetof(struct kcpu, resume_seq) == KCPU_RESUME_SEQ, "kcpu layout");
 
 struct trap_hw_frame {
 	uint64_t vector, error, rip, cs, rflags, rsp, ss;

@@ -14,8 +14,11 @@ static inline uint64_t rdtsc(void)
 	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
 	return ((uint64_t)hi << 32) | lo;
 }
-uint64_t time_monotonic_ns(void); /* since boot */
-uint64_t time_realtime_ns(void);  /* since the epoch */
+/* CLOCK_MONOTONIC: since boot, not counting time the VM spent paused (the
+ * rules across pauses and snapshot restores are in time.c). */
+uint64_t time_monotonic_ns(void);
+uint64_t time_boottime_ns(void); /* CLOCK_BOOTTIME: monotonic + time paused */
+uint64_t time_realtime_ns(void); /* since the epoch */
 uint64_t time_ns_to_tsc_deadline(uint64_t monotonic_ns);
 void time_set_realtime(uint64_t ns);
 uint64_t time_tsc_to_ns(uint64_t ticks);

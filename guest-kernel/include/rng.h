@@ -15,5 +15,8 @@ long rng_read(void *buf, size_t n);
  * device is set up on first use; bytes arrive asynchronously). Called every
  * megabyte of output and after a snapshot is restored. */
 void rng_reseed(void);
+/* Rekey from the VMM's entropy if the VM was paused or restored since the
+ * last call (see rng.c); rng_read() calls it too. */
+void rng_resumed(void);
 
 #endif

@@ -26,8 +26,8 @@
  * SO_RCVTIMEO/SO_SNDTIMEO ran out. Data moves through a struct sock_iter,
  * which may point at program or kernel memory.
  *
- * Families not in the table (AF_UNIX, AF_INET, AF_INET6 for now) get
- * -EAFNOSUPPORT from socket() and socketpair().
+ * Families not in the table get -EAFNOSUPPORT from socket() and
+ * socketpair().
  */
 #ifndef KILN_SOCKET_H
 #define KILN_SOCKET_H
@@ -71,8 +71,30 @@
 
 #define SOCK_ADDR_MAX 128 /* sizeof(struct sockaddr_storage) */
 
+struct file;
 struct poll_table;
 struct socket;
+
+/* Ancillary data of one sendmsg or recvmsg (SCM_RIGHTS, SCM_CREDENTIALS),
+ * for the families whose sock_ops set .scm; socket_scm.c moves it between
+ * this and the program's msg_control. On send, fp holds references on the
+ * files to pass: sendmsg takes those it queues (sets fp NULL, nfp 0), the
+ * layer drops the rest after the call. On receive, recvmsg puts references
+ * in fp (kmalloc'd) and the sender's creds (has_creds) for the layer to
+ * install and copy out. */
+#define SCM_MAX_FD 253 /* files in one message, as Linux */
+
+struct sock_ucred {
+	int32_t pid;
+	uint32_t uid, gid;
+};
+
+struct sock_scm {
+	struct file **fp;
+	int nfp;
+	bool has_creds;
+	struct sock_ucred creds;
+};
 
 /* Where a send takes its bytes or a receive puts them: segments of program
  * (user) or kernel memory, consumed front to back. */
@@ -80,9 +102,10 @@ struct sock_iter {
 	const struct iovec *iov;
 	unsigned long nr_segs;
 	bool user;
-	unsigned long seg; /* current segment ... */
-	size_t off;        /* ... and the offset in it */
-	size_t left;       /* bytes not yet consumed */
+	unsigned long seg;    /* current segment ... */
+	size_t off;           /* ... and the offset in it */
+	size_t left;          /* bytes not yet consumed */
+	struct sock_scm *scm; /* ancillary data, or NULL (read, write, sendto ...) */
 };
 
 void sock_iter_init(struct sock_iter *it, const struct iovec *iov, unsigned long nr, bool user);
@@ -124,6 +147,7 @@ struct sock_ops {
 	long (*ioctl)(struct socket *s, unsigned int cmd, unsigned long arg); /* -ENOTTY */
 	/* The file is gone: start closing. s is freed on return. */
 	void (*release)(struct socket *s);
+	bool scm; /* takes ancillary data (sock_iter.scm); else msg_control is ignored */
 };
 
 struct bootinfo;
@@ -181,6 +205,19 @@ uint64_t sock_deadline(uint64_t timeo_ns);
 struct file_ops;
 extern const struct file_ops sock_file_ops;
 
+/* socket_scm.c, for socket_msg.c: the program's msg_control into scm
+ * (references on the files; 0 or -EINVAL, -EBADF, -EFAULT, -ENOBUFS); scm
+ * out to the program's msg_control: creds, then the files installed as
+ * descriptors (MSG_CMSG_CLOEXEC in flags), MSG_CTRUNC into *msg_flags for
+ * what does not fit. Returns the control bytes written or -EFAULT. Drop
+ * releases what is left in scm. */
+int sock_scm_in(struct sock_scm *scm, const void *uctl, size_t len);
+long sock_scm_out(struct sock_scm *scm, void *uctl, size_t len, int flags, int *msg_flags);
+void sock_scm_drop(struct sock_scm *scm);
+
 extern const struct sock_family vsock_family; /* sock_vsock.c */
+extern const struct sock_family unix_family;  /* sock_unix.c */
+extern const struct sock_family inet_family;  /* sock_inet.c */
+extern const struct sock_family inet6_family; /* sock_inet.c */
 
 #endif

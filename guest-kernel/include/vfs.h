@@ -55,6 +55,12 @@ int vfs_mount_image(const void *img, size_t len, const char **err);
  * them: -ENOENT, -ENOTDIR, -ELOOP, -ENAMETOOLONG. */
 int vfs_lookup(const char *path, bool follow, struct inode **out);
 int vfs_lookup_at(struct fs_ctx *fs, const char *path, bool follow, struct inode **out);
+/* Create a node that holds no data (an AF_UNIX socket's bind, a FIFO) at
+ * path, relative to the current process's working directory: mode is the
+ * S_IFMT type and permissions, less the umask. *out gets a reference.
+ * -EEXIST if the name is taken (even by a dangling symlink), else as
+ * mkdir's errors. */
+int vfs_mknod(const char *path, uint32_t mode, struct inode **out);
 
 void inode_get(struct inode *ip);
 void inode_put(struct inode *ip);

@@ -2,8 +2,10 @@
 /*
  * Address spaces: one per process. The upper half (library OS, direct map,
  * supervisor) is shared by all of them; the lower half holds the zpoline
- * sled at 0 and the program's mappings. Memory is mapped eagerly: a page
- * fault costs tens of microseconds on PVM hosts, a mapping costs nanoseconds.
+ * sled at 0 and the program's mappings. Memory is mapped eagerly where it
+ * will be used (a page fault costs microseconds on PVM hosts, mapping a page
+ * nanoseconds); large anonymous mappings (VMA_LAZY) get their pages on first
+ * touch, a window at a time, so reservations cost nothing.
  */
 #ifndef KILN_VM_H
 #define KILN_VM_H
@@ -18,6 +20,7 @@
 #define VMA_ANON  0x1
 #define VMA_STACK 0x2 /* grows down on faults below it */
 #define VMA_HEAP  0x4
+#define VMA_LAZY  0x8 /* anonymous pages appear on first touch (vm_fault) */
 
 struct vma {
 	uint64_t start, end; /* page-aligned, end exclusive */
@@ -59,8 +62,9 @@ void aspace_activate(struct aspace *as);
 /* Free address spaces released while active (after a switch). */
 void aspace_reap(void);
 
-/* Map [start, start+len) with fresh zeroed pages. MAP_FIXED semantics:
- * whatever was there is unmapped first. Returns 0 or -ENOMEM. */
+/* Map [start, start+len) with fresh zeroed pages (none yet if flags has
+ * VMA_LAZY). MAP_FIXED semantics: whatever was there is unmapped first.
+ * Returns 0 or -ENOMEM. */
 int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags);
 /* The same, but page i (from 0) is the physical page page(ctx, i) when that
  * is not 0: borrowed read-only memory the page allocator does not own (the
@@ -70,13 +74,25 @@ typedef uint64_t (*vm_page_fn)(void *ctx, uint64_t i);
 int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
                  vm_page_fn page, void *ctx);
 bool vm_is_borrowed(struct aspace *as, uint64_t va);
+/* Page fault error code bits (SDM 4.7) vm_fault looks at. */
+#define PF_PRESENT 0x1
+#define PF_WRITE   0x2
+#define PF_FETCH   0x10
+
 /* A page fault at addr that is ours to resolve: a write to a borrowed page
- * of a writable mapping gets a private copy. 0 if resolved (retry the
- * access), -EFAULT if it is the program's fault. */
-int vm_fault(struct aspace *as, uint64_t addr, bool write);
+ * of a writable mapping gets a private copy; a touch of a VMA_LAZY page the
+ * mapping allows gets zeroed pages. 0 if resolved (retry the access),
+ * -EFAULT if it is the program's fault, -ENOMEM if memory ran out. */
+int vm_fault(struct aspace *as, uint64_t addr, uint32_t error);
+/* Give back the pages of [start, start+len) in VMA_LAZY mappings, which
+ * then read as zeroes again (MADV_DONTNEED); zero the rest. */
+void vm_discard(struct aspace *as, uint64_t start, uint64_t len);
+/* Move the pages of [from, from+len) to [to, to+len) (mremap), which must be
+ * mapped already; the old range keeps no pages. Returns 0 or -ENOMEM. */
+int vm_move_pages(struct aspace *as, uint64_t from, uint64_t to, uint64_t len);
 /* Physical address of user address va for the kernel to write through the
- * direct map: a borrowed page is made private first. ~0 if unmapped or out
- * of memory. */
+ * direct map: a borrowed page is made private first, a lazy one allocated.
+ * ~0 if unmapped or out of memory. */
 uint64_t vm_translate_write(struct aspace *as, uint64_t va);
 int vm_unmap(struct aspace *as, uint64_t start, uint64_t len);
 int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot);

@@ -157,6 +157,8 @@ trap_resume:
 	movq	%rcx, 0(%rax)
 	movq	TF_RIP(%rdi), %rcx
 	movq	%rcx, 8(%rax)
+	.globl	trap_resume_stored
+trap_resume_stored:	/* the two stores above touch the context's stack (trap.c) */
 	movq	%rax, TF_RESUME_SP(%rdi)
 	movq	%rdi, %rsp
 	popq	%r15

@@ -11,6 +11,7 @@
 #include "pmem.h"
 #include "printk.h"
 #include "proc.h"
+#include "resume.h"
 #include "rng.h"
 #include "sched.h"
 #include "socket.h"
@@ -111,6 +112,7 @@ void libos_main(uint64_t fdt_pa)
 		kpanic("no virtio console (error %d)", rc);
 	boot_mark(2);
 	rng_init(bi);
+	resume_init();
 	socket_init(bi);
 	boot_mark(3);
 	syscall_init();

@@ -211,6 +211,25 @@ int vfs_lookup(const char *path, bool follow, struct inode **out)
 	return vfs_lookup_at(cur_proc()->fs, path, follow, out);
 }
 
+int vfs_mknod(const char *path, uint32_t mode, struct inode **out)
+{
+	struct fs_ctx *fs = cur_proc()->fs;
+	struct nameidata nd;
+	int err = nd_init_path(&nd, fs->root, fs->cwd, path);
+
+	if (!err)
+		err = nd_walk_parent(&nd);
+	if (!err && (nd.last_type != LAST_NORM || ramfs_find(nd.dir, nd.last, nd.lastlen)))
+		err = -EEXIST;
+	if (!err && nd.must_dir)
+		err = -ENOENT;
+	if (!err)
+		err = vfs_create(nd.dir, nd.last, nd.lastlen,
+		                 (mode & S_IFMT) | (mode & 07777 & ~fs->umask), out);
+	nd_end(&nd);
+	return err;
+}
+
 /* ---------------------------------------------------------------- program paths */
 
 int dirfd_inode(int dirfd, struct inode **out)

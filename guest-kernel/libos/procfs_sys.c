@@ -302,7 +302,7 @@ static uint64_t busy_ns(void)
 
 static int show_uptime(struct pfs_buf *b, const struct pfs_ctx *c)
 {
-	uint64_t up = time_monotonic_ns() / NS_PER_TICK, busy = busy_ns() / NS_PER_TICK;
+	uint64_t up = time_boottime_ns() / NS_PER_TICK, busy = busy_ns() / NS_PER_TICK;
 	uint64_t idle = up > busy ? up - busy : 0;
 
 	pb_printf(b, "%lu.%02lu %lu.%02lu\n", up / 100, up % 100, idle / 100, idle % 100);

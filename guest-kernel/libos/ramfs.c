@@ -74,7 +74,7 @@ int ramfs_link(struct inode *dir, const char *name, size_t len, struct inode *ip
 {
 	if (dir->synth)
 		return -ENOENT; /* as procfs: its lookups fail for names it lacks */
-	if (ip->synth)
+	if (ip->synth && !ip->synth->ops->movable)
 		return -EXDEV;
 	return ramfs_add(dir, name, len, ip);
 }

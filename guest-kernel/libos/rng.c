@@ -6,6 +6,7 @@
  * with bytes from virtio-rng as they arrive. Never blocks.
  */
 #include "bootinfo.h"
+#include "kcpu.h"
 #include "mm.h"
 #include "printk.h"
 #include "rng.h"
@@ -24,6 +25,7 @@ static uint64_t seed_page;
 static bool have_dev, probed, request_out;
 static const struct bootinfo *boot;
 static uint64_t since_reseed; /* bytes handed out since the last reseed */
+static uint64_t resume_seq;   /* kcpu0.resume_seq at the last rekey */
 
 #define ROTL(v, n) (((v) << (n)) | ((v) >> (32 - (n))))
 #define QR(a, b, c, d)                                                                    \
@@ -91,6 +93,7 @@ void rng_init(const struct bootinfo *bi)
 		memcpy(key, bi->rng_seed, sizeof(key));
 	key[0] ^= (uint32_t)t;
 	key[1] ^= (uint32_t)(t >> 32);
+	resume_seq = kcpu0.resume_seq;
 }
 
 void rng_reseed(void)
@@ -107,11 +110,60 @@ void rng_reseed(void)
 	request_entropy();
 }
 
+/* After a pause or a snapshot restore: clones of one snapshot share this
+ * generator's whole state, so the VMM's fresh host entropy (kiln/boot.h,
+ * KILN_PORT_QUIESCE) replaces it before anything else is handed out. Those
+ * bytes come from the same source as virtio-rng's, so they are a complete
+ * reseed; the device is asked for more only if it is already up (setting it
+ * up would put dozens of register exits on the resume path). */
+static void rekey_resumed(void)
+{
+	uint64_t seq, flags, seed[4];
+	uint32_t block[16];
+	uint64_t tsc = rdtsc();
+
+	do {
+		seq = kcpu0.resume_seq;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		flags = kcpu0.resume_flags;
+		for (unsigned i = 0; i < 4; i++)
+			seed[i] = kcpu0.resume_seed[i];
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	} while (seq != kcpu0.resume_seq);
+	resume_seq = seq;
+	if (!(flags & (KILN_RESUME_PAUSED | KILN_RESUME_RESTORED)))
+		return;
+	for (unsigned i = 0; i < 4; i++) {
+		key[2 * i] ^= (uint32_t)seed[i];
+		key[2 * i + 1] ^= (uint32_t)(seed[i] >> 32);
+	}
+	key[0] ^= (uint32_t)tsc;
+	key[1] ^= (uint32_t)(tsc >> 32);
+	memset(seed, 0, sizeof(seed));
+	chacha_block(block);
+	memcpy(key, block, sizeof(key));
+	memset(block, 0, sizeof(block));
+	since_reseed = 0;
+	if (have_dev) {
+		mix_in_entropy();
+		request_entropy();
+	}
+}
+
+/* Rekey if the VM went through the quiesce point since we last looked;
+ * every read checks, so nothing is handed out from the shared state. */
+void rng_resumed(void)
+{
+	if (kcpu0.resume_seq != resume_seq)
+		rekey_resumed();
+}
+
 long rng_read(void *buf, size_t n)
 {
 	uint32_t block[16];
 	size_t done = 0;
 
+	rng_resumed();
 	if (since_reseed > RESEED_BYTES) {
 		since_reseed = 0;
 		rng_reseed();

@@ -130,8 +130,16 @@ void sched_request_resched(void)
 	resched = true;
 }
 
+static void timer_rearm(void);
+
 bool sched_need_resched(void)
 {
+	if (runq_head && !slice_end) {
+		/* Others became runnable while we ran alone (a fork, a wakeup):
+		 * our slice starts now, or a busy loop would keep them out. */
+		slice_end = time_monotonic_ns() + SLICE_NS;
+		timer_rearm();
+	}
 	if (!resched && runq_head && slice_end && time_monotonic_ns() >= slice_end)
 		resched = true;
 	return resched;
@@ -176,7 +184,7 @@ static void timers_expire(void)
 
 /* The TSC deadline: the next timer (a sleeper's or a kernel timer's,
  * ktimer.c), or the end of the slice when others wait to run. Arming costs
- * a supervisor call, so only on change. */
+ * a supervisor call, so only when it must come sooner. */
 static void timer_rearm(void)
 {
 	uint64_t want = timers ? timers->wake_at : 0, kt = ktimer_next();
@@ -186,6 +194,13 @@ static void timer_rearm(void)
 	if (runq_head && slice_end && (!want || slice_end < want))
 		want = slice_end;
 	if (want == armed_deadline)
+		return;
+	/* A deadline still to come before the one we want stays: its
+	 * interrupt finds little to do and arms the next (irq_poll). That
+	 * spares two supervisor calls per wakeup when threads hand work back
+	 * and forth (a pipe): each starts a slice, then blocks. */
+	if (armed_deadline && (!want || want > armed_deadline) &&
+	    armed_deadline > time_monotonic_ns())
 		return;
 	armed_deadline = want;
 	sv_set_timer(want ? time_ns_to_tsc_deadline(want) : 0);

@@ -19,6 +19,9 @@
 #include "vfs.h"
 
 static const struct sock_family *const families[] = {
+    &unix_family,
+    &inet_family,
+    &inet6_family,
     &vsock_family,
 };
 
@@ -32,6 +35,7 @@ void sock_iter_init(struct sock_iter *it, const struct iovec *iov, unsigned long
 	it->seg = 0;
 	it->off = 0;
 	it->left = 0;
+	it->scm = NULL;
 	for (unsigned long i = 0; i < nr; i++)
 		it->left += iov[i].iov_len;
 }

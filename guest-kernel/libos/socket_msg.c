@@ -2,8 +2,9 @@
 /*
  * The socket syscalls that move data: sendto, recvfrom, sendmsg, recvmsg,
  * sendmmsg, recvmmsg (read, write and their vector forms reach the same
- * sock_send and sock_recv through the file, socket.c). No ancillary data
- * is passed yet: msg_control is ignored on send and comes back empty.
+ * sock_send and sock_recv through the file, socket.c). Ancillary data
+ * (socket_scm.c) goes to and comes from the families that take it; for
+ * the others msg_control is ignored on send and comes back empty.
  */
 #include <linux/time.h>
 
@@ -111,6 +112,8 @@ static long iov_in(const struct iovec *uiov, size_t cnt, struct iovec **out)
 
 static long send_msg(struct file *f, struct user_msghdr *um, int flags)
 {
+	struct socket *s = f->priv;
+	struct sock_scm scm = {0};
 	char addr[SOCK_ADDR_MAX];
 	struct sock_iter it;
 	struct iovec *iov;
@@ -124,8 +127,17 @@ static long send_msg(struct file *f, struct user_msghdr *um, int flags)
 	if (r)
 		return r;
 	sock_iter_init(&it, iov, um->iovlen, true);
+	if (s->ops->scm && um->controllen) {
+		r = sock_scm_in(&scm, um->control, um->controllen);
+		if (r) {
+			kfree(iov);
+			return r;
+		}
+		it.scm = &scm;
+	}
 	r = sock_send(f, &it, um->name && um->namelen ? addr : NULL, um->name ? um->namelen : 0,
 	              flags);
+	sock_scm_drop(&scm);
 	kfree(iov);
 	return r;
 }
@@ -134,12 +146,14 @@ static long send_msg(struct file *f, struct user_msghdr *um, int flags)
  * original at uhdr) and writes back namelen, controllen and flags. */
 static long recv_msg(struct file *f, struct user_msghdr *um, struct user_msghdr *uhdr, int flags)
 {
+	struct socket *s = f->priv;
+	struct sock_scm scm = {0};
 	char addr[SOCK_ADDR_MAX];
 	struct sock_iter it;
 	struct iovec *iov;
 	int alen, mflags;
-	size_t zero = 0;
-	long r;
+	size_t clen = 0;
+	long r, c;
 
 	if (um->name && um->namelen < 0)
 		return -EINVAL;
@@ -147,8 +161,18 @@ static long recv_msg(struct file *f, struct user_msghdr *um, struct user_msghdr 
 	if (r)
 		return r;
 	sock_iter_init(&it, iov, um->iovlen, true);
+	if (s->ops->scm)
+		it.scm = &scm;
 	r = sock_recv(f, &it, addr, &alen, flags, &mflags);
 	kfree(iov);
+	if (r >= 0 && it.scm) {
+		c = sock_scm_out(&scm, um->control, um->controllen, flags, &mflags);
+		if (c < 0)
+			r = c;
+		else
+			clen = (size_t)c;
+	}
+	sock_scm_drop(&scm);
 	if (r < 0)
 		return r;
 	if (um->name) {
@@ -160,7 +184,7 @@ static long recv_msg(struct file *f, struct user_msghdr *um, struct user_msghdr 
 		alen = 0;
 	}
 	if (copy_to_user(&uhdr->namelen, &alen, sizeof(alen)) ||
-	    copy_to_user(&uhdr->controllen, &zero, sizeof(zero)) ||
+	    copy_to_user(&uhdr->controllen, &clen, sizeof(clen)) ||
 	    copy_to_user(&uhdr->flags, &mflags, sizeof(mflags)))
 		return -EFAULT;
 	return r;

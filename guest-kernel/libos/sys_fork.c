@@ -140,6 +140,9 @@ static long do_clone(const struct clone_req *r)
 			self->state = T_BLOCKED;
 			schedule();
 		}
+		/* The child ran on our stack and may have overwritten the return
+		 * address the short syscall return would `ret` to. */
+		self->tf_dirty = true;
 	}
 	return tid;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* brk, mmap and friends. Anonymous memory is mapped eagerly with zeroed
- * pages; file mappings are private copies of the file's bytes, except that
- * pages an image holds (vfs_inode_page) are mapped in place and copied on
- * their first write. */
+/* brk, mmap and friends. Small anonymous mappings get zeroed pages at once,
+ * large ones and reservations (PROT_NONE) on first touch (VMA_LAZY); file
+ * mappings are private copies of the file's bytes, except that pages an
+ * image holds (vfs_inode_page) are mapped in place and copied on their
+ * first write. */
 #include <linux/fcntl.h>
 #include <linux/mman.h>
 #include <linux/stat.h>
@@ -15,6 +16,15 @@
 
 #define PROT_MASK (PROT_READ | PROT_WRITE | PROT_EXEC)
 #define MAX_MAP   (1UL << 40)
+/* Above this, anonymous memory is mapped on first touch: a page fault costs
+ * microseconds here, so small mappings (mostly used whole) are cheaper
+ * filled at once, while big ones are often reservations used in part. */
+#define LAZY_MIN (256UL << 10)
+
+static uint32_t anon_flags(uint64_t len, uint32_t prot, uint32_t flags)
+{
+	return len > LAZY_MIN || !prot ? flags | VMA_LAZY : flags;
+}
 
 SYSCALL_DEFINE(brk)
 {
@@ -29,7 +39,8 @@ SYSCALL_DEFINE(brk)
 		for (struct vma *v = as->vmas; v; v = v->next)
 			if (v->start < new_end && v->end > old_end)
 				return (long)as->brk;
-		if (vm_map_anon(as, old_end, new_end - old_end, PROT_READ | PROT_WRITE, VMA_HEAP))
+		if (vm_map_anon(as, old_end, new_end - old_end, PROT_READ | PROT_WRITE,
+		                anon_flags(new_end - old_end, PROT_READ, VMA_HEAP)))
 			return (long)as->brk;
 	} else if (new_end < old_end) {
 		vm_unmap(as, new_end, old_end - new_end);
@@ -125,7 +136,8 @@ SYSCALL_DEFINE(mmap)
 	}
 	/* Write access while we fill it; the final protection comes after. */
 	if (flags & MAP_ANONYMOUS)
-		err = vm_map_anon(as, addr, len, prot | PROT_WRITE, VMA_ANON);
+		err =
+		    vm_map_anon(as, addr, len, prot | PROT_WRITE, anon_flags(len, prot, VMA_ANON));
 	else
 		err = map_file(as, addr, len, prot, (int)a4, off);
 	if (err)
@@ -160,15 +172,8 @@ SYSCALL_DEFINE(madvise)
 
 	if (addr & (PAGE_SIZE - 1) || !user_range_ok(addr, len))
 		return -EINVAL;
-	if (a2 == MADV_DONTNEED || a2 == MADV_FREE) {
-		for (uint64_t va = addr; va < addr + len; va += PAGE_SIZE) {
-			struct vma *v = vm_find_vma(as, va);
-			uint64_t pa = vm_translate(as, va);
-			/* (A borrowed page holds the file's bytes, as it should.) */
-			if (v && (v->prot & PROT_WRITE) && pa != ~0ULL && !vm_is_borrowed(as, va))
-				memset(phys_to_virt(pa), 0, PAGE_SIZE);
-		}
-	}
+	if ((a2 == MADV_DONTNEED || a2 == MADV_FREE) && len)
+		vm_discard(as, addr, len);
 	return 0;
 }
 
@@ -194,13 +199,14 @@ SYSCALL_DEFINE(mremap)
 	nw = vm_find_free(as, new_len);
 	if (!nw)
 		return -ENOMEM;
-	err = vm_map_anon(as, nw, new_len, v->prot | PROT_WRITE, v->flags);
-	if (err)
+	/* The pages move; a lazy mapping's holes stay holes. */
+	err = vm_map_anon(as, nw, new_len, v->prot | PROT_WRITE,
+	                  v->flags & VMA_LAZY ? v->flags : anon_flags(new_len, v->prot, v->flags));
+	if (!err)
+		err = vm_move_pages(as, old, nw, old_len);
+	if (err) {
+		vm_unmap(as, nw, new_len);
 		return err;
-	for (uint64_t off = 0; off < old_len; off += PAGE_SIZE) {
-		uint64_t src = vm_translate(as, old + off), dst = vm_translate(as, nw + off);
-		if (src != ~0ULL)
-			memcpy(phys_to_virt(dst), phys_to_virt(src), PAGE_SIZE);
 	}
 	if (!(v->prot & PROT_WRITE))
 		vm_protect(as, nw, new_len, v->prot);
@@ -216,3 +222,5 @@ SYSCALL_ALIAS(mlock, msync);
 SYSCALL_ALIAS(munlock, msync);
 SYSCALL_ALIAS(mlockall, msync);
 SYSCALL_ALIAS(munlockall, msync);
+/* One NUMA node: every memory policy is already satisfied. */
+SYSCALL_ALIAS(mbind, msync);

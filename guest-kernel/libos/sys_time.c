@@ -32,8 +32,11 @@ static long clock_now(long clk, uint64_t *ns)
 	case CLOCK_MONOTONIC:
 	case CLOCK_MONOTONIC_RAW:
 	case CLOCK_MONOTONIC_COARSE:
-	case CLOCK_BOOTTIME:
 		*ns = time_monotonic_ns();
+		return 0;
+	case CLOCK_BOOTTIME:
+		/* Counts time the VM spent paused; monotonic does not. */
+		*ns = time_boottime_ns();
 		return 0;
 	case CLOCK_PROCESS_CPUTIME_ID:
 	case CLOCK_THREAD_CPUTIME_ID:
@@ -187,7 +190,7 @@ SYSCALL_DEFINE(sysinfo)
 	struct sysinfo si;
 
 	memset(&si, 0, sizeof(si));
-	si.uptime = (long)(time_monotonic_ns() / NSEC);
+	si.uptime = (long)(time_boottime_ns() / NSEC);
 	si.totalram = pmem_total_pages() * PAGE_SIZE;
 	si.freeram = pmem_free_pages() * PAGE_SIZE;
 	si.procs = 1;

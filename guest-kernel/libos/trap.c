@@ -5,7 +5,8 @@
  *    LSTAR page): rewrite the site, serve the call, return after it;
  *  - a rewritten syscall with a number outside the sled (`call *%rax` to a
  *    wild address): -ENOSYS;
- *  - a write to a page borrowed from the image (vm.c): copy it, retry;
+ *  - a write to a page borrowed from the image, or the first touch of a
+ *    lazily mapped page (vm.c): copy or allocate it, retry;
  *  - a fault inside the library OS's user-copy routines: -EFAULT;
  *  - anything else: the program's fault, which ends it with a signal.
  */
@@ -22,6 +23,7 @@
 #include "vm.h"
 
 extern char sv_syscall_entry[];
+extern char trap_resume_stored[];
 extern char __libos_text_start[], __libos_text_end[];
 
 static bool in_libos(uint64_t rip)
@@ -144,15 +146,55 @@ static void fault_signal(struct trapframe *tf)
 	proc_kill_self(sig, why);
 }
 
+/* Memory ran out serving a page fault: like Linux's OOM killer, the
+ * process that needed the page dies (once it leaves the kernel). */
+static void out_of_memory(void)
+{
+	struct proc *p = cur_proc();
+
+	kprintf("kiln: out of memory: killed pid %d (%s)\n", p->pid, p->comm);
+	signal_send_thread(cur_thread(), SIGKILL, NULL);
+}
+
+/* trap_resume stores the return RIP and RFLAGS just below the context's
+ * stack (under its red zone): that page may not be there yet (a lazy
+ * mapping, a stack to grow), or the program's stack pointer is wild, which
+ * is the program's fault, not the kernel's. */
+static void resume_fault(struct trapframe *tf)
+{
+	struct aspace *as = cur_proc()->as;
+	int err = vm_fault(as, tf->cr2, (uint32_t)tf->error);
+
+	if (err == -EFAULT && !(tf->error & PF_PRESENT))
+		err = vm_grow_stack(as, tf->cr2);
+	if (!err)
+		trap_resume(tf); /* the stores go on */
+	if (err == -ENOMEM) {
+		out_of_memory();
+		proc_kill_self(SIGKILL, "out of memory");
+	}
+	proc_kill_self(SIGSEGV, "its stack pointer is not in writable memory");
+}
+
 void trap_handle(struct trapframe *tf)
 {
+	int err;
+
 	if (in_libos(tf->rip)) {
-		if (tf->rip >= (uint64_t)uaccess_start && tf->rip < (uint64_t)uaccess_end &&
-		    tf->vector == 14 && (tf->error & 3) == 3 &&
-		    vm_fault(cur_proc()->as, tf->cr2, true) == 0)
-			trap_resume(tf); /* the copy goes on where it stopped */
-		if (tf->rip >= (uint64_t)uaccess_start && tf->rip < (uint64_t)uaccess_end &&
-		    (tf->vector == 14 || tf->vector == 13)) {
+		bool in_uaccess =
+		    tf->rip >= (uint64_t)uaccess_start && tf->rip < (uint64_t)uaccess_end;
+
+		if (tf->vector == 14 && tf->rip >= (uint64_t)trap_resume &&
+		    tf->rip < (uint64_t)trap_resume_stored)
+			resume_fault(tf);
+		if (in_uaccess && tf->vector == 14) {
+			err = vm_fault(cur_proc()->as, tf->cr2, (uint32_t)tf->error);
+			if (!err)
+				trap_resume(tf); /* the copy goes on where it stopped */
+			if (err == -ENOMEM)
+				out_of_memory();
+		}
+		if (in_uaccess && (tf->vector == 14 || tf->vector == 13)) {
 			tf->rip = (uint64_t)uaccess_fixup;
 			tf->rax = (uint64_t)-EFAULT;
 			/* Resume the library OS itself: no exit work. */
@@ -166,11 +208,13 @@ void trap_handle(struct trapframe *tf)
 		first_syscall(tf);
 	else if ((tf->vector == 14 || tf->vector == 13) && bad_syscall_number(tf))
 		; /* -ENOSYS is in place */
-	else if (tf->vector == 14 && (tf->error & 3) == 3 &&
-	         vm_fault(cur_proc()->as, tf->cr2, true) == 0)
-		; /* retry on the private copy */
-	else if (tf->vector == 14 && !(tf->error & 1) &&
-	         vm_grow_stack(cur_proc()->as, tf->cr2) == 0)
+	else if (tf->vector == 14 &&
+	         (err = vm_fault(cur_proc()->as, tf->cr2, (uint32_t)tf->error)) != -EFAULT) {
+		if (err)
+			out_of_memory();
+		/* else retry on the new page */
+	} else if (tf->vector == 14 && !(tf->error & PF_PRESENT) &&
+	           vm_grow_stack(cur_proc()->as, tf->cr2) == 0)
 		; /* retry with the stack grown */
 	else
 		fault_signal(tf);

@@ -84,6 +84,7 @@ static int dir_first_seen(uint64_t nid)
 static const char *err_name(int err)
 {
 	return err == -EUCLEAN      ? "corrupt"
+	       : err == -ELOOP      ? "a second name of a directory (a loop?)"
 	       : err == -EOPNOTSUPP ? "unsupported (compressed?)"
 	       : err == -ENOMEM     ? "out of memory"
 	                            : "unreadable";
@@ -162,7 +163,7 @@ static struct inode *make_inode(const struct erofs_inode *ei, int *err)
 		*err = dir_first_seen(ei->nid);
 		if (*err <= 0) {
 			if (!*err)
-				*err = -EUCLEAN; /* met before: a loop */
+				*err = -ELOOP; /* met before */
 			return NULL;
 		}
 		ip = make_dir(ei, err);
@@ -206,7 +207,10 @@ struct fill_ctx {
 	uint64_t dir_nid;
 	bool had_entries; /* names of ours came first (the root's /dev ...) and win */
 	int oom;
+	unsigned bad; /* entries left out for damage */
 };
+
+#define BAD_REPORTED 3 /* per directory; then only a count */
 
 static int fill_one(void *ctx, const char *name, size_t len, uint64_t nid, unsigned type)
 {
@@ -222,7 +226,7 @@ static int fill_one(void *ctx, const char *name, size_t len, uint64_t nid, unsig
 	if (!ip) {
 		if (err == -ENOMEM)
 			return c->oom = -ENOMEM;
-		if (err)
+		if (err && c->bad++ < BAD_REPORTED)
 			kprintf("kiln: image: \"%.*s\" in directory nid %lu is %s (error %d): left "
 			        "out\n",
 			        (int)len, name, (unsigned long)c->dir_nid, err_name(err), -err);
@@ -246,6 +250,9 @@ static void fill_dir(struct inode *dir, uint64_t nid)
 		err = erofs_readdir(&un.fs, &ei, fill_one, &c);
 	dir->mtime = mtime; /* filling is no change */
 	dir->ctime = ctime;
+	if (c.bad > BAD_REPORTED)
+		kprintf("kiln: image: %u more entries of directory nid %lu left out\n",
+		        c.bad - BAD_REPORTED, (unsigned long)nid);
 	if (err)
 		kprintf("kiln: image: directory nid %lu is %s (error %d): its entries are left "
 		        "out\n",
@@ -281,6 +288,7 @@ static const struct inode_ops lower_ops = {
     .refresh = lower_refresh,
     .open = lower_open,
     .evict = lower_evict,
+    .movable = true,
 };
 
 /* ---------------------------------------------------------------- mount */

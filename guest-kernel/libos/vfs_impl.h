@@ -101,6 +101,9 @@ struct inode_ops {
 	 * and f->priv. 0 or -errno (the file is then dropped). */
 	int (*open)(struct file *f);
 	void (*evict)(struct inode *ip); /* the inode is being freed */
+	/* Programs may rename its inodes as ramfs ones (an image directory not
+	 * filled yet, unionfs.c); procfs's they may not. */
+	bool movable;
 };
 
 /* What a synthesized inode carries: its file system's hooks, first in that

@@ -18,11 +18,14 @@
 #define PTE_P        (1ULL << 0)
 #define PTE_W        (1ULL << 1)
 #define PTE_U        (1ULL << 2)
+#define PTE_A        (1ULL << 5)
+#define PTE_D        (1ULL << 6)
 #define PTE_PS       (1ULL << 7)
 #define PTE_NX       (1ULL << 63)
 #define PTE_BORROWED (1ULL << 9) /* software bit: not ours, see above */
 #define PTE_ADDR     0x000ffffffffff000ULL
 #define SLED_VA      0
+#define FAULT_AROUND (16 * PAGE_SIZE)
 
 bool vm_borrow_pages = true;
 static uint64_t boot_pml4;
@@ -108,9 +111,37 @@ static uint64_t *walk(struct aspace *as, uint64_t va, bool create)
 	return &t[(va >> 12) & 511];
 }
 
+/* The first present level-1 entry for an address in [*va, end), skipping
+ * missing tables whole (a reservation of terabytes has none); NULL if none.
+ * *va becomes its address. */
+static uint64_t *next_pte(struct aspace *as, uint64_t *va, uint64_t end)
+{
+	while (*va < end) {
+		uint64_t *t = table(as->root), *pte;
+		int level;
+
+		for (level = 4; level > 1; level--) {
+			uint64_t e = t[(*va >> (12 + 9 * (level - 1))) & 511];
+			if (!(e & PTE_P) || (e & PTE_PS))
+				break;
+			t = table(e);
+		}
+		if (level > 1) {
+			uint64_t span = 1ULL << (12 + 9 * (level - 1));
+			*va = ALIGN_DOWN(*va, span) + span;
+			continue;
+		}
+		pte = &t[(*va >> 12) & 511];
+		if (*pte & PTE_P)
+			return pte;
+		*va += PAGE_SIZE;
+	}
+	return NULL;
+}
+
 static uint64_t pte_flags(uint32_t prot)
 {
-	uint64_t f = PTE_P | PTE_U;
+	uint64_t f = PTE_P | PTE_U | PTE_A | PTE_D;
 
 	if (prot & PROT_WRITE)
 		f |= PTE_W;
@@ -189,11 +220,10 @@ static void aspace_destroy(struct aspace *as)
 
 	while (v) {
 		struct vma *n = v->next;
-		for (uint64_t va = v->start; va < v->end; va += PAGE_SIZE) {
-			uint64_t *pte = walk(as, va, false);
-			if (pte && (*pte & PTE_P))
-				put_page(*pte);
-		}
+		uint64_t *pte;
+
+		for (uint64_t va = v->start; (pte = next_pte(as, &va, v->end)); va += PAGE_SIZE)
+			put_page(*pte);
 		kfree(v);
 		v = n;
 	}
@@ -262,17 +292,17 @@ struct aspace *aspace_copy(struct aspace *src)
 	tail = &as->vmas;
 	for (struct vma *v = src->vmas; v; v = v->next) {
 		struct vma *nv = kmalloc(sizeof(*nv));
+		uint64_t *pte;
+
 		if (!nv)
 			goto fail;
 		*nv = *v;
 		nv->next = NULL;
 		*tail = nv;
 		tail = &nv->next;
-		for (uint64_t va = v->start; va < v->end; va += PAGE_SIZE) {
-			uint64_t *pte = walk(src, va, false);
-			if (pte && (*pte & PTE_P) && copy_page(as, va, *pte))
+		for (uint64_t va = v->start; (pte = next_pte(src, &va, v->end)); va += PAGE_SIZE)
+			if (copy_page(as, va, *pte))
 				goto fail;
-		}
 	}
 	for (size_t i = 0; i < src->patched_cap; i++)
 		if (src->patched[i] && remember_patch(as, src->patched[i]))
@@ -348,11 +378,9 @@ static int vma_set(struct aspace *as, uint64_t start, uint64_t end, struct vma *
 static void unmap_pages(struct aspace *as, uint64_t start, uint64_t end)
 {
 	bool any = false;
+	uint64_t *pte;
 
-	for (uint64_t va = start; va < end; va += PAGE_SIZE) {
-		uint64_t *pte = walk(as, va, false);
-		if (!pte || !(*pte & PTE_P))
-			continue;
+	for (uint64_t va = start; (pte = next_pte(as, &va, end)); va += PAGE_SIZE) {
 		put_page(*pte);
 		*pte = 0;
 		as->nr_pages--;
@@ -385,6 +413,7 @@ int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, 
 int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
                  vm_page_fn page, void *ctx)
 {
+	bool lazy = (flags & VMA_LAZY) && !page;
 	struct vma *v;
 	uint64_t end, va;
 
@@ -395,7 +424,7 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 	if (!v)
 		return -ENOMEM;
 	unmap_pages(as, start, end);
-	for (va = start; va < end; va += PAGE_SIZE) {
+	for (va = start; !lazy && va < end; va += PAGE_SIZE) {
 		uint64_t *pte = walk(as, va, true);
 		uint64_t pa =
 		    page && pte && vm_borrow_pages ? page(ctx, (va - start) / PAGE_SIZE) : 0;
@@ -414,7 +443,7 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 	v->start = start;
 	v->end = end;
 	v->prot = prot;
-	v->flags = flags;
+	v->flags = lazy ? flags : flags & ~VMA_LAZY;
 	if (vma_set(as, start, end, v))
 		goto nomem;
 	return 0;
@@ -458,11 +487,9 @@ int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot)
 		} else {
 			v->prot = prot;
 		}
-		for (uint64_t va = s; va < e; va += PAGE_SIZE) {
-			uint64_t *pte = walk(as, va, false);
-			if (pte && (*pte & PTE_P))
-				*pte = pte_make(*pte, prot);
-		}
+		uint64_t *pte;
+		for (uint64_t va = s; (pte = next_pte(as, &va, e)); va += PAGE_SIZE)
+			*pte = pte_make(*pte, prot);
 	}
 	flush(as);
 	return 0;
@@ -525,17 +552,62 @@ static int unborrow(struct aspace *as, uint64_t *pte, uint32_t prot)
 	return 0;
 }
 
-int vm_fault(struct aspace *as, uint64_t addr, bool write)
+/* A zeroed page at va (if none is there yet). */
+static int zero_page(struct aspace *as, uint64_t va, uint32_t prot)
 {
-	uint64_t *pte = walk(as, addr, false);
-	struct vma *v = vm_find_vma(as, addr);
+	uint64_t *pte = walk(as, va, true), pa;
 
-	if (!write || !pte || !(*pte & PTE_P) || !(*pte & PTE_BORROWED) || !v ||
-	    !(v->prot & PROT_WRITE))
+	if (!pte)
+		return -ENOMEM;
+	if (*pte & PTE_P)
+		return 0;
+	pa = pmem_alloc_user(true);
+	if (!pa)
+		return -ENOMEM;
+	*pte = pa | pte_flags(prot);
+	as->nr_pages++;
+	return 0;
+}
+
+/* The first touch of a lazy page maps the pages around it too (as far as
+ * memory allows): one fault per FAULT_AROUND bytes of a buffer being
+ * filled instead of one per page. */
+static int populate(struct aspace *as, const struct vma *v, uint64_t addr)
+{
+	uint64_t page = ALIGN_DOWN(addr, PAGE_SIZE), win = ALIGN_DOWN(addr, FAULT_AROUND);
+	uint64_t lo = MAX(v->start, win), hi = MIN(v->end, win + FAULT_AROUND);
+	int err = zero_page(as, page, v->prot);
+
+	for (uint64_t va = lo; !err && va < hi; va += PAGE_SIZE)
+		if (va != page && zero_page(as, va, v->prot))
+			break;
+	return err;
+}
+
+static bool access_ok(uint32_t prot, uint32_t error)
+{
+	if (error & PF_WRITE)
+		return prot & PROT_WRITE;
+	if (error & PF_FETCH)
+		return prot & PROT_EXEC;
+	return prot & (PROT_READ | PROT_WRITE | PROT_EXEC);
+}
+
+int vm_fault(struct aspace *as, uint64_t addr, uint32_t error)
+{
+	struct vma *v = vm_find_vma(as, addr);
+	uint64_t *pte;
+
+	if (!v || !access_ok(v->prot, error))
+		return -EFAULT;
+	pte = walk(as, addr, false);
+	if (!(error & PF_PRESENT) && (v->flags & VMA_LAZY))
+		return populate(as, v, addr);
+	if (!(error & PF_WRITE) || !pte || !(*pte & PTE_P) || !(*pte & PTE_BORROWED))
 		return -EFAULT;
 	/* No TLB flush: the fault itself dropped the translation of addr
 	 * (SDM 4.10.4.1), and nothing touched addr since. */
-	return unborrow(as, pte, v->prot) ? -EFAULT : 0;
+	return unborrow(as, pte, v->prot);
 }
 
 uint64_t vm_translate_write(struct aspace *as, uint64_t va)
@@ -543,6 +615,8 @@ uint64_t vm_translate_write(struct aspace *as, uint64_t va)
 	uint64_t *pte = walk(as, va, false);
 	struct vma *v = vm_find_vma(as, va);
 
+	if (v && (v->flags & VMA_LAZY) && (!pte || !(*pte & PTE_P)) && !populate(as, v, va))
+		pte = walk(as, va, false);
 	if (!pte || !(*pte & PTE_P) || !v)
 		return ~0ULL;
 	if (*pte & PTE_BORROWED) {
@@ -551,6 +625,52 @@ uint64_t vm_translate_write(struct aspace *as, uint64_t va)
 		flush(as);
 	}
 	return (*pte & PTE_ADDR) | (va & (PAGE_SIZE - 1));
+}
+
+void vm_discard(struct aspace *as, uint64_t start, uint64_t len)
+{
+	uint64_t end = start + len, *pte;
+	bool any = false;
+
+	for (uint64_t va = start; (pte = next_pte(as, &va, end)); va += PAGE_SIZE) {
+		struct vma *v = vm_find_vma(as, va);
+
+		/* (A borrowed page holds the file's bytes, as it should.) */
+		if (!v || !(v->prot & PROT_WRITE) || (*pte & PTE_BORROWED))
+			continue;
+		if (v->flags & VMA_LAZY) {
+			put_page(*pte);
+			*pte = 0;
+			as->nr_pages--;
+			any = true;
+		} else {
+			memset(phys_to_virt(*pte & PTE_ADDR), 0, PAGE_SIZE);
+		}
+	}
+	if (any)
+		flush(as);
+}
+
+int vm_move_pages(struct aspace *as, uint64_t from, uint64_t to, uint64_t len)
+{
+	uint64_t *pte;
+
+	/* Tables first, so that the move itself cannot fail half-way. */
+	for (uint64_t va = from; (pte = next_pte(as, &va, from + len)); va += PAGE_SIZE)
+		if (!walk(as, to + (va - from), true))
+			return -ENOMEM;
+	for (uint64_t va = from; (pte = next_pte(as, &va, from + len)); va += PAGE_SIZE) {
+		uint64_t *dst = walk(as, to + (va - from), false);
+
+		if (*dst & PTE_P) {
+			put_page(*dst);
+			as->nr_pages--;
+		}
+		*dst = *pte;
+		*pte = 0;
+	}
+	flush(as);
+	return 0;
 }
 
 int vm_grow_stack(struct aspace *as, uint64_t addr)

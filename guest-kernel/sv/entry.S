@@ -7,6 +7,8 @@
  *  - exceptions from CPL3 are forwarded to the library OS, which reads the
  *    hardware frame left at the top of the RSP0 stack (a user page);
  *  - device and timer interrupts set a bit in kcpu0.irq_pending and EOI;
+ *  - the snapshot quiesce interrupt stops at a port exit while the VMM
+ *    pauses or snapshots the VM (sv_quiesce_entry);
  *  - `int3` from library-OS code is a supervisor call (sv_call in sv.c).
  */
 #include "kiln/boot.h"
@@ -149,6 +151,48 @@ irq_eoi:
 	.globl	sv_spurious_entry
 sv_spurious_entry:
 	iretq
+
+/*
+ * The snapshot quiesce point (kiln/boot.h, KILN_PORT_QUIESCE): stop at the
+ * `out` for as long as the VMM holds the VM paused, perhaps to wake up in
+ * another VM, then keep what the VMM handed over in registers for the
+ * library OS and finish like any other interrupt. The `out` is the only
+ * exit: the state a snapshot saves is always this one.
+ */
+	.globl	sv_quiesce_entry
+sv_quiesce_entry:
+	pushq	%rax
+	pushq	%rdx
+	pushq	%rdi
+	pushq	%rsi
+	pushq	%r8
+	pushq	%r9
+	pushq	%r10
+	pushq	%r11
+	rdtsc
+	movl	%eax, kcpu0+KCPU_QUIESCE_TSC(%rip)
+	movl	%edx, kcpu0+KCPU_QUIESCE_TSC+4(%rip)
+	movw	$KILN_PORT_QUIESCE, %dx
+	outb	%al, %dx
+	movq	%rdi, kcpu0+KCPU_RESUME_REALTIME(%rip)
+	movq	%rsi, kcpu0+KCPU_RESUME_TSC(%rip)
+	movq	%rdx, kcpu0+KCPU_RESUME_FLAGS(%rip)
+	movq	%r8, kcpu0+KCPU_RESUME_SEED(%rip)
+	movq	%r9, kcpu0+KCPU_RESUME_SEED+8(%rip)
+	movq	%r10, kcpu0+KCPU_RESUME_SEED+16(%rip)
+	movq	%r11, kcpu0+KCPU_RESUME_SEED+24(%rip)
+	incq	kcpu0+KCPU_RESUME_SEQ(%rip)
+	popq	%r11
+	popq	%r10
+	popq	%r9
+	popq	%r8
+	popq	%rsi
+	popq	%rdi
+	popq	%rdx
+	popq	%rax
+	lock btsq $KCPU_IRQ_RESUME_BIT, kcpu0+KCPU_IRQ_PENDING(%rip)
+	lock btsq $KCPU_IRQ_TIMER_BIT, kcpu0+KCPU_IRQ_PENDING(%rip)
+	jmp	irq_eoi
 
 /*
  * LSTAR. On PVM hosts `syscall` never reaches CPL0: it is reflected to this

@@ -7,7 +7,7 @@
 #include "kiln/boot.h"
 
 extern char sv_entry[], sv_exc_stubs[], sv_bp_entry[], sv_irq_stubs[], sv_timer_entry[];
-extern char sv_spurious_entry[], sv_syscall_entry[];
+extern char sv_spurious_entry[], sv_syscall_entry[], sv_quiesce_entry[];
 extern char sv_ist1_top[], sv_ist2_top[], sv_boot_stack_top[], libos_rsp0_top[];
 
 #define EXC(n)  [n] = (uint64_t)(sv_exc_stubs + 16 * (n))
@@ -81,6 +81,7 @@ __attribute__((section(".note.kiln"), used, aligned(4))) static const struct kil
                             IRQ4(24),
                             IRQ4(28),
                             [KILN_VEC_TIMER] = (uint64_t)sv_timer_entry,
+                            [KILN_VEC_QUIESCE] = (uint64_t)sv_quiesce_entry,
                             [KILN_VEC_SPURIOUS] = (uint64_t)sv_spurious_entry,
                         },
                     .vector_flags =
@@ -100,6 +101,7 @@ __attribute__((section(".note.kiln"), used, aligned(4))) static const struct kil
                             F4(24),
                             F4(28),
                             [KILN_VEC_TIMER] = IST2,
+                            [KILN_VEC_QUIESCE] = IST2,
                             [KILN_VEC_SPURIOUS] = IST2,
                         },
                 },

@@ -3,8 +3,10 @@
  * kiln boot ABI: what kiln-vmm promises kiln-kernel at the first instruction,
  * and what the kernel image must tell the VMM about itself.
  *
- * Version 1. Any change to a layout, constant or meaning below bumps
- * KILN_BOOT_VERSION; the VMM refuses images that carry another version.
+ * Version 2 (2 added the snapshot quiesce point: KILN_VEC_QUIESCE and
+ * KILN_PORT_QUIESCE). Any change to a layout, constant or meaning below bumps
+ * KILN_BOOT_VERSION; the VMM refuses images that carry another version, and
+ * refuses to restore a snapshot taken with another one.
  *
  * Why so much is done by the VMM: on PVM hosts every guest CPL0 instruction
  * is emulated (0.3-1 us each, see shared/probes/RESULTS.md), so page tables,
@@ -16,7 +18,7 @@
 #ifndef KILN_BOOT_H
 #define KILN_BOOT_H
 
-#define KILN_BOOT_VERSION 1
+#define KILN_BOOT_VERSION 2
 
 /* 64-bit constants usable from C and assembly. */
 #ifdef __ASSEMBLER__
@@ -112,7 +114,7 @@
  *    CR4 = PAE|PGE|OSFXSR|OSXMMEXCPT|FSGSBASE, EFER = SCE|LME|LMA|NXE.
  *  - GDT: KILN_SEL_* below; TSS loaded with RSP0 and ISTs from the image's
  *    kiln_boot_image and an I/O bitmap that lets CPL3 use the KILN_PORT_*
- *    ports (and nothing else).
+ *    ports up to KILN_PORT_FATAL (and nothing else).
  *  - IDT: built from kiln_boot_image.vector[]; loaded.
  *  - x2APIC enabled, software-enabled (SVR), LVT timer in TSC-deadline mode
  *    on KILN_VEC_TIMER; other LVTs masked.
@@ -133,9 +135,15 @@
 #define KILN_VEC_TIMER    0xec /* LAPIC TSC-deadline timer */
 #define KILN_VEC_SPURIOUS 0xff /* LAPIC spurious vector */
 #define KILN_VEC_DEVICE0  0x40 /* device i interrupts on KILN_VEC_DEVICE0 + i */
+/* Snapshot quiesce request: the VMM raises it (an MSI, like device
+ * interrupts) when it wants the vCPUs stopped at a known point; see
+ * KILN_PORT_QUIESCE. Highest priority class, so it is taken before queued
+ * device and timer interrupts. */
+#define KILN_VEC_QUIESCE 0xf0
 
 /* ---------------------------------------------------------------------------
- * I/O ports (PIO, all handled by the VMM; usable from CPL0 and CPL3)
+ * I/O ports (PIO, all handled by the VMM; EXIT, LOG and FATAL are usable
+ * from CPL0 and CPL3, QUIESCE from CPL0 only)
  *
  * Arguments travel in general registers, read by the VMM at the exit.
  */
@@ -150,7 +158,35 @@
  * RDI = vector, RSI = error code, R8 = faulting RIP, R9 = CS,
  * R10 = RFLAGS, R11 = RSP, R12 = CR2. The VMM prints a one-line diagnosis. */
 #define KILN_PORT_FATAL (KILN_PORT_BASE + 2)
-#define KILN_PORT_COUNT 3
+/*
+ * out to QUIESCE: the quiesce point, reached only from the supervisor's
+ * KILN_VEC_QUIESCE handler, at CPL0 with interrupts off (CPL3 may not use
+ * this port: the TSS I/O bitmap denies it). Pausing and taking snapshots
+ * happen only here, at a guest-initiated exit: an asynchronous stop can lose
+ * an exception in mid-delivery on PVM hosts (shared/probes/RESULTS.md §7).
+ *
+ * The VMM stops the vCPU at this exit for as long as the VM is paused; the
+ * vCPU may then resume in the same VM or, from a snapshot, in another VM on
+ * another host. Either way the VMM sets, just before the vCPU runs again:
+ *   RDI    CLOCK_REALTIME (ns since the epoch) of the host, read at ...
+ *   RSI    ... this value of the guest's TSC
+ *   RDX    KILN_RESUME_* flags (0: no pause took place; the rest of the
+ *          registers are then meaningless)
+ *   R8-R11 32 bytes of fresh host entropy (getrandom)
+ * Every other register (and all of memory) is as the handler left it. The
+ * guest's TSC may have jumped either way across a pause (a restore on
+ * another host); the handler records its own TSC just before the `out`.
+ */
+#define KILN_PORT_QUIESCE (KILN_PORT_BASE + 3)
+#define KILN_PORT_COUNT   4
+/*
+ * RDX at resume from the quiesce point. RESTORED: this is a new VM, restored
+ * from a snapshot; devices were reset where the host side could not be kept
+ * (vsock connections), and clones of one snapshot share all guest state,
+ * random generator included, until the guest reseeds it.
+ */
+#define KILN_RESUME_PAUSED   0x1 /* the vCPU was held stopped: time passed */
+#define KILN_RESUME_RESTORED 0x2
 
 /* Exit status the VMM uses when the guest dies without reporting one. */
 #define KILN_EXIT_GUEST_CRASH 125
@@ -240,7 +276,10 @@ struct kiln_boot_image {
  *
  * Kernel options in bootargs:
  *   kiln.stats=1   print counts of unimplemented syscalls at exit
- *   init=PATH      program to run when there is no kiln,argv (default /init)
+ *   init=PATH      program to run when there is no kiln,argv (default /init;
+ *                  with an image and no initramfs, /sbin/kiln-init)
+ *   kiln.borrow=0  copy image pages into programs instead of mapping them in
+ *                  place (to measure what mapping in place saves)
  */
 #define KILN_FDT_MAX_SIZE 0x10000
 

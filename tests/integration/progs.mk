@@ -20,6 +20,8 @@ PROGS_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE
 MUSL_CC      := musl-gcc
 
 PROGS_PLAIN    := fileio memtouch exitcode fault getpid_bench forkbench stress pipebench
+# Lazily mapped memory (reservations, first touch, running out).
+PROGS_PLAIN    += lazymem
 PROGS_VARIANTS := hello auxv
 PROGS_MUSL     := $(PROGS_VARIANTS) fileio memtouch
 # Pipes, poll/select, epoll, eventfd, timerfd and interval timers.
@@ -31,8 +33,12 @@ PROGS_PLAIN    += proctest
 PROGS_PLAIN    += vsocktest
 # Pseudo-terminals, the line discipline and job control.
 PROGS_PLAIN    += ptytest
+# Snapshots: random numbers in clones, a warm process to pause and clone.
+PROGS_PLAIN    += snaptest
 # pthreads (clone, futex, TLS).
 PROGS_PLAIN    += threads
+# AF_UNIX and loopback AF_INET/AF_INET6 sockets (cases/sockets.sh).
+PROGS_PLAIN    += unixsock inetsock
 
 GUEST_PROGS := $(PROGS_PLAIN:%=$(PROGS_DIR)/%) \
 	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc) \

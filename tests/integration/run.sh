@@ -386,6 +386,11 @@ expect_same fileio -- /bin/fileio /tmp/work
 expect_same fileio-musl -- /bin/fileio-musl /tmp/work
 expect_same memtouch -- /bin/memtouch
 expect_same memtouch-musl -- /bin/memtouch-musl
+# Large mappings get their pages on first touch: a 64 GiB reservation and a
+# 1 GiB mapping in a 256 MiB machine; running out kills only the toucher.
+expect_same lazymem --vmm '--mem 256M' -- /bin/lazymem
+guest_case lazymem-oom 0 --vmm '--mem 256M' --out '^child killed by signal 9$' \
+	--out '^parent fills 64 MiB afterwards: yes$' -- /bin/lazymem oom
 
 # ---------------------------------------------------------------- (e) exit status
 
@@ -399,6 +404,7 @@ guest_case exitcode-256 0 -- /bin/exitcode 256
 guest_case fault-null 139 --out 'killed by SIGSEGV' -- /bin/fault null
 guest_case fault-ud2 132 --out 'killed by SIGILL' -- /bin/fault ud2
 guest_case fault-wild 139 --out 'killed by SIGSEGV' -- /bin/fault wild
+guest_case fault-wildsp 139 --out 'stack pointer is not in writable memory' -- /bin/fault wildsp
 guest_case fault-div0 136 --out 'killed by SIGFPE' -- /bin/fault div0
 guest_case fault-abort 134 --out 'killed by SIGABRT' -- /bin/fault abort
 guest_case fault-badsyscall 0 --out '^ENOSYS ok$' -- /bin/fault badsyscall

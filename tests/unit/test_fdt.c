@@ -95,6 +95,26 @@ START_TEST(round_trip_small)
 }
 END_TEST
 
+/* The image window (kiln-vmm --image): none, then one the guest reads. */
+START_TEST(round_trip_pmem)
+{
+	static const uint8_t window[1];
+	struct bootinfo bi;
+
+	setup_vm(256 * MIB, 0, NULL, "");
+	build_and_parse(&bi);
+	ck_assert_uint_eq(bi.pmem_start, 0);
+	ck_assert_uint_eq(bi.pmem_size, 0);
+	vm.mem.pmem = window;
+	vm.mem.pmem_size = 4 * MIB;
+	vm.mem.pmem_file_size = 3 * MIB + 5;
+	build_and_parse(&bi);
+	ck_assert_uint_eq(bi.pmem_start, KILN_GPA_PMEM);
+	ck_assert_uint_eq(bi.pmem_size, 4 * MIB);
+	ck_assert_uint_eq(bi.pmem_image_size, 3 * MIB + 5);
+}
+END_TEST
+
 START_TEST(round_trip_above_4g)
 {
 	struct bootinfo bi;
@@ -198,6 +218,7 @@ static Suite *suite(void)
 	TCase *t = tcase_create("round trip");
 
 	tcase_add_test(t, round_trip_small);
+	tcase_add_test(t, round_trip_pmem);
 	tcase_add_test(t, round_trip_above_4g);
 	tcase_add_test(t, argv_exact);
 	tcase_add_test(t, no_argv);

@@ -13,6 +13,9 @@ UNIT_SRCS_test_cpio := guest-kernel/libos/cpio.c
 UNIT_TESTS += test_elf
 UNIT_SRCS_test_elf := guest-kernel/libos/elf.c
 
+UNIT_TESTS += test_erofs
+UNIT_SRCS_test_erofs := guest-kernel/libos/erofs.c
+
 UNIT_TESTS += test_fdt
 UNIT_SRCS_test_fdt := vmm/fdt.c guest-kernel/libos/bootinfo.c
 
@@ -37,7 +40,12 @@ UNIT_TESTS += test_blk
 UNIT_SRCS_test_blk := vmm/virtio/blk.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/mem.c
 
 UNIT_TESTS += test_pmem
-UNIT_SRCS_test_pmem := vmm/virtio/pmem.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/mem.c
+UNIT_SRCS_test_pmem := vmm/virtio/pmem.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/mem.c \
+	snapshot/hash.c
+
+UNIT_TESTS += test_virtio_state
+UNIT_SRCS_test_virtio_state := vmm/virtio/mmio.c vmm/virtio/mmio_state.c vmm/virtio/virtq.c \
+	vmm/virtio/console.c vmm/mem.c
 
 UNIT_TESTS += test_snapshot
 UNIT_SRCS_test_snapshot := $(wildcard snapshot/*.c)

@@ -195,6 +195,9 @@ if [ -x tests/integration/vsock_test.sh ] || [ -f tests/integration/vsock_test.s
 fi
 
 echo
+sh tools/bench/snapshot_bench.sh || failed=1
+
+echo
 echo "  The boot goal is for boot to init; the first console byte also includes the VMM's"
 echo "  own start-up and hello-musl's, so it is an upper bound on boot to init."
 

@@ -477,6 +477,67 @@ static void blk_config_read(struct virtio_dev *dev, uint32_t off, void *buf, uin
 	memcpy(buf, (uint8_t *)&c + off, len);
 }
 
+/* ---------------------------------------------------------------- snapshots */
+
+/* Persisted (the snapshot format): a change bumps BLK_STATE_VERSION. The
+ * disk's content is not in the snapshot; what the guest knows of the disk
+ * (capacity, serial, read-only) must be the same after a restore. */
+#define BLK_STATE_VERSION 1
+struct blk_state {
+	uint32_t version;
+	uint8_t ro;
+	uint8_t reserved[3];
+	uint64_t capacity;
+	char id[BLK_ID_BYTES];
+	uint32_t reserved2;
+};
+_Static_assert(sizeof(struct blk_state) == 40, "blk_state layout");
+
+/* The batch in flight finishes first: its requests complete in this VM,
+ * and the rings the snapshot holds are at rest. */
+static int blk_save(struct virtio_dev *dev, void *buf, uint32_t len)
+{
+	struct blk *b = dev->priv;
+	struct blk_state st = {.version = BLK_STATE_VERSION, .ro = b->ro, .capacity = b->capacity};
+
+	if (len < sizeof(st))
+		return -ENOSPC;
+	while (b->busy)
+		pthread_cond_wait(&b->idle, &dev->lock);
+	memcpy(st.id, b->id, sizeof(st.id));
+	memcpy(buf, &st, sizeof(st));
+	return sizeof(st);
+}
+
+static int blk_restore(struct virtio_dev *dev, const void *buf, uint32_t len, bool apply, char *why,
+                       size_t why_len)
+{
+	struct blk *b = dev->priv;
+	struct blk_state st;
+
+	if (len != sizeof(st)) {
+		snprintf(why, why_len, "state of %u bytes, expected %zu", len, sizeof(st));
+		return -EINVAL;
+	}
+	memcpy(&st, buf, sizeof(st));
+	if (st.version != BLK_STATE_VERSION || st.ro > 1 || st.reserved[0] || st.reserved[1] ||
+	    st.reserved[2] || st.reserved2) {
+		snprintf(why, why_len, "state version %u, this kiln-vmm reads %u", st.version,
+		         BLK_STATE_VERSION);
+		return -EINVAL;
+	}
+	if (st.capacity != b->capacity || st.ro != b->ro || memcmp(st.id, b->id, sizeof(st.id))) {
+		snprintf(why, why_len,
+		         "the disk differs: the snapshot's was '%.20s', %llu sectors, %s; this one "
+		         "is '%.20s', %llu sectors, %s",
+		         st.id, (unsigned long long)st.capacity, st.ro ? "read-only" : "read-write",
+		         b->id, (unsigned long long)b->capacity,
+		         b->ro ? "read-only" : "read-write");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static const struct virtio_dev_ops blk_ops = {
     .name = "blk",
     .device_id = VIRTIO_ID_BLOCK,
@@ -489,6 +550,8 @@ static const struct virtio_dev_ops blk_ops = {
     .reset = blk_reset,
     .drain = blk_drain,
     .destroy = blk_destroy,
+    .save = blk_save,
+    .restore = blk_restore,
 };
 
 /* The same with VIRTIO_BLK_F_RO: offered features are per ops table. */
@@ -504,6 +567,8 @@ static const struct virtio_dev_ops blk_ro_ops = {
     .reset = blk_reset,
     .drain = blk_drain,
     .destroy = blk_destroy,
+    .save = blk_save,
+    .restore = blk_restore,
 };
 
 static int blk_open(struct blk *b, const char *path, const char **why)

@@ -60,6 +60,7 @@ struct console {
 	bool out_dead; /* out_fd failed: output is dropped */
 	bool tx_busy;  /* tx holds a chain not yet fully written */
 	uint64_t tx_done;
+	uint64_t tx_skip; /* bytes of the next chain already written (restore) */
 	struct virtq_chain tx;
 	bool terminal; /* in_fd is our terminal, in raw mode; F_SIZE offered */
 	struct winsize ws;
@@ -266,7 +267,8 @@ static void console_tx(struct console *c)
 			if (r <= 0)
 				break;
 			c->tx_busy = true;
-			c->tx_done = 0;
+			c->tx_done = c->tx_skip;
+			c->tx_skip = 0;
 		}
 		if (!tx_flush(c)) {
 			ev_io_start(dev->vm->loop, &c->out_watch);
@@ -333,6 +335,7 @@ static void console_reset(struct virtio_dev *dev)
 
 	/* The held chain belongs to the old driver instance. */
 	c->tx_busy = false;
+	c->tx_skip = 0;
 	/* A new driver instance is owed its own end-of-file. */
 	c->eof_sent = false;
 }
@@ -352,7 +355,8 @@ static void console_drain(struct virtio_dev *dev)
 			if (virtq_pop(&dev->vm->mem, q, &c->tx) <= 0)
 				break;
 			c->tx_busy = true;
-			c->tx_done = 0;
+			c->tx_done = c->tx_skip;
+			c->tx_skip = 0;
 		}
 		if (!tx_flush(c))
 			break;
@@ -390,6 +394,81 @@ static void console_destroy(struct virtio_dev *dev)
 	free(c);
 }
 
+/* ---------------------------------------------------------------- snapshots */
+
+/* Persisted (the snapshot format): a change bumps CONSOLE_STATE_VERSION.
+ * Host input not yet read stays with the host: it is not the guest's. A
+ * transmit chain written in part is given back to the ring with the count
+ * of bytes already out, so a restored VM writes only the rest. */
+#define CONSOLE_STATE_VERSION 1
+struct console_state {
+	uint32_t version;
+	uint8_t terminal; /* F_SIZE was offered: the input was a terminal */
+	uint8_t eof_sent; /* the driver has had its end of input */
+	uint8_t tx_busy;
+	uint8_t reserved;
+	uint64_t tx_done;
+};
+_Static_assert(sizeof(struct console_state) == 16, "console_state layout");
+
+static int console_save(struct virtio_dev *dev, void *buf, uint32_t len)
+{
+	struct console *c = dev->priv;
+	struct console_state st = {
+	    .version = CONSOLE_STATE_VERSION,
+	    .terminal = c->terminal,
+	    .eof_sent = c->eof_sent,
+	    .tx_busy = c->tx_busy,
+	    .tx_done = c->tx_busy ? c->tx_done : 0,
+	};
+
+	if (len < sizeof(st))
+		return -ENOSPC;
+	memcpy(buf, &st, sizeof(st));
+	return sizeof(st);
+}
+
+static int console_restore(struct virtio_dev *dev, const void *buf, uint32_t len, bool apply,
+                           char *why, size_t why_len)
+{
+	struct console *c = dev->priv;
+	struct console_state st;
+
+	if (len != sizeof(st)) {
+		snprintf(why, why_len, "state of %u bytes, expected %zu", len, sizeof(st));
+		return -EINVAL;
+	}
+	memcpy(&st, buf, sizeof(st));
+	if (st.version != CONSOLE_STATE_VERSION) {
+		snprintf(why, why_len, "state version %u, this kiln-vmm reads %u", st.version,
+		         CONSOLE_STATE_VERSION);
+		return -EINVAL;
+	}
+	if (st.terminal > 1 || st.eof_sent > 1 || st.tx_busy > 1 || st.reserved ||
+	    st.tx_done > UINT32_MAX || (!st.tx_busy && st.tx_done)) {
+		snprintf(why, why_len, "malformed state");
+		return -EINVAL;
+	}
+	if (st.terminal != c->terminal) {
+		snprintf(why, why_len,
+		         "the snapshot's console %s a terminal and this one %s; restore with "
+		         "stdin %s a terminal",
+		         st.terminal ? "was" : "was not", c->terminal ? "is" : "is not",
+		         st.terminal ? "on" : "not on");
+		return -EINVAL;
+	}
+	if (!apply)
+		return 0;
+	c->eof_sent = st.eof_sent;
+	c->tx_busy = false;
+	c->tx_skip = 0;
+	if (st.tx_busy && dev->vq[TXQ].ready) {
+		dev->vq[TXQ].last_avail--;
+		c->tx_skip = st.tx_done;
+	}
+	return 0;
+}
+
 static const struct virtio_dev_ops console_ops = {
     .name = "console",
     .device_id = VIRTIO_ID_CONSOLE,
@@ -402,6 +481,8 @@ static const struct virtio_dev_ops console_ops = {
     .reset = console_reset,
     .drain = console_drain,
     .destroy = console_destroy,
+    .save = console_save,
+    .restore = console_restore,
 };
 
 /* The same with F_SIZE, for a terminal. */
@@ -417,6 +498,8 @@ static const struct virtio_dev_ops console_tty_ops = {
     .reset = console_reset,
     .drain = console_drain,
     .destroy = console_destroy,
+    .save = console_save,
+    .restore = console_restore,
 };
 
 static int set_nonblock(int fd, int *saved)

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../snapshot/snap.h"
 #include "virtio.h"
 
 #define PAGE 4096ULL
@@ -206,6 +207,91 @@ static void pmem_config_read(struct virtio_dev *dev, uint32_t off, void *buf, ui
 	memcpy(buf, (uint8_t *)cfg + off, len);
 }
 
+/* ---------------------------------------------------------------- snapshots */
+
+/* Persisted (the snapshot format): a change bumps PMEM_STATE_VERSION. The
+ * image is the guest's file system, so a restore must get the same one.
+ * Hashing gigabytes would cost seconds per restore; the identity is the
+ * size and a hash of samples (its first and last 64 KiB, where erofs keeps
+ * its superblock and a file system's tail, and 64 pages spread evenly),
+ * which tells any two different images apart but not an edit in place. */
+#define PMEM_STATE_VERSION 1
+#define SAMPLE_EDGE        (64 * 1024ULL)
+#define SAMPLE_PAGES       64
+struct pmem_state {
+	uint32_t version;
+	uint32_t reserved;
+	uint64_t image_size;
+	uint64_t window_size;
+	uint64_t sample_hash; /* XXH64 chain over the samples */
+};
+_Static_assert(sizeof(struct pmem_state) == 32, "pmem_state layout");
+
+static uint64_t sample_hash(const struct guest_mem *m)
+{
+	const uint8_t *p = m->pmem;
+	uint64_t size = m->pmem_file_size;
+	uint64_t edge = size < SAMPLE_EDGE ? size : SAMPLE_EDGE;
+	uint64_t h = snap_xxh64(p, edge, size);
+
+	h = snap_xxh64(p + size - edge, edge, h);
+	for (uint64_t i = 1; i <= SAMPLE_PAGES && size > 2 * PAGE; i++) {
+		uint64_t off = (size - PAGE) / (SAMPLE_PAGES + 1) * i & ~(PAGE - 1);
+
+		h = snap_xxh64(p + off, PAGE, h);
+	}
+	return h;
+}
+
+static int pmem_save(struct virtio_dev *dev, void *buf, uint32_t len)
+{
+	const struct guest_mem *m = &dev->vm->mem;
+	struct pmem_state st = {
+	    .version = PMEM_STATE_VERSION,
+	    .image_size = m->pmem_file_size,
+	    .window_size = m->pmem_size,
+	    .sample_hash = sample_hash(m),
+	};
+
+	if (len < sizeof(st))
+		return -ENOSPC;
+	memcpy(buf, &st, sizeof(st));
+	return sizeof(st);
+}
+
+static int pmem_restore(struct virtio_dev *dev, const void *buf, uint32_t len, bool apply,
+                        char *why, size_t why_len)
+{
+	const struct guest_mem *m = &dev->vm->mem;
+	struct pmem_state st;
+
+	if (len != sizeof(st)) {
+		snprintf(why, why_len, "state of %u bytes, expected %zu", len, sizeof(st));
+		return -EINVAL;
+	}
+	memcpy(&st, buf, sizeof(st));
+	if (st.version != PMEM_STATE_VERSION || st.reserved) {
+		snprintf(why, why_len, "state version %u, this kiln-vmm reads %u", st.version,
+		         PMEM_STATE_VERSION);
+		return -EINVAL;
+	}
+	if (st.image_size != m->pmem_file_size || st.window_size != m->pmem_size) {
+		snprintf(why, why_len,
+		         "the image differs: the snapshot's was %llu bytes, this one is %llu",
+		         (unsigned long long)st.image_size, (unsigned long long)m->pmem_file_size);
+		return -EINVAL;
+	}
+	if (!apply && st.sample_hash != sample_hash(m)) {
+		snprintf(why, why_len,
+		         "the image differs: same size (%llu bytes), other content (sampled "
+		         "hash %016llx, the snapshot's %016llx)",
+		         (unsigned long long)st.image_size, (unsigned long long)sample_hash(m),
+		         (unsigned long long)st.sample_hash);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static const struct virtio_dev_ops pmem_ops = {
     .name = "pmem",
     .device_id = VIRTIO_ID_PMEM,
@@ -215,6 +301,8 @@ static const struct virtio_dev_ops pmem_ops = {
     .config_size = 16, /* le64 start, le64 size */
     .config_read = pmem_config_read,
     .queue_notify = pmem_notify,
+    .save = pmem_save,
+    .restore = pmem_restore,
 };
 
 int pmem_create(struct vm *vm)

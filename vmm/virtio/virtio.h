@@ -107,6 +107,23 @@ struct virtio_dev_ops {
 	 * (main thread, lock held). May be NULL. */
 	void (*drain)(struct virtio_dev *dev);
 	void (*destroy)(struct virtio_dev *dev);
+	/*
+	 * Snapshots (main thread, lock held, every vCPU parked). The device's
+	 * own state follows the transport's (mmio_state.c) in the device's
+	 * snapshot section: a fixed-width struct with a version field, whose
+	 * layout is part of the snapshot format. NULL: no state of its own.
+	 * save writes at most len bytes, returns their count or -errno; it may
+	 * first let in-flight host I/O finish. restore is called twice: with
+	 * apply false it only checks the blob against this device (writing a
+	 * message to why and returning -EINVAL if it cannot take it), then with
+	 * apply true, after every device checked, it takes it.
+	 */
+	int (*save)(struct virtio_dev *dev, void *buf, uint32_t len);
+	int (*restore)(struct virtio_dev *dev, const void *buf, uint32_t len, bool apply, char *why,
+	               size_t why_len);
+	/* Every device is restored, the vCPUs have not run yet: redo what the
+	 * host side could not keep (vsock drops its connections). May be NULL. */
+	void (*restored)(struct virtio_dev *dev);
 };
 
 struct virtio_dev {
@@ -158,6 +175,19 @@ void virtio_dev_config_changed(struct virtio_dev *dev);
 void virtio_dev_fail(struct virtio_dev *dev, const char *why);
 void virtio_mmio_drain_all(struct vm *vm);
 void virtio_mmio_destroy_all(struct vm *vm);
+
+/* Snapshots of a device (mmio_state.c): the transport's state then the
+ * device's, as one blob of version VIRTIO_STATE_VERSION. */
+#define VIRTIO_STATE_VERSION 1
+#define VIRTIO_STATE_MAX     4096
+int virtio_mmio_save(struct virtio_dev *dev, void *buf, uint32_t len);
+/* Check (apply false) or take (apply true) a saved blob; -EINVAL with a
+ * message naming the problem. */
+int virtio_mmio_restore(struct virtio_dev *dev, const void *buf, uint32_t len, uint32_t version,
+                        bool apply, char *why, size_t why_len);
+/* After every device took its state: each device's restored hook, and a
+ * kick of every ready queue (the guest's buffers wait there). */
+void virtio_mmio_restored_all(struct vm *vm);
 
 /* Devices. */
 /* in_fd -1: no input (end of file at once); out_fd -1: output dropped. Both

@@ -456,6 +456,15 @@ static void vsock_destroy(struct virtio_dev *dev)
 	free(v);
 }
 
+/* A restored VM: the guest's connections had their host side in another
+ * process. The device has no state of its own besides the transport's (the
+ * CID comes from the command line, and a clone may have another). */
+static void vsock_restored(struct virtio_dev *dev)
+{
+	if (dev->status & VIRTIO_STATUS_DRIVER_OK)
+		vsock_transport_reset(dev->priv);
+}
+
 static const struct virtio_dev_ops vsock_ops = {
     .name = "vsock",
     .device_id = VIRTIO_ID_VSOCK,
@@ -468,6 +477,7 @@ static const struct virtio_dev_ops vsock_ops = {
     .reset = vsock_reset,
     .drain = vsock_drain,
     .destroy = vsock_destroy,
+    .restored = vsock_restored,
 };
 
 /* Listen on path, replacing a stale socket but nothing else. */

@@ -12,6 +12,11 @@
  *   badsyscall  syscall 999                        "ENOSYS ok", status 0
  *   bigsyscall  syscall 0x7fffffff                 "ENOSYS ok", status 0
  *   negsyscall  syscall -1                         "ENOSYS ok", status 0
+ *   wildsp      spin with RSP at 0x12345678000     SIGSEGV (139) in kiln,
+ *               while another process runs         which stores the return
+ *                                                  RIP below the stack when
+ *                                                  it resumes a preempted
+ *                                                  program; Linux lives on
  *
  * The syscall modes try both glibc's syscall() and a bare `syscall`
  * instruction, as they are different call sites for the kernel to handle.
@@ -51,6 +56,28 @@ static int expect_enosys(long nr)
 	return 0;
 }
 
+/* Spin for about `cycles` TSC ticks without a usable stack pointer. */
+static void spin_wild_sp(unsigned long cycles)
+{
+	__asm__ volatile("mov %%rsp, %%r12\n\t"
+	                 "mov $0x12345678000, %%rsp\n\t"
+	                 "rdtsc\n\t"
+	                 "shl $32, %%rdx\n\t"
+	                 "or %%rax, %%rdx\n\t"
+	                 "mov %%rdx, %%r13\n"
+	                 "1:\n\t"
+	                 "rdtsc\n\t"
+	                 "shl $32, %%rdx\n\t"
+	                 "or %%rax, %%rdx\n\t"
+	                 "sub %%r13, %%rdx\n\t"
+	                 "cmp %0, %%rdx\n\t"
+	                 "jb 1b\n\t"
+	                 "mov %%r12, %%rsp"
+	                 :
+	                 : "r"(cycles)
+	                 : "rax", "rdx", "r12", "r13", "memory", "cc");
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -74,6 +101,15 @@ int main(int argc, char **argv)
 		__asm__ volatile("divq %2" : "+a"(lo), "+d"(hi) : "r"(zero));
 	} else if (!strcmp(mode, "abort")) {
 		abort();
+	} else if (!strcmp(mode, "wildsp")) {
+		/* A second runnable process makes the scheduler preempt us. */
+		if (fork() == 0) {
+			spin_wild_sp(1000000000UL);
+			_exit(0);
+		}
+		spin_wild_sp(500000000UL);
+		printf("fault: wild stack pointer survived\n");
+		return 0;
 	} else if (!strcmp(mode, "badsyscall")) {
 		return expect_enosys(999);
 	} else if (!strcmp(mode, "bigsyscall")) {
@@ -82,7 +118,8 @@ int main(int argc, char **argv)
 		return expect_enosys(-1);
 	} else {
 		fprintf(stderr,
-		        "usage: fault null|ud2|wild|div0|abort|badsyscall|bigsyscall|negsyscall\n");
+		        "usage: fault "
+		        "null|ud2|wild|wildsp|div0|abort|badsyscall|bigsyscall|negsyscall\n");
 		return 2;
 	}
 	printf("fault: still alive after '%s'\n", mode);

@@ -1,6 +1,8 @@
 /* Resource exhaustion inside the guest must end in an error for the
  * offender, never in a crash of the guest or the host.
- *   stress memhog   allocate and touch 1 MiB blocks until malloc fails
+ *   stress memhog [KIB]  map and fill KIB-sized blocks (default 1024) until
+ *                        mmap fails (or, for blocks large enough to be
+ *                        mapped on first touch, until the kernel kills it)
  *   stress forkbomb fork until fork fails, then reap everything
  * Prints what stopped it and exits 0. */
 #include <errno.h>
@@ -12,21 +14,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int memhog(void)
+static int memhog(size_t block)
 {
-	size_t mib = 0;
+	size_t total = 0;
 
 	for (;;) {
 		char *p =
-		    mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		    mmap(NULL, block, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (p == MAP_FAILED) {
 			printf("memhog: mmap failed with %s after %s MiB\n",
 			       errno == ENOMEM ? "ENOMEM" : strerror(errno),
-			       mib > 10 ? "more than 10" : "few");
+			       total > (10 << 20) ? "more than 10" : "few");
 			return 0;
 		}
-		memset(p, 0x5a, 1 << 20);
-		mib++;
+		memset(p, 0x5a, block);
+		total += block;
 	}
 }
 
@@ -61,9 +63,9 @@ static int forkbomb(void)
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "memhog"))
-		return memhog();
+		return memhog((argc > 2 ? strtoul(argv[2], NULL, 0) : 1024) << 10);
 	if (argc > 1 && !strcmp(argv[1], "forkbomb"))
 		return forkbomb();
-	fprintf(stderr, "usage: stress memhog|forkbomb\n");
+	fprintf(stderr, "usage: stress memhog [KIB] | forkbomb\n");
 	return 2;
 }

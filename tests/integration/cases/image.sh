@@ -1,0 +1,152 @@
+# Booting from erofs images (kiln-vmm --image, make images): the union root
+# (image below, ramfs above), copy-up, deletes, damaged images, and the
+# base image's Python data stack, whose analysis script must print exactly
+# what it prints on the host in a chroot of the same image root. Sourced by
+# run.sh. The cases of an image that is not built are skipped; once it is
+# there, they must pass.
+
+IMG_MIN=build/images/minimal.erofs
+IMG_BASE=build/images/base.erofs
+# kiln-vmm's default memory: OpenBLAS's 128 MiB buffers and other large
+# reservations cost only the pages touched (VMA_LAZY).
+PY_MEM=256M
+
+# image_case NAME STATUS IMAGE [CHECKS] -- [ARGV...]: boot IMAGE alone
+# (a vmm_case whose VMM arguments are made here).
+image_case() {
+	_name=$1 _status=$2 _img=$3
+	shift 3
+	_n=$# _i=0 _seen=
+	while [ $_i -lt $_n ]; do
+		_a=$1
+		shift
+		if [ -z "$_seen" ] && [ "$_a" = -- ]; then
+			set -- "$@" -- --kernel "$KERNEL" --image "$_img" --mem "$PY_MEM" --
+			_seen=1
+		else
+			set -- "$@" "$_a"
+		fi
+		_i=$((_i + 1))
+	done
+	vmm_case "$_name" "$_status" "$@"
+}
+
+if [ ! -f "$IMG_MIN" ]; then
+	echo "skip image-minimal-*: $IMG_MIN missing — run make images"
+else
+	image_case image-minimal-ls 0 "$IMG_MIN" --out '^bin$' --out '^etc$' --out '^proc$' \
+		--out '^dev$' -- /bin/busybox ls -1 /
+	image_case image-minimal-stat 0 "$IMG_MIN" --out '^/bin/busybox [1-9][0-9]* 755 0 0$' \
+		--out '^/etc 755 0 directory$' -- /bin/busybox sh -c \
+		'busybox stat -c "%n %s %a %u %g" /bin/busybox; busybox stat -c "%n %a %u %F" /etc'
+	# No program given and no /sbin/kiln-init in the image: a clear error.
+	vmm_case image-minimal-no-init 127 --any 'no /sbin/kiln-init' -- \
+		--kernel "$KERNEL" --image "$IMG_MIN"
+	# Both: the initramfs is unpacked over the image, its files win.
+	vmm_case image-with-initramfs 0 --out '^hello from musl$' --out '^kiln-env$' \
+		--out '^BASE SYSTEM$' -- --kernel "$KERNEL" --initrd "$INITRD" --image "$IMG_MIN" \
+		-- /bin/busybox sh -c '/bin/hello-musl; ls /etc | grep kiln-env;
+			grep -o "BASE SYSTEM" /etc/fstab'
+
+	# Writes go to memory (copy-up), the image stays as it was.
+	if want_case image-copy-up; then
+		sum_before=$(sha256sum <"$IMG_MIN")
+		# shellcheck disable=SC2016 # the guest's shell expands these
+		image_case image-copy-up 0 "$IMG_MIN" --out '^# UNCONFIGURED FSTAB FOR BASE SYSTEM$' \
+			--out '^appended$' --out '^header: ok$' --out '^size: same$' --out '^new: hi$' -- \
+			/bin/busybox sh -c 'b=busybox f=/usr/lib/x86_64-linux-gnu/gconv/UTF-7.so;
+				echo appended >>/etc/fstab; $b cat /etc/fstab; s=$($b stat -c %s $f);
+				printf "xx" | $b dd of=$f bs=1 seek=1 conv=notrunc 2>/dev/null;
+				$b head -c 4 $f | $b od -c | $b grep -q "177   x   x   F" &&
+				echo "header: ok"; [ "$s" = "$($b stat -c %s $f)" ] && echo "size: same";
+				echo hi >/usr/new; echo "new: $($b cat /usr/new)"'
+		[ "$sum_before" = "$(sha256sum <"$IMG_MIN")" ] ||
+			fail image-copy-up-unchanged "the image file changed"
+	fi
+	# Deletes and renames of image entries; the deleted stay deleted.
+	# shellcheck disable=SC2016 # the guest's shell expands these
+	image_case image-delete 0 "$IMG_MIN" --no-out 'hostname' --out '^gone$' \
+		--out '^sources.list$' --out 'Directory not empty' --out '^empty-rmdir ok$' -- \
+		/bin/busybox sh -c 'b=busybox; $b rm /etc/hostname; $b ls /etc;
+			$b rm -r /usr/lib/x86_64-linux-gnu/gconv; [ -e /usr/lib/x86_64-linux-gnu/gconv ] ||
+			echo gone; $b mv /etc/apt /etc/apt2; $b ls /etc/apt2 | $b grep sources.list$;
+			$b rmdir /etc/dpkg 2>&1; $b rmdir /etc/dpkg/dpkg.cfg.d && echo "empty-rmdir ok"'
+
+	# Damaged images: a clear message, never a crash or a hang.
+	d=$T/damaged
+	mkdir -p "$d"
+	if ! { python3 tests/integration/erofs_damage.py "$IMG_MIN" "$d/magic.erofs" magic &&
+		python3 tests/integration/erofs_damage.py "$IMG_MIN" "$d/root.erofs" rootdir &&
+		python3 tests/integration/erofs_damage.py "$IMG_MIN" "$d/etc.erofs" dir /etc &&
+		python3 tests/integration/erofs_damage.py "$IMG_MIN" "$d/loop.erofs" loop /usr/lib &&
+		python3 tests/integration/erofs_damage.py "$IMG_MIN" "$d/half.erofs" truncate &&
+		truncate -s 10G "$d/sparse.erofs"; }; then
+		fail image-damage-tool "erofs_damage.py failed"
+	fi
+	image_case image-bad-magic 127 "$d/magic.erofs" --any 'not an erofs image' -- /bin/busybox true
+	image_case image-sparse-10g 127 "$d/sparse.erofs" --any 'not an erofs image' -- \
+		/bin/busybox true
+	image_case image-corrupt-root 127 "$d/root.erofs" --any 'root directory is corrupt' -- \
+		/bin/busybox true
+	image_case image-corrupt-dir 0 "$d/etc.erofs" --any 'directory nid [0-9]+ is corrupt' \
+		--out '^listed$' -- /bin/busybox sh -c 'busybox ls /etc; echo listed'
+	image_case image-dir-loop 0 "$d/loop.erofs" --any 'a second name of a directory' \
+		--out '^walked$' -- /bin/busybox sh -c 'busybox ls -R / >/dev/null; echo walked'
+	image_case image-truncated 0 "$d/half.erofs" --any 'corrupt' --out '^walked$' -- \
+		/bin/busybox sh -c 'busybox ls -R / >/dev/null; echo walked'
+	rm -rf "$d"
+fi
+
+if [ ! -f "$IMG_BASE" ]; then
+	echo "skip image-python-*: $IMG_BASE missing — run make images"
+else
+	image_case image-python-import 0 "$IMG_BASE" --out '^ok$' -- \
+		/usr/bin/python3 -c 'import numpy, pandas, matplotlib; print("ok")'
+	# The same with image pages copied instead of mapped in place.
+	vmm_case image-python-copying 0 --out '^ok$' -- --kernel "$KERNEL" --image "$IMG_BASE" \
+		--mem "$PY_MEM" --cmdline kiln.borrow=0 -- /usr/bin/python3 -c 'import numpy; print("ok")'
+	image_case image-python-mmap 0 "$IMG_BASE" --out '^mmap ok$' -- \
+		/usr/bin/python3 -c "$(cat "$DATA/mmap_cow.py")"
+	image_case image-python-threads 0 "$IMG_BASE" --out '^True 244999650000 1f646c20b86da694$' -- \
+		/usr/bin/python3 -c '
+import concurrent.futures as cf, hashlib, threading
+def work(i):
+    h = hashlib.sha256()
+    for k in range(20000):
+        h.update(b"%d-%d" % (i, k))
+    return i, sum(range(i * 100000)), h.hexdigest()[:16], threading.get_ident()
+with cf.ThreadPoolExecutor(max_workers=4) as ex:
+    res = sorted(ex.map(work, range(8)))
+main = threading.main_thread().ident
+print(all(r[3] != main for r in res), res[7][1], res[7][2])'
+	# pip's own scripts start with "#!/usr/bin/python3" (or the venv's).
+	image_case image-python-venv 0 "$IMG_BASE" --out '^pip [0-9.]+ from /tmp/v/' -- \
+		/bin/sh -c 'python3 -m venv /tmp/v && /tmp/v/bin/pip --version'
+	image_case image-pip 0 "$IMG_BASE" --out '^pip [0-9.]+ from /usr/lib/python3/' -- \
+		/usr/bin/pip --version
+
+	# The analysis script against the host, in a chroot of the same root
+	# (extracted once per image into the cache, next to the image).
+	if want_case image-python-analysis; then
+		img_real=$(readlink -f "$IMG_BASE")
+		roots=${KILN_CACHE:-${HOME:-/root}/.cache/kiln}/roots
+		root=$roots/$(basename "$img_real" .erofs)
+		script=$(cat "$DATA/analysis.py")
+		if [ "$(id -u)" -ne 0 ]; then
+			echo "skip image-python-analysis: the host reference needs root (chroot)"
+		elif [ ! -d "$root" ] && ! { mkdir -p "$roots" && rm -rf "$root.tmp" &&
+			fsck.erofs --extract="$root.tmp" "$img_real" >/dev/null 2>&1 &&
+			mv "$root.tmp" "$root"; }; then
+			fail image-python-analysis "cannot extract $img_real with fsck.erofs"
+		else
+			# As in a fresh guest: no matplotlib font cache yet.
+			env -i PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/ TERM=linux \
+				MPLCONFIGDIR=/tmp/kiln-mpl-$$ timeout --foreground -k 5 "$TIMEOUT" \
+				chroot "$root" /usr/bin/python3 -c "$script" "/tmp/kiln-chart-$$.png" \
+				>"$T/analysis.host" 2>&1
+			rm -rf "$root/tmp/kiln-chart-$$.png" "$root/tmp/kiln-mpl-$$"
+			image_case image-python-analysis 0 "$IMG_BASE" --out-is "$T/analysis.host" -- \
+				/usr/bin/python3 -c "$script" /tmp/chart.png
+		fi
+	fi
+fi

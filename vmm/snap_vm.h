@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Snapshots of a running kiln VM (vmm/snapshot.c) and VMs started from one
+ * (vmm/restore.c, vmm/template.c, vmm/uffd.c). The file format and its
+ * library are snapshot/ (include/kiln/snapshot.h).
+ */
+#ifndef KILN_VMM_SNAP_VM_H
+#define KILN_VMM_SNAP_VM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../snapshot/snap.h"
+#include "vm.h"
+
+struct vm_snapshot_opts {
+	const char *path;
+	/* Only the chunks that differ from the template this VM is a clone
+	 * of (--restore-mode template); the template's snapshot is the diff's
+	 * parent. */
+	bool diff;
+	int level;     /* zstd level; 0: the library's default */
+	bool no_fsync; /* benchmarks: skip fsync */
+};
+
+/* What this VM is, as a snapshot names it (and a restore must match). */
+int vm_snap_config(struct vm *vm, struct snap_vm_config *c, char *why, size_t len);
+
+/* Write a snapshot of the paused VM (every vCPU parked). Main thread. */
+int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_write_stats *st,
+                char *why, size_t len);
+
+/*
+ * Restore, in the order main() calls them; each fills why on failure.
+ *  open:    open the snapshot (and --parent), take the memory size from it,
+ *           open /dev/kvm (before guest memory exists)
+ *  check:   does the snapshot fit this VMM's configuration? Before the VM
+ *           exists everything but the devices (nothing heavy has been done
+ *           yet), once the devices exist (devices true) all of it
+ *  memory:  guest RAM per --restore-mode (before vm_create)
+ *  state:   check every device blob and vCPU section, fill memory (eager),
+ *           then apply VM, vCPU and device state (devices and vCPUs
+ *           created, not started)
+ */
+int vm_restore_open(struct vm *vm, char *why, size_t len);
+int vm_restore_check(struct vm *vm, bool devices, char *why, size_t len);
+int vm_restore_memory(struct vm *vm, char *why, size_t len);
+int vm_restore_state(struct vm *vm, char *why, size_t len);
+void vm_restore_close(struct vm *vm);
+
+/* Template memory: a file (or an inherited fd) holding the snapshot's RAM,
+ * shared by every clone (vmm/template.c). Returns an fd to map privately. */
+int template_open(struct vm *vm, const struct snap *s, char *why, size_t len);
+
+/* Lazy restore: guest RAM filled from the snapshot on first touch
+ * (vmm/uffd.c). Register before anything touches RAM. */
+int uffd_start(struct vm *vm, const struct snap *s, char *why, size_t len);
+void uffd_stop(struct vm *vm);
+/* Chunks filled so far and faults served, for metrics. */
+void uffd_stats(struct vm *vm, uint64_t *filled, uint64_t *faults, uint64_t *total);
+
+#endif
