@@ -6,6 +6,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "envd.h"
 #include "jsonutil.h"
 #include "proxy.h"
 #include "sandbox.h"
@@ -27,6 +30,7 @@ enum route_kind {
 	R_CREATE,
 	R_TIMEOUT,
 	R_CONNECT,
+	R_PAUSE,
 	R_EXEC,
 	R_MKDIR,
 	R_REMOVE,
@@ -60,6 +64,21 @@ static bool authorized(struct kilnd *kd, struct http_req *req)
 	return auth && !strncasecmp(auth, "Bearer ", 7) && key_equal(auth + 7, kd->cfg.api_key);
 }
 
+/* The sandbox as create, connect and get answer it: with its envd access
+ * token (the SDK sends it as X-Access-Token to the envd API). */
+static json_t *sb_json_with_token(struct kilnd *kd, const struct sandbox *sb)
+{
+	char token[ENVD_TOKEN_LEN + 1];
+	json_t *j = sb_to_json(sb);
+
+	envd_token(kd, sb->rec.id, token);
+	if (j) {
+		json_object_set_new(j, "envdAccessToken", json_string(token));
+		json_object_set_new(j, "trafficAccessToken", json_null());
+	}
+	return j;
+}
+
 /* ---------------------------------------------------------------- create */
 
 struct create_wait {
@@ -75,7 +94,7 @@ static void create_ready(void *ctx, struct sandbox *sb, int err, const char *msg
 		http_respond_error(w->c, err == -ECANCELED ? 409 : 500,
 		                   "sandbox %s did not start: %s", sb->rec.id, msg);
 	else
-		http_respond_json(w->c, 201, sb_to_json(sb));
+		http_respond_json(w->c, 201, sb_json_with_token(sb->kd, sb));
 	free(w);
 }
 
@@ -208,23 +227,251 @@ static bool metadata_matches(const struct sandbox *sb, const char *filter)
 	return ok;
 }
 
+/* "2024-01-02T03:04:05.678Z" (what JS's toISOString() gives) in ms, or -1. */
+static int64_t parse_iso8601(const char *s)
+{
+	struct tm tm = {0};
+	int ms = 0, used = 0;
+
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+	           &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6)
+		return -1;
+	s += used;
+	if (*s == '.') {
+		int digits = 0;
+
+		for (s++; *s >= '0' && *s <= '9'; s++, digits++)
+			if (digits < 3)
+				ms = ms * 10 + (*s - '0');
+		while (digits > 0 && digits < 3) {
+			ms *= 10;
+			digits++;
+		}
+	}
+	if (*s != 'Z' && *s)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t)timegm(&tm) * 1000 + ms;
+}
+
+static int cmp_newest_first(const void *a, const void *b)
+{
+	const struct sandbox *x = *(struct sandbox *const *)a, *y = *(struct sandbox *const *)b;
+
+	if (x->rec.created_ms != y->rec.created_ms)
+		return x->rec.created_ms > y->rec.created_ms ? -1 : 1;
+	return -strcmp(x->rec.id, y->rec.id);
+}
+
+/* Paging token: "<created_ms>.<id>" of the last sandbox returned. */
+static bool after_token(const struct sandbox *sb, long long tok_ms, const char *tok_id, bool asc)
+{
+	int c;
+
+	if (sb->rec.created_ms != tok_ms)
+		c = sb->rec.created_ms < tok_ms ? -1 : 1;
+	else
+		c = strcmp(sb->rec.id, tok_id);
+	return asc ? c > 0 : c < 0;
+}
+
+/* GET /sandboxes (all states) and /v2/sandboxes (running by default, E2B's
+ * pages of `limit`, default 100, with X-Next-Token when more follow). */
 static void do_list(struct kilnd *kd, struct http_conn *c, struct http_req *req, bool v2)
 {
 	char *state = http_query_param(req, "state"), *meta = http_query_param(req, "metadata");
-	json_t *arr = json_array();
+	char *tmpl = http_query_param(req, "template"),
+	     *after = http_query_param(req, "startedAfter");
+	char *order = http_query_param(req, "order"), *lim = http_query_param(req, "limit");
+	char *tok = http_query_param(req, "nextToken"), tok_id[SB_ID_LEN + 1] = "", *end;
+	long long limit = v2 ? 100 : LLONG_MAX, tok_ms = 0;
+	int64_t after_ms = -1;
+	struct sandbox **all = NULL, *sb;
+	size_t n = 0, cap = 0, out = 0;
+	bool asc = order && !strcasecmp(order, "asc");
+	json_t *arr = NULL;
+	char hdr[96] = "";
 
-	for (struct sandbox *sb = kd->sandboxes; sb && arr; sb = sb->next) {
+	if (lim) {
+		limit = strtoll(lim, &end, 10);
+		if (!*lim || *end || limit < 1 || limit > 1000) {
+			http_respond_error(c, 400, "limit must be between 1 and 1000");
+			goto out;
+		}
+	}
+	if (order && !asc && strcasecmp(order, "desc")) {
+		http_respond_error(c, 400, "order must be asc or desc");
+		goto out;
+	}
+	if (after && (after_ms = parse_iso8601(after)) < 0) {
+		http_respond_error(c, 400, "startedAfter must be an ISO 8601 time");
+		goto out;
+	}
+	if (tok && (sscanf(tok, "%lld.%20s", &tok_ms, tok_id) != 2 || !tok_id[0])) {
+		http_respond_error(c, 400, "malformed nextToken");
+		goto out;
+	}
+	for (sb = kd->sandboxes; sb; sb = sb->next) {
 		const char *st = sb_state_name(sb->state);
 
 		if (state ? !in_csv(state, st) : v2 && strcmp(st, "running"))
 			continue;
 		if (meta && !metadata_matches(sb, meta))
 			continue;
-		json_array_append_new(arr, sb_to_json(sb));
+		if (tmpl && *tmpl && strcmp(tmpl, sb->rec.template_id))
+			continue;
+		if (after_ms >= 0 && sb->rec.created_ms <= after_ms)
+			continue;
+		if (n == cap) {
+			struct sandbox **na =
+			    realloc(all, (cap = cap ? 2 * cap : 16) * sizeof(*na));
+
+			if (!na) {
+				http_respond_error(c, 500, "out of memory");
+				goto out;
+			}
+			all = na;
+		}
+		all[n++] = sb;
 	}
+	if (n)
+		qsort(all, n, sizeof(*all), cmp_newest_first);
+	arr = json_array();
+	for (size_t k = 0; k < n && arr; k++) {
+		sb = all[asc ? n - 1 - k : k];
+		if (tok && !after_token(sb, tok_ms, tok_id, asc))
+			continue;
+		if ((long long)out == limit) {
+			/* more follow: the token names the last one sent */
+			struct sandbox *last = all[asc ? n - k : k - 1];
+
+			snprintf(hdr, sizeof(hdr), "X-Next-Token: %lld.%s\r\n",
+			         (long long)last->rec.created_ms, last->rec.id);
+			break;
+		}
+		json_array_append_new(arr, sb_to_json(sb));
+		out++;
+	}
+	if (!arr) {
+		http_respond_error(c, 500, "out of memory");
+		goto out;
+	}
+	{
+		char *body = json_dumps(arr, JSON_COMPACT);
+
+		if (body)
+			http_respond(c, 200, "application/json", hdr[0] ? hdr : NULL, body,
+			             strlen(body));
+		else
+			http_respond_error(c, 500, "out of memory");
+		free(body);
+	}
+out:
+	json_decref(arr);
+	free(all);
 	free(state);
 	free(meta);
-	http_respond_json(c, 200, arr);
+	free(tmpl);
+	free(after);
+	free(order);
+	free(lim);
+	free(tok);
+}
+
+/* ---------------------------------------------------------------- metrics */
+
+struct metrics_req {
+	struct kilnd *kd;
+	struct http_conn *c;
+	struct agent_conn *a;
+	int cpu_count;
+	bool hello;
+};
+
+static void metrics_free(struct metrics_req *r)
+{
+	agent_close(r->a);
+	free(r);
+}
+
+static void metrics_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
+{
+	struct metrics_req *r = ctx;
+	struct agent_info info;
+	uint32_t v, kind;
+
+	if (type == KILN_MSG_HELLO && !r->hello && !agent_parse_hello(p, n, &v, &kind)) {
+		r->hello = true;
+		return;
+	}
+	if (type == KILN_MSG_INFO && r->hello && !agent_parse_info(p, n, &info)) {
+		/* E2B's SandboxMetric, from what the agent knows (memory); kiln
+		 * does not measure CPU or disk use yet. */
+		json_t *m = json_pack(
+		    "[{s:s,s:I,s:f,s:i,s:I,s:I,s:I,s:I,s:I}]", "timestamp", "", "timestampUnix",
+		    (json_int_t)(now_ms() / 1000), "cpuUsedPct", 0.0, "cpuCount", r->cpu_count,
+		    "memUsed", (json_int_t)(info.mem_total_kb - info.mem_free_kb) * 1024,
+		    "memTotal", (json_int_t)info.mem_total_kb * 1024, "memCache", (json_int_t)0,
+		    "diskUsed", (json_int_t)0, "diskTotal", (json_int_t)0);
+		char ts[32];
+
+		iso8601(now_ms(), ts);
+		if (m)
+			json_object_set_new(json_array_get(m, 0), "timestamp", json_string(ts));
+		http_respond_json(r->c, 200, m);
+		metrics_free(r);
+		return;
+	}
+	http_respond_error(r->c, 502, "metrics: unexpected answer from the agent");
+	metrics_free(r);
+}
+
+static void metrics_close(void *ctx, int err)
+{
+	struct metrics_req *r = ctx;
+
+	r->a = NULL;
+	http_respond_error(r->c, 502, "metrics: the agent stream ended early");
+	metrics_free(r);
+}
+
+static const struct agent_conn_ops metrics_agent_ops = {
+    .on_frame = metrics_frame,
+    .on_close = metrics_close,
+};
+
+static void metrics_abort(void *ctx)
+{
+	metrics_free(ctx);
+}
+
+static const struct http_handler metrics_http_ops = {.on_abort = metrics_abort};
+
+/* GET /sandboxes/{id}/metrics: one sample, now (E2B returns a series). */
+static void do_metrics(struct kilnd *kd, struct http_conn *c, struct sandbox *sb)
+{
+	struct metrics_req *r;
+
+	if (sb->state != SB_RUNNING) {
+		http_respond(c, 200, "application/json", NULL, "[]", 2);
+		return;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		http_respond_error(c, 500, "out of memory");
+		return;
+	}
+	r->kd = kd;
+	r->c = c;
+	r->cpu_count = sb->rec.cpu_count;
+	r->a = proxy_open(kd, c, sb, KILN_STREAM_INFO, &metrics_agent_ops, r);
+	if (!r->a) {
+		free(r);
+		return;
+	}
+	agent_flush(r->a);
+	http_set_handler(c, &metrics_http_ops, r, 0);
 }
 
 /* ---------------------------------------------------------------- logs */
@@ -356,14 +603,29 @@ static void pending_complete(void *ctx)
 			break;
 		}
 		if (sb->state != SB_RUNNING) {
-			http_respond_error(c, 409, "sandbox %s is %s", sb->rec.id,
+			/* A dead sandbox cannot come back: E2B says 404 (the SDK's
+			 * SandboxNotFoundError); one still starting is a conflict. */
+			http_respond_error(c, sb->state == SB_STARTING ? 409 : 404,
+			                   "sandbox %s is %s", sb->rec.id,
 			                   sb_state_name(sb->state));
 			break;
 		}
-		if (secs > 0)
+		/* 200: it was running (201 will mean "resumed" once sb_pause
+		 * can pause). Like E2B, connect only ever extends the lifetime. */
+		if (secs > 0 && now_ms() + secs * 1000 > sb->rec.end_ms)
 			sb_set_timeout(sb, secs);
-		http_respond_json(c, 200, sb_to_json(sb));
+		http_respond_json(c, 200, sb_json_with_token(kd, sb));
 		break;
+	case R_PAUSE: {
+		char msg[256];
+		int status = sb_pause(sb, msg, sizeof(msg));
+
+		if (status)
+			http_respond_error(c, status, "%s", msg);
+		else
+			http_respond(c, 204, NULL, NULL, NULL, 0);
+		break;
+	}
 	case R_EXEC:
 		exec_start(kd, c, sb, body);
 		break;
@@ -430,10 +692,18 @@ static void method_not_allowed(struct http_conn *c, const char *allow)
 void api_route(struct http_conn *c, struct http_req *req, void *udata)
 {
 	struct kilnd *kd = udata;
-	char *seg[MAX_SEGS], *path = strdup(req->path);
-	int n = path ? split(path, seg) : -1, m = req->method;
+	char *seg[MAX_SEGS], *path;
+	int n, m = req->method;
 	bool v2 = false;
 	struct sandbox *sb;
+
+	if (envd_wants(req)) {
+		/* E2B's in-sandbox API; its own authentication (envd.c) */
+		envd_route(c, req, kd);
+		return;
+	}
+	path = strdup(req->path);
+	n = path ? split(path, seg) : -1;
 
 	if (n < 0) {
 		http_respond_error(c, 404, "no such endpoint");
@@ -477,7 +747,7 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 	}
 	if (n == 2) {
 		if (m == HTTP_GET) {
-			http_respond_json(c, 200, sb_to_json(sb));
+			http_respond_json(c, 200, sb_json_with_token(kd, sb));
 		} else if (m == HTTP_DELETE) {
 			sb_delete(sb);
 			http_respond(c, 204, NULL, NULL, NULL, 0);
@@ -496,6 +766,16 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 			buffer_body(kd, c, R_CONNECT, sb->rec.id, BODY_SMALL);
 		else
 			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "pause")) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c, R_PAUSE, sb->rec.id, BODY_SMALL);
+		else
+			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "metrics")) {
+		if (m == HTTP_GET)
+			do_metrics(kd, c, sb);
+		else
+			method_not_allowed(c, "GET");
 	} else if (n == 3 && !strcmp(seg[2], "exec")) {
 		if (m == HTTP_POST)
 			buffer_body(kd, c, R_EXEC, sb->rec.id, BODY_EXEC);

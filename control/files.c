@@ -329,13 +329,19 @@ static struct file_sess *start(struct kilnd *kd, struct http_conn *c, struct san
 	return s;
 }
 
-void files_get(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb)
+void files_read(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, const char *path)
 {
-	char *path = http_query_param(req, "path");
 	struct file_sess *s = start(kd, c, sb, KILN_FILE_READ, path, 0, NULL);
 
 	if (s)
 		http_set_handler(c, &http_ops_nobody, s, 0);
+}
+
+void files_get(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb)
+{
+	char *path = http_query_param(req, "path");
+
+	files_read(kd, c, sb, path);
 	free(path);
 }
 

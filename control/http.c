@@ -39,8 +39,10 @@ static const struct {
     {413, "Payload Too Large"},
     {414, "URI Too Long"},
     {426, "Upgrade Required"},
+    {415, "Unsupported Media Type"},
     {429, "Too Many Requests"},
     {431, "Request Header Fields Too Large"},
+    {499, "Client Closed Request"},
     {500, "Internal Server Error"},
     {501, "Not Implemented"},
     {502, "Bad Gateway"},
@@ -173,7 +175,8 @@ static void reset_request(struct http_conn *c)
 	buf_free(&c->req.body);
 	free(c->req.path);
 	memset(&c->req, 0, sizeof(c->req));
-	c->req.tcp = c->tcp;
+	c->req.tcp = c->flags & HTTP_LISTEN_TCP;
+	c->req.envd = c->flags & HTTP_LISTEN_ENVD;
 	c->url_len = 0;
 	c->nfields = 0;
 	c->last_cb = 0;
@@ -371,6 +374,9 @@ void http_set_handler(struct http_conn *c, const struct http_handler *h, void *c
 	    c->req.content_length > body_limit && !h->on_body) {
 		c->h = NULL;
 		http_respond_error(c, 413, "request body larger than %zu bytes", body_limit);
+		/* the handler never runs: let it free its context */
+		if (h->on_abort)
+			h->on_abort(ctx);
 		return;
 	}
 	/* Clients that asked may send the body now. */
@@ -604,7 +610,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		c->srv = s;
 		c->fd = fd;
-		c->tcp = l->tcp;
+		c->flags = l->flags;
 		http_parser_init(&c->parser, HTTP_REQUEST);
 		c->parser.data = c;
 		ev_io_init(&c->rw, on_read, fd, EV_READ);
@@ -642,7 +648,7 @@ struct http_server *http_server_new(struct ev_loop *loop, const struct http_cfg 
 	return s;
 }
 
-int http_server_add_listener(struct http_server *s, int fd, bool tcp)
+int http_server_add_listener(struct http_server *s, int fd, unsigned flags)
 {
 	struct http_listener *l = calloc(1, sizeof(*l));
 
@@ -650,7 +656,7 @@ int http_server_add_listener(struct http_server *s, int fd, bool tcp)
 		return -ENOMEM;
 	l->srv = s;
 	l->fd = fd;
-	l->tcp = tcp;
+	l->flags = flags;
 	ev_io_init(&l->w, on_accept, fd, EV_READ);
 	l->w.data = l;
 	ev_io_start(s->loop, &l->w);

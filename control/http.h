@@ -55,7 +55,8 @@ struct http_req {
 	uint64_t content_length; /* when the client sent Content-Length */
 	bool has_content_length;
 	bool upgrade;
-	bool tcp;        /* arrived on the TCP listener (needs the API key) */
+	bool tcp;        /* arrived on a TCP listener (the API needs its key) */
+	bool envd;       /* arrived on the envd listener (E2B's sandbox API) */
 	struct buf body; /* the buffered body (see http_set_handler) */
 };
 
@@ -79,8 +80,11 @@ typedef void (*http_route_fn)(struct http_conn *c, struct http_req *req, void *u
 
 struct http_server *http_server_new(struct ev_loop *loop, const struct http_cfg *cfg,
                                     http_route_fn route, void *udata);
+/* Listener flags. */
+#define HTTP_LISTEN_TCP  1u /* requests have req->tcp */
+#define HTTP_LISTEN_ENVD 2u /* requests have req->envd */
 /* Listen on an already bound and listening socket. */
-int http_server_add_listener(struct http_server *s, int fd, bool tcp);
+int http_server_add_listener(struct http_server *s, int fd, unsigned flags);
 void http_server_free(struct http_server *s);
 unsigned http_server_conns(const struct http_server *s);
 
@@ -90,7 +94,8 @@ char *http_query_param(const struct http_req *req, const char *name);
 struct http_req *http_conn_req(struct http_conn *c);
 
 /* Install a handler (NULL removes it). body_limit > 0 buffers the body into req->body up to
- * that many bytes (more: 413); with on_body set the body is streamed. */
+ * that many bytes (more: 413, and on_abort is called, also when the announced
+ * Content-Length is refused here at once); with on_body set the body is streamed. */
 void http_set_handler(struct http_conn *c, const struct http_handler *h, void *ctx,
                       size_t body_limit);
 

@@ -12,7 +12,7 @@ enum { RS_NONE, RS_STREAM, RS_DONE };
 struct http_listener {
 	struct http_server *srv;
 	int fd;
-	bool tcp;
+	unsigned flags; /* HTTP_LISTEN_* */
 	ev_io w;
 	struct http_listener *next;
 };
@@ -33,7 +33,7 @@ struct http_conn {
 	struct http_server *srv;
 	struct http_conn *prev, *next;
 	int fd;
-	bool tcp;
+	unsigned flags; /* of its listener */
 	ev_io rw, ww;
 	http_parser parser;
 	struct buf in, out;

@@ -19,7 +19,8 @@
 struct kilnd_cfg {
 	char *data_dir;
 	char *socket_path;
-	char *tcp_listen; /* "127.0.0.1:PORT" or NULL */
+	char *tcp_listen;  /* "127.0.0.1:PORT" or NULL */
+	char *envd_listen; /* the envd API's own listener, or NULL */
 	char *api_key;
 	char *vmm, *kernel, *initrd;
 	unsigned max_sandboxes;
@@ -41,6 +42,7 @@ struct kilnd {
 	struct store *store;
 	struct http_server *http;
 	struct sandbox *sandboxes; /* live list, newest first */
+	char *envd_secret;         /* keys the sandboxes' envd access tokens */
 	unsigned nsandboxes;       /* starting or running */
 	ev_timer housekeeping;
 };

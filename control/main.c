@@ -3,7 +3,8 @@
  * kilnd: the kiln control plane for one host.
  *
  *   kilnd [--data-dir DIR] [--socket PATH] [--listen-tcp 127.0.0.1:PORT]
- *         [--vmm PATH] [--kernel PATH] [--initrd PATH] [options]
+ *         [--envd-listen 127.0.0.1:PORT] [--vmm PATH] [--kernel PATH]
+ *         [--initrd PATH] [options]
  *
  * Serves the HTTP API on a unix socket (and optionally on TCP with an API
  * key), runs one kiln-vmm per sandbox and keeps their state in SQLite so a
@@ -25,6 +26,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "envd.h"
 #include "kilnd.h"
 #include "sandbox.h"
 #include "store.h"
@@ -46,6 +48,9 @@ static void usage(FILE *f)
 	        "  --listen-tcp H:PORT   also serve on TCP (e.g. 127.0.0.1:3000); requires the\n"
 	        "                        API key in X-API-Key or Authorization: Bearer\n"
 	        "  --api-key KEY         the key (default: DIR/api-key, created when needed)\n"
+	        "  --envd-listen H:PORT  serve E2B's in-sandbox API (envd) on its own TCP port,\n"
+	        "                        for E2B_SANDBOX_URL (also reachable on --listen-tcp\n"
+	        "                        with the E2b-Sandbox-Id header)\n"
 	        "  --vmm PATH            kiln-vmm (default: next to kilnd)\n"
 	        "  --kernel PATH         guest kernel (default: ../guest/kiln-kernel from kilnd)\n"
 	        "  --initrd PATH         initramfs with the agent (default:\n"
@@ -157,7 +162,7 @@ static int listen_unix(const char *path)
 	return fd;
 }
 
-static int listen_tcp(const char *spec)
+static int listen_tcp(const char *opt, const char *spec)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	char host[64];
@@ -166,14 +171,14 @@ static int listen_tcp(const char *spec)
 	long port;
 
 	if (!colon || (size_t)(colon - spec) >= sizeof(host))
-		die("--listen-tcp: expected HOST:PORT, got '%s'", spec);
+		die("%s: expected HOST:PORT, got '%s'", opt, spec);
 	memcpy(host, spec, (size_t)(colon - spec));
 	host[colon - spec] = 0;
 	port = strtol(colon + 1, NULL, 10);
 	if (port <= 0 || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
-		die("--listen-tcp: expected an IPv4 HOST:PORT, got '%s'", spec);
+		die("%s: expected an IPv4 HOST:PORT, got '%s'", opt, spec);
 	if ((ntohl(sa.sin_addr.s_addr) >> 24) != 127)
-		log_warn("--listen-tcp %s is not a loopback address: the API key is sent in clear",
+		log_warn("%s %s is not a loopback address: keys and tokens are sent in clear", opt,
 		         spec);
 	sa.sin_port = htons((uint16_t)port);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -247,6 +252,7 @@ static void cfg_free(struct kilnd_cfg *cfg)
 	free(cfg->data_dir);
 	free(cfg->socket_path);
 	free(cfg->tcp_listen);
+	free(cfg->envd_listen);
 	free(cfg->api_key);
 	free(cfg->vmm);
 	free(cfg->kernel);
@@ -268,6 +274,7 @@ enum {
 	OPT_DATA_DIR = 256,
 	OPT_SOCKET,
 	OPT_TCP,
+	OPT_ENVD,
 	OPT_API_KEY,
 	OPT_VMM,
 	OPT_KERNEL,
@@ -291,6 +298,7 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"data-dir", required_argument, NULL, OPT_DATA_DIR},
 	    {"socket", required_argument, NULL, OPT_SOCKET},
 	    {"listen-tcp", required_argument, NULL, OPT_TCP},
+	    {"envd-listen", required_argument, NULL, OPT_ENVD},
 	    {"api-key", required_argument, NULL, OPT_API_KEY},
 	    {"vmm", required_argument, NULL, OPT_VMM},
 	    {"kernel", required_argument, NULL, OPT_KERNEL},
@@ -325,6 +333,10 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 		case OPT_TCP:
 			free(cfg->tcp_listen);
 			cfg->tcp_listen = strdup(optarg);
+			break;
+		case OPT_ENVD:
+			free(cfg->envd_listen);
+			cfg->envd_listen = strdup(optarg);
 			break;
 		case OPT_API_KEY:
 			free(cfg->api_key);
@@ -456,6 +468,9 @@ int main(int argc, char **argv)
 		die("cannot create %s: %s", kd.sandboxes_dir, strerror(errno));
 	if (cfg->tcp_listen && !cfg->api_key)
 		cfg->api_key = load_api_key(cfg->data_dir);
+	rc = envd_load_secret(&kd);
+	if (rc)
+		die("cannot create %s/%s: %s", cfg->data_dir, ENVD_SECRET_FILE, strerror(-rc));
 
 	kd.loop = ev_loop_new(EVFLAG_AUTO);
 	if (!kd.loop)
@@ -471,9 +486,13 @@ int main(int argc, char **argv)
 	if (!kd.http)
 		die("out of memory");
 	unix_fd = listen_unix(cfg->socket_path);
-	http_server_add_listener(kd.http, unix_fd, false);
+	http_server_add_listener(kd.http, unix_fd, 0);
 	if (cfg->tcp_listen)
-		http_server_add_listener(kd.http, listen_tcp(cfg->tcp_listen), true);
+		http_server_add_listener(kd.http, listen_tcp("--listen-tcp", cfg->tcp_listen),
+		                         HTTP_LISTEN_TCP);
+	if (cfg->envd_listen)
+		http_server_add_listener(kd.http, listen_tcp("--envd-listen", cfg->envd_listen),
+		                         HTTP_LISTEN_TCP | HTTP_LISTEN_ENVD);
 
 	ev_signal_init(&sigterm, on_signal, SIGTERM);
 	ev_signal_init(&sigint, on_signal, SIGINT);
@@ -483,8 +502,9 @@ int main(int argc, char **argv)
 	kd.housekeeping.data = &kd;
 	ev_timer_start(kd.loop, &kd.housekeeping);
 
-	log_info("listening on %s%s%s (data %s, vmm %s)", cfg->socket_path,
+	log_info("listening on %s%s%s%s%s (data %s, vmm %s)", cfg->socket_path,
 	         cfg->tcp_listen ? " and tcp " : "", cfg->tcp_listen ? cfg->tcp_listen : "",
+	         cfg->envd_listen ? ", envd on tcp " : "", cfg->envd_listen ? cfg->envd_listen : "",
 	         cfg->data_dir, cfg->vmm);
 	ev_run(kd.loop, 0);
 
@@ -495,6 +515,7 @@ int main(int argc, char **argv)
 	ev_loop_destroy(kd.loop);
 	close(lock_fd);
 	free(kd.sandboxes_dir);
+	free(kd.envd_secret);
 	cfg_free(cfg);
 	return 0;
 }

@@ -29,6 +29,8 @@ void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 /* Called at headers time: the body is streamed to the agent. */
 void files_put(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb);
 void files_get(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb);
+/* GET of an absolute path (also envd's GET /files). */
+void files_read(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, const char *path);
 void files_list(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb,
                 bool stat_only);
 /* op: KILN_FILE_MKDIR, _REMOVE or _RENAME, with its JSON body. */

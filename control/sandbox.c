@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent_client.h"
+#include "envd.h"
 #include "sandbox.h"
 #include "util.h"
 #include "vmm_proc.h"
@@ -115,6 +116,7 @@ static struct sandbox *sb_alloc(struct kilnd *kd, const char *id)
 
 static void sb_free(struct sandbox *sb)
 {
+	envd_sandbox_down(sb);
 	ev_timer_stop(sb->kd->loop, &sb->life);
 	ev_timer_stop(sb->kd->loop, &sb->boot);
 	if (sb->pidfd >= 0) {
@@ -369,6 +371,7 @@ static void start_probe(struct sandbox *sb, double delay)
 
 static void kill_sandbox(struct sandbox *sb, enum sb_state state, const char *reason)
 {
+	envd_sandbox_down(sb);
 	kill_vmm(sb);
 	agent_close(sb->probe);
 	sb->probe = NULL;
@@ -450,6 +453,7 @@ static void on_vmm_exit(struct ev_loop *loop, ev_io *w, int revents)
 		fail_start(sb, what);
 		return;
 	case SB_RUNNING:
+		envd_sandbox_down(sb);
 		ev_timer_stop(loop, &sb->life);
 		sb->kd->nsandboxes--;
 		sb->state = SB_ERROR;
@@ -535,6 +539,7 @@ void sb_delete(struct sandbox *sb)
 
 	log_info("sandbox %s: deleted", sb->rec.id);
 	notify_ready(sb, -ECANCELED, "the sandbox was deleted");
+	envd_sandbox_down(sb);
 	if (is_live(sb->state))
 		kd->nsandboxes--;
 	sb_unlink(sb);
@@ -551,6 +556,20 @@ void sb_delete(struct sandbox *sb)
 		return;
 	}
 	sb_free(sb);
+}
+
+int sb_pause(struct sandbox *sb, char *msg, size_t msglen)
+{
+	/* Hook for snapshot-based pause: kilnd has no way to pause a VMM yet.
+	 * Once it has, a paused sandbox gets its own state, connect resumes it
+	 * (answering 201), and envd_sandbox_down() runs on the way out. */
+	if (sb->state != SB_RUNNING) {
+		snprintf(msg, msglen, "sandbox %s is %s", sb->rec.id, sb_state_name(sb->state));
+		return 409;
+	}
+	snprintf(msg, msglen, "sandbox %s cannot be paused: this kilnd does not snapshot sandboxes",
+	         sb->rec.id);
+	return 409;
 }
 
 /* ---------------------------------------------------------------- restart */

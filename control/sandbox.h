@@ -43,6 +43,7 @@ struct sandbox {
 	sb_ready_fn ready_cb;
 	void *ready_ctx;
 	char agent_version[64];
+	struct envd_sb *envd; /* processes started through envd (envd_proc.c) */
 };
 
 struct sb_params {
@@ -61,6 +62,10 @@ struct sandbox *sb_find(struct kilnd *kd, const char *id);
 /* Kill the VMM and forget the sandbox (its directory too). */
 void sb_delete(struct sandbox *sb);
 void sb_set_timeout(struct sandbox *sb, long long seconds);
+/* Pause a running sandbox (E2B's POST /sandboxes/{id}/pause). Returns 0 when
+ * paused, else an HTTP status with msg filled in: 409 while kiln cannot
+ * snapshot a sandbox (the E2B SDK then reports "not paused"). */
+int sb_pause(struct sandbox *sb, char *msg, size_t msglen);
 const char *sb_state_name(enum sb_state s);
 json_t *sb_to_json(const struct sandbox *sb);
 /* NULL-terminated "NAME=value" list: the sandbox's envVars overlaid with

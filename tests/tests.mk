@@ -46,3 +46,5 @@ test: deps
 	$(V)$(MAKE) --no-print-directory agent-test
 	$(V)KILN_E2E_VMM=$(BIN)/kiln-vmm KILN_E2E_KERNEL=$(BUILD)/guest/kiln-kernel \
 		KILN_E2E_INITRD=$(BUILD)/initramfs/agent.cpio $(MAKE) --no-print-directory e2e
+	$(V)KILN_E2E_VMM=$(BIN)/kiln-vmm KILN_E2E_KERNEL=$(BUILD)/guest/kiln-kernel \
+		KILN_E2E_INITRD=$(BUILD)/initramfs/agent.cpio $(MAKE) --no-print-directory e2e-e2b

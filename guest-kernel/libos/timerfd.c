@@ -5,11 +5,13 @@
  *
  * Expirations are counted from the clock when asked (read, poll, gettime),
  * so a periodic timer nobody watches costs nothing; the kernel timer only
- * wakes whoever waits. All deadlines are kept on the monotonic clock (which
- * is also CLOCK_BOOTTIME here: the guest never suspends). An absolute
- * CLOCK_REALTIME time is converted once, when set: a later change of the
- * real-time clock does not move it, and TFD_TIMER_CANCEL_ON_SET is
- * accepted but never cancels.
+ * wakes whoever waits. Deadlines are kept on the monotonic clock, or on
+ * CLOCK_BOOTTIME for its timers, which also count the time the VM spent
+ * paused (as Linux's count a suspend); a reader blocked across a pause is
+ * woken on the monotonic clock, late by the pause, and then counts right.
+ * An absolute CLOCK_REALTIME time is converted once, when set: a later
+ * change of the real-time clock does not move it, and
+ * TFD_TIMER_CANCEL_ON_SET is accepted but never cancels.
  */
 #include <linux/fcntl.h>
 #include <linux/poll.h>
@@ -48,10 +50,35 @@ struct kitimerspec {
 
 static const struct file_ops timerfd_ops;
 
+static bool is_boottime(const struct timerfd *t)
+{
+	return t->clockid == CLOCK_BOOTTIME || t->clockid == CLOCK_BOOTTIME_ALARM;
+}
+
+/* Now, on the clock t->next is kept on. */
+static uint64_t tfd_now(const struct timerfd *t)
+{
+	return is_boottime(t) ? time_boottime_ns() : time_monotonic_ns();
+}
+
+static void tfd_fire(struct ktimer *kt);
+
+/* The kernel timer runs on the monotonic clock. */
+static void tfd_timer_add(struct timerfd *t)
+{
+	uint64_t at = t->next;
+
+	if (is_boottime(t)) {
+		uint64_t paused = time_boottime_ns() - time_monotonic_ns();
+		at = at > paused ? at - paused : 1;
+	}
+	ktimer_add(&t->kt, at, tfd_fire);
+}
+
 /* Count the expirations up to now. */
 static void tfd_update(struct timerfd *t)
 {
-	uint64_t now = time_monotonic_ns(), n;
+	uint64_t now = tfd_now(t), n;
 
 	if (!t->next || now < t->next)
 		return;
@@ -71,7 +98,7 @@ static void tfd_fire(struct ktimer *kt)
 
 	tfd_update(t);
 	if (t->next && t->wq.head) /* still waited for: the next one too */
-		ktimer_add(&t->kt, t->next, tfd_fire);
+		tfd_timer_add(t);
 	wake_all(&t->wq);
 }
 
@@ -79,7 +106,7 @@ static void tfd_fire(struct ktimer *kt)
 static void tfd_arm(struct timerfd *t)
 {
 	if (t->next && !ktimer_pending(&t->kt))
-		ktimer_add(&t->kt, t->next, tfd_fire);
+		tfd_timer_add(t);
 }
 
 static bool tfd_ready(struct timerfd *t)
@@ -216,7 +243,7 @@ static void ts_put(int64_t *sec, int64_t *nsec, uint64_t ns)
 
 static void tfd_current(struct timerfd *t, struct kitimerspec *its)
 {
-	uint64_t now = time_monotonic_ns();
+	uint64_t now = tfd_now(t);
 
 	tfd_update(t);
 	ts_put(&its->interval_sec, &its->interval_nsec, t->interval);
@@ -245,7 +272,7 @@ SYSCALL_DEFINE(timerfd_settime)
 	t->next = 0;
 	value = ts_ns(nw.value_sec, nw.value_nsec);
 	if (value) {
-		now = time_monotonic_ns();
+		now = tfd_now(t);
 		if (!(flags & TFD_TIMER_ABSTIME)) {
 			t->next = now + value;
 		} else if (t->clockid == CLOCK_REALTIME || t->clockid == CLOCK_REALTIME_ALARM) {
@@ -255,7 +282,7 @@ SYSCALL_DEFINE(timerfd_settime)
 			t->next = value;
 		}
 		t->next = MAX(t->next, 1);
-		ktimer_add(&t->kt, t->next, tfd_fire);
+		tfd_timer_add(t);
 	}
 	if (a3 && copy_to_user((void *)a3, &old, sizeof(old)))
 		return -EFAULT;

@@ -45,3 +45,10 @@ e2e-unit: $(E2E_UNIT:%=$(E2E_BIN)/unit/%)
 	$(V)set -e; for t in $^; do echo "unit (asan+ubsan): $$t"; CK_FORK=no $$t; done
 
 e2e: e2e-unit
+
+# The official E2B JS SDK against kilnd (tests/e2e/e2b). Needs node and npm;
+# the pinned SDK is installed into tests/e2e/e2b/node_modules on first use.
+#   KILN_E2E_VMM=build/bin/kiln-vmm make e2e-e2b    on real VMs
+.PHONY: e2e-e2b
+e2e-e2b: $(BIN)/kilnd $(E2E_BIN)/fake-vmm
+	$(V)bash tests/e2e/e2b/run.sh

@@ -1,0 +1,758 @@
+// The official E2B JS SDK (npm "e2b", pinned in package.json) against a
+// self-hosted kilnd: starts kilnd with --listen-tcp (the control API) and
+// --envd-listen (envd), points the SDK at them with E2B_API_URL and
+// E2B_SANDBOX_URL, and drives sandboxes, commands, ptys and files through it.
+//
+//   bash tests/e2e/e2b/run.sh [FILTER]      (installs the SDK, then runs this)
+//
+// The VMM is the fake one (tests/e2e/fake-vmm) unless KILN_E2E_VMM names
+// another (with KILN_E2E_KERNEL, KILN_E2E_INITRD), as in tests/e2e/run.sh.
+// KILN_E2E_KILND picks another kilnd build. Prints "ok"/"not ok" per case,
+// "N passed, N failed" at the end, and exits 1 if anything failed.
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import fs from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import assert from 'node:assert/strict'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const ROOT = path.resolve(here, '../../..')
+// relative paths are taken from the top of the tree, as in tests/e2e/run.sh
+const fromRoot = (p, def) => path.resolve(ROOT, p || def)
+const KILND = fromRoot(process.env.KILN_E2E_KILND, 'build/bin/kilnd')
+const VMM = fromRoot(process.env.KILN_E2E_VMM, 'build/tests/e2e/fake-vmm')
+const KERNEL = fromRoot(process.env.KILN_E2E_KERNEL, 'build/guest/kiln-kernel')
+const INITRD = fromRoot(process.env.KILN_E2E_INITRD, 'build/initramfs/agent.cpio')
+const FAKE = VMM.endsWith('/fake-vmm')
+const FILTER = process.argv[2] || ''
+
+for (const f of [KILND, VMM]) {
+  if (!fs.existsSync(f)) {
+    console.log(`e2b: missing ${f} (build with: make e2e-build)`)
+    process.exit(1)
+  }
+}
+
+const T = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-e2b.'))
+const DATA = `${T}/data`
+const API_PORT = 20000 + Math.floor(Math.random() * 20000)
+const ENVD_PORT = API_PORT + 1
+const API_KEY = 'e2b_' + randomBytes(20).toString('hex')
+const API_URL = `http://127.0.0.1:${API_PORT}`
+const SANDBOX_URL = `http://127.0.0.1:${ENVD_PORT}`
+// A directory inside the guest (with the fake VMM the guest's files are the
+// host's: keep it unique).
+const G = `/tmp/kiln-e2b-guest-${process.pid}`
+
+process.env.E2B_API_KEY = API_KEY
+process.env.E2B_API_URL = API_URL
+process.env.E2B_SANDBOX_URL = SANDBOX_URL
+delete process.env.E2B_DEBUG
+delete process.env.E2B_DOMAIN
+
+const e2b = await import('e2b')
+const { Sandbox, CommandExitError, FileNotFoundError, SandboxError, TimeoutError } = e2b
+
+// ---------------------------------------------------------------- kilnd
+
+let kilnd
+const log = fs.openSync(`${T}/kilnd.log`, 'a')
+
+async function startKilnd() {
+  kilnd = spawn(KILND, [
+    '--data-dir', DATA, '--vmm', VMM, '--kernel', KERNEL, '--initrd', INITRD,
+    '--listen-tcp', `127.0.0.1:${API_PORT}`, '--envd-listen', `127.0.0.1:${ENVD_PORT}`,
+    '--api-key', API_KEY, '--boot-timeout', '20',
+  ], { stdio: ['ignore', log, log] })
+  for (let i = 0; i < 200; i++) {
+    try {
+      const r = await fetch(`${API_URL}/health`)
+      if (r.ok) return
+    } catch {}
+    await sleep(50)
+  }
+  console.log('e2b: kilnd did not start; log:\n' + fs.readFileSync(`${T}/kilnd.log`, 'utf8'))
+  process.exit(1)
+}
+
+function cleanup() {
+  if (kilnd && kilnd.exitCode === null) kilnd.kill('SIGTERM')
+  // the VMMs outlive kilnd by design: end them by their recorded pids
+  const dir = `${DATA}/sandboxes`
+  for (const id of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
+    try {
+      const pid = parseInt(fs.readFileSync(`${dir}/${id}/vmm.pid`, 'utf8'))
+      if (pid > 1) process.kill(-pid, 'SIGKILL')
+    } catch {}
+  }
+  if (FAKE) fs.rmSync(G, { recursive: true, force: true })
+  if (!process.env.KILN_E2E_KEEP) fs.rmSync(T, { recursive: true, force: true })
+}
+
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => {
+    console.log(`e2b: ${sig}, cleaning up`)
+    cleanup()
+    process.exit(1)
+  })
+}
+
+// ---------------------------------------------------------------- harness
+
+let passed = 0
+let failed = 0
+
+function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms))
+}
+
+function withTimeout(p, ms, what) {
+  let t
+  return Promise.race([
+    p.finally(() => clearTimeout(t)),
+    new Promise((_, rej) => {
+      t = setTimeout(() => rej(new Error(`${what}: no answer within ${ms} ms`)), ms)
+    }),
+  ])
+}
+
+// FILTER runs only the cases whose name contains it (and the setup ones).
+async function test(name, fn, ms = 30000, setup = false) {
+  if (FILTER && !setup && !name.includes(FILTER)) return
+  try {
+    await withTimeout(Promise.resolve().then(fn), ms, name)
+    passed++
+    console.log(`ok - ${name}`)
+  } catch (e) {
+    failed++
+    console.log(`not ok - ${name}`)
+    for (const line of String(e && e.stack ? e.stack : e).split('\n').slice(0, 8))
+      console.log(`#   ${line}`)
+  }
+}
+
+async function rejects(p, check) {
+  try {
+    await p
+  } catch (e) {
+    if (check) check(e)
+    return e
+  }
+  throw new Error('expected a rejection')
+}
+
+// ---------------------------------------------------------------- raw envd
+
+function envelope(obj, flags = 0) {
+  const p = Buffer.from(JSON.stringify(obj))
+  const b = Buffer.alloc(5 + p.length)
+  b[0] = flags
+  b.writeUInt32BE(p.length, 1)
+  p.copy(b, 5)
+  return b
+}
+
+function parseEnvelopes(buf) {
+  const out = []
+  let o = 0
+  while (o + 5 <= buf.length) {
+    const n = buf.readUInt32BE(o + 1)
+    out.push({ flags: buf[o], msg: JSON.parse(buf.subarray(o + 5, o + 5 + n).toString()) })
+    o += 5 + n
+  }
+  assert.equal(o, buf.length, 'trailing bytes after the last envelope')
+  return out
+}
+
+async function envdHeaders(sandboxId) {
+  const r = await fetch(`${API_URL}/sandboxes/${sandboxId}`, { headers: { 'X-API-Key': API_KEY } })
+  const j = await r.json()
+  assert.ok(j.envdAccessToken, 'GET /sandboxes/{id} has envdAccessToken')
+  return { 'E2b-Sandbox-Id': sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': j.envdAccessToken }
+}
+
+async function rpcStream(h, method, msg, extra = {}) {
+  const r = await fetch(`${SANDBOX_URL}/${method}`, {
+    method: 'POST',
+    headers: { ...h, 'Content-Type': 'application/connect+json', 'Connect-Protocol-Version': '1', ...extra },
+    body: msg instanceof Buffer ? msg : envelope(msg),
+  })
+  assert.equal(r.status, 200)
+  assert.equal(r.headers.get('content-type'), 'application/connect+json')
+  const all = parseEnvelopes(Buffer.from(await r.arrayBuffer()))
+  const last = all.pop()
+  assert.equal(last.flags, 2, 'the stream ends with an end-of-stream envelope')
+  return { events: all.map((e) => e.msg.event), end: last.msg }
+}
+
+async function rpcUnary(h, method, body, ctype = 'application/json') {
+  const r = await fetch(`${SANDBOX_URL}/${method}`, {
+    method: 'POST',
+    headers: { ...h, 'Content-Type': ctype, 'Connect-Protocol-Version': '1' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  })
+  return { status: r.status, body: await r.json().catch(() => null) }
+}
+
+// Send raw bytes on a fresh connection, then hang up.
+function rawSend(port, bytes) {
+  return new Promise((resolve) => {
+    const s = net.connect(port, '127.0.0.1', () => {
+      s.write(bytes, () => setTimeout(() => { s.destroy(); resolve() }, 300))
+    })
+    s.on('error', resolve)
+  })
+}
+
+// ---------------------------------------------------------------- tests
+
+async function main() {
+  await startKilnd()
+  let sbx
+  let other
+
+  await test('Sandbox.create() answers with an id and envd 0.6.4', async () => {
+    // With the fake VMM the guest is the host: keep the SDK's login shells
+    // (bash -l) away from the host's dotfiles.
+    const envs = { SB_ENV: 'from-create', ...(FAKE ? { HOME: `${T}/home` } : {}) }
+    sbx = await Sandbox.create({ metadata: { suite: 'e2b', n: '1' }, envs })
+    assert.match(sbx.sandboxId, /^[a-z0-9]+$/)
+    const info = await sbx.getInfo()
+    assert.equal(info.envdVersion, '0.6.4')
+  }, 60000, true)
+  if (!sbx) {
+    console.log('# no sandbox: the remaining cases cannot run')
+    return
+  }
+  await sbx.commands.run(`mkdir -p ${G}`)
+
+  // ------------------------------------------------------------ control plane
+
+  await test('getInfo reports state, template and metadata', async () => {
+    const info = await sbx.getInfo()
+    assert.equal(info.sandboxId, sbx.sandboxId)
+    assert.equal(info.templateId, 'base')
+    assert.equal(info.state, 'running')
+    assert.deepEqual(info.metadata, { suite: 'e2b', n: '1' })
+    assert.ok(info.endAt > info.startedAt)
+  })
+
+  await test('isRunning() is true (envd GET /health)', async () => {
+    assert.equal(await sbx.isRunning(), true)
+  })
+
+  await test('setTimeout moves endAt', async () => {
+    const before = await sbx.getInfo()
+    await sbx.setTimeout(600_000)
+    const after = await sbx.getInfo()
+    const left = after.endAt.getTime() - Date.now()
+    assert.ok(left > 550_000 && left <= 601_000, `endAt ${after.endAt.toISOString()}`)
+    assert.notEqual(after.endAt.getTime(), before.endAt.getTime())
+  })
+
+  await test('Sandbox.list filters by metadata and pages with X-Next-Token', async () => {
+    other = await Sandbox.create({ metadata: { suite: 'e2b', n: '2' }, envs: FAKE ? { HOME: `${T}/home` } : {} })
+    const mine = await Sandbox.list({ query: { metadata: { suite: 'e2b' } } }).nextItems()
+    const ids = mine.map((s) => s.sandboxId).sort()
+    assert.deepEqual(ids, [sbx.sandboxId, other.sandboxId].sort())
+    const one = await Sandbox.list({ query: { metadata: { n: '2' } } }).nextItems()
+    assert.deepEqual(one.map((s) => s.sandboxId), [other.sandboxId])
+    const pager = Sandbox.list({ limit: 1, query: { metadata: { suite: 'e2b' } } })
+    const seen = []
+    while (pager.hasNext) {
+      const page = await pager.nextItems()
+      assert.ok(page.length <= 1)
+      seen.push(...page.map((s) => s.sandboxId))
+      assert.ok(seen.length <= 3, 'paging does not end')
+    }
+    assert.deepEqual(seen.sort(), ids)
+    assert.equal(mine[0].state, 'running')
+  }, 60000)
+
+  await test('Sandbox.connect() returns a working sandbox', async () => {
+    const again = await Sandbox.connect(sbx.sandboxId)
+    assert.equal(again.sandboxId, sbx.sandboxId)
+    const r = await again.commands.run('echo connected')
+    assert.equal(r.stdout, 'connected\n')
+  })
+
+  await test('connect() to an unknown sandbox throws', async () => {
+    await rejects(Sandbox.connect('nosuchsandbox000000'), (e) =>
+      assert.match(String(e.name), /NotFound/))
+  })
+
+  await test('pause is refused (409): pause() returns false', async () => {
+    assert.equal(await Sandbox.pause(sbx.sandboxId), false)
+    assert.equal((await sbx.getInfo()).state, 'running')
+  })
+
+  await test('getMetrics returns memory figures', async () => {
+    const m = await sbx.getMetrics()
+    assert.ok(Array.isArray(m) && m.length >= 1)
+    assert.ok(m[0].memTotal > 0)
+  })
+
+  await test('a wrong API key is refused (AuthenticationError)', async () => {
+    await rejects(Sandbox.list({ apiKey: 'e2b_00' }).nextItems(), (e) =>
+      assert.equal(e.name, 'AuthenticationError'))
+  })
+
+  await test('envd refuses a wrong X-Access-Token (401), /health needs none', async () => {
+    const h = { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983' }
+    let r = await fetch(`${SANDBOX_URL}/health`, { headers: h })
+    assert.equal(r.status, 204)
+    r = await fetch(`${SANDBOX_URL}/process.Process/List`, {
+      method: 'POST',
+      headers: { ...h, 'Content-Type': 'application/json', 'X-Access-Token': 'nope' },
+      body: '{}',
+    })
+    assert.equal(r.status, 401)
+    assert.equal((await r.json()).code, 'unauthenticated')
+    r = await fetch(`${SANDBOX_URL}/files?path=/etc/hostname`, { headers: h })
+    assert.equal(r.status, 401)
+  })
+
+  // ------------------------------------------------------------ commands
+
+  await test("commands.run('echo hi')", async () => {
+    const r = await sbx.commands.run('echo hi')
+    assert.equal(r.exitCode, 0)
+    assert.equal(r.stdout, 'hi\n')
+    assert.equal(r.stderr, '')
+  })
+
+  await test('onStdout/onStderr stream the output in order', async () => {
+    const out = []
+    const err = []
+    const r = await sbx.commands.run(
+      'for i in 1 2 3; do echo out$i; echo err$i >&2; sleep 0.05; done', {
+        onStdout: (d) => out.push(d),
+        onStderr: (d) => err.push(d),
+      })
+    assert.equal(out.join(''), 'out1\nout2\nout3\n')
+    assert.equal(err.join(''), 'err1\nerr2\nerr3\n')
+    assert.ok(out.length >= 2, 'stdout arrived in pieces')
+    assert.equal(r.stdout, 'out1\nout2\nout3\n')
+  })
+
+  await test('a non-zero exit throws CommandExitError with the code', async () => {
+    const e = await rejects(sbx.commands.run('echo partial; exit 3'))
+    assert.ok(e instanceof CommandExitError, `got ${e}`)
+    assert.equal(e.exitCode, 3)
+    assert.equal(e.stdout, 'partial\n')
+  })
+
+  await test('envs: per command and from Sandbox.create', async () => {
+    const r = await sbx.commands.run('echo "$FOO $SB_ENV"', { envs: { FOO: 'bar' } })
+    assert.equal(r.stdout, 'bar from-create\n')
+  })
+
+  await test("user: 'root' and 'user' run as root; other users are refused", async () => {
+    assert.equal((await sbx.commands.run('id -u', { user: 'root' })).stdout, '0\n')
+    assert.equal((await sbx.commands.run('id -u', { user: 'user' })).stdout, '0\n')
+    await rejects(sbx.commands.run('id -u', { user: 'nobody' }), (e) =>
+      assert.match(String(e), /unknown user/))
+    await sbx.files.write(`${G}/as-root`, 'r', { user: 'root' })
+    assert.equal(await sbx.files.read(`${G}/as-root`, { user: 'root' }), 'r')
+    await rejects(sbx.files.read('/etc/hostname', { user: 'nobody' }), (e) =>
+      assert.match(String(e), /unknown user/))
+  })
+
+  await test('cwd: given, and /root by default', async () => {
+    assert.equal((await sbx.commands.run('pwd', { cwd: G })).stdout, `${G}\n`)
+    assert.equal((await sbx.commands.run('pwd')).stdout, '/root\n')
+  })
+
+  await test('timeoutMs kills the command (TimeoutError)', async () => {
+    const t0 = Date.now()
+    const e = await rejects(sbx.commands.run('sleep 20', { timeoutMs: 1000 }))
+    assert.ok(e instanceof TimeoutError || /deadline|timeout/i.test(String(e)), `got ${e}`)
+    assert.ok(Date.now() - t0 < 10000)
+    // and the process is gone (the client's deadline may fire just before)
+    let left
+    for (let i = 0; i < 40; i++) {
+      left = (await sbx.commands.list()).filter((p) => p.args && p.args.includes('sleep 20'))
+      if (!left.length) break
+      await sleep(50)
+    }
+    assert.deepEqual(left, [])
+  })
+
+  await test('1 MB of output arrives whole', async () => {
+    const r = await sbx.commands.run("head -c 1000000 /dev/zero | tr '\\0' a")
+    assert.equal(r.stdout.length, 1000000)
+    assert.ok(/^a+$/.test(r.stdout))
+  })
+
+  await test('background: handle, commands.list, wait()', async () => {
+    const h = await sbx.commands.run('sleep 1; echo done', { background: true, timeoutMs: 0 })
+    assert.ok(h.pid > 0)
+    const list = await sbx.commands.list()
+    const me = list.find((p) => p.pid === h.pid)
+    assert.ok(me, `pid ${h.pid} not in ${JSON.stringify(list)}`)
+    assert.deepEqual(me.args.slice(-1), ['sleep 1; echo done'])
+    const r = await h.wait()
+    assert.equal(r.stdout, 'done\n')
+  })
+
+  await test('commands.kill ends a background command; kill again is false', async () => {
+    const h = await sbx.commands.run('sleep 30', { background: true, timeoutMs: 0 })
+    assert.equal(await sbx.commands.kill(h.pid), true)
+    const e = await rejects(h.wait())
+    assert.ok(e instanceof CommandExitError, `got ${e}`)
+    assert.equal(e.exitCode, -1)
+    await sleep(100)
+    assert.equal(await sbx.commands.kill(h.pid), false)
+  })
+
+  await test('disconnect, then commands.connect(pid) sees the rest and the exit', async () => {
+    const h = await sbx.commands.run('sleep 0.5; echo one; sleep 0.5; echo two', {
+      background: true,
+      timeoutMs: 0,
+    })
+    await h.disconnect()
+    const got = []
+    const h2 = await sbx.commands.connect(h.pid, { onStdout: (d) => got.push(d) })
+    const r = await h2.wait()
+    assert.equal(r.exitCode, 0)
+    assert.ok(got.join('').includes('two'), `got ${JSON.stringify(got)}`)
+  })
+
+  await test('stdin: sendStdin and closeStdin', async () => {
+    const h = await sbx.commands.run('cat', { background: true, stdin: true, timeoutMs: 0 })
+    await sbx.commands.sendStdin(h.pid, 'hello ')
+    await h.sendStdin('stdin\n')
+    await sbx.commands.closeStdin(h.pid)
+    const r = await h.wait()
+    assert.equal(r.stdout, 'hello stdin\n')
+  })
+
+  await test('connect to an unknown pid throws', async () => {
+    await rejects(sbx.commands.connect(999999), (e) =>
+      assert.match(String(e), /not found/i))
+  })
+
+  // ------------------------------------------------------------ pty
+
+  await test('pty: create, sendInput, resize, kill', async () => {
+    let out = ''
+    const dec = new TextDecoder()
+    const waitFor = async (re) => {
+      for (let i = 0; i < 100 && !re.test(out); i++) await sleep(50)
+      assert.match(out, re)
+    }
+    const h = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => (out += dec.decode(d)), timeoutMs: 0 })
+    assert.ok(h.pid > 0)
+    await sbx.pty.sendInput(h.pid, new TextEncoder().encode('echo pty-$((6*7))\n'))
+    await waitFor(/pty-42/)
+    await sbx.pty.resize(h.pid, { cols: 100, rows: 40 })
+    await sbx.pty.sendInput(h.pid, new TextEncoder().encode('stty size\n'))
+    await waitFor(/40 100/)
+    assert.equal(await sbx.pty.kill(h.pid), true)
+    await rejects(h.wait())
+  })
+
+  // ------------------------------------------------------------ files
+
+  await test('files.write and read (text)', async () => {
+    const info = await sbx.files.write(`${G}/a.txt`, 'hello kiln\n')
+    assert.equal(info.path, `${G}/a.txt`)
+    assert.equal(info.name, 'a.txt')
+    assert.equal(await sbx.files.read(`${G}/a.txt`), 'hello kiln\n')
+  })
+
+  await test('files.write and read (300 KB of binary, both upload encodings)', async () => {
+    const data = randomBytes(300_000)
+    await sbx.files.write(`${G}/bin`, data)
+    const back = await sbx.files.read(`${G}/bin`, { format: 'bytes' })
+    assert.ok(Buffer.from(back).equals(data))
+    await sbx.files.write(`${G}/bin2`, data, { useOctetStream: true })
+    const back2 = await sbx.files.read(`${G}/bin2`, { format: 'bytes' })
+    assert.ok(Buffer.from(back2).equals(data))
+  })
+
+  await test('an empty file round-trips', async () => {
+    await sbx.files.write(`${G}/empty`, '')
+    assert.equal(await sbx.files.read(`${G}/empty`), '')
+  })
+
+  await test('files.write creates missing directories; writes several at once', async () => {
+    await sbx.files.write(`${G}/new/deeper/x.txt`, 'x')
+    assert.equal(await sbx.files.read(`${G}/new/deeper/x.txt`), 'x')
+    const res = await sbx.files.write([
+      { path: `${G}/multi/1.txt`, data: 'one' },
+      { path: `${G}/multi/2.txt`, data: 'two' },
+    ])
+    assert.equal(res.length, 2)
+    assert.equal(await sbx.files.read(`${G}/multi/2.txt`), 'two')
+  })
+
+  await test('a file written by a command is readable, and the reverse', async () => {
+    await sbx.commands.run(`echo from-cmd > ${G}/cmd.txt`)
+    assert.equal(await sbx.files.read(`${G}/cmd.txt`), 'from-cmd\n')
+    await sbx.files.write(`${G}/sdk.txt`, 'from-sdk')
+    assert.equal((await sbx.commands.run(`cat ${G}/sdk.txt`)).stdout, 'from-sdk')
+  })
+
+  await test('files.list (depth 1 and 2) with types', async () => {
+    const l = await sbx.files.list(`${G}/new`)
+    assert.deepEqual(l.map((e) => [e.name, e.type, e.path]), [['deeper', 'dir', `${G}/new/deeper`]])
+    const l2 = await sbx.files.list(`${G}/new`, { depth: 2 })
+    const names = l2.map((e) => e.path).sort()
+    assert.deepEqual(names, [`${G}/new/deeper`, `${G}/new/deeper/x.txt`])
+    assert.equal(l2.find((e) => e.name === 'x.txt').type, 'file')
+  })
+
+  await test('files.exists and getInfo', async () => {
+    assert.equal(await sbx.files.exists(`${G}/a.txt`), true)
+    assert.equal(await sbx.files.exists(`${G}/nope`), false)
+    const i = await sbx.files.getInfo(`${G}/a.txt`)
+    assert.equal(i.type, 'file')
+    assert.equal(i.size, 11)
+    assert.equal(i.name, 'a.txt')
+    assert.match(i.permissions, /^-rw/)
+    assert.ok(i.modifiedTime instanceof Date && Math.abs(i.modifiedTime - Date.now()) < 3600e3)
+    const d = await sbx.files.getInfo(G)
+    assert.equal(d.type, 'dir')
+  })
+
+  await test('files.makeDir: true when made, false when it exists', async () => {
+    assert.equal(await sbx.files.makeDir(`${G}/made/inner`), true)
+    assert.equal(await sbx.files.makeDir(`${G}/made/inner`), false)
+    assert.equal((await sbx.files.getInfo(`${G}/made/inner`)).type, 'dir')
+  })
+
+  await test('files.rename', async () => {
+    await sbx.files.write(`${G}/old.txt`, 'moved')
+    const e = await sbx.files.rename(`${G}/old.txt`, `${G}/moved/new.txt`)
+    assert.equal(e.path, `${G}/moved/new.txt`)
+    assert.equal(await sbx.files.exists(`${G}/old.txt`), false)
+    assert.equal(await sbx.files.read(`${G}/moved/new.txt`), 'moved')
+  })
+
+  await test('files.remove (a file, a tree, a missing path)', async () => {
+    await sbx.files.remove(`${G}/a.txt`)
+    assert.equal(await sbx.files.exists(`${G}/a.txt`), false)
+    await sbx.files.remove(`${G}/new`)
+    assert.equal(await sbx.files.exists(`${G}/new`), false)
+    await sbx.files.remove(`${G}/never-was`)
+  })
+
+  await test('reading a missing file throws FileNotFoundError', async () => {
+    await rejects(sbx.files.read(`${G}/missing`), (e) =>
+      assert.ok(e instanceof FileNotFoundError, `got ${e}`))
+    await rejects(sbx.files.getInfo(`${G}/missing`), (e) =>
+      assert.ok(e instanceof FileNotFoundError, `got ${e}`))
+  })
+
+  await test('relative paths are in /root', async () => {
+    const name = `kiln-e2b-rel-${process.pid}.txt`
+    await sbx.files.write(name, 'rel')
+    try {
+      assert.equal(await sbx.files.read(`/root/${name}`), 'rel')
+      assert.equal((await sbx.commands.run(`cat ${name}`)).stdout, 'rel')
+    } finally {
+      await sbx.files.remove(name)
+    }
+  })
+
+  await test('downloadUrl/uploadUrl work without headers (signed)', async () => {
+    await sbx.files.write(`${G}/dl.txt`, 'signed')
+    const r = await fetch(await sbx.downloadUrl(`${G}/dl.txt`))
+    assert.equal(r.status, 200)
+    assert.equal(await r.text(), 'signed')
+    const fd = new FormData()
+    fd.append('file', new Blob(['uploaded']), `${G}/ul.txt`)
+    const u = await fetch(await sbx.uploadUrl(`${G}/ul.txt`), { method: 'POST', body: fd })
+    assert.equal(u.status, 200)
+    assert.equal(await sbx.files.read(`${G}/ul.txt`), 'uploaded')
+    const bad = await fetch(`${SANDBOX_URL}/files?path=${G}/dl.txt&signature=v1_nope`)
+    assert.equal(bad.status, 400)
+  })
+
+  await test('watchDir fails cleanly (not implemented)', async () => {
+    const e = await rejects(sbx.files.watchDir(G, () => {}))
+    assert.match(String(e), /not implemented|unimplemented/i)
+  })
+
+
+  // ------------------------------------------------------------ envd protocol, raw
+
+  let H
+  await test('raw Start: start, data (base64), end event, end-of-stream {}', async () => {
+    H = await envdHeaders(sbx.sandboxId)
+    const { events, end } = await rpcStream(H, 'process.Process/Start', {
+      process: { cmd: '/bin/sh', args: ['-c', 'printf hi; printf err >&2; exit 4'] },
+      stdin: false,
+    })
+    assert.ok(events[0].start.pid > 0)
+    const out = events.filter((e) => e.data && e.data.stdout).map((e) => Buffer.from(e.data.stdout, 'base64')).join('')
+    const err = events.filter((e) => e.data && e.data.stderr).map((e) => Buffer.from(e.data.stderr, 'base64')).join('')
+    assert.equal(out, 'hi')
+    assert.equal(err, 'err')
+    assert.deepEqual(events.at(-1).end, { exitCode: 4, exited: true, status: 'exit status 4' })
+    assert.deepEqual(end, {})
+  })
+
+  await test('raw Start: keepalive events after Keepalive-Ping-Interval', async () => {
+    const { events } = await rpcStream(H, 'process.Process/Start',
+      { process: { cmd: '/bin/sh', args: ['-c', 'sleep 2.5'] } }, { 'Keepalive-Ping-Interval': '1' })
+    assert.ok(events.filter((e) => e.keepalive).length >= 2, JSON.stringify(events))
+    assert.ok(events.at(-1).end)
+  })
+
+  await test('raw Start: a missing program is not_found in the end-of-stream', async () => {
+    const { events, end } = await rpcStream(H, 'process.Process/Start', { process: { cmd: '/no/such/program' } })
+    assert.equal(events.length, 0)
+    assert.equal(end.error.code, 'not_found')
+  })
+
+  await test('raw Start: signal death is exitCode -1, "signal: killed"', async () => {
+    const { events } = await rpcStream(H, 'process.Process/Start',
+      { process: { cmd: '/bin/sh', args: ['-c', 'kill -KILL $$'] } })
+    assert.deepEqual(events.at(-1).end, { exitCode: -1, exited: false, status: 'signal: killed' })
+  })
+
+  await test('raw Connect: Connect-Timeout-Ms ends the stream, not the process', async () => {
+    const h = await sbx.commands.run('sleep 3', { background: true, timeoutMs: 0 })
+    const t0 = Date.now()
+    const { events, end } = await rpcStream(H, 'process.Process/Connect',
+      { process: { pid: h.pid } }, { 'Connect-Timeout-Ms': '500' })
+    assert.ok(Date.now() - t0 < 2500)
+    assert.equal(events[0].start.pid, h.pid)
+    assert.equal(end.error.code, 'deadline_exceeded')
+    assert.ok((await sbx.commands.list()).some((p) => p.pid === h.pid))
+    await h.wait()
+  })
+
+  await test('raw: bad requests get Connect errors', async () => {
+    let r = await rpcStream(H, 'process.Process/Start', Buffer.from([0, 0, 0, 0, 9, 1]))
+    assert.equal(r.end.error.code, 'invalid_argument')
+    r = await rpcStream(H, 'process.Process/Start', { process: { args: ['x'] } })
+    assert.equal(r.end.error.code, 'invalid_argument')
+    r = await rpcStream(H, 'process.Process/Start', envelope({ process: { cmd: 'x' } }, 1))
+    assert.equal(r.end.error.code, 'invalid_argument')
+    let u = await rpcUnary(H, 'process.Process/List', '{not json')
+    assert.deepEqual([u.status, u.body.code], [400, 'invalid_argument'])
+    u = await rpcUnary(H, 'process.Process/List', '{}', 'application/proto')
+    assert.equal(u.status, 415)
+    u = await rpcUnary(H, 'process.Process/Nope', '{}')
+    assert.deepEqual([u.status, u.body.code], [501, 'unimplemented'])
+    u = await rpcUnary(H, 'process.Process/SendSignal', { process: { pid: 4242424 }, signal: 'SIGNAL_SIGKILL' })
+    assert.deepEqual([u.status, u.body.code], [404, 'not_found'])
+    u = await rpcUnary(H, 'process.Process/SendSignal', { process: {}, signal: 'SIGNAL_SIGKILL' })
+    assert.deepEqual([u.status, u.body.code], [400, 'invalid_argument'])
+    u = await rpcUnary(H, 'filesystem.Filesystem/Stat', { path: 7 })
+    assert.deepEqual([u.status, u.body.code], [400, 'invalid_argument'])
+    await sbx.files.write(`${G}/plain`, 'p')
+    u = await rpcUnary(H, 'filesystem.Filesystem/ListDir', { path: `${G}/plain` })
+    assert.deepEqual([u.status, u.body.code], [400, 'invalid_argument'])
+    r = await rpcStream(H, 'process.Process/StreamInput', {})
+    assert.equal(r.end.error.code, 'unimplemented')
+  })
+
+  await test('raw: unknown sandbox and other ports answer 502', async () => {
+    let r = await fetch(`${SANDBOX_URL}/health`, { headers: { 'E2b-Sandbox-Id': 'nosuch' } })
+    assert.equal(r.status, 502)
+    r = await fetch(`${SANDBOX_URL}/health`, { headers: { ...H, 'E2b-Sandbox-Port': '49999' } })
+    assert.equal(r.status, 502)
+    r = await fetch(`${SANDBOX_URL}/health`)
+    assert.equal(r.status, 502)
+  })
+
+  await test(`at most 32 processes per sandbox (resource_exhausted)`, async () => {
+    const hs = []
+    try {
+      for (let i = 0; i < 32; i++)
+        hs.push(await sbx.commands.run('sleep 30', { background: true, timeoutMs: 0 }))
+      const e = await rejects(sbx.commands.run('sleep 30', { background: true, timeoutMs: 0 }))
+      assert.match(String(e), /too many processes/)
+    } finally {
+      for (const h of hs) await h.kill()
+    }
+    assert.equal((await sbx.commands.run('echo again')).stdout, 'again\n')
+  }, 60000)
+
+  await test('2 MB through sendStdin arrives whole', async () => {
+    const h = await sbx.commands.run(`cat > ${G}/stdin.bin`, { background: true, stdin: true, timeoutMs: 0 })
+    const chunk = 'x'.repeat(1 << 20)
+    await h.sendStdin(chunk)
+    await h.sendStdin(chunk)
+    await h.closeStdin()
+    await h.wait()
+    assert.equal((await sbx.files.getInfo(`${G}/stdin.bin`)).size, 2 << 20)
+  })
+
+  await test('uploads: a truncated multipart body is 400 and writes nothing', async () => {
+    const r = await fetch(`${SANDBOX_URL}/files?path=${G}/trunc`, {
+      method: 'POST',
+      headers: { ...H, 'Content-Type': 'multipart/form-data; boundary=XyZ' },
+      body: '--XyZ\r\nContent-Disposition: form-data; name="file"; filename="t"\r\n\r\npartial data',
+    })
+    assert.equal(r.status, 400)
+    assert.equal(await sbx.files.exists(`${G}/trunc`), false)
+  })
+
+  await test('uploads: a client that hangs up mid-file leaves the old content', async () => {
+    await sbx.files.write(`${G}/atomic`, 'old')
+    const head = `POST /files?path=${G}/atomic HTTP/1.1\r\nHost: x\r\n` +
+      Object.entries(H).map(([k, v]) => `${k}: ${v}\r\n`).join('') +
+      'Content-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n'
+    await rawSend(ENVD_PORT, Buffer.concat([Buffer.from(head), Buffer.alloc(200000, 65)]))
+    await sleep(200)
+    assert.equal(await sbx.files.read(`${G}/atomic`), 'old')
+  })
+
+  await test('uploads: a non-file form field is skipped; filename escapes are undone', async () => {
+    const b = '--B\r\nContent-Disposition: form-data; name="other"\r\n\r\nignored\r\n' +
+      `--B\r\nContent-Disposition: form-data; name="file"; filename="${G}/q%22uote"\r\n` +
+      'Content-Type: application/octet-stream\r\n\r\nQ\r\n--B--\r\n'
+    const r = await fetch(`${SANDBOX_URL}/files`, {
+      method: 'POST', headers: { ...H, 'Content-Type': 'multipart/form-data; boundary=B' }, body: b,
+    })
+    assert.equal(r.status, 200)
+    assert.deepEqual(await r.json(), [{ name: 'q"uote', type: 'file', path: `${G}/q"uote` }])
+    assert.equal(await sbx.files.read(`${G}/q"uote`), 'Q')
+  })
+
+  // ------------------------------------------------------------ one port for both
+
+  await test('envd on the control port (E2B_SANDBOX_URL = E2B_API_URL)', async () => {
+    const same = await Sandbox.connect(sbx.sandboxId, { sandboxUrl: API_URL })
+    assert.equal((await same.commands.run('echo same-port')).stdout, 'same-port\n')
+    await same.files.write(`${G}/same.txt`, 'same')
+    assert.equal(await same.files.read(`${G}/same.txt`), 'same')
+    assert.equal(await same.isRunning(), true)
+  })
+
+  // ------------------------------------------------------------ the end
+
+  await test('kill: true, then false; the sandbox is gone', async () => {
+    assert.equal(await other.kill(), true)
+    assert.equal(await Sandbox.kill(other.sandboxId), false)
+    await rejects(Sandbox.getInfo(other.sandboxId), (e) => assert.match(e.name, /NotFound/))
+    assert.equal(await other.isRunning(), false)
+  })
+
+  await test('a running command ends when its sandbox is killed', async () => {
+    const h = await sbx.commands.run('sleep 30', { background: true, timeoutMs: 0 })
+    const w = h.wait().then(() => 'resolved', (e) => e)
+    assert.equal(await Sandbox.kill(sbx.sandboxId), true)
+    const e = await withTimeout(w, 10000, 'wait after kill')
+    assert.ok(e instanceof Error, `wait() gave ${e}`)
+  })
+}
+
+try {
+  await main()
+} catch (e) {
+  failed++
+  console.log(`not ok - harness: ${e && e.stack ? e.stack : e}`)
+} finally {
+  cleanup()
+}
+console.log(`${passed} passed, ${failed} failed`)
+process.exit(failed ? 1 : 0)
