@@ -42,6 +42,7 @@ test: deps
 	$(V)$(MAKE) --no-print-directory format-check
 	$(V)$(MAKE) --no-print-directory all
 	$(V)$(MAKE) --no-print-directory unit
+	$(V)$(MAKE) --no-print-directory images
 	$(V)$(MAKE) --no-print-directory integration
 	$(V)$(MAKE) --no-print-directory agent-test
 	$(V)KILN_E2E_VMM=$(BIN)/kiln-vmm KILN_E2E_KERNEL=$(BUILD)/guest/kiln-kernel \

@@ -64,5 +64,5 @@ $(PROGS_MUSL:%=$(PROGS_DIR)/%-musl): $(PROGS_DIR)/%-musl: $(PROGS_SRC)/%.c | $(D
 	$(V)$(MUSL_CC) -static $(PROGS_CFLAGS) -DKILN_TEST_LIBC='"musl"' -o $@ $<
 
 $(BIN)/kiln-bench-boot: tools/bench/boot_latency.c | $(DEPS_STAMP)
-	@mkdir -p $(dir $@)
-	$(V)$(CC) $(HOST_CFLAGS) -o $@ $<
+	@mkdir -p $(dir $@) $(BUILD)/host
+	$(V)$(CC) $(HOST_CFLAGS) -MF $(BUILD)/host/kiln-bench-boot.d -o $@ $<
