@@ -306,19 +306,6 @@ static int open_image(const char *what, const char *path, uint64_t max, size_t *
 	return fd;
 }
 
-static void read_all(const char *what, const char *path, int fd, void *dst, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t r = read(fd, (uint8_t *)dst + got, len - got);
-		if (r <= 0)
-			die("%s '%s': read failed: %s", what, path,
-			    r ? strerror(errno) : "short file");
-		got += (size_t)r;
-	}
-}
-
 /* The kernel ELF into guest memory. Its identity for snapshots comes from
  * the cache when that knows it (vmm/imageid.c), else it is hashed when a
  * snapshot first needs it. */
@@ -329,20 +316,27 @@ static void load_kernel(struct vm *vm)
 	const char *err = NULL;
 	size_t len;
 	int fd = open_image("kernel image", cfg->kernel_path, MAX_KERNEL_FILE, &len);
-	void *buf = malloc(len ? len : 1);
+	static const uint8_t empty[1];
+	const void *buf = empty;
 	int rc;
 
-	if (!buf)
-		die("out of memory");
 	if (fstat(fd, &vm->snap.kernel_st) == 0 &&
 	    image_id_of(&vm->snap.kernel_st, NULL, 0, &id) == 0) {
 		memcpy(vm->snap.kernel_id, &id, sizeof(id));
 		vm->snap.have_kernel_id = true;
 	}
-	read_all("kernel image", cfg->kernel_path, fd, buf, len);
+	/* Mapped, not read: only the headers and loadable segments are
+	 * touched, not the debug sections (most of a kiln-kernel file). */
+	if (len) {
+		buf = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (buf == MAP_FAILED)
+			die("kernel image '%s': cannot map it: %s", cfg->kernel_path,
+			    strerror(errno));
+	}
 	close(fd);
 	rc = kernel_load(&vm->mem, buf, len, &vm->kernel, &err);
-	free(buf);
+	if (len)
+		munmap((void *)buf, len);
 	if (rc)
 		die("kernel image '%s': %s", cfg->kernel_path, err);
 }
