@@ -61,7 +61,7 @@ images: $(DEPS_STAMP)
 	$(V)for r in $(IMAGE_RECIPES); do tools/mkimage/mkimage --out $(BUILD)/images $$r || exit 1; done
 
 # ---------------------------------------------------------------- bench / demo
-bench: all $(TEST_PROGS)
+bench: all $(TEST_PROGS) images
 	$(V)sh tools/bench/bench.sh
 
 demo: all

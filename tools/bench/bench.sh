@@ -197,6 +197,18 @@ fi
 echo
 sh tools/bench/snapshot_bench.sh || failed=1
 
+# ---- Python's data stack from the base image, against a chroot of the same
+# root on the host (issue 4).
+echo
+IMAGE=${KILN_BENCH_IMAGE:-build/images/base.erofs}
+if [ "$(id -u)" -ne 0 ] || [ ! -f "$IMAGE" ]; then
+	echo "  python bench: skipped: needs root (for the host's chroot) and $IMAGE (make images)"
+elif root=$(tools/mkimage/extract-root "$IMAGE"); then
+	python3 tools/bench/python_bench.py "$VMM" "$KERNEL" "$IMAGE" "$root" || failed=1
+else
+	failed=1
+fi
+
 echo
 echo "  The boot goal is for boot to init; the first console byte also includes the VMM's"
 echo "  own start-up and hello-musl's, so it is an upper bound on boot to init."

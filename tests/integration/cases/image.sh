@@ -128,16 +128,11 @@ print(all(r[3] != main for r in res), res[7][1], res[7][2])'
 	# The analysis script against the host, in a chroot of the same root
 	# (extracted once per image into the cache, next to the image).
 	if want_case image-python-analysis; then
-		img_real=$(readlink -f "$IMG_BASE")
-		roots=${KILN_CACHE:-${HOME:-/root}/.cache/kiln}/roots
-		root=$roots/$(basename "$img_real" .erofs)
 		script=$(cat "$DATA/analysis.py")
 		if [ "$(id -u)" -ne 0 ]; then
 			echo "skip image-python-analysis: the host reference needs root (chroot)"
-		elif [ ! -d "$root" ] && ! { mkdir -p "$roots" && rm -rf "$root.tmp" &&
-			fsck.erofs --extract="$root.tmp" "$img_real" >/dev/null 2>&1 &&
-			mv "$root.tmp" "$root"; }; then
-			fail image-python-analysis "cannot extract $img_real with fsck.erofs"
+		elif ! root=$(tools/mkimage/extract-root "$IMG_BASE" 2>"$T/extract.err"); then
+			fail image-python-analysis "$(cat "$T/extract.err")"
 		else
 			# As in a fresh guest: no matplotlib font cache yet.
 			env -i PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/ TERM=linux \
