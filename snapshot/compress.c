@@ -14,8 +14,9 @@
  * Holes of the memfd are never read: a read fault on a shmem hole allocates
  * a page, so scanning would grow a 40 MiB guest to its full size (and cost a
  * fault, 4-8 us on our hosts, per page). The memfd's data extents come from
- * SEEK_DATA/SEEK_HOLE (page-exact; swapped-out pages count as data); a chunk
- * only partly backed is assembled in a zeroed buffer from its extents.
+ * SEEK_DATA/SEEK_HOLE (page-exact; swapped-out pages count as data), or for
+ * anonymous memory from the caller's bitmap of pages; a chunk only partly
+ * backed is assembled in a zeroed buffer from its extents.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -90,6 +91,38 @@ static void data_extents(struct cjob *j, int fd)
 	return;
 unknown:
 	free(ext);
+}
+
+/* The runs of set bits of the caller's page bitmap into j->ext; left NULL
+ * (read everything) if out of memory. */
+static void page_extents(struct cjob *j, const uint64_t *pages)
+{
+	uint64_t npages = j->mem_size / SNAP_PAGE_SIZE, p = 0;
+	struct extent *ext = NULL, *grown;
+	size_t n = 0, cap = 0;
+
+	while (p < npages) {
+		uint64_t start;
+
+		for (; p < npages && !bm_test(pages, p); p++)
+			;
+		if (p == npages)
+			break;
+		for (start = p; p < npages && bm_test(pages, p); p++)
+			;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			grown = realloc(ext, cap * sizeof(*ext));
+			if (!grown) {
+				free(ext);
+				return;
+			}
+			ext = grown;
+		}
+		ext[n++] = (struct extent){start * SNAP_PAGE_SIZE, p * SNAP_PAGE_SIZE};
+	}
+	j->ext = ext ? ext : malloc(sizeof(*ext)); /* no data at all: empty list */
+	j->n_ext = n;
 }
 
 /* Index of the first extent ending after off (n_ext if none). */
@@ -274,6 +307,8 @@ int snap_write_memory(int fd, uint64_t data_off, const struct snap_save *in, uns
 	j.nchunks = (j.mem_size + j.chunk_size - 1) >> shift;
 	if (in->mem_fd >= 0)
 		data_extents(&j, in->mem_fd);
+	else if (in->mem_pages)
+		page_extents(&j, in->mem_pages);
 	if (threads > j.nchunks)
 		threads = (unsigned)j.nchunks;
 	w = calloc(threads, sizeof(*w));

@@ -61,6 +61,11 @@ struct snap_save {
 	 * when mem is a MAP_SHARED mapping of this fd: a MAP_PRIVATE mapping
 	 * (a clone of a template) keeps its writes out of the file. */
 	int mem_fd;
+	/* Without a memfd: a bitmap of the 4 KiB pages of mem that may hold data
+	 * (anonymous memory: the present or swapped pages in
+	 * /proc/self/pagemap), or NULL. Chunks of pages not in it are known zero
+	 * without being read: reading anonymous memory maps pages into it. */
+	const uint64_t *mem_pages;
 	/* Diff snapshot: the parent (open), and a bitmap of chunks (at the
 	 * parent's chunk size) that may differ from it; see
 	 * snap_chunks_from_pages(). Both NULL for a full snapshot. */

@@ -125,7 +125,7 @@ int vm_restore_memory(struct vm *vm, char *why, size_t len)
 	int err, fd;
 
 	if (vm->cfg.restore_mode != RESTORE_TEMPLATE) {
-		err = mem_init(&vm->mem, vm->cfg.mem_size);
+		err = mem_init_backed(&vm->mem, vm->cfg.mem_size, vm->cfg.mem_backing);
 		if (err)
 			snprintf(why, len, "cannot allocate %llu MiB of guest memory: %s",
 			         (unsigned long long)(vm->cfg.mem_size / MIB), strerror(-err));

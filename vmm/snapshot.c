@@ -94,23 +94,21 @@ int vm_snap_config(struct vm *vm, struct snap_vm_config *c, char *why, size_t le
 	return err;
 }
 
-/* The chunks a clone changed (see the top of this file), at the template
- * snapshot's chunk size. */
-static int clone_dirty_chunks(struct vm *vm, const struct snap *base, uint64_t **out, char *why,
-                              size_t len)
+/* The pages of guest RAM that are this process's own (anonymous: written
+ * or swapped out), from /proc/self/pagemap: what a template clone changed
+ * (see the top of this file), or all that anonymous RAM (--mem-backing
+ * thp) holds, the rest never touched and zero. */
+static int own_pages(struct vm *vm, uint64_t **out, char *why, size_t len)
 {
-	struct snap_mem_info mi;
-	uint64_t npages = vm->mem.size / SNAP_PAGE_SIZE, *pages, *chunks;
+	uint64_t npages = vm->mem.size / SNAP_PAGE_SIZE, *pages;
 	uint64_t batch[512];
 	int fd, err = 0;
 
-	snap_mem_info(base, &mi);
 	pages = calloc((npages + 63) / 64, 8);
-	chunks = calloc((mi.nchunks + 63) / 64, 8);
 	fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	if (!pages || !chunks || fd < 0) {
+	if (!pages || fd < 0) {
 		err = fd < 0 ? -errno : -ENOMEM;
-		snprintf(why, len, "finding the pages this clone changed: %s", strerror(-err));
+		snprintf(why, len, "finding the pages guest memory holds: %s", strerror(-err));
 		goto out;
 	}
 	for (uint64_t p = 0; p < npages; p += 512) {
@@ -127,15 +125,36 @@ static int clone_dirty_chunks(struct vm *vm, const struct snap *base, uint64_t *
 			    ((batch[i] & PM_PRESENT) && !(batch[i] & PM_FILE)))
 				pages[(p + i) / 64] |= 1ULL << ((p + i) % 64);
 	}
-	snap_chunks_from_pages(chunks, mi.chunk_shift, pages, npages, 0);
-	*out = chunks;
-	chunks = NULL;
+	*out = pages;
+	pages = NULL;
 out:
 	if (fd >= 0)
 		close(fd);
 	free(pages);
-	free(chunks);
 	return err;
+}
+
+/* The chunks a clone changed, at the template snapshot's chunk size. */
+static int clone_dirty_chunks(struct vm *vm, const struct snap *base, uint64_t **out, char *why,
+                              size_t len)
+{
+	struct snap_mem_info mi;
+	uint64_t *pages, *chunks;
+	int err = own_pages(vm, &pages, why, len);
+
+	if (err)
+		return err;
+	snap_mem_info(base, &mi);
+	chunks = calloc((mi.nchunks + 63) / 64, 8);
+	if (!chunks) {
+		free(pages);
+		snprintf(why, len, "finding the pages this clone changed: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	snap_chunks_from_pages(chunks, mi.chunk_shift, pages, vm->mem.size / SNAP_PAGE_SIZE, 0);
+	free(pages);
+	*out = chunks;
+	return 0;
 }
 
 int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_write_stats *st,
@@ -146,7 +165,7 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	struct snap_vcpu_state *vcpus = NULL;
 	struct snap_dev_blob devs[KILN_MMIO_MAX_DEVICES] = {{0}};
 	const struct snap *base = vm->snap.src_parent ? vm->snap.src_parent : vm->snap.src;
-	uint64_t *dirty = NULL, t0 = vm_now_ns();
+	uint64_t *dirty = NULL, *held = NULL, t0 = vm_now_ns();
 	struct snap_save in = {0};
 	struct snap_err serr;
 	int err;
@@ -190,6 +209,8 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	}
 	if (!err && o->diff)
 		err = clone_dirty_chunks(vm, base, &dirty, why, len);
+	if (!err && vm->mem.anon)
+		err = own_pages(vm, &held, why, len);
 	if (err)
 		goto out;
 	in.config = &cfg;
@@ -200,6 +221,7 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	/* Holes in a lazily restored memfd are pages not loaded yet, not
 	 * zeros; a clone's writes are not in the file at all. */
 	in.mem_fd = vm->mem.private || vm->mem.lazy ? -1 : vm->mem.fd;
+	in.mem_pages = held;
 	in.parent = o->diff ? base : NULL;
 	in.dirty_chunks = dirty;
 	in.level = o->level;
@@ -214,5 +236,6 @@ out:
 		free((void *)devs[i].data);
 	free(vcpus);
 	free(dirty);
+	free(held);
 	return err;
 }

@@ -23,11 +23,18 @@ struct snap;
 struct vm_api;
 struct uffd;
 
-/* Guest RAM: one memfd, mapped once in the VMM. RAM below the device hole
- * sits at GPA 0, the rest at 4 GiB; both come from the same memfd. */
+/* How guest RAM is backed (kiln-vmm --mem-backing; vmm/mem.c). */
+enum mem_backing {
+	MEM_BACKING_MEMFD, /* a memfd mapped shared: 4 KiB host pages */
+	MEM_BACKING_THP,   /* anonymous memory in 2 MiB host pages where possible */
+};
+
+/* Guest RAM: one memfd (or anonymous mapping), mapped once in the VMM. RAM
+ * below the device hole sits at GPA 0, the rest at 4 GiB; both come from
+ * the same mapping. */
 struct guest_mem {
-	int fd;
-	uint8_t *host;     /* mapping of the whole memfd */
+	int fd;            /* -1 for MEM_BACKING_THP */
+	uint8_t *host;     /* mapping of all of RAM */
 	uint64_t size;     /* total bytes of RAM */
 	uint64_t low_size; /* bytes at GPA [0, low_size) */
 	/* The initramfs file, mapped read-only at KILN_GPA_INITRD. Not reachable
@@ -45,6 +52,9 @@ struct guest_mem {
 	/* RAM is filled on demand from a snapshot (vmm/uffd.c): holes in fd
 	 * are not zero, they are not loaded yet. */
 	bool lazy;
+	/* RAM is anonymous memory (MEM_BACKING_THP): pages never touched are
+	 * not mapped yet, and read as zero. */
+	bool anon;
 };
 
 /* A loaded kernel image (vmm/loader.c). */
@@ -115,6 +125,7 @@ struct vm_config {
 	int mem_fd;               /* template memory handed over, or -1 */
 	bool start_paused;        /* a restored VM waits for "resume" */
 	bool mem_size_given;      /* --mem was on the command line */
+	enum mem_backing mem_backing;
 };
 
 /*
@@ -199,6 +210,9 @@ struct vm {
 
 /* Guest memory (vmm/mem.c). */
 int mem_init(struct guest_mem *mem, uint64_t size);
+/* The same, or as anonymous memory the host backs with huge pages where it
+ * can (MEM_BACKING_THP). */
+int mem_init_backed(struct guest_mem *mem, uint64_t size, enum mem_backing backing);
 /* RAM as a private (copy-on-write) mapping of fd, a template's memory. */
 int mem_init_private(struct guest_mem *mem, uint64_t size, int fd);
 void mem_destroy(struct guest_mem *mem);

@@ -10,13 +10,25 @@
 #define PAGE_SIZE  4096UL
 #define PAGE_SHIFT 12
 #define HUGE_SIZE  (2UL << 20)
+#define HUGE_PAGES (HUGE_SIZE / PAGE_SIZE)
 
 /* Lower-half addresses a program may pass to a syscall. */
 #define USER_TOP 0x00007ffffffff000UL
 
+#ifdef KILN_HOSTED
+/* Unit tests on the host: where physical address 0 is. The direct map's
+ * address, for tests that hand out host pointers minus it as physical
+ * addresses (test_ramfs), unless a test points it at RAM of its own
+ * (test_vm). */
+__attribute__((weak)) uintptr_t kiln_hosted_ram = KILN_VA_DIRECT_MAP;
+#define DIRECT_MAP_BASE kiln_hosted_ram
+#else
+#define DIRECT_MAP_BASE KILN_VA_DIRECT_MAP
+#endif
+
 static inline void *phys_to_virt(uint64_t pa)
 {
-	return (void *)(KILN_VA_DIRECT_MAP + pa);
+	return (void *)(DIRECT_MAP_BASE + pa);
 }
 
 /* Direct-map and kernel-image addresses; user addresses through the
@@ -29,6 +41,12 @@ uint64_t pmem_alloc(bool zero);
 uint64_t pmem_alloc_contig(size_t npages, size_t align_pages, bool zero);
 void pmem_free(uint64_t pa);
 void pmem_free_contig(uint64_t pa, size_t npages);
+/* A 2 MiB-aligned run of HUGE_PAGES pages for a program's huge mapping, or
+ * 0 when there is none or memory is not plentiful (then programs should
+ * take single pages). Its pages may be freed one by one (pmem_free) once
+ * the mapping is split, or all at once with pmem_free_huge. */
+uint64_t pmem_alloc_huge(bool zero);
+void pmem_free_huge(uint64_t pa);
 /* Pages on behalf of a program: fail while the kernel's reserve would be
  * touched. */
 uint64_t pmem_alloc_user(bool zero);

@@ -5,7 +5,7 @@
  * sled at 0 and the program's mappings. Memory is mapped eagerly where it
  * will be used (a page fault costs microseconds on PVM hosts, mapping a page
  * nanoseconds); large anonymous mappings (VMA_LAZY) get their pages on first
- * touch, a window at a time, so reservations cost nothing.
+ * touch, a window or a 2 MiB page at a time, so reservations cost nothing.
  */
 #ifndef KILN_VM_H
 #define KILN_VM_H
@@ -35,7 +35,8 @@ struct aspace {
 	struct vma *vmas;
 	uint64_t brk_start, brk;
 	uint64_t mmap_top; /* new mappings go below this */
-	size_t nr_pages;   /* pages mapped in the lower half */
+	size_t nr_pages;   /* 4 KiB pages mapped in the lower half */
+	size_t nr_huge;    /* 2 MiB pages among them (512 pages each) */
 	/* exec's argv and envp strings on the initial stack: /proc/<pid>/cmdline, environ */
 	uint64_t arg_start, arg_end, env_start, env_end;
 	/* Addresses of the syscall instructions we rewrote (open addressing):
@@ -48,6 +49,10 @@ struct aspace {
 /* Map image pages into programs in place (vm_map_pages); false (boot
  * option kiln.borrow=0): copy them, to compare. */
 extern bool vm_borrow_pages;
+/* When lazy anonymous memory gets 2 MiB pages (boot option kiln.thp=, see
+ * vm_huge.c): never, once it is being filled (the default), or always. */
+enum vm_thp { VM_THP_NEVER, VM_THP_FILL, VM_THP_ALWAYS };
+extern enum vm_thp vm_thp;
 
 struct bootinfo;
 void vm_init(const struct bootinfo *bi);

@@ -65,6 +65,10 @@ static void parse_boot_args(const struct bootinfo *bi, int *argc, char ***argv)
 			kiln_stats = true;
 		else if (!strcmp(words[i], "kiln.borrow=0"))
 			vm_borrow_pages = false;
+		else if (!strcmp(words[i], "kiln.thp=never"))
+			vm_thp = VM_THP_NEVER;
+		else if (!strcmp(words[i], "kiln.thp=always"))
+			vm_thp = VM_THP_ALWAYS;
 		else if (!strncmp(words[i], "init=", 5))
 			init = words[i] + 5;
 	}

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Physical page allocator: two bitmaps over all page frames, "used" and
- * "dirty" (the page may hold old data). Guest RAM starts out zero (a fresh
- * memfd), so a zeroed allocation of a never-used page costs nothing and,
- * better, does not touch host memory.
+ * "dirty" (the page may hold old data). Guest RAM starts out zero (fresh
+ * host memory), so a zeroed allocation of a never-used page costs nothing
+ * and, better, does not touch host memory.
+ *
+ * Single pages come from the bottom of RAM up (next fit), 2 MiB blocks for
+ * huge mappings from the top down: the two kinds mix less, so free aligned
+ * blocks last longer. Every frame has its own bit, so the pages of a block
+ * can be freed one at a time after its mapping was split.
  */
 #include "bootinfo.h"
 #include "mm.h"
@@ -21,6 +26,10 @@ static size_t free_count, total_count;
 #define HOT_MAX 8192
 static uint64_t hot[HOT_MAX];
 static unsigned nhot;
+/* The same for 2 MiB blocks (their first frame). */
+#define HOT_HUGE_MAX 64
+static uint64_t hot_huge[HOT_HUGE_MAX];
+static unsigned nhot_huge;
 
 static bool test(const uint64_t *map, uint64_t pfn)
 {
@@ -110,6 +119,9 @@ void pmem_init(const struct bootinfo *bi)
 {
 	uint64_t top = 0, bytes, home;
 
+	free_count = 0; /* (unit tests start over many times) */
+	nhot = nhot_huge = 0;
+	next_hint = 0;
 	for (int i = 0; i < bi->nr_ram; i++)
 		top = MAX(top, bi->ram[i].base + bi->ram[i].size);
 	nr_frames = ALIGN_UP(top / PAGE_SIZE, 64);
@@ -184,6 +196,49 @@ uint64_t pmem_alloc_contig(size_t npages, size_t align_pages, bool zero)
 	return 0;
 }
 
+/* Is the 2 MiB block starting at frame pfn (aligned) all free? */
+static bool block_free(uint64_t pfn)
+{
+	if (pfn + HUGE_PAGES > nr_frames)
+		return false;
+	for (uint64_t w = pfn / 64; w < (pfn + HUGE_PAGES) / 64; w++)
+		if (used_map[w])
+			return false;
+	return true;
+}
+
+/* Memory is plentiful while a block leaves more than 1/16 of RAM free
+ * beyond the kernel's reserve (see pmem_user_ok). A huge mapping may be
+ * mostly untouched; that costs nothing while memory is plentiful, and
+ * below that point single pages make what is left go further. */
+static bool huge_ok(void)
+{
+	size_t keep = MAX(total_count / 64, 256) + total_count / 16;
+
+	return free_count > keep && free_count - keep >= HUGE_PAGES;
+}
+
+uint64_t pmem_alloc_huge(bool zero)
+{
+	uint64_t pfn = 0;
+
+	if (!huge_ok())
+		return 0;
+	while (nhot_huge && !pfn) {
+		uint64_t p = hot_huge[--nhot_huge];
+		if (block_free(p)) /* no single page taken from it since */
+			pfn = p;
+	}
+	for (uint64_t b = nr_frames / HUGE_PAGES; !pfn && b-- > 0;)
+		if (block_free(b * HUGE_PAGES))
+			pfn = b * HUGE_PAGES;
+	if (!pfn) /* (block 0 holds frame 0, which is never free) */
+		return 0;
+	for (uint64_t i = 0; i < HUGE_PAGES; i++)
+		take(pfn + i, zero);
+	return pfn * PAGE_SIZE;
+}
+
 static void release(uint64_t pa)
 {
 	uint64_t pfn = pa / PAGE_SIZE;
@@ -205,6 +260,16 @@ void pmem_free_contig(uint64_t pa, size_t npages)
 {
 	for (size_t i = 0; i < npages; i++)
 		pmem_free(pa + i * PAGE_SIZE);
+}
+
+void pmem_free_huge(uint64_t pa)
+{
+	if (pa % HUGE_SIZE)
+		kpanic("freeing a huge page at an unaligned address: %#lx", (unsigned long)pa);
+	for (uint64_t i = 0; i < HUGE_PAGES; i++)
+		release(pa + i * PAGE_SIZE);
+	if (nhot_huge < HOT_HUGE_MAX)
+		hot_huge[nhot_huge++] = pa / PAGE_SIZE;
 }
 
 size_t pmem_free_pages(void)

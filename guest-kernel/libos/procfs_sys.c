@@ -201,18 +201,22 @@ static int show_cpuinfo(struct pfs_buf *b, const struct pfs_ctx *c)
 
 /* ---------------------------------------------------------------- memory, load */
 
-/* Pages mapped by programs: each address space once (vfork shares them). */
-static uint64_t anon_pages(void)
+/* Pages mapped by programs, and how many of them are in 2 MiB pages: each
+ * address space once (vfork shares them). */
+static uint64_t anon_pages(uint64_t *huge)
 {
 	uint64_t n = 0;
 
+	*huge = 0;
 	for (struct proc *p = proc_first(); p; p = p->next_all) {
 		bool seen = !p->as;
 
 		for (struct proc *q = proc_first(); q != p && !seen; q = q->next_all)
 			seen = q->as == p->as;
-		if (!seen)
+		if (!seen) {
 			n += p->as->nr_pages;
+			*huge += p->as->nr_huge * HUGE_PAGES;
+		}
 	}
 	return n;
 }
@@ -231,7 +235,7 @@ static void put_kb_lines(struct pfs_buf *b, const struct kb_line *l, size_t n)
 static int show_meminfo(struct pfs_buf *b, const struct pfs_ctx *c)
 {
 	uint64_t kb = PAGE_SIZE / 1024, total = pmem_total_pages() * kb;
-	uint64_t free = pmem_free_pages() * kb, anon = anon_pages() * kb;
+	uint64_t huge, free = pmem_free_pages() * kb, anon = anon_pages(&huge) * kb;
 	uint64_t shmem = pfs_ramfs_pages() * kb; /* tmpfs pages count as "Cached" */
 	const struct kb_line lines[] = {
 	    {"MemTotal:", total},
@@ -273,7 +277,7 @@ static int show_meminfo(struct pfs_buf *b, const struct pfs_ctx *c)
 	    {"VmallocChunk:", 0},
 	    {"Percpu:", 0},
 	    {"HardwareCorrupted:", 0},
-	    {"AnonHugePages:", 0},
+	    {"AnonHugePages:", huge * kb},
 	    {"ShmemHugePages:", 0},
 	    {"ShmemPmdMapped:", 0},
 	    {"FileHugePages:", 0},

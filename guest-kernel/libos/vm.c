@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Page tables and mappings of the lower half. The library OS edits page
- * tables directly through the direct map (native speed); only the TLB flush
- * needs the supervisor.
+ * Address spaces and the mappings of the lower half (page tables: vm_pt.c,
+ * 2 MiB pages: vm_huge.c).
  *
  * Most pages belong to the address space. Borrowed pages (PTE_BORROWED) are
  * read-only memory the page allocator does not own, the pmem window of an
@@ -11,21 +10,10 @@
  */
 #include "bootinfo.h"
 #include "printk.h"
-#include "proc.h"
 #include "sv.h"
-#include "vm.h"
+#include "vm_pt.h"
 
-#define PTE_P        (1ULL << 0)
-#define PTE_W        (1ULL << 1)
-#define PTE_U        (1ULL << 2)
-#define PTE_A        (1ULL << 5)
-#define PTE_D        (1ULL << 6)
-#define PTE_PS       (1ULL << 7)
-#define PTE_NX       (1ULL << 63)
-#define PTE_BORROWED (1ULL << 9) /* software bit: not ours, see above */
-#define PTE_ADDR     0x000ffffffffff000ULL
-#define SLED_VA      0
-#define FAULT_AROUND (16 * PAGE_SIZE)
+#define SLED_VA 0
 
 bool vm_borrow_pages = true;
 static uint64_t boot_pml4;
@@ -86,88 +74,6 @@ uint64_t virt_to_phys(const void *p)
 	return ~0ULL;
 }
 
-static uint64_t *table(uint64_t pa)
-{
-	return phys_to_virt(pa & PTE_ADDR);
-}
-
-/* The level-1 entry for va, creating tables on the way if asked. */
-static uint64_t *walk(struct aspace *as, uint64_t va, bool create)
-{
-	uint64_t *t = table(as->root);
-
-	for (int level = 4; level > 1; level--) {
-		uint64_t *e = &t[(va >> (12 + 9 * (level - 1))) & 511];
-		if (!(*e & PTE_P)) {
-			uint64_t pa;
-			if (!create || !(pa = pmem_alloc_pt()))
-				return NULL;
-			*e = pa | PTE_P | PTE_W | PTE_U;
-		}
-		if (*e & PTE_PS)
-			return NULL;
-		t = table(*e);
-	}
-	return &t[(va >> 12) & 511];
-}
-
-/* The first present level-1 entry for an address in [*va, end), skipping
- * missing tables whole (a reservation of terabytes has none); NULL if none.
- * *va becomes its address. */
-static uint64_t *next_pte(struct aspace *as, uint64_t *va, uint64_t end)
-{
-	while (*va < end) {
-		uint64_t *t = table(as->root), *pte;
-		int level;
-
-		for (level = 4; level > 1; level--) {
-			uint64_t e = t[(*va >> (12 + 9 * (level - 1))) & 511];
-			if (!(e & PTE_P) || (e & PTE_PS))
-				break;
-			t = table(e);
-		}
-		if (level > 1) {
-			uint64_t span = 1ULL << (12 + 9 * (level - 1));
-			*va = ALIGN_DOWN(*va, span) + span;
-			continue;
-		}
-		pte = &t[(*va >> 12) & 511];
-		if (*pte & PTE_P)
-			return pte;
-		*va += PAGE_SIZE;
-	}
-	return NULL;
-}
-
-static uint64_t pte_flags(uint32_t prot)
-{
-	uint64_t f = PTE_P | PTE_U | PTE_A | PTE_D;
-
-	if (prot & PROT_WRITE)
-		f |= PTE_W;
-	if (!(prot & PROT_EXEC))
-		f |= PTE_NX;
-	return f;
-}
-
-/* The entry for a page with protection prot, keeping it borrowed (and then
- * never writable: the first write copies it). */
-static uint64_t pte_make(uint64_t old, uint32_t prot)
-{
-	uint64_t f = pte_flags(prot);
-
-	if (old & PTE_BORROWED)
-		f = (f & ~PTE_W) | PTE_BORROWED;
-	return (old & PTE_ADDR) | f;
-}
-
-/* Free the page behind a present entry unless it is borrowed. */
-static void put_page(uint64_t pte)
-{
-	if (!(pte & PTE_BORROWED))
-		pmem_free(pte & PTE_ADDR);
-}
-
 struct aspace *aspace_create(void)
 {
 	struct aspace *as = kzalloc(sizeof(*as));
@@ -182,7 +88,7 @@ struct aspace *aspace_create(void)
 	}
 	root = table(as->root);
 	memcpy(root + 256, table(boot_pml4) + 256, 256 * sizeof(uint64_t));
-	sled_pte = walk(as, SLED_VA, true);
+	sled_pte = pt_walk(as, SLED_VA, true);
 	if (!sled_pte) {
 		aspace_destroy(as);
 		return NULL;
@@ -199,35 +105,25 @@ struct aspace *aspace_get(struct aspace *as)
 	return as;
 }
 
-static void free_tables(uint64_t pa, int level)
-{
-	uint64_t *t = table(pa);
-
-	if (level > 1) {
-		for (int i = 0; i < (level == 4 ? 256 : 512); i++)
-			if (t[i] & PTE_P)
-				free_tables(t[i], level - 1);
-	}
-	pmem_free_pt(pa & PTE_ADDR);
-}
-
 /* Free everything without writing a single entry: on PVM hosts every
  * write to a page table the hardware has shadowed traps, and nobody will
- * look at these tables again. */
+ * look at these tables again. Every page above the sled is the program's
+ * (a huge page may span several mappings: walk the tables, not them). */
 static void aspace_destroy(struct aspace *as)
 {
-	struct vma *v = as->vmas;
+	uint64_t *e, size;
 
-	while (v) {
-		struct vma *n = v->next;
-		uint64_t *pte;
-
-		for (uint64_t va = v->start; (pte = next_pte(as, &va, v->end)); va += PAGE_SIZE)
-			put_page(*pte);
-		kfree(v);
-		v = n;
+	for (uint64_t va = SLED_VA + PAGE_SIZE; (e = pt_next(as, &va, USER_TOP, &size)); va += size)
+		if (size == HUGE_SIZE)
+			pmem_free_huge(*e & HUGE_ADDR);
+		else
+			put_page(*e);
+	while (as->vmas) {
+		struct vma *n = as->vmas->next;
+		kfree(as->vmas);
+		as->vmas = n;
 	}
-	free_tables(as->root, 4);
+	pt_free_tables(as->root, 4);
 	kfree(as->patched);
 	kfree(as);
 }
@@ -265,7 +161,7 @@ void aspace_reap(void)
 /* Copy one present page of src into dst at va; a borrowed page is shared. */
 static int copy_page(struct aspace *dst, uint64_t va, uint64_t src_pte)
 {
-	uint64_t *pte = walk(dst, va, true);
+	uint64_t *pte = pt_walk(dst, va, true);
 	uint64_t pa;
 
 	if (pte && (src_pte & PTE_BORROWED)) {
@@ -282,17 +178,28 @@ static int copy_page(struct aspace *dst, uint64_t va, uint64_t src_pte)
 	return 0;
 }
 
+/* The same for a 2 MiB page: as one if memory allows, else page by page. */
+static int copy_huge(struct aspace *dst, uint64_t va, uint64_t src_pde)
+{
+	int err = huge_copy(dst, va, src_pde);
+
+	for (unsigned i = 0; err == -EAGAIN && i < HUGE_PAGES; i++)
+		if (copy_page(dst, va + i * PAGE_SIZE, huge_pte(src_pde, i)))
+			return -ENOMEM;
+	return err == -EAGAIN ? 0 : err;
+}
+
 struct aspace *aspace_copy(struct aspace *src)
 {
 	struct aspace *as = aspace_create();
 	struct vma **tail;
+	uint64_t *e, size;
 
 	if (!as)
 		return NULL;
 	tail = &as->vmas;
 	for (struct vma *v = src->vmas; v; v = v->next) {
 		struct vma *nv = kmalloc(sizeof(*nv));
-		uint64_t *pte;
 
 		if (!nv)
 			goto fail;
@@ -300,10 +207,11 @@ struct aspace *aspace_copy(struct aspace *src)
 		nv->next = NULL;
 		*tail = nv;
 		tail = &nv->next;
-		for (uint64_t va = v->start; (pte = next_pte(src, &va, v->end)); va += PAGE_SIZE)
-			if (copy_page(as, va, *pte))
-				goto fail;
 	}
+	for (uint64_t va = SLED_VA + PAGE_SIZE; (e = pt_next(src, &va, USER_TOP, &size));
+	     va += size)
+		if (size == HUGE_SIZE ? copy_huge(as, va, *e) : copy_page(as, va, *e))
+			goto fail;
 	for (size_t i = 0; i < src->patched_cap; i++)
 		if (src->patched[i] && remember_patch(as, src->patched[i]))
 			goto fail;
@@ -330,7 +238,7 @@ void aspace_activate(struct aspace *as)
 		aspace_reap();
 }
 
-static void flush(struct aspace *as)
+void pt_flush(struct aspace *as)
 {
 	if (as == active)
 		sv_flush_tlb();
@@ -375,19 +283,28 @@ static int vma_set(struct aspace *as, uint64_t start, uint64_t end, struct vma *
 	return 0;
 }
 
-static void unmap_pages(struct aspace *as, uint64_t start, uint64_t end)
+/* Unmap and free the pages of [start, end). -ENOMEM (and nothing changed)
+ * if a 2 MiB page it covers in part cannot be split. */
+static int unmap_pages(struct aspace *as, uint64_t start, uint64_t end)
 {
 	bool any = false;
-	uint64_t *pte;
+	uint64_t *e, size;
 
-	for (uint64_t va = start; (pte = next_pte(as, &va, end)); va += PAGE_SIZE) {
-		put_page(*pte);
-		*pte = 0;
-		as->nr_pages--;
+	if (huge_split_edges(as, start, end))
+		return -ENOMEM;
+	for (uint64_t va = start; (e = pt_next(as, &va, end, &size)); va += size) {
+		if (size == HUGE_SIZE) {
+			huge_unmap(as, e);
+		} else {
+			put_page(*e);
+			*e = 0;
+			as->nr_pages--;
+		}
 		any = true;
 	}
 	if (any)
-		flush(as);
+		pt_flush(as);
+	return 0;
 }
 
 static bool range_ok(uint64_t start, uint64_t len)
@@ -401,7 +318,8 @@ int vm_unmap(struct aspace *as, uint64_t start, uint64_t len)
 	if (!range_ok(start, len))
 		return -EINVAL;
 	len = ALIGN_UP(len, PAGE_SIZE);
-	unmap_pages(as, start, start + len);
+	if (unmap_pages(as, start, start + len))
+		return -ENOMEM;
 	return vma_set(as, start, start + len, NULL);
 }
 
@@ -421,11 +339,12 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 		return -EINVAL;
 	end = start + ALIGN_UP(len, PAGE_SIZE);
 	v = kmalloc(sizeof(*v));
-	if (!v)
+	if (!v || unmap_pages(as, start, end)) {
+		kfree(v);
 		return -ENOMEM;
-	unmap_pages(as, start, end);
+	}
 	for (va = start; !lazy && va < end; va += PAGE_SIZE) {
-		uint64_t *pte = walk(as, va, true);
+		uint64_t *pte = pt_walk(as, va, true);
 		uint64_t pa =
 		    page && pte && vm_borrow_pages ? page(ctx, (va - start) / PAGE_SIZE) : 0;
 
@@ -454,6 +373,19 @@ nomem:
 	return -ENOMEM;
 }
 
+/* Give the pages of [start, end) protection prot (2 MiB pages lie wholly
+ * inside). */
+static void protect_pages(struct aspace *as, uint64_t start, uint64_t end, uint32_t prot)
+{
+	uint64_t *e, size;
+
+	for (uint64_t va = start; (e = pt_next(as, &va, end, &size)); va += size)
+		if (size == HUGE_SIZE)
+			*e = (*e & HUGE_ADDR) | pte_flags(prot) | PTE_PS;
+		else
+			*e = pte_make(*e, prot);
+}
+
 int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot)
 {
 	uint64_t end;
@@ -467,6 +399,8 @@ int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot)
 			return -ENOMEM; /* Linux: part of the range is unmapped */
 		a = v->end;
 	}
+	if (huge_split_edges(as, start, end))
+		return -ENOMEM;
 	for (struct vma *v = as->vmas; v && v->start < end; v = v->next) {
 		uint64_t s = MAX(v->start, start), e = MIN(v->end, end);
 		if (s >= e)
@@ -487,11 +421,9 @@ int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot)
 		} else {
 			v->prot = prot;
 		}
-		uint64_t *pte;
-		for (uint64_t va = s; (pte = next_pte(as, &va, e)); va += PAGE_SIZE)
-			*pte = pte_make(*pte, prot);
+		protect_pages(as, s, e, prot);
 	}
-	flush(as);
+	pt_flush(as);
 	return 0;
 }
 
@@ -526,18 +458,18 @@ uint64_t vm_find_free(struct aspace *as, uint64_t len)
 
 uint64_t vm_translate(struct aspace *as, uint64_t va)
 {
-	uint64_t *pte = walk(as, va, false);
+	uint64_t size, *e = pt_leaf(as, va, &size);
 
-	if (!pte || !(*pte & PTE_P))
+	if (!e)
 		return ~0ULL;
-	return (*pte & PTE_ADDR) | (va & (PAGE_SIZE - 1));
+	return (*e & PTE_ADDR & ~(size - 1)) | (va & (size - 1));
 }
 
 bool vm_is_borrowed(struct aspace *as, uint64_t va)
 {
-	uint64_t *pte = walk(as, va, false);
+	uint64_t size, *e = pt_leaf(as, va, &size);
 
-	return pte && (*pte & PTE_P) && (*pte & PTE_BORROWED);
+	return e && size == PAGE_SIZE && (*e & PTE_BORROWED);
 }
 
 /* Replace a borrowed page by a private copy with protection prot. */
@@ -555,12 +487,13 @@ static int unborrow(struct aspace *as, uint64_t *pte, uint32_t prot)
 /* A zeroed page at va (if none is there yet). */
 static int zero_page(struct aspace *as, uint64_t va, uint32_t prot)
 {
-	uint64_t *pte = walk(as, va, true), pa;
+	uint64_t size, *pte, pa;
 
+	if (pt_leaf(as, va, &size))
+		return 0;
+	pte = pt_walk(as, va, true);
 	if (!pte)
 		return -ENOMEM;
-	if (*pte & PTE_P)
-		return 0;
 	pa = pmem_alloc_user(true);
 	if (!pa)
 		return -ENOMEM;
@@ -569,14 +502,18 @@ static int zero_page(struct aspace *as, uint64_t va, uint32_t prot)
 	return 0;
 }
 
-/* The first touch of a lazy page maps the pages around it too (as far as
- * memory allows): one fault per FAULT_AROUND bytes of a buffer being
- * filled instead of one per page. */
+/* The first touch of a lazy page maps a 2 MiB page around it (vm_huge.c)
+ * or else the pages around it too (as far as memory allows): one fault per
+ * FAULT_AROUND bytes of a buffer being filled instead of one per page. */
 static int populate(struct aspace *as, const struct vma *v, uint64_t addr)
 {
 	uint64_t page = ALIGN_DOWN(addr, PAGE_SIZE), win = ALIGN_DOWN(addr, FAULT_AROUND);
 	uint64_t lo = MAX(v->start, win), hi = MIN(v->end, win + FAULT_AROUND);
-	int err = zero_page(as, page, v->prot);
+	int err;
+
+	if (huge_fault(as, v, addr))
+		return 0;
+	err = zero_page(as, page, v->prot);
 
 	for (uint64_t va = lo; !err && va < hi; va += PAGE_SIZE)
 		if (va != page && zero_page(as, va, v->prot))
@@ -600,9 +537,9 @@ int vm_fault(struct aspace *as, uint64_t addr, uint32_t error)
 
 	if (!v || !access_ok(v->prot, error))
 		return -EFAULT;
-	pte = walk(as, addr, false);
 	if (!(error & PF_PRESENT) && (v->flags & VMA_LAZY))
 		return populate(as, v, addr);
+	pte = pt_walk(as, addr, false);
 	if (!(error & PF_WRITE) || !pte || !(*pte & PTE_P) || !(*pte & PTE_BORROWED))
 		return -EFAULT;
 	/* No TLB flush: the fault itself dropped the translation of addr
@@ -612,64 +549,121 @@ int vm_fault(struct aspace *as, uint64_t addr, uint32_t error)
 
 uint64_t vm_translate_write(struct aspace *as, uint64_t va)
 {
-	uint64_t *pte = walk(as, va, false);
+	uint64_t size, *e = pt_leaf(as, va, &size);
 	struct vma *v = vm_find_vma(as, va);
 
-	if (v && (v->flags & VMA_LAZY) && (!pte || !(*pte & PTE_P)) && !populate(as, v, va))
-		pte = walk(as, va, false);
-	if (!pte || !(*pte & PTE_P) || !v)
+	if (v && (v->flags & VMA_LAZY) && !e && !populate(as, v, va))
+		e = pt_leaf(as, va, &size);
+	if (!e || !v)
 		return ~0ULL;
-	if (*pte & PTE_BORROWED) {
-		if (unborrow(as, pte, v->prot))
+	if (*e & PTE_BORROWED) {
+		if (unborrow(as, e, v->prot))
 			return ~0ULL;
-		flush(as);
+		pt_flush(as);
 	}
-	return (*pte & PTE_ADDR) | (va & (PAGE_SIZE - 1));
+	return (*e & PTE_ADDR & ~(size - 1)) | (va & (size - 1));
+}
+
+/* Drop what [start, end) covers of the page entry e maps at va (size
+ * bytes) for vm_discard; true if the entry went. */
+static bool discard(struct aspace *as, uint64_t *e, uint64_t va, uint64_t size, uint64_t start,
+                    uint64_t end)
+{
+	struct vma *v = vm_find_vma(as, MAX(va, start));
+	uint64_t lo = MAX(va, start), hi = MIN(va + size, end);
+
+	/* (A borrowed page holds the file's bytes, as it should.) */
+	if (!v || !(v->prot & PROT_WRITE) || (*e & PTE_BORROWED))
+		return false;
+	if ((v->flags & VMA_LAZY) && lo == va && hi == va + size) {
+		if (size == HUGE_SIZE) {
+			huge_unmap(as, e);
+		} else {
+			put_page(*e);
+			*e = 0;
+			as->nr_pages--;
+		}
+		return true;
+	}
+	memset(phys_to_virt((*e & PTE_ADDR & ~(size - 1)) + (lo - va)), 0, hi - lo);
+	return false;
 }
 
 void vm_discard(struct aspace *as, uint64_t start, uint64_t len)
 {
-	uint64_t end = start + len, *pte;
+	uint64_t end = start + len, *e, size;
 	bool any = false;
 
-	for (uint64_t va = start; (pte = next_pte(as, &va, end)); va += PAGE_SIZE) {
-		struct vma *v = vm_find_vma(as, va);
+	/* Without the memory to split a 2 MiB page covered in part, the part
+	 * is zeroed instead (discard). */
+	huge_split_edges(as, start, end);
+	for (uint64_t va = start; (e = pt_next(as, &va, end, &size)); va += size)
+		any |= discard(as, e, va, size, start, end);
+	if (any)
+		pt_flush(as);
+}
 
-		/* (A borrowed page holds the file's bytes, as it should.) */
-		if (!v || !(v->prot & PROT_WRITE) || (*pte & PTE_BORROWED))
-			continue;
-		if (v->flags & VMA_LAZY) {
-			put_page(*pte);
-			*pte = 0;
-			as->nr_pages--;
-			any = true;
-		} else {
-			memset(phys_to_virt(*pte & PTE_ADDR), 0, PAGE_SIZE);
+/* Can the 2 MiB page at va move to va + delta as it is? Its new place
+ * must be 2 MiB-aligned and have no page table (tables on the way are
+ * made). -ENOMEM if one cannot be. */
+static int huge_movable(struct aspace *as, uint64_t va, uint64_t delta, bool *movable)
+{
+	uint64_t *dst;
+
+	*movable = false;
+	if (delta % HUGE_SIZE)
+		return 0;
+	dst = pt_pde(as, va + delta, true);
+	if (!dst)
+		return -ENOMEM;
+	*movable = !(*dst & PTE_P);
+	return 0;
+}
+
+/* Everything vm_move_pages needs that can fail: 2 MiB pages split at the
+ * edges and where they cannot move whole, page tables at the new place. */
+static int prepare_move(struct aspace *as, uint64_t from, uint64_t to, uint64_t len)
+{
+	uint64_t *e, size;
+	bool movable;
+
+	if (huge_split_edges(as, from, from + len))
+		return -ENOMEM;
+	for (uint64_t va = from; (e = pt_next(as, &va, from + len, &size)); va += size) {
+		if (size == HUGE_SIZE) {
+			if (huge_movable(as, va, to - from, &movable))
+				return -ENOMEM;
+			if (movable)
+				continue;
+			if (huge_split(as, e))
+				return -ENOMEM;
+			size = 0; /* the same address again, now as 4 KiB pages */
+		} else if (!pt_walk(as, to + (va - from), true)) {
+			return -ENOMEM;
 		}
 	}
-	if (any)
-		flush(as);
+	return 0;
 }
 
 int vm_move_pages(struct aspace *as, uint64_t from, uint64_t to, uint64_t len)
 {
-	uint64_t *pte;
+	uint64_t *e, size;
 
 	/* Tables first, so that the move itself cannot fail half-way. */
-	for (uint64_t va = from; (pte = next_pte(as, &va, from + len)); va += PAGE_SIZE)
-		if (!walk(as, to + (va - from), true))
-			return -ENOMEM;
-	for (uint64_t va = from; (pte = next_pte(as, &va, from + len)); va += PAGE_SIZE) {
-		uint64_t *dst = walk(as, to + (va - from), false);
+	if (prepare_move(as, from, to, len))
+		return -ENOMEM;
+	for (uint64_t va = from; (e = pt_next(as, &va, from + len, &size)); va += size) {
+		uint64_t *dst = size == HUGE_SIZE ? pt_pde(as, to + (va - from), false)
+		                                  : pt_walk(as, to + (va - from), false);
 
 		if (*dst & PTE_P) {
 			put_page(*dst);
 			as->nr_pages--;
 		}
-		*dst = *pte;
-		*pte = 0;
+		*dst = *e;
+		*e = 0;
 	}
-	flush(as);
+	pt_flush(as);
 	return 0;
 }
 
@@ -689,12 +683,12 @@ int vm_grow_stack(struct aspace *as, uint64_t addr)
  * write. ~0 when out of memory. */
 static uint64_t own_page(struct aspace *as, uint64_t va)
 {
-	uint64_t *pte = walk(as, va, false);
+	uint64_t size, *e = pt_leaf(as, va, &size);
 	struct vma *v = vm_find_vma(as, va);
 
-	if ((*pte & PTE_BORROWED) && (!v || unborrow(as, pte, v->prot)))
+	if (!e || ((*e & PTE_BORROWED) && (!v || unborrow(as, e, v->prot))))
 		return ~0ULL;
-	return (*pte & PTE_ADDR) | (va & (PAGE_SIZE - 1));
+	return (*e & PTE_ADDR & ~(size - 1)) | (va & (size - 1));
 }
 
 static size_t slot_of(uint64_t site, size_t cap)

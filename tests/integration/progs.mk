@@ -20,8 +20,9 @@ PROGS_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE
 MUSL_CC      := musl-gcc
 
 PROGS_PLAIN    := fileio memtouch exitcode fault getpid_bench forkbench stress pipebench
-# Lazily mapped memory (reservations, first touch, running out).
-PROGS_PLAIN    += lazymem
+# Lazily mapped memory (reservations, first touch, running out), 2 MiB pages,
+# and what a first touch costs (make bench).
+PROGS_PLAIN    += lazymem hugemem firsttouch
 PROGS_VARIANTS := hello auxv
 PROGS_MUSL     := $(PROGS_VARIANTS) fileio memtouch
 # Pipes, poll/select, epoll, eventfd, timerfd and interval timers.

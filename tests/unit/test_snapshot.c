@@ -422,6 +422,47 @@ END_TEST
 
 /* ------------------------------------------------------------------ diffs */
 
+/* Anonymous memory (kiln-vmm --mem-backing thp): the caller's bitmap says
+ * which pages may hold data; the others are known zero and never read. */
+START_TEST(page_bitmap)
+{
+	struct snap_vm_config saved = cfg;
+	uint64_t pages[(4 * MIB / 4096 + 63) / 64] = {0};
+	struct snap_write_stats st;
+	struct snap_err err = {{0}};
+	struct image in, out;
+	struct snap_save sv;
+	struct snap *s;
+	char path[160];
+
+	image_new(&in, 4 * MIB);
+	fill_random(in.mem + 5 * 4096, 4096);
+	fill_random(in.mem + 700 * 4096, 3 * 4096);
+	memset(in.mem + 300 * 4096, 0x77, 4096); /* not in the bitmap */
+	pages[0] = 1ULL << 5;
+	pages[700 / 64] = 7ULL << (700 % 64);
+	cfg.mem_size = cfg.mem_low_size = in.size;
+	sv = save_of(&in);
+	sv.mem_fd = -1;
+	sv.mem_pages = pages;
+	sv.chunk_shift = 16;
+	snprintf(path, sizeof(path), "%s/bitmap.snap", dir);
+	write_ok(path, &sv, &st);
+	ck_assert_uint_eq(st.ndata, 2);
+	ck_assert_uint_eq(st.nholes, 4 * MIB / 65536 - 2);
+	s = open_ok(path);
+	image_new(&out, in.size);
+	ck_assert_msg(snap_restore_mem(s, out.mem, in.size, 2, 0, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(memcmp(out.mem + 5 * 4096, in.mem + 5 * 4096, 4096), 0);
+	ck_assert_int_eq(memcmp(out.mem + 700 * 4096, in.mem + 700 * 4096, 3 * 4096), 0);
+	ck_assert_int_eq(out.mem[300 * 4096], 0);
+	snap_close(s);
+	image_free(&in);
+	image_free(&out);
+	cfg = saved;
+}
+END_TEST
+
 static uint64_t *dirty_chunks_of(const uint64_t *pages)
 {
 	uint64_t *chunks = calloc(MEM_SIZE / CHUNK / 64 + 1, 8);
@@ -1056,6 +1097,7 @@ int main(void)
 	tcase_add_test(big, round_trip_chunks);
 	tcase_add_test(big, template_memfd);
 	tcase_add_test(big, odd_sizes);
+	tcase_add_test(big, page_bitmap);
 	add_diff_tests(big);
 	add_corrupt_tests(big);
 	suite_add_tcase(s, big);

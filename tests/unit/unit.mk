@@ -19,6 +19,9 @@ UNIT_SRCS_test_erofs := guest-kernel/libos/erofs.c
 UNIT_TESTS += test_fdt
 UNIT_SRCS_test_fdt := vmm/fdt.c guest-kernel/libos/bootinfo.c
 
+UNIT_TESTS += test_mem
+UNIT_SRCS_test_mem := vmm/mem.c
+
 UNIT_TESTS += test_loader
 UNIT_SRCS_test_loader := vmm/loader.c vmm/mem.c
 
@@ -46,6 +49,11 @@ UNIT_SRCS_test_pmem := vmm/virtio/pmem.c vmm/virtio/mmio.c vmm/virtio/virtq.c vm
 UNIT_TESTS += test_virtio_state
 UNIT_SRCS_test_virtio_state := vmm/virtio/mmio.c vmm/virtio/mmio_state.c vmm/virtio/virtq.c \
 	vmm/virtio/console.c vmm/mem.c
+
+# The guest's page allocator and address spaces, 2 MiB pages included.
+UNIT_TESTS += test_vm
+UNIT_SRCS_test_vm := guest-kernel/libos/vm.c guest-kernel/libos/vm_pt.c \
+	guest-kernel/libos/vm_huge.c guest-kernel/libos/pmem.c
 
 UNIT_TESTS += test_snapshot
 UNIT_SRCS_test_snapshot := $(wildcard snapshot/*.c)

@@ -8,7 +8,7 @@
 #
 # Environment: KILN_VMM, KILN_KERNEL, KILN_INITRD, KILN_PROGS, KILN_BENCH_RUNS
 # (boots per measurement, default 20), KILN_BENCH_GETPID_RUNS (VMs for the
-# getpid median, default 5), KILN_KVM_DEV.
+# getpid and first-touch medians, default 5), KILN_KVM_DEV.
 set -u
 
 cd "$(dirname "$0")/../.." || exit 1
@@ -31,7 +31,7 @@ if [ ! -e "$KVM_DEV" ] || [ ! -r "$KVM_DEV" ] || [ ! -w "$KVM_DEV" ]; then
 	echo "bench: skipped: /dev/kvm not available"
 	exit 0
 fi
-for f in "$VMM" "$KERNEL" "$INITRD" "$BOOT" "$PROGS/getpid_bench"; do
+for f in "$VMM" "$KERNEL" "$INITRD" "$BOOT" "$PROGS/getpid_bench" "$PROGS/firsttouch"; do
 	if [ ! -f "$f" ]; then
 		echo "bench: missing $f (build it with: make bench)"
 		exit 1
@@ -154,6 +154,48 @@ if getpid_runs guest "$GETPID_RUNS" && getpid_runs host "$GETPID_RUNS"; then
 	printf '  %-44s %8s ns  (host %s ns)\n' "clock_gettime in the guest" "$gc" "$hc"
 fi
 
+
+# ---- first touch of memory (issue 4): one write per 4 KiB page of 64 MiB of
+# fresh anonymous memory, in a fresh VM (its RAM never touched) with each
+# guest RAM backing, and natively on the host.
+# firsttouch_runs WHERE: N runs (WHERE: memfd, thp or host); medians of the
+# us/page and MB/s figures in $T/ft.WHERE.us and $T/ft.WHERE.mbps.
+firsttouch_runs() {
+	: >"$T/ft.$1.us"
+	: >"$T/ft.$1.mbps"
+	i=0
+	while [ $i -lt "$GETPID_RUNS" ]; do
+		if [ "$1" = host ]; then
+			timeout --foreground -k 5 60 "$PROGS/firsttouch" 64 </dev/null >"$T/out" 2>"$T/err"
+		else
+			timeout --foreground -k 5 60 "$VMM" --mem-backing "$1" --mem 512M --kernel "$KERNEL" \
+				--initrd "$INITRD" -- /bin/firsttouch 64 </dev/null >"$T/out" 2>"$T/err"
+		fi
+		st=$?
+		tr -d '\r' <"$T/out" >"$T/out.lf"
+		if [ $st -ne 0 ] || ! grep -q '^first_touch_us_per_page ' "$T/out.lf"; then
+			echo "bench: firsttouch ($1) failed (status $st):"
+			cat "$T/out.lf" "$T/err" | sed 's/^/    | /' | head -n 20
+			failed=1
+			return 1
+		fi
+		awk '$1 == "first_touch_us_per_page" { print $2 }' "$T/out.lf" >>"$T/ft.$1.us"
+		awk '$1 == "first_touch_mbps" { print $2 }' "$T/out.lf" >>"$T/ft.$1.mbps"
+		i=$((i + 1))
+	done
+}
+echo
+if firsttouch_runs host; then
+	hu=$(median <"$T/ft.host.us")
+	hm=$(median <"$T/ft.host.mbps")
+	for b in memfd thp; do
+		firsttouch_runs "$b" || continue
+		printf '  %-44s %8s us/page (%s MB/s; host %s us/page, %s MB/s)\n' \
+			"first touch of memory (--mem-backing $b)" "$(median <"$T/ft.$b.us")" \
+			"$(median <"$T/ft.$b.mbps")" "$hu" "$hm"
+	done
+	echo "  (64 MiB, one write per page, median of $GETPID_RUNS fresh VMs; default backing memfd)"
+fi
 
 # ---- processes and pipes (issue 3): guest vs host, same programs.
 # /bin/true in the guest is busybox; the host runs the same busybox binary.

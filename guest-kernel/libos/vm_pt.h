@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The page tables of the lower half, shared by the memory code of the
+ * library OS: vm_pt.c finds and creates entries, vm.c keeps mappings,
+ * vm_huge.c 2 MiB pages.
+ *
+ * An address is mapped by a level-1 entry (a 4 KiB page) or by a level-2
+ * entry with PTE_PS (a 2 MiB page: always anonymous, owned and lazily
+ * mapped; see vm_huge.c). Tables above level 1 are created on demand and
+ * kept until the address space goes.
+ */
+#ifndef KILN_VM_PT_H
+#define KILN_VM_PT_H
+
+#include "vm.h"
+
+#define PTE_P        (1ULL << 0)
+#define PTE_W        (1ULL << 1)
+#define PTE_U        (1ULL << 2)
+#define PTE_A        (1ULL << 5)
+#define PTE_D        (1ULL << 6)
+#define PTE_PS       (1ULL << 7)
+#define PTE_NX       (1ULL << 63)
+#define PTE_BORROWED (1ULL << 9) /* software bit: not ours, see vm.c */
+#define PTE_ADDR     0x000ffffffffff000ULL
+#define HUGE_ADDR    0x000fffffffe00000ULL
+/* The first touch of a lazy 4 KiB page maps the pages around it too. */
+#define FAULT_AROUND (16 * PAGE_SIZE)
+
+static inline uint64_t *table(uint64_t entry)
+{
+	return phys_to_virt(entry & PTE_ADDR);
+}
+
+/* The level-1 entry for page i of the 2 MiB page that entry pde maps. */
+static inline uint64_t huge_pte(uint64_t pde, unsigned i)
+{
+	return ((pde & HUGE_ADDR) + i * PAGE_SIZE) | (pde & (PTE_NX | 0xfff) & ~PTE_PS);
+}
+
+/* Entry flags for a page with protection prot. */
+uint64_t pte_flags(uint32_t prot);
+/* The entry for a page with protection prot, keeping it borrowed (and then
+ * never writable: the first write copies it). */
+uint64_t pte_make(uint64_t old, uint32_t prot);
+/* Free the 4 KiB page behind a present entry unless it is borrowed. */
+void put_page(uint64_t pte);
+
+/* The level-2 entry for va, creating the tables above it if asked. */
+uint64_t *pt_pde(struct aspace *as, uint64_t va, bool create);
+/* The level-1 entry for va, creating its table if asked; NULL if va lies
+ * in a 2 MiB page (see huge_split) or a table is missing. */
+uint64_t *pt_walk(struct aspace *as, uint64_t va, bool create);
+/* The present entry that maps va, its size (PAGE_SIZE or HUGE_SIZE) in
+ * *size; NULL if va is not mapped. */
+uint64_t *pt_leaf(struct aspace *as, uint64_t va, uint64_t *size);
+/* The first present entry for an address in [*va, end), skipping missing
+ * tables whole (a reservation of terabytes has none); NULL if none. *va
+ * becomes the address it maps from (2 MiB-aligned for a huge page, so
+ * possibly below the *va passed in) and *size its size. */
+uint64_t *pt_next(struct aspace *as, uint64_t *va, uint64_t end, uint64_t *size);
+/* Free the page tables under the level-`level` table at pa (not the pages
+ * they map). */
+void pt_free_tables(uint64_t pa, int level);
+/* Flush the TLB if as is the address space in use (vm.c). */
+void pt_flush(struct aspace *as);
+
+/* 2 MiB pages (vm_huge.c). */
+/* Map the 2 MiB around addr, a first touch of lazy memory in v, with one
+ * huge page if policy and memory allow; false: use 4 KiB pages. */
+bool huge_fault(struct aspace *as, const struct vma *v, uint64_t addr);
+/* Replace the 2 MiB page of entry pde by 512 4 KiB entries (one new table).
+ * 0 or -ENOMEM. */
+int huge_split(struct aspace *as, uint64_t *pde);
+/* Split the 2 MiB pages that [start, end) covers only in part, so that
+ * every one left in it lies wholly inside. 0 or -ENOMEM. */
+int huge_split_edges(struct aspace *as, uint64_t start, uint64_t end);
+/* Unmap the 2 MiB page of entry pde and free it. */
+void huge_unmap(struct aspace *as, uint64_t *pde);
+/* fork: a copy of the 2 MiB page src_pde maps at va in dst, as a 2 MiB
+ * page. -EAGAIN if there is no 2 MiB block to spare (copy it page by page
+ * instead), -ENOMEM if a page table cannot be had. */
+int huge_copy(struct aspace *dst, uint64_t va, uint64_t src_pde);
+
+#endif

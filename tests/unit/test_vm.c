@@ -1,0 +1,489 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The guest's page allocator and address spaces on the host: pmem.c, vm.c,
+ * vm_pt.c and vm_huge.c built with -DKILN_HOSTED, "physical memory" a
+ * buffer of this test. Page faults are simulated by calling vm_fault the
+ * way trap.c does; what a program would read is read through the page
+ * tables (vm_translate). Covers 2 MiB pages: when they are made, and every
+ * operation that splits, moves, copies or frees them.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "bootinfo.h"
+#include "mm.h"
+#include "pmem.h"
+#include "vm.h"
+#include "../../guest-kernel/libos/vm_pt.h"
+
+#define MIB (1ULL << 20)
+#define RAM (64 * MIB)
+#define RW  (PROT_READ | PROT_WRITE)
+/* A lazy mapping's place: 2 MiB-aligned, like most of what mmap returns. */
+#define BASE 0x40000000ULL
+
+static uint8_t *ram;
+char __libos_text_start[1], __libos_phys_delta[1];
+static struct aspace *as;
+static size_t free_at_start;
+
+/* The library OS's services this code uses. */
+void kpanic(const char *fmt, ...)
+{
+	ck_abort_msg("kpanic: %s", fmt);
+	abort();
+}
+
+void kprintf(const char *fmt, ...)
+{
+}
+
+void *kmalloc(size_t n)
+{
+	return malloc(n);
+}
+
+void *kzalloc(size_t n)
+{
+	return calloc(1, n);
+}
+
+void kfree(void *p)
+{
+	free(p);
+}
+
+static void setup(void)
+{
+	struct bootinfo bi = {.nr_ram = 1, .ram = {{0, RAM}}};
+
+	ram = mmap(NULL, RAM, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(ram, MAP_FAILED);
+	kiln_hosted_ram = (uintptr_t)ram;
+	pmem_init(&bi);
+	bi.pml4 = pmem_alloc(true); /* the boot page tables: no upper half here */
+	vm_init(&bi);
+	vm_thp = VM_THP_FILL;
+	free_at_start = pmem_free_pages();
+	as = aspace_create();
+	ck_assert_ptr_nonnull(as);
+}
+
+static void teardown(void)
+{
+	if (as)
+		aspace_release(as);
+	munmap(ram, RAM);
+}
+
+static uint8_t *byte_at(struct aspace *a, uint64_t va)
+{
+	uint64_t pa = vm_translate(a, va);
+
+	return pa == ~0ULL ? NULL : ram + pa;
+}
+
+/* A program's write of val at va: a fault first if nothing is there. */
+static void poke(uint64_t va, uint8_t val)
+{
+	if (!byte_at(as, va))
+		ck_assert_int_eq(vm_fault(as, va, PF_WRITE), 0);
+	*byte_at(as, va) = val;
+}
+
+/* What a program reads at va; -1 if it is not mapped (yet). */
+static int peek(struct aspace *a, uint64_t va)
+{
+	uint8_t *p = byte_at(a, va);
+
+	return p ? *p : -1;
+}
+
+static bool writable(uint64_t va)
+{
+	uint64_t size, *e = pt_leaf(as, va, &size);
+
+	ck_assert_ptr_nonnull(e);
+	return *e & PTE_W;
+}
+
+/* Map len bytes lazily at BASE + off and fill the first fill bytes front
+ * to back, one write per page (page i gets i & 0xff). */
+static void map_and_fill(uint64_t off, uint64_t len, uint64_t fill)
+{
+	ck_assert_int_eq(vm_map_anon(as, BASE + off, len, RW, VMA_ANON | VMA_LAZY), 0);
+	for (uint64_t a = 0; a < fill; a += PAGE_SIZE)
+		poke(BASE + off + a, (uint8_t)(a / PAGE_SIZE));
+}
+
+static void check_fill(uint64_t start, uint64_t len, uint64_t first)
+{
+	for (uint64_t a = 0; a < len; a += PAGE_SIZE)
+		ck_assert_int_eq(peek(as, start + a), (uint8_t)((first + a) / PAGE_SIZE));
+}
+
+/* ------------------------------------------------------------ page allocator */
+
+START_TEST(huge_blocks_from_the_top)
+{
+	size_t before = pmem_free_pages();
+	uint64_t a = pmem_alloc_huge(true), b = pmem_alloc_huge(true);
+
+	ck_assert_uint_eq(a, RAM - HUGE_SIZE);
+	ck_assert_uint_eq(b, RAM - 2 * HUGE_SIZE);
+	ck_assert_uint_eq(pmem_free_pages(), before - 2 * HUGE_PAGES);
+	/* The pieces of a block go back one by one (a split mapping). */
+	for (unsigned i = 0; i < HUGE_PAGES; i++)
+		pmem_free(a + i * PAGE_SIZE);
+	pmem_free_huge(b);
+	ck_assert_uint_eq(pmem_free_pages(), before);
+}
+END_TEST
+
+START_TEST(huge_block_reuse_is_zeroed)
+{
+	uint64_t a = pmem_alloc_huge(false), b;
+
+	memset(ram + a, 0xab, HUGE_SIZE);
+	pmem_free_huge(a);
+	b = pmem_alloc_huge(true);
+	ck_assert_uint_eq(b, a); /* recently freed blocks first */
+	for (uint64_t i = 0; i < HUGE_SIZE; i += 509)
+		ck_assert_int_eq(ram[b + i], 0);
+	pmem_free_huge(b);
+}
+END_TEST
+
+START_TEST(huge_blocks_only_while_plentiful)
+{
+	uint64_t pa;
+	unsigned n = 0;
+
+	while ((pa = pmem_alloc_huge(false)))
+		n++;
+	ck_assert_uint_gt(n, 20);
+	/* What is left: more than 1/16 of RAM, for single pages. */
+	ck_assert_uint_ge(pmem_free_pages(), pmem_total_pages() / 16);
+	ck_assert_uint_ne(pmem_alloc_user(false), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------ when huge pages are made */
+
+START_TEST(fill_promotes)
+{
+	uint64_t pa0;
+
+	map_and_fill(0, 8 * MIB, PAGE_SIZE);
+	ck_assert_uint_eq(as->nr_pages, FAULT_AROUND / PAGE_SIZE); /* a window, no page below */
+	ck_assert_uint_eq(as->nr_huge, 0);
+	/* The next window: memory is being filled. The window's pages move
+	 * into the new huge page. */
+	poke(BASE + FAULT_AROUND, 7);
+	ck_assert_uint_eq(as->nr_huge, 1);
+	ck_assert_uint_eq(as->nr_pages, HUGE_PAGES);
+	ck_assert_int_eq(peek(as, BASE), 0);
+	ck_assert_int_eq(peek(as, BASE + FAULT_AROUND), 7);
+	pa0 = vm_translate(as, BASE);
+	ck_assert_uint_eq(pa0 % HUGE_SIZE, 0);
+	ck_assert_uint_eq(vm_translate(as, BASE + HUGE_SIZE - 1), pa0 + HUGE_SIZE - 1);
+	/* The next 2 MiB: huge at the first touch. */
+	poke(BASE + HUGE_SIZE, 1);
+	ck_assert_uint_eq(as->nr_huge, 2);
+	ck_assert_uint_eq(as->nr_pages, 2 * HUGE_PAGES);
+	map_and_fill(16 * MIB, 8 * MIB, 8 * MIB);
+	check_fill(BASE + 16 * MIB, 8 * MIB, 0);
+	ck_assert_uint_eq(as->nr_huge, 6);
+}
+END_TEST
+
+START_TEST(sparse_touches_stay_small)
+{
+	ck_assert_int_eq(vm_map_anon(as, BASE, 64 * MIB, RW, VMA_ANON | VMA_LAZY), 0);
+	for (uint64_t a = 0; a < 64 * MIB; a += MIB)
+		poke(BASE + a, 1);
+	ck_assert_uint_eq(as->nr_huge, 0);
+	ck_assert_uint_eq(as->nr_pages, 64 * FAULT_AROUND / PAGE_SIZE);
+}
+END_TEST
+
+START_TEST(policy_always_and_never)
+{
+	vm_thp = VM_THP_ALWAYS;
+	map_and_fill(0, 4 * MIB, PAGE_SIZE);
+	ck_assert_uint_eq(as->nr_huge, 1);
+	vm_thp = VM_THP_NEVER;
+	map_and_fill(8 * MIB, 4 * MIB, 4 * MIB);
+	ck_assert_uint_eq(as->nr_huge, 1);
+	ck_assert_uint_eq(as->nr_pages, HUGE_PAGES + 4 * MIB / PAGE_SIZE);
+}
+END_TEST
+
+START_TEST(only_whole_aligned_regions)
+{
+	/* 3 MiB from 1 MiB: no aligned 2 MiB inside. */
+	map_and_fill(MIB, 3 * MIB - PAGE_SIZE, 3 * MIB - PAGE_SIZE);
+	ck_assert_uint_eq(as->nr_huge, 0);
+	/* Eager memory is never huge. */
+	ck_assert_int_eq(vm_map_anon(as, BASE + 8 * MIB, 4 * MIB, RW, VMA_ANON), 0);
+	ck_assert_uint_eq(as->nr_huge, 0);
+}
+END_TEST
+
+START_TEST(adjacent_mappings_share_one)
+{
+	/* Two 1 MiB arenas side by side, filled one after the other. */
+	map_and_fill(MIB, MIB, MIB);
+	ck_assert_int_eq(vm_map_anon(as, BASE, MIB, RW, VMA_ANON | VMA_LAZY), 0);
+	for (uint64_t a = 0; a < MIB; a += PAGE_SIZE)
+		poke(BASE + a, 0xee);
+	ck_assert_uint_eq(as->nr_huge, 1);
+	check_fill(BASE + MIB, MIB, 0);
+	/* Unmapping one arena splits the page; the other keeps its bytes. */
+	ck_assert_int_eq(vm_unmap(as, BASE + MIB, MIB), 0);
+	ck_assert_uint_eq(as->nr_huge, 0);
+	ck_assert_uint_eq(as->nr_pages, MIB / PAGE_SIZE);
+	ck_assert_int_eq(peek(as, BASE + MIB - PAGE_SIZE), 0xee);
+	ck_assert_int_eq(peek(as, BASE + MIB), -1);
+}
+END_TEST
+
+START_TEST(different_protection_blocks_it)
+{
+	ck_assert_int_eq(vm_map_anon(as, BASE, MIB, PROT_READ, VMA_ANON | VMA_LAZY), 0);
+	map_and_fill(MIB, 3 * MIB, 3 * MIB);
+	/* [0, 2M) mixes protections; [2M, 4M) is one mapping. */
+	ck_assert_uint_eq(as->nr_huge, 1);
+	ck_assert_uint_eq(vm_translate(as, BASE + HUGE_SIZE) % HUGE_SIZE, 0);
+}
+END_TEST
+
+START_TEST(exhaustion_falls_back_to_small_pages)
+{
+	uint64_t a;
+	int err = 0;
+
+	vm_thp = VM_THP_ALWAYS;
+	ck_assert_int_eq(vm_map_anon(as, BASE, 2 * RAM, RW, VMA_ANON | VMA_LAZY), 0);
+	for (a = 0; a < 2 * RAM && !err; a += PAGE_SIZE)
+		if (!byte_at(as, BASE + a))
+			err = vm_fault(as, BASE + a, PF_WRITE);
+	ck_assert_int_eq(err, -ENOMEM);
+	ck_assert_uint_gt(as->nr_huge, 0);
+	ck_assert_uint_gt(as->nr_pages, as->nr_huge * HUGE_PAGES); /* then 4 KiB ones */
+	ck_assert_int_eq(vm_unmap(as, BASE, 2 * RAM), 0);
+	ck_assert_uint_eq(as->nr_pages, 0);
+	ck_assert_uint_ne(pmem_alloc_huge(false), 0);
+}
+END_TEST
+
+START_TEST(kernel_write_into_lazy_memory)
+{
+	vm_thp = VM_THP_ALWAYS;
+	ck_assert_int_eq(vm_map_anon(as, BASE, 4 * MIB, RW, VMA_ANON | VMA_LAZY), 0);
+	ck_assert_uint_ne(vm_translate_write(as, BASE + 5000), ~0ULL);
+	ck_assert_uint_eq(as->nr_huge, 1);
+}
+END_TEST
+
+/* ------------------------------------------------------------ operations on part of one */
+
+START_TEST(munmap_part_splits)
+{
+	map_and_fill(0, 4 * MIB, 4 * MIB);
+	ck_assert_uint_eq(as->nr_huge, 2);
+	ck_assert_int_eq(vm_unmap(as, BASE + 8 * PAGE_SIZE, PAGE_SIZE), 0);
+	ck_assert_uint_eq(as->nr_huge, 1);
+	ck_assert_uint_eq(as->nr_pages, 2 * HUGE_PAGES - 1);
+	ck_assert_int_eq(peek(as, BASE + 8 * PAGE_SIZE), -1);
+	ck_assert_ptr_null(vm_find_vma(as, BASE + 8 * PAGE_SIZE));
+	check_fill(BASE, 8 * PAGE_SIZE, 0);
+	check_fill(BASE + 9 * PAGE_SIZE, 4 * MIB - 9 * PAGE_SIZE, 9 * PAGE_SIZE);
+	/* A range of whole huge pages and pieces. */
+	ck_assert_int_eq(vm_unmap(as, BASE, 4 * MIB), 0);
+	ck_assert_uint_eq(as->nr_pages, 0);
+	ck_assert_uint_eq(as->nr_huge, 0);
+}
+END_TEST
+
+START_TEST(mprotect_whole_and_part)
+{
+	map_and_fill(0, 4 * MIB, 4 * MIB);
+	ck_assert_int_eq(vm_protect(as, BASE, 2 * MIB, PROT_READ), 0);
+	ck_assert_uint_eq(as->nr_huge, 2);
+	ck_assert(!writable(BASE));
+	ck_assert(writable(BASE + 2 * MIB));
+	ck_assert_int_eq(vm_protect(as, BASE + 3 * MIB, PAGE_SIZE, PROT_READ), 0);
+	ck_assert_uint_eq(as->nr_huge, 1);
+	ck_assert(!writable(BASE + 3 * MIB));
+	ck_assert(writable(BASE + 3 * MIB + PAGE_SIZE));
+	ck_assert(writable(BASE + 3 * MIB - PAGE_SIZE));
+	check_fill(BASE, 4 * MIB, 0);
+	/* A write fault where the mapping does not allow it is the program's. */
+	ck_assert_int_eq(vm_fault(as, BASE + 3 * MIB, PF_PRESENT | PF_WRITE), -EFAULT);
+}
+END_TEST
+
+START_TEST(dontneed_part_and_whole)
+{
+	map_and_fill(0, 4 * MIB, 4 * MIB);
+	vm_discard(as, BASE + PAGE_SIZE, 2 * PAGE_SIZE);
+	ck_assert_uint_eq(as->nr_huge, 1);
+	ck_assert_uint_eq(as->nr_pages, 2 * HUGE_PAGES - 2);
+	ck_assert_int_eq(peek(as, BASE + PAGE_SIZE), -1); /* reads zero: a fresh page */
+	ck_assert_int_eq(peek(as, BASE), 0);
+	ck_assert_int_eq(peek(as, BASE + 3 * PAGE_SIZE), 3);
+	vm_discard(as, BASE + 2 * MIB, 2 * MIB);
+	ck_assert_uint_eq(as->nr_huge, 0);
+	ck_assert_uint_eq(as->nr_pages, HUGE_PAGES - 2);
+	ck_assert_int_eq(peek(as, BASE + 2 * MIB), -1);
+	ck_assert_ptr_nonnull(vm_find_vma(as, BASE + 2 * MIB));
+}
+END_TEST
+
+START_TEST(mremap_moves_whole_or_split)
+{
+	uint64_t pa, to = BASE + 64 * MIB;
+
+	map_and_fill(0, 4 * MIB, 4 * MIB);
+	pa = vm_translate(as, BASE);
+	/* A 2 MiB-aligned distance: the pages move as they are. */
+	ck_assert_int_eq(vm_map_anon(as, to, 4 * MIB, RW, VMA_ANON | VMA_LAZY), 0);
+	ck_assert_int_eq(vm_move_pages(as, BASE, to, 4 * MIB), 0);
+	ck_assert_uint_eq(as->nr_huge, 2);
+	ck_assert_uint_eq(vm_translate(as, to), pa);
+	ck_assert_int_eq(peek(as, BASE), -1);
+	/* Any other distance: split on the way. */
+	ck_assert_int_eq(vm_map_anon(as, BASE + PAGE_SIZE, 4 * MIB, RW, VMA_ANON | VMA_LAZY), 0);
+	ck_assert_int_eq(vm_move_pages(as, to, BASE + PAGE_SIZE, 4 * MIB), 0);
+	ck_assert_uint_eq(as->nr_huge, 0);
+	ck_assert_uint_eq(as->nr_pages, 2 * HUGE_PAGES);
+	check_fill(BASE + PAGE_SIZE, 4 * MIB, 0);
+	/* Part of one: split at the edge, the rest stays. */
+	vm_thp = VM_THP_ALWAYS;
+	map_and_fill(32 * MIB, 2 * MIB, 2 * MIB);
+	ck_assert_int_eq(vm_map_anon(as, to, MIB, RW, VMA_ANON | VMA_LAZY), 0);
+	ck_assert_int_eq(vm_move_pages(as, BASE + 32 * MIB, to, MIB), 0);
+	check_fill(to, MIB, 0);
+	check_fill(BASE + 33 * MIB, MIB, MIB);
+	ck_assert_int_eq(peek(as, BASE + 32 * MIB), -1);
+}
+END_TEST
+
+START_TEST(map_fixed_over_part)
+{
+	map_and_fill(0, 2 * MIB, 2 * MIB);
+	ck_assert_int_eq(vm_map_anon(as, BASE + MIB, 64 * 1024, RW, VMA_ANON), 0);
+	ck_assert_uint_eq(as->nr_huge, 0);
+	ck_assert_int_eq(peek(as, BASE + MIB), 0); /* fresh and zero */
+	check_fill(BASE + MIB + 64 * 1024, MIB - 64 * 1024, MIB + 64 * 1024);
+}
+END_TEST
+
+/* ------------------------------------------------------------ fork and exit */
+
+START_TEST(fork_copies_huge_pages)
+{
+	struct aspace *child;
+
+	map_and_fill(0, 4 * MIB, 4 * MIB);
+	child = aspace_copy(as);
+	ck_assert_ptr_nonnull(child);
+	ck_assert_uint_eq(child->nr_huge, 2);
+	ck_assert_uint_eq(child->nr_pages, as->nr_pages);
+	ck_assert_uint_ne(vm_translate(child, BASE), vm_translate(as, BASE));
+	for (uint64_t a = 0; a < 4 * MIB; a += PAGE_SIZE)
+		ck_assert_int_eq(peek(child, BASE + a), peek(as, BASE + a));
+	aspace_release(child);
+}
+END_TEST
+
+START_TEST(fork_without_huge_blocks_copies_pages)
+{
+	struct aspace *child;
+	uint64_t keep = HUGE_PAGES + 64;
+
+	map_and_fill(0, 2 * MIB, 2 * MIB);
+	ck_assert_uint_eq(as->nr_huge, 1);
+	/* Use up memory until a single page copy still fits, a huge one not. */
+	while (pmem_free_pages() > keep + MAX(pmem_total_pages() / 64, 256))
+		ck_assert_uint_ne(pmem_alloc(false), 0);
+	child = aspace_copy(as);
+	ck_assert_ptr_nonnull(child);
+	ck_assert_uint_eq(child->nr_huge, 0);
+	ck_assert_uint_eq(child->nr_pages, HUGE_PAGES);
+	for (uint64_t a = 0; a < 2 * MIB; a += PAGE_SIZE)
+		ck_assert_int_eq(peek(child, BASE + a), peek(as, BASE + a));
+	aspace_release(child);
+}
+END_TEST
+
+START_TEST(exit_frees_everything)
+{
+	struct aspace *child;
+
+	map_and_fill(0, 8 * MIB, 8 * MIB);
+	ck_assert_int_eq(vm_unmap(as, BASE + 3 * MIB, PAGE_SIZE), 0); /* one split */
+	child = aspace_copy(as);
+	ck_assert_ptr_nonnull(child);
+	aspace_release(child);
+	aspace_release(as);
+	as = NULL;
+	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+}
+END_TEST
+
+static Suite *vm_suite(void)
+{
+	Suite *s = suite_create("vm");
+	TCase *t = tcase_create("pmem");
+
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, huge_blocks_from_the_top);
+	tcase_add_test(t, huge_block_reuse_is_zeroed);
+	tcase_add_test(t, huge_blocks_only_while_plentiful);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("policy");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, fill_promotes);
+	tcase_add_test(t, sparse_touches_stay_small);
+	tcase_add_test(t, policy_always_and_never);
+	tcase_add_test(t, only_whole_aligned_regions);
+	tcase_add_test(t, adjacent_mappings_share_one);
+	tcase_add_test(t, different_protection_blocks_it);
+	tcase_add_test(t, exhaustion_falls_back_to_small_pages);
+	tcase_add_test(t, kernel_write_into_lazy_memory);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("split");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, munmap_part_splits);
+	tcase_add_test(t, mprotect_whole_and_part);
+	tcase_add_test(t, dontneed_part_and_whole);
+	tcase_add_test(t, mremap_moves_whole_or_split);
+	tcase_add_test(t, map_fixed_over_part);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("fork");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, fork_copies_huge_pages);
+	tcase_add_test(t, fork_without_huge_blocks_copies_pages);
+	tcase_add_test(t, exit_frees_everything);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(vm_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
