@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The request router and the control endpoints (create, list, get, delete,
- * timeout, connect, logs). Paths follow the E2B control API where one
+ * timeout, logs, images). Paths follow the E2B control API where one
  * exists (also under /v2); kiln's own endpoints hang off
- * /sandboxes/{id}/... and live in exec.c, pty.c and files.c. */
-#include <ctype.h>
-#include <errno.h>
+ * /sandboxes/{id}/... and live in exec.c, pty.c and files.c; create in
+ * api_create.c, pause, resume, connect and fork in api_pause.c,
+ * templates in template.c. */
 #include <fcntl.h>
 #include <limits.h>
 #include <time.h>
@@ -15,7 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "envd.h"
+#include "image.h"
 #include "jsonutil.h"
 #include "proxy.h"
 #include "sandbox.h"
@@ -30,7 +32,10 @@ enum route_kind {
 	R_CREATE,
 	R_TIMEOUT,
 	R_CONNECT,
+	R_RESUME,
 	R_PAUSE,
+	R_FORK,
+	R_TEMPLATE,
 	R_EXEC,
 	R_MKDIR,
 	R_REMOVE,
@@ -64,9 +69,7 @@ static bool authorized(struct kilnd *kd, struct http_req *req)
 	return auth && !strncasecmp(auth, "Bearer ", 7) && key_equal(auth + 7, kd->cfg.api_key);
 }
 
-/* The sandbox as create, connect and get answer it: with its envd access
- * token (the SDK sends it as X-Access-Token to the envd API). */
-static json_t *sb_json_with_token(struct kilnd *kd, const struct sandbox *sb)
+json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb)
 {
 	char token[ENVD_TOKEN_LEN + 1];
 	json_t *j = sb_to_json(sb);
@@ -77,117 +80,6 @@ static json_t *sb_json_with_token(struct kilnd *kd, const struct sandbox *sb)
 		json_object_set_new(j, "trafficAccessToken", json_null());
 	}
 	return j;
-}
-
-/* ---------------------------------------------------------------- create */
-
-struct create_wait {
-	struct http_conn *c;
-	struct sandbox *sb;
-};
-
-static void create_ready(void *ctx, struct sandbox *sb, int err, const char *msg)
-{
-	struct create_wait *w = ctx;
-
-	if (err)
-		http_respond_error(w->c, err == -ECANCELED ? 409 : 500,
-		                   "sandbox %s did not start: %s", sb->rec.id, msg);
-	else
-		http_respond_json(w->c, 201, sb_json_with_token(sb->kd, sb));
-	free(w);
-}
-
-static void create_abort(void *ctx)
-{
-	struct create_wait *w = ctx;
-
-	/* Whoever asked hung up without learning the id: nobody could use or
-	 * delete the sandbox, so it goes now rather than at its timeout. */
-	sb_cancel_ready(w->sb);
-	sb_delete(w->sb);
-	free(w);
-}
-
-static const struct http_handler create_ops = {.on_abort = create_abort};
-
-static bool name_ok(const char *s, size_t max)
-{
-	size_t n = strlen(s);
-
-	if (!n || n > max)
-		return false;
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
-			return false;
-	return true;
-}
-
-static bool env_names_ok(json_t *env)
-{
-	const char *k;
-	json_t *v;
-
-	json_object_foreach(env, k, v)
-	{
-		if (!*k || strchr(k, '=') || strlen(k) > 1024)
-			return false;
-	}
-	return true;
-}
-
-static void do_create(struct kilnd *kd, struct http_conn *c, json_t *body)
-{
-	char err[JSON_ERR_LEN] = "", msg[512];
-	const char *tmpl = NULL, *image = NULL;
-	struct sb_params p = {0};
-	struct create_wait *w;
-	struct sandbox *sb;
-	int status;
-
-	if (json_get_str(body, "templateID", 64, &tmpl, err) ||
-	    json_get_str(body, "image", 64, &image, err) ||
-	    json_get_int(body, "timeout", 1, kd->cfg.max_timeout, kd->cfg.default_timeout,
-	                 &p.timeout_s, err) ||
-	    json_get_int(body, "memoryMB", 64, 65536, 256, &p.memory_mb, err) ||
-	    json_get_int(body, "cpuCount", 1, 64, 1, &p.cpu_count, err) ||
-	    json_get_str_map(body, "envVars", 1024, 256u << 10, &p.env, err) ||
-	    json_get_str_map(body, "metadata", 256, 64u << 10, &p.metadata, err)) {
-		http_respond_error(c, 400, "%s", err);
-		return;
-	}
-	p.template_id = tmpl ? tmpl : image ? image : "base";
-	if (!name_ok(p.template_id, 64)) {
-		http_respond_error(c, 400, "bad template name");
-		return;
-	}
-	if (strcmp(p.template_id, "base")) {
-		http_respond_error(c, 400, "unknown template '%s' (this kilnd has: base)",
-		                   p.template_id);
-		return;
-	}
-	if (p.env && !env_names_ok(p.env)) {
-		http_respond_error(c, 400, "envVars names must be non-empty and without '='");
-		return;
-	}
-	w = calloc(1, sizeof(*w));
-	if (!w) {
-		http_respond_error(c, 500, "out of memory");
-		return;
-	}
-	w->c = c;
-	status = sb_create(kd, &p, create_ready, w, &sb, msg, sizeof(msg));
-	if (status) {
-		free(w);
-		if (status == 429)
-			http_respond(c, 429, "application/json", "Retry-After: 1\r\n",
-			             LIT("{\"code\":429,\"message\":\"too many sandboxes\"}"));
-		else
-			http_respond_error(c, status, "%s", msg);
-		return;
-	}
-	w->sb = sb;
-	http_set_handler(c, &create_ops, w, 0);
 }
 
 /* ---------------------------------------------------------------- list / get */
@@ -276,7 +168,7 @@ static bool after_token(const struct sandbox *sb, long long tok_ms, const char *
 	return asc ? c > 0 : c < 0;
 }
 
-/* GET /sandboxes (all states) and /v2/sandboxes (running by default, E2B's
+/* GET /sandboxes (all states) and /v2/sandboxes (running and paused by default, E2B's
  * pages of `limit`, default 100, with X-Next-Token when more follow). */
 static void do_list(struct kilnd *kd, struct http_conn *c, struct http_req *req, bool v2)
 {
@@ -315,7 +207,9 @@ static void do_list(struct kilnd *kd, struct http_conn *c, struct http_req *req,
 	for (sb = kd->sandboxes; sb; sb = sb->next) {
 		const char *st = sb_state_name(sb->state);
 
-		if (state ? !in_csv(state, st) : v2 && strcmp(st, "running"))
+		/* E2B lists running and paused sandboxes unless told */
+		if (state ? !in_csv(state, st)
+		          : v2 && strcmp(st, "running") && strcmp(st, "paused"))
 			continue;
 		if (meta && !metadata_matches(sb, meta))
 			continue;
@@ -572,7 +466,7 @@ static void pending_complete(void *ctx)
 		free(p);
 		return;
 	}
-	if (p->kind != R_CREATE) {
+	if (p->kind != R_CREATE && p->kind != R_TEMPLATE) {
 		sb = sb_find(kd, p->id);
 		if (!sb) {
 			http_respond_error(c, 404, "sandbox %s not found", p->id);
@@ -581,7 +475,7 @@ static void pending_complete(void *ctx)
 	}
 	switch (p->kind) {
 	case R_CREATE:
-		do_create(kd, c, body);
+		api_create(kd, c, body);
 		break;
 	case R_TIMEOUT:
 		if (json_get_int(body, "timeout", 1, kd->cfg.max_timeout, -1, &secs, err) ||
@@ -598,34 +492,18 @@ static void pending_complete(void *ctx)
 		http_respond(c, 204, NULL, NULL, NULL, 0);
 		break;
 	case R_CONNECT:
-		if (json_get_int(body, "timeout", 1, kd->cfg.max_timeout, -1, &secs, err)) {
-			http_respond_error(c, 400, "%s", err);
-			break;
-		}
-		if (sb->state != SB_RUNNING) {
-			/* A dead sandbox cannot come back: E2B says 404 (the SDK's
-			 * SandboxNotFoundError); one still starting is a conflict. */
-			http_respond_error(c, sb->state == SB_STARTING ? 409 : 404,
-			                   "sandbox %s is %s", sb->rec.id,
-			                   sb_state_name(sb->state));
-			break;
-		}
-		/* 200: it was running (201 will mean "resumed" once sb_pause
-		 * can pause). Like E2B, connect only ever extends the lifetime. */
-		if (secs > 0 && now_ms() + secs * 1000 > sb->rec.end_ms)
-			sb_set_timeout(sb, secs);
-		http_respond_json(c, 200, sb_json_with_token(kd, sb));
+	case R_RESUME:
+		api_resume(kd, c, sb, body, p->kind == R_CONNECT);
 		break;
-	case R_PAUSE: {
-		char msg[256];
-		int status = sb_pause(sb, msg, sizeof(msg));
-
-		if (status)
-			http_respond_error(c, status, "%s", msg);
-		else
-			http_respond(c, 204, NULL, NULL, NULL, 0);
+	case R_PAUSE:
+		api_pause(kd, c, sb);
 		break;
-	}
+	case R_FORK:
+		api_fork(kd, c, sb, body);
+		break;
+	case R_TEMPLATE:
+		api_template_create(kd, c, body);
+		break;
 	case R_EXEC:
 		exec_start(kd, c, sb, body);
 		break;
@@ -689,6 +567,28 @@ static void method_not_allowed(struct http_conn *c, const char *allow)
 	             LIT("{\"code\":405,\"message\":\"method not allowed\"}"));
 }
 
+/* /templates[/{name}] */
+static void route_templates(struct kilnd *kd, struct http_conn *c, int m, char **seg, int n)
+{
+	if (n == 1) {
+		if (m == HTTP_GET)
+			api_template_list(kd, c);
+		else if (m == HTTP_POST)
+			buffer_body(kd, c, R_TEMPLATE, NULL, BODY_SMALL);
+		else
+			method_not_allowed(c, "GET, POST");
+	} else if (n == 2) {
+		if (m == HTTP_GET)
+			api_template_get(kd, c, seg[1]);
+		else if (m == HTTP_DELETE)
+			api_template_delete(kd, c, seg[1]);
+		else
+			method_not_allowed(c, "GET, DELETE");
+	} else {
+		http_respond_error(c, 404, "no such endpoint");
+	}
+}
+
 void api_route(struct http_conn *c, struct http_req *req, void *udata)
 {
 	struct kilnd *kd = udata;
@@ -727,6 +627,17 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 		             LIT("{\"name\":\"kilnd\",\"version\":\"" KILND_VERSION "\"}"));
 		goto out;
 	}
+	if (!strcmp(seg[0], "templates")) {
+		route_templates(kd, c, m, seg, n);
+		goto out;
+	}
+	if (n == 1 && !strcmp(seg[0], "images")) {
+		if (m == HTTP_GET)
+			http_respond_json(c, 200, img_list(kd));
+		else
+			method_not_allowed(c, "GET");
+		goto out;
+	}
 	if (strcmp(seg[0], "sandboxes")) {
 		http_respond_error(c, 404, "no such endpoint");
 		goto out;
@@ -747,7 +658,7 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 	}
 	if (n == 2) {
 		if (m == HTTP_GET) {
-			http_respond_json(c, 200, sb_json_with_token(kd, sb));
+			http_respond_json(c, 200, api_sandbox_json(kd, sb));
 		} else if (m == HTTP_DELETE) {
 			sb_delete(sb);
 			http_respond(c, 204, NULL, NULL, NULL, 0);
@@ -766,9 +677,19 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 			buffer_body(kd, c, R_CONNECT, sb->rec.id, BODY_SMALL);
 		else
 			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "resume")) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c, R_RESUME, sb->rec.id, BODY_SMALL);
+		else
+			method_not_allowed(c, "POST");
 	} else if (n == 3 && !strcmp(seg[2], "pause")) {
 		if (m == HTTP_POST)
 			buffer_body(kd, c, R_PAUSE, sb->rec.id, BODY_SMALL);
+		else
+			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "fork")) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c, R_FORK, sb->rec.id, BODY_SMALL);
 		else
 			method_not_allowed(c, "POST");
 	} else if (n == 3 && !strcmp(seg[2], "metrics")) {

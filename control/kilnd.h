@@ -23,6 +23,9 @@ struct kilnd_cfg {
 	char *envd_listen; /* the envd API's own listener, or NULL */
 	char *api_key;
 	char *vmm, *kernel, *initrd;
+	char *images_dir;        /* IMAGES_DIR/NAME.erofs (image.h) */
+	char *image_initrd;      /* the agent alone, booted over an image */
+	const char *resume_mode; /* "lazy" (userfaultfd) or "eager" */
 	unsigned max_sandboxes;
 	double boot_timeout;      /* seconds to wait for the agent's first answer */
 	unsigned default_timeout; /* sandbox lifetime, seconds */
@@ -34,6 +37,9 @@ struct kilnd_cfg {
 
 struct store;
 struct sandbox;
+struct template;
+struct tmpl_build;
+struct bootfile;
 
 struct kilnd {
 	struct ev_loop *loop;
@@ -42,8 +48,11 @@ struct kilnd {
 	struct store *store;
 	struct http_server *http;
 	struct sandbox *sandboxes; /* live list, newest first */
-	char *envd_secret;         /* keys the sandboxes' envd access tokens */
-	unsigned nsandboxes;       /* starting or running */
+	struct template *templates;
+	struct tmpl_build *builds;  /* templates being built */
+	struct bootfile *bootfiles; /* pinned copies of the kernel and initramfs */
+	char *envd_secret;          /* keys the sandboxes' envd access tokens */
+	unsigned nsandboxes;        /* with a VMM: starting, running, pausing, resuming */
 	ev_timer housekeeping;
 };
 

@@ -4,7 +4,7 @@
  *
  *   kilnd [--data-dir DIR] [--socket PATH] [--listen-tcp 127.0.0.1:PORT]
  *         [--envd-listen 127.0.0.1:PORT] [--vmm PATH] [--kernel PATH]
- *         [--initrd PATH] [options]
+ *         [--initrd PATH] [--images DIR] [options]
  *
  * Serves the HTTP API on a unix socket (and optionally on TCP with an API
  * key), runs one kiln-vmm per sandbox and keeps their state in SQLite so a
@@ -26,10 +26,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "bootfile.h"
 #include "envd.h"
 #include "kilnd.h"
 #include "sandbox.h"
 #include "store.h"
+#include "template.h"
 #include "util.h"
 
 #define HOUSEKEEPING_PERIOD 30.0
@@ -41,7 +43,8 @@ static void usage(FILE *f)
 	        "\n"
 	        "The kiln control plane: an HTTP API for sandboxes, one kiln-vmm per sandbox.\n"
 	        "\n"
-	        "  --data-dir DIR        state: kilnd.db, sandboxes/, api-key (default\n"
+	        "  --data-dir DIR        state: kilnd.db, sandboxes/ (a paused one is a\n"
+	        "                        snapshot there), templates/, api-key (default\n"
 	        "                        ~/.local/share/kiln)\n"
 	        "  --socket PATH         API unix socket (default DIR/kilnd.sock with --data-dir,\n"
 	        "                        else $XDG_RUNTIME_DIR/kiln/kilnd.sock or DIR/kilnd.sock)\n"
@@ -53,8 +56,16 @@ static void usage(FILE *f)
 	        "                        with the E2b-Sandbox-Id header)\n"
 	        "  --vmm PATH            kiln-vmm (default: next to kilnd)\n"
 	        "  --kernel PATH         guest kernel (default: ../guest/kiln-kernel from kilnd)\n"
-	        "  --initrd PATH         initramfs with the agent (default:\n"
-	        "                        ../initramfs/agent.cpio from kilnd)\n"
+	        "  --initrd PATH         initramfs with the agent and busybox, the built-in\n"
+	        "                        image 'busybox' (default: ../initramfs/agent.cpio\n"
+	        "                        from kilnd)\n"
+	        "  --images DIR          images by name: DIR/NAME.erofs (default: ../images\n"
+	        "                        from kilnd, where make images puts them)\n"
+	        "  --image-initrd PATH   initramfs booted over an image, the agent alone\n"
+	        "                        (default: ../initramfs/agent-image.cpio from kilnd)\n"
+	        "  --resume-mode MODE    how paused sandboxes come back: eager (all memory\n"
+	        "                        first; the default) or lazy (memory on first touch,\n"
+	        "                        needs userfaultfd; a pause soon after is slower)\n"
 	        "  --max-sandboxes N     running sandboxes at once (default 64)\n"
 	        "  --boot-timeout S      seconds for a new sandbox's agent to answer (default 10)\n"
 	        "  --default-timeout S   sandbox lifetime when a request gives none (default 300)\n"
@@ -257,6 +268,8 @@ static void cfg_free(struct kilnd_cfg *cfg)
 	free(cfg->vmm);
 	free(cfg->kernel);
 	free(cfg->initrd);
+	free(cfg->images_dir);
+	free(cfg->image_initrd);
 }
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
@@ -268,6 +281,7 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 static void on_housekeeping(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	sb_housekeeping(w->data);
+	bootfile_gc(w->data);
 }
 
 enum {
@@ -279,6 +293,9 @@ enum {
 	OPT_VMM,
 	OPT_KERNEL,
 	OPT_INITRD,
+	OPT_IMAGES,
+	OPT_IMAGE_INITRD,
+	OPT_RESUME_MODE,
 	OPT_MAX_SB,
 	OPT_BOOT_TIMEOUT,
 	OPT_DEFAULT_TIMEOUT,
@@ -303,6 +320,9 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"vmm", required_argument, NULL, OPT_VMM},
 	    {"kernel", required_argument, NULL, OPT_KERNEL},
 	    {"initrd", required_argument, NULL, OPT_INITRD},
+	    {"images", required_argument, NULL, OPT_IMAGES},
+	    {"image-initrd", required_argument, NULL, OPT_IMAGE_INITRD},
+	    {"resume-mode", required_argument, NULL, OPT_RESUME_MODE},
 	    {"max-sandboxes", required_argument, NULL, OPT_MAX_SB},
 	    {"boot-timeout", required_argument, NULL, OPT_BOOT_TIMEOUT},
 	    {"default-timeout", required_argument, NULL, OPT_DEFAULT_TIMEOUT},
@@ -353,6 +373,19 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 		case OPT_INITRD:
 			free(cfg->initrd);
 			cfg->initrd = strdup(optarg);
+			break;
+		case OPT_IMAGES:
+			free(cfg->images_dir);
+			cfg->images_dir = strdup(optarg);
+			break;
+		case OPT_IMAGE_INITRD:
+			free(cfg->image_initrd);
+			cfg->image_initrd = strdup(optarg);
+			break;
+		case OPT_RESUME_MODE:
+			if (strcmp(optarg, "lazy") && strcmp(optarg, "eager"))
+				die("--resume-mode: expected lazy or eager, got '%s'", optarg);
+			cfg->resume_mode = !strcmp(optarg, "lazy") ? "lazy" : "eager";
 			break;
 		case OPT_MAX_SB:
 			cfg->max_sandboxes = (unsigned)parse_seconds("--max-sandboxes", optarg);
@@ -440,10 +473,18 @@ int main(int argc, char **argv)
 		cfg->kernel = beside_binary("../guest/kiln-kernel");
 	if (!cfg->initrd)
 		cfg->initrd = beside_binary("../initramfs/agent.cpio");
-	if (!cfg->socket_path || !cfg->data_dir || !cfg->vmm || !cfg->kernel || !cfg->initrd)
+	if (!cfg->images_dir)
+		cfg->images_dir = beside_binary("../images");
+	if (!cfg->image_initrd)
+		cfg->image_initrd = beside_binary("../initramfs/agent-image.cpio");
+	if (!cfg->resume_mode)
+		cfg->resume_mode = "eager";
+	if (!cfg->socket_path || !cfg->data_dir || !cfg->vmm || !cfg->kernel || !cfg->initrd ||
+	    !cfg->images_dir || !cfg->image_initrd)
 		die("out of memory");
-	for (char **const *f = (char **const[]){&cfg->vmm, &cfg->kernel, &cfg->initrd, NULL}; *f;
-	     f++) {
+	for (char **const *f = (char **const[]){&cfg->vmm, &cfg->kernel, &cfg->initrd,
+	                                        &cfg->image_initrd, &cfg->images_dir, NULL};
+	     *f; f++) {
 		/* VMMs are started long after: do not depend on our cwd. */
 		char *abs = realpath(**f, NULL);
 
@@ -481,6 +522,19 @@ int main(int argc, char **argv)
 	free(db);
 	if (sb_restore_all(&kd))
 		die("cannot load the state store");
+	if (tmpl_load_all(&kd))
+		die("cannot load the templates from the state store");
+	{
+		/* Snapshots of forks in progress when kilnd stopped: no clone
+		 * needs them once it runs. */
+		char *forks;
+
+		if (asprintf(&forks, "%s/forks", cfg->data_dir) < 0)
+			die("out of memory");
+		rm_rf(forks);
+		free(forks);
+	}
+	bootfile_gc(&kd);
 
 	kd.http = http_server_new(kd.loop, &cfg->http, api_route, &kd);
 	if (!kd.http)
@@ -502,15 +556,18 @@ int main(int argc, char **argv)
 	kd.housekeeping.data = &kd;
 	ev_timer_start(kd.loop, &kd.housekeeping);
 
-	log_info("listening on %s%s%s%s%s (data %s, vmm %s)", cfg->socket_path,
-	         cfg->tcp_listen ? " and tcp " : "", cfg->tcp_listen ? cfg->tcp_listen : "",
-	         cfg->envd_listen ? ", envd on tcp " : "", cfg->envd_listen ? cfg->envd_listen : "",
-	         cfg->data_dir, cfg->vmm);
+	log_info("listening on %s%s%s%s%s (data %s, vmm %s, images %s, %s resumes)",
+	         cfg->socket_path, cfg->tcp_listen ? " and tcp " : "",
+	         cfg->tcp_listen ? cfg->tcp_listen : "", cfg->envd_listen ? ", envd on tcp " : "",
+	         cfg->envd_listen ? cfg->envd_listen : "", cfg->data_dir, cfg->vmm, cfg->images_dir,
+	         cfg->resume_mode);
 	ev_run(kd.loop, 0);
 
 	http_server_free(kd.http);
 	unlink(cfg->socket_path);
 	sb_free_all(&kd);
+	tmpl_free_all(&kd);
+	bootfile_free_all(&kd);
 	store_close(kd.store);
 	ev_loop_destroy(kd.loop);
 	close(lock_fd);

@@ -13,8 +13,10 @@ struct agent_conn *proxy_open(struct kilnd *kd, struct http_conn *c, struct sand
 	struct agent_conn *a;
 
 	if (sb->state != SB_RUNNING) {
-		http_respond_error(c, 409, "sandbox %s is %s, not running", sb->rec.id,
-		                   sb_state_name(sb->state));
+		char msg[256];
+
+		sb_not_running(sb, msg, sizeof(msg));
+		http_respond_error(c, 409, "%s", msg);
 		return NULL;
 	}
 	a = agent_open(kd->loop, sb->vsock_path, KILN_AGENT_PORT, ops, ctx);

@@ -15,8 +15,9 @@
 
 #include "agent_client.h"
 #include "envd.h"
-#include "sandbox.h"
+#include "sandbox_int.h"
 #include "util.h"
+#include "vmm_api.h"
 #include "vmm_proc.h"
 
 #define PROBE_FAST       0.002 /* retry interval in the first PROBE_FAST_FOR s */
@@ -25,14 +26,15 @@
 #define CONSOLE_TAIL     6    /* lines of console kept in an error reason */
 #define CONSOLE_TAIL_MAX 1024 /* bytes */
 
-static const char *const state_names[] = {"starting", "running", "killed", "error"};
+static const char *const state_names[] = {"starting", "running", "pausing", "paused",
+                                          "resuming", "killed",  "error"};
 
 const char *sb_state_name(enum sb_state s)
 {
 	return state_names[s];
 }
 
-static int state_from_name(const char *s)
+int sb_state_from_name(const char *s)
 {
 	for (unsigned i = 0; i < ARRAY_SIZE(state_names); i++)
 		if (!strcmp(s, state_names[i]))
@@ -40,14 +42,14 @@ static int state_from_name(const char *s)
 	return SB_ERROR;
 }
 
-static bool is_live(enum sb_state s)
+bool sb_is_live(enum sb_state s)
 {
-	return s == SB_STARTING || s == SB_RUNNING;
+	return s == SB_STARTING || s == SB_RUNNING || s == SB_PAUSING || s == SB_RESUMING;
 }
 
 /* ---------------------------------------------------------------- persistence */
 
-static void sb_save(struct sandbox *sb)
+void sb_save(struct sandbox *sb)
 {
 	char *env = json_dumps(sb->env, JSON_COMPACT),
 	     *meta = json_dumps(sb->metadata, JSON_COMPACT);
@@ -62,9 +64,7 @@ static void sb_save(struct sandbox *sb)
 		log_err("sandbox %s: could not persist state %s", sb->rec.id, sb->rec.state);
 }
 
-static void set_reason(struct sandbox *sb, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void set_reason(struct sandbox *sb, const char *fmt, ...)
+void sb_set_reason(struct sandbox *sb, const char *fmt, ...)
 {
 	va_list ap;
 	char *r;
@@ -78,20 +78,27 @@ static void set_reason(struct sandbox *sb, const char *fmt, ...)
 }
 
 /* "<what>; console: <last lines>" for error reasons. */
-static void set_reason_console(struct sandbox *sb, const char *what)
+void sb_set_reason_console(struct sandbox *sb, const char *what)
 {
 	char *tail = file_tail(sb->console_path, CONSOLE_TAIL, CONSOLE_TAIL_MAX);
 
 	if (tail && *tail)
-		set_reason(sb, "%s; last console output:\n%s", what, tail);
+		sb_set_reason(sb, "%s; last console output:\n%s", what, tail);
 	else
-		set_reason(sb, "%s; no console output", what);
+		sb_set_reason(sb, "%s; no console output", what);
 	free(tail);
+}
+
+char *sb_console_since_mark(struct sandbox *sb)
+{
+	/* Only the VMM's own lines: those before belong to the sandbox's
+	 * earlier life. */
+	return file_tail_from(sb->console_path, sb->console_mark, CONSOLE_TAIL, CONSOLE_TAIL_MAX);
 }
 
 /* ---------------------------------------------------------------- objects */
 
-static struct sandbox *sb_alloc(struct kilnd *kd, const char *id)
+struct sandbox *sb_alloc(struct kilnd *kd, const char *id)
 {
 	struct sandbox *sb = calloc(1, sizeof(*sb));
 
@@ -103,8 +110,14 @@ static struct sandbox *sb_alloc(struct kilnd *kd, const char *id)
 	if (asprintf(&sb->dir, "%s/%s", kd->sandboxes_dir, id) < 0 ||
 	    asprintf(&sb->vsock_path, "%s/vsock.sock", sb->dir) < 0 ||
 	    asprintf(&sb->console_path, "%s/console.log", sb->dir) < 0 ||
-	    asprintf(&sb->pid_path, "%s/vmm.pid", sb->dir) < 0) {
+	    asprintf(&sb->pid_path, "%s/vmm.pid", sb->dir) < 0 ||
+	    asprintf(&sb->api_path, "%s/api.sock", sb->dir) < 0 ||
+	    asprintf(&sb->snap_path, "%s/snapshot", sb->dir) < 0) {
 		free(sb->dir);
+		free(sb->vsock_path);
+		free(sb->console_path);
+		free(sb->pid_path);
+		free(sb->api_path);
 		free(sb);
 		return NULL;
 	}
@@ -124,17 +137,21 @@ static void sb_free(struct sandbox *sb)
 		close(sb->pidfd);
 	}
 	agent_close(sb->probe);
+	vmm_call_cancel(sb->call);
 	json_decref(sb->env);
 	json_decref(sb->metadata);
 	sb_record_free(&sb->rec);
+	free(sb->fail_msg);
 	free(sb->dir);
 	free(sb->vsock_path);
 	free(sb->console_path);
 	free(sb->pid_path);
+	free(sb->api_path);
+	free(sb->snap_path);
 	free(sb);
 }
 
-static void sb_link(struct kilnd *kd, struct sandbox *sb)
+void sb_link(struct kilnd *kd, struct sandbox *sb)
 {
 	sb->next = kd->sandboxes;
 	kd->sandboxes = sb;
@@ -176,7 +193,7 @@ void sb_cancel_ready(struct sandbox *sb)
 
 static void on_vmm_exit(struct ev_loop *loop, ev_io *w, int revents);
 
-static int watch_pid(struct sandbox *sb, int pid)
+int sb_watch_pid(struct sandbox *sb, int pid)
 {
 	int fd = pidfd_open(pid, 0);
 
@@ -191,7 +208,7 @@ static int watch_pid(struct sandbox *sb, int pid)
 	return 0;
 }
 
-static void kill_vmm(struct sandbox *sb)
+void sb_kill_vmm(struct sandbox *sb)
 {
 	if (!sb->alive)
 		return;
@@ -212,23 +229,31 @@ static void write_pid_file(struct sandbox *sb)
 	fclose(f);
 }
 
-static int spawn_vmm(struct sandbox *sb, char *msg, size_t msglen)
+int sb_spawn(struct sandbox *sb, const char *restore, const char *mode, const char *template_dir,
+             char *msg, size_t msglen)
 {
 	struct kilnd_cfg *cfg = &sb->kd->cfg;
 	struct vmm_args args = {
 	    .vmm = cfg->vmm,
-	    .kernel = cfg->kernel,
-	    .initrd = cfg->initrd,
+	    .kernel = sb->rec.kernel ? sb->rec.kernel : cfg->kernel,
+	    .initrd = sb->rec.initrd ? sb->rec.initrd : cfg->initrd,
+	    .image = sb->rec.image,
 	    .vsock_path = sb->vsock_path,
+	    .api_path = sb->rec.flags & SB_F_API ? sb->api_path : NULL,
 	    .console_path = sb->console_path,
 	    .id = sb->rec.id,
 	    .memory_mb = sb->rec.memory_mb,
 	    .cpu_count = sb->rec.cpu_count,
+	    .restore = restore,
+	    .restore_mode = mode,
+	    .template_dir = template_dir,
 	};
+	struct stat st;
 	pid_t pid;
 	char state;
 	int rc;
 
+	sb->console_mark = stat(sb->console_path, &st) ? 0 : st.st_size;
 	rc = vmm_spawn(&args, &pid, msg, msglen);
 	if (rc)
 		return rc;
@@ -236,7 +261,7 @@ static int spawn_vmm(struct sandbox *sb, char *msg, size_t msglen)
 	sb->is_child = true;
 	if (proc_stat(pid, &sb->rec.pid_start, &state))
 		sb->rec.pid_start = 0;
-	rc = watch_pid(sb, pid);
+	rc = sb_watch_pid(sb, pid);
 	if (rc) {
 		kill(-pid, SIGKILL);
 		waitpid(pid, NULL, 0); /* already dying: does not block for long */
@@ -273,11 +298,17 @@ static void probe_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		agent_close(sb->probe);
 		sb->probe = NULL;
 		ev_timer_stop(sb->kd->loop, &sb->boot);
+		if (sb->state == SB_RESUMING) {
+			pause_resumed(sb);
+			return;
+		}
 		sb->state = SB_RUNNING;
 		sb_save(sb);
 		log_info("sandbox %s: running (agent %s, pid %d)", sb->rec.id, sb->agent_version,
 		         sb->rec.pid);
 		notify_ready(sb, 0, NULL);
+		if (!sb->deleted) /* by the callback: freed once its VMM is gone */
+			sb_settle(sb);
 		return;
 	default:
 		goto retry;
@@ -303,23 +334,34 @@ static const struct agent_conn_ops probe_ops = {
 
 static void fail_start(struct sandbox *sb, const char *what)
 {
-	char *msg;
+	struct kilnd *kd = sb->kd;
+	char *msg, id[SB_ID_LEN + 1];
 
-	kill_vmm(sb);
+	sb_kill_vmm(sb);
 	agent_close(sb->probe);
 	sb->probe = NULL;
 	ev_timer_stop(sb->kd->loop, &sb->boot);
 	ev_timer_stop(sb->kd->loop, &sb->life);
-	if (is_live(sb->state))
+	if (sb_is_live(sb->state))
 		sb->kd->nsandboxes--;
 	sb->state = SB_ERROR;
 	sb->rec.died_ms = now_ms();
-	set_reason_console(sb, what);
+	sb_set_reason_console(sb, what);
 	sb_save(sb);
 	log_warn("sandbox %s: %s", sb->rec.id, sb->rec.reason);
 	msg = strdup(sb->rec.reason ? sb->rec.reason : what);
+	snprintf(id, sizeof(id), "%s", sb->rec.id);
 	notify_ready(sb, -EIO, msg ? msg : what);
 	free(msg);
+	if (sb_find(kd, id) != sb)
+		return; /* the callback deleted it */
+	if (sb->restored) {
+		/* A clone that did not come up: whoever asked has the reason,
+		 * and there is nothing of it worth keeping. */
+		sb_delete(sb);
+		return;
+	}
+	sb_settle(sb);
 }
 
 static void on_probe_timer(struct ev_loop *loop, ev_timer *w, int revents)
@@ -330,7 +372,10 @@ static void on_probe_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	if (ev_now(loop) >= sb->boot_deadline) {
 		snprintf(what, sizeof(what), "the guest agent did not answer within %.1f s",
 		         sb->kd->cfg.boot_timeout);
-		fail_start(sb, what);
+		if (sb->state == SB_RESUMING)
+			pause_probe_timeout(sb, what);
+		else
+			fail_start(sb, what);
 		return;
 	}
 	sb->probe = agent_open(loop, sb->vsock_path, KILN_AGENT_PORT, &probe_ops, sb);
@@ -349,7 +394,7 @@ static void on_probe_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void probe_retry(struct sandbox *sb)
 {
-	if (sb->state != SB_STARTING)
+	if (sb->state != SB_STARTING && sb->state != SB_RESUMING)
 		return;
 	double since = ev_now(sb->kd->loop) - (sb->boot_deadline - sb->kd->cfg.boot_timeout);
 
@@ -359,7 +404,7 @@ static void probe_retry(struct sandbox *sb)
 	ev_timer_start(sb->kd->loop, &sb->boot);
 }
 
-static void start_probe(struct sandbox *sb, double delay)
+void sb_start_probe(struct sandbox *sb, double delay)
 {
 	sb->boot_deadline = ev_now(sb->kd->loop) + sb->kd->cfg.boot_timeout;
 	ev_set_cb(&sb->boot, on_probe_timer);
@@ -372,28 +417,49 @@ static void start_probe(struct sandbox *sb, double delay)
 static void kill_sandbox(struct sandbox *sb, enum sb_state state, const char *reason)
 {
 	envd_sandbox_down(sb);
-	kill_vmm(sb);
+	sb_kill_vmm(sb);
 	agent_close(sb->probe);
 	sb->probe = NULL;
 	ev_timer_stop(sb->kd->loop, &sb->boot);
 	ev_timer_stop(sb->kd->loop, &sb->life);
-	if (is_live(sb->state))
+	if (sb_is_live(sb->state))
 		sb->kd->nsandboxes--;
 	sb->state = state;
-	set_reason(sb, "%s", reason);
+	sb->rec.died_ms = now_ms();
+	sb_set_reason(sb, "%s", reason);
 	sb_save(sb);
 	notify_ready(sb, -ECANCELED, reason);
+}
+
+static void auto_pause_done(void *ctx, struct sandbox *sb, int status, const char *msg)
+{
+	char reason[512];
+
+	if (!sb || status == 204 || sb->state != SB_RUNNING)
+		return;
+	/* It could not be paused: the lifetime is over all the same. */
+	snprintf(reason, sizeof(reason), "the sandbox's timeout expired and pausing it failed: %s",
+	         msg);
+	log_warn("sandbox %s: %s", sb->rec.id, reason);
+	kill_sandbox(sb, SB_KILLED, reason);
+	sb_settle(sb);
 }
 
 static void on_lifetime(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct sandbox *sb = w->data;
 
+	if (sb->rec.flags & SB_F_AUTO_PAUSE && sb->state == SB_RUNNING) {
+		log_info("sandbox %s: lifetime ended, pausing it", sb->rec.id);
+		sb_request(sb, SB_OP_PAUSE, 0, auto_pause_done, NULL);
+		return;
+	}
 	log_info("sandbox %s: lifetime ended, killing it", sb->rec.id);
 	kill_sandbox(sb, SB_KILLED, "the sandbox's timeout expired");
+	sb_settle(sb);
 }
 
-static void arm_lifetime(struct sandbox *sb)
+void sb_arm_lifetime(struct sandbox *sb)
 {
 	double left = (double)(sb->rec.end_ms - now_ms()) / 1000.0;
 
@@ -407,8 +473,8 @@ void sb_set_timeout(struct sandbox *sb, long long seconds)
 {
 	sb->rec.end_ms = now_ms() + seconds * 1000;
 	sb_save(sb);
-	if (is_live(sb->state))
-		arm_lifetime(sb);
+	if (sb->state == SB_STARTING || sb->state == SB_RUNNING)
+		sb_arm_lifetime(sb);
 }
 
 static void describe_exit(struct sandbox *sb, char *what, size_t n)
@@ -444,12 +510,14 @@ static void on_vmm_exit(struct ev_loop *loop, ev_io *w, int revents)
 	/* Whatever else the VMM left in its group goes too. */
 	kill(-sb->rec.pid, SIGKILL);
 	if (sb->deleted) {
+		/* Only now: a dying VMM may still have been writing there. */
+		rm_rf(sb->dir);
 		sb_free(sb);
 		return;
 	}
-	sb->rec.died_ms = now_ms();
 	switch (sb->state) {
 	case SB_STARTING:
+		sb->rec.died_ms = now_ms();
 		fail_start(sb, what);
 		return;
 	case SB_RUNNING:
@@ -457,17 +525,29 @@ static void on_vmm_exit(struct ev_loop *loop, ev_io *w, int revents)
 		ev_timer_stop(loop, &sb->life);
 		sb->kd->nsandboxes--;
 		sb->state = SB_ERROR;
-		set_reason_console(sb, what);
+		sb->rec.died_ms = now_ms();
+		sb_set_reason_console(sb, what);
 		log_warn("sandbox %s: %s", sb->rec.id, sb->rec.reason);
-		break;
+		sb_save(sb);
+		sb_settle(sb);
+		return;
+	case SB_PAUSING:
+	case SB_RESUMING:
+		pause_vmm_exited(sb, what);
+		return;
 	default:
 		log_debug("sandbox %s: %s", sb->rec.id, what);
-		break;
+		sb_save(sb);
+		return;
 	}
-	sb_save(sb);
 }
 
 /* ---------------------------------------------------------------- create / delete */
+
+static char *strdup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
 
 int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void *ctx,
               struct sandbox **out, char *msg, size_t msglen)
@@ -496,6 +576,11 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 	sb->rec.end_ms = sb->rec.created_ms + p->timeout_s * 1000;
 	sb->rec.memory_mb = (int)p->memory_mb;
 	sb->rec.cpu_count = (int)p->cpu_count;
+	sb->rec.kernel = strdup(p->kernel);
+	sb->rec.initrd = strdup(p->initrd);
+	sb->rec.image = strdup_or_null(p->image);
+	sb->rec.flags = SB_F_API | (p->auto_pause ? SB_F_AUTO_PAUSE : 0);
+	sb->restored = p->restore != NULL;
 	sb->env = p->env ? json_deep_copy(p->env) : json_object();
 	sb->metadata = p->metadata ? json_deep_copy(p->metadata) : json_object();
 	sb->state = SB_STARTING;
@@ -511,7 +596,7 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 		snprintf(msg, msglen, "cannot create %s: %s", sb->dir, strerror(-rc));
 		goto fail;
 	}
-	rc = spawn_vmm(sb, msg, msglen);
+	rc = sb_spawn(sb, p->restore, p->restore ? "template" : NULL, p->template_dir, msg, msglen);
 	if (rc)
 		goto fail;
 	sb_save(sb);
@@ -519,9 +604,10 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 	kd->nsandboxes++;
 	sb->ready_cb = cb;
 	sb->ready_ctx = ctx;
-	start_probe(sb, 0.002);
-	arm_lifetime(sb);
-	log_info("sandbox %s: starting (pid %d, %d MiB, %d vCPU)", id, sb->rec.pid,
+	sb_start_probe(sb, p->restore ? 0 : 0.002);
+	sb_arm_lifetime(sb);
+	log_info("sandbox %s: starting %s %s (pid %d, %d MiB, %d vCPU)", id,
+	         p->restore ? "as a clone of" : "from", p->template_id, sb->rec.pid,
 	         sb->rec.memory_mb, sb->rec.cpu_count);
 	*out = sb;
 	return 0;
@@ -539,122 +625,27 @@ void sb_delete(struct sandbox *sb)
 
 	log_info("sandbox %s: deleted", sb->rec.id);
 	notify_ready(sb, -ECANCELED, "the sandbox was deleted");
+	sb_waiters_deleted(sb);
 	envd_sandbox_down(sb);
-	if (is_live(sb->state))
+	vmm_call_cancel(sb->call);
+	sb->call = NULL;
+	if (sb_is_live(sb->state))
 		kd->nsandboxes--;
 	sb_unlink(sb);
 	store_delete(kd->store, sb->rec.id);
-	rm_rf(sb->dir);
 	ev_timer_stop(kd->loop, &sb->life);
 	ev_timer_stop(kd->loop, &sb->boot);
 	agent_close(sb->probe);
 	sb->probe = NULL;
 	if (sb->alive) {
-		/* Freed once the pidfd reports the exit (and reaps a child). */
+		/* Freed, and its directory removed, once the pidfd reports the
+		 * exit (and reaps a child). */
 		sb->deleted = true;
-		kill_vmm(sb);
+		sb_kill_vmm(sb);
 		return;
 	}
+	rm_rf(sb->dir);
 	sb_free(sb);
-}
-
-int sb_pause(struct sandbox *sb, char *msg, size_t msglen)
-{
-	/* Hook for snapshot-based pause: kilnd has no way to pause a VMM yet.
-	 * Once it has, a paused sandbox gets its own state, connect resumes it
-	 * (answering 201), and envd_sandbox_down() runs on the way out. */
-	if (sb->state != SB_RUNNING) {
-		snprintf(msg, msglen, "sandbox %s is %s", sb->rec.id, sb_state_name(sb->state));
-		return 409;
-	}
-	snprintf(msg, msglen, "sandbox %s cannot be paused: this kilnd does not snapshot sandboxes",
-	         sb->rec.id);
-	return 409;
-}
-
-/* ---------------------------------------------------------------- restart */
-
-static int restore_one(void *ctx, struct sb_record *r)
-{
-	struct kilnd *kd = ctx;
-	struct sandbox *sb = sb_alloc(kd, r->id);
-	int pid;
-
-	if (!sb) {
-		sb_record_free(r);
-		return -ENOMEM;
-	}
-	sb->rec = *r;
-	sb->state = state_from_name(r->state);
-	sb->env = r->env_json ? json_loads(r->env_json, 0, NULL) : NULL;
-	sb->metadata = r->metadata_json ? json_loads(r->metadata_json, 0, NULL) : NULL;
-	if (!json_is_object(sb->env)) {
-		json_decref(sb->env);
-		sb->env = json_object();
-	}
-	if (!json_is_object(sb->metadata)) {
-		json_decref(sb->metadata);
-		sb->metadata = json_object();
-	}
-	sb_link(kd, sb);
-	if (!is_live(sb->state))
-		return 0;
-
-	pid = sb->rec.pid;
-	if (!pid) {
-		/* kilnd died between recording and spawning (or just after). */
-		char *pf = read_small_file(sb->pid_path, 64, NULL);
-		unsigned long long st = 0;
-
-		if (pf && sscanf(pf, "%d %llu", &pid, &st) == 2)
-			sb->rec.pid_start = st;
-		free(pf);
-		if (!pid)
-			pid = vmm_find(sb->vsock_path);
-		sb->rec.pid = pid;
-	}
-	if (pid && vmm_matches(pid, sb->rec.pid_start, sb->vsock_path) && !watch_pid(sb, pid) &&
-	    vmm_matches(pid, sb->rec.pid_start, sb->vsock_path)) {
-		/* The second check closes the window between check and pidfd. */
-		kd->nsandboxes++;
-		if (!sb->rec.pid_start) {
-			char state;
-
-			proc_stat(pid, &sb->rec.pid_start, &state);
-		}
-		log_info("sandbox %s: re-adopted kiln-vmm pid %d (%s)", sb->rec.id, pid,
-		         sb_state_name(sb->state));
-		if (sb->state == SB_STARTING)
-			start_probe(sb, 0);
-		arm_lifetime(sb);
-		sb_save(sb);
-		return 0;
-	}
-	if (sb->pidfd >= 0) {
-		ev_io_stop(kd->loop, &sb->pid_w);
-		close(sb->pidfd);
-		sb->pidfd = -1;
-		sb->alive = false;
-	}
-	sb->state = SB_ERROR;
-	sb->rec.died_ms = now_ms();
-	if (pid) {
-		char what[160];
-
-		snprintf(what, sizeof(what), "kiln-vmm (pid %d) exited while kilnd was not running",
-		         pid);
-		set_reason_console(sb, what);
-	} else {
-		set_reason_console(sb, "kilnd stopped before the sandbox's VMM was started");
-	}
-	log_warn("sandbox %s: %s", sb->rec.id, sb->rec.reason);
-	sb_save(sb);
-	return 0;
-}
-
-int sb_restore_all(struct kilnd *kd)
-{
-	return store_load(kd->store, restore_one, kd);
 }
 
 void sb_housekeeping(struct kilnd *kd)
@@ -664,8 +655,8 @@ void sb_housekeeping(struct kilnd *kd)
 
 	for (sb = kd->sandboxes; sb; sb = next) {
 		next = sb->next;
-		if (!is_live(sb->state) && !sb->alive && sb->rec.died_ms &&
-		    sb->rec.died_ms < cutoff)
+		if ((sb->state == SB_KILLED || sb->state == SB_ERROR) && !sb->alive &&
+		    sb->rec.died_ms && sb->rec.died_ms < cutoff)
 			sb_delete(sb);
 	}
 }
@@ -679,67 +670,4 @@ void sb_free_all(struct kilnd *kd)
 		kd->sandboxes = sb->next;
 		sb_free(sb);
 	}
-}
-
-/* ---------------------------------------------------------------- views */
-
-json_t *sb_to_json(const struct sandbox *sb)
-{
-	char started[32], end[32];
-	json_t *j;
-
-	iso8601(sb->rec.created_ms, started);
-	iso8601(sb->rec.end_ms, end);
-	j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:n,s:s,s:s,s:s,s:i,s:i,s:i,s:O}", "sandboxID",
-	              sb->rec.id, "templateID", sb->rec.template_id, "alias", sb->rec.template_id,
-	              "clientID", "kiln", "envdVersion", KILND_ENVD_VERSION, "domain", "state",
-	              sb_state_name(sb->state), "startedAt", started, "endAt", end, "cpuCount",
-	              sb->rec.cpu_count, "memoryMB", sb->rec.memory_mb, "diskSizeMB", 0, "metadata",
-	              sb->metadata);
-	if (!j)
-		return NULL;
-	if (sb->rec.reason && !is_live(sb->state))
-		json_object_set_new(j, "reason", json_string(sb->rec.reason));
-	if (sb->alive)
-		json_object_set_new(j, "pid", json_integer(sb->rec.pid));
-	if (sb->agent_version[0])
-		json_object_set_new(j, "agentVersion", json_string(sb->agent_version));
-	return j;
-}
-
-char **sb_env(const struct sandbox *sb, json_t *extra)
-{
-	json_t *merged = json_copy(sb->env), *v;
-	const char *k;
-	char **env;
-	size_t i = 0;
-
-	if (!merged)
-		return NULL;
-	if (extra)
-		json_object_update(merged, extra);
-	env = calloc(json_object_size(merged) + 1, sizeof(*env));
-	if (!env) {
-		json_decref(merged);
-		return NULL;
-	}
-	json_object_foreach(merged, k, v)
-	{
-		if (asprintf(&env[i], "%s=%s", k, json_string_value(v)) < 0) {
-			env[i] = NULL;
-			sb_env_free(env);
-			json_decref(merged);
-			return NULL;
-		}
-		i++;
-	}
-	json_decref(merged);
-	return env;
-}
-
-void sb_env_free(char **env)
-{
-	for (size_t i = 0; env && env[i]; i++)
-		free(env[i]);
-	free(env);
 }

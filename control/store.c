@@ -8,27 +8,52 @@
 #include "store.h"
 #include "util.h"
 
-#define SCHEMA_VERSION 1
+/* 1: sandboxes. 2: the files a sandbox runs on, flags, pause data, and
+ * templates. A schema 1 database is upgraded in place. */
+#define SCHEMA_VERSION 2
 
 struct store {
 	sqlite3 *db;
 	sqlite3_stmt *put, *del, *load;
+	sqlite3_stmt *tput, *tdel, *tload;
 };
 
-static const char schema[] = "CREATE TABLE IF NOT EXISTS sandboxes ("
-                             " id TEXT PRIMARY KEY,"
-                             " template TEXT NOT NULL,"
-                             " state TEXT NOT NULL,"
-                             " reason TEXT,"
-                             " pid INTEGER NOT NULL DEFAULT 0,"
-                             " pid_start INTEGER NOT NULL DEFAULT 0,"
-                             " created_ms INTEGER NOT NULL,"
-                             " end_ms INTEGER NOT NULL,"
-                             " died_ms INTEGER NOT NULL DEFAULT 0,"
-                             " memory_mb INTEGER NOT NULL,"
-                             " cpu_count INTEGER NOT NULL,"
-                             " env TEXT,"
-                             " metadata TEXT);";
+static const char schema1[] = "CREATE TABLE IF NOT EXISTS sandboxes ("
+                              " id TEXT PRIMARY KEY,"
+                              " template TEXT NOT NULL,"
+                              " state TEXT NOT NULL,"
+                              " reason TEXT,"
+                              " pid INTEGER NOT NULL DEFAULT 0,"
+                              " pid_start INTEGER NOT NULL DEFAULT 0,"
+                              " created_ms INTEGER NOT NULL,"
+                              " end_ms INTEGER NOT NULL,"
+                              " died_ms INTEGER NOT NULL DEFAULT 0,"
+                              " memory_mb INTEGER NOT NULL,"
+                              " cpu_count INTEGER NOT NULL,"
+                              " env TEXT,"
+                              " metadata TEXT);";
+
+static const char upgrade2[] = "ALTER TABLE sandboxes ADD COLUMN kernel TEXT;"
+                               "ALTER TABLE sandboxes ADD COLUMN initrd TEXT;"
+                               "ALTER TABLE sandboxes ADD COLUMN image TEXT;"
+                               "ALTER TABLE sandboxes ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;"
+                               "ALTER TABLE sandboxes ADD COLUMN paused_ms INTEGER NOT NULL"
+                               " DEFAULT 0;"
+                               "ALTER TABLE sandboxes ADD COLUMN snap_bytes INTEGER NOT NULL"
+                               " DEFAULT 0;"
+                               "CREATE TABLE templates ("
+                               " name TEXT PRIMARY KEY,"
+                               " image_name TEXT NOT NULL,"
+                               " kernel TEXT NOT NULL,"
+                               " initrd TEXT NOT NULL,"
+                               " image TEXT,"
+                               " warmup TEXT,"
+                               " snap_id TEXT NOT NULL,"
+                               " memory_mb INTEGER NOT NULL,"
+                               " cpu_count INTEGER NOT NULL,"
+                               " snap_bytes INTEGER NOT NULL,"
+                               " created_ms INTEGER NOT NULL,"
+                               " build_ms INTEGER NOT NULL);";
 
 static int fail(struct store *s, const char *what)
 {
@@ -36,11 +61,48 @@ static int fail(struct store *s, const char *what)
 	return -EIO;
 }
 
+static int user_version(struct store *s)
+{
+	sqlite3_stmt *st;
+	int version = -1;
+
+	if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return version;
+}
+
+/* Bring the schema to SCHEMA_VERSION in one transaction. */
+static int migrate(struct store *s, int version)
+{
+	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return -1;
+	if (version < 1 && sqlite3_exec(s->db, schema1, NULL, NULL, NULL) != SQLITE_OK)
+		goto rollback;
+	if (version < 2 && sqlite3_exec(s->db, upgrade2, NULL, NULL, NULL) != SQLITE_OK)
+		goto rollback;
+	if (sqlite3_exec(s->db, "PRAGMA user_version = 2; COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		goto rollback;
+	return 0;
+rollback:
+	log_err("store: upgrading the schema from version %d: %s", version, sqlite3_errmsg(s->db));
+	sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	return -1;
+}
+
+#define SB_COLS                                                                                \
+	"id, template, state, reason, pid, pid_start, created_ms, end_ms, died_ms, memory_mb," \
+	" cpu_count, env, metadata, kernel, initrd, image, flags, paused_ms, snap_bytes"
+#define TMPL_COLS                                                                         \
+	"name, image_name, kernel, initrd, image, warmup, snap_id, memory_mb, cpu_count," \
+	" snap_bytes, created_ms, build_ms"
+
 int store_open(struct store **out, const char *path)
 {
 	struct store *s = calloc(1, sizeof(*s));
-	sqlite3_stmt *st;
-	int version = 0;
+	int version;
 
 	if (!s)
 		return -ENOMEM;
@@ -53,31 +115,32 @@ int store_open(struct store **out, const char *path)
 	if (sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
 	                 NULL) != SQLITE_OK)
 		goto fail;
-	if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+	version = user_version(s);
+	if (version < 0)
 		goto fail;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		version = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
 	if (version > SCHEMA_VERSION) {
 		log_err("store: %s has schema version %d; this kilnd knows %d", path, version,
 		        SCHEMA_VERSION);
 		goto fail_quiet;
 	}
-	if (sqlite3_exec(s->db, schema, NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_exec(s->db, "PRAGMA user_version = 1", NULL, NULL, NULL) != SQLITE_OK)
-		goto fail;
+	if (version < SCHEMA_VERSION && migrate(s, version))
+		goto fail_quiet;
 	if (sqlite3_prepare_v2(s->db,
-	                       "INSERT OR REPLACE INTO sandboxes (id, template, state, reason, pid,"
-	                       " pid_start, created_ms, end_ms, died_ms, memory_mb, cpu_count, env,"
-	                       " metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       "INSERT OR REPLACE INTO sandboxes (" SB_COLS ") VALUES"
+	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &s->put, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM sandboxes WHERE id = ?", -1, &s->del, NULL) !=
 	        SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "SELECT " SB_COLS " FROM sandboxes ORDER BY created_ms", -1,
+	                       &s->load, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
-	                       "SELECT id, template, state, reason, pid, pid_start, created_ms,"
-	                       " end_ms, died_ms, memory_mb, cpu_count, env, metadata"
-	                       " FROM sandboxes ORDER BY created_ms",
-	                       -1, &s->load, NULL) != SQLITE_OK)
+	                       "INSERT OR REPLACE INTO templates (" TMPL_COLS ") VALUES"
+	                       " (?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       -1, &s->tput, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "DELETE FROM templates WHERE name = ?", -1, &s->tdel, NULL) !=
+	        SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "SELECT " TMPL_COLS " FROM templates ORDER BY name", -1,
+	                       &s->tload, NULL) != SQLITE_OK)
 		goto fail;
 	*out = s;
 	return 0;
@@ -95,6 +158,9 @@ void store_close(struct store *s)
 	sqlite3_finalize(s->put);
 	sqlite3_finalize(s->del);
 	sqlite3_finalize(s->load);
+	sqlite3_finalize(s->tput);
+	sqlite3_finalize(s->tdel);
+	sqlite3_finalize(s->tload);
 	sqlite3_close(s->db);
 	free(s);
 }
@@ -107,10 +173,17 @@ static void bind_text(sqlite3_stmt *st, int i, const char *v)
 		sqlite3_bind_null(st, i);
 }
 
+static int step_once(struct store *s, sqlite3_stmt *st, const char *what)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : fail(s, what);
+}
+
 int store_put(struct store *s, const struct sb_record *r)
 {
 	sqlite3_stmt *st = s->put;
-	int rc;
 
 	sqlite3_reset(st);
 	bind_text(st, 1, r->id);
@@ -126,20 +199,20 @@ int store_put(struct store *s, const struct sb_record *r)
 	sqlite3_bind_int(st, 11, r->cpu_count);
 	bind_text(st, 12, r->env_json);
 	bind_text(st, 13, r->metadata_json);
-	rc = sqlite3_step(st);
-	sqlite3_reset(st);
-	return rc == SQLITE_DONE ? 0 : fail(s, "put");
+	bind_text(st, 14, r->kernel);
+	bind_text(st, 15, r->initrd);
+	bind_text(st, 16, r->image);
+	sqlite3_bind_int(st, 17, (int)r->flags);
+	sqlite3_bind_int64(st, 18, r->paused_ms);
+	sqlite3_bind_int64(st, 19, r->snap_bytes);
+	return step_once(s, st, "put");
 }
 
 int store_delete(struct store *s, const char *id)
 {
-	int rc;
-
 	sqlite3_reset(s->del);
 	bind_text(s->del, 1, id);
-	rc = sqlite3_step(s->del);
-	sqlite3_reset(s->del);
-	return rc == SQLITE_DONE ? 0 : fail(s, "delete");
+	return step_once(s, s->del, "delete");
 }
 
 static char *col_text(sqlite3_stmt *st, int i)
@@ -174,6 +247,12 @@ int store_load(struct store *s, int (*cb)(void *ctx, struct sb_record *r), void 
 		r.cpu_count = sqlite3_column_int(st, 10);
 		r.env_json = col_text(st, 11);
 		r.metadata_json = col_text(st, 12);
+		r.kernel = col_text(st, 13);
+		r.initrd = col_text(st, 14);
+		r.image = col_text(st, 15);
+		r.flags = (unsigned)sqlite3_column_int(st, 16);
+		r.paused_ms = sqlite3_column_int64(st, 17);
+		r.snap_bytes = sqlite3_column_int64(st, 18);
 		if (!r.template_id || !r.state) {
 			sb_record_free(&r);
 			continue;
@@ -195,5 +274,85 @@ void sb_record_free(struct sb_record *r)
 	free(r->reason);
 	free(r->env_json);
 	free(r->metadata_json);
+	free(r->kernel);
+	free(r->initrd);
+	free(r->image);
 	r->template_id = r->state = r->reason = r->env_json = r->metadata_json = NULL;
+	r->kernel = r->initrd = r->image = NULL;
+}
+
+/* ---------------------------------------------------------------- templates */
+
+int store_tmpl_put(struct store *s, const struct tmpl_record *t)
+{
+	sqlite3_stmt *st = s->tput;
+
+	sqlite3_reset(st);
+	bind_text(st, 1, t->name);
+	bind_text(st, 2, t->image_name);
+	bind_text(st, 3, t->kernel);
+	bind_text(st, 4, t->initrd);
+	bind_text(st, 5, t->image);
+	bind_text(st, 6, t->warmup_json);
+	bind_text(st, 7, t->snap_id);
+	sqlite3_bind_int(st, 8, t->memory_mb);
+	sqlite3_bind_int(st, 9, t->cpu_count);
+	sqlite3_bind_int64(st, 10, t->snap_bytes);
+	sqlite3_bind_int64(st, 11, t->created_ms);
+	sqlite3_bind_int64(st, 12, t->build_ms);
+	return step_once(s, st, "put template");
+}
+
+int store_tmpl_delete(struct store *s, const char *name)
+{
+	sqlite3_reset(s->tdel);
+	bind_text(s->tdel, 1, name);
+	return step_once(s, s->tdel, "delete template");
+}
+
+int store_tmpl_load(struct store *s, int (*cb)(void *ctx, struct tmpl_record *t), void *ctx)
+{
+	sqlite3_stmt *st = s->tload;
+	int rc = 0, step;
+
+	sqlite3_reset(st);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		struct tmpl_record t = {0};
+
+		t.name = col_text(st, 0);
+		t.image_name = col_text(st, 1);
+		t.kernel = col_text(st, 2);
+		t.initrd = col_text(st, 3);
+		t.image = col_text(st, 4);
+		t.warmup_json = col_text(st, 5);
+		t.snap_id = col_text(st, 6);
+		t.memory_mb = sqlite3_column_int(st, 7);
+		t.cpu_count = sqlite3_column_int(st, 8);
+		t.snap_bytes = sqlite3_column_int64(st, 9);
+		t.created_ms = sqlite3_column_int64(st, 10);
+		t.build_ms = sqlite3_column_int64(st, 11);
+		if (!t.name || !t.image_name || !t.kernel || !t.initrd || !t.snap_id) {
+			tmpl_record_free(&t);
+			continue;
+		}
+		rc = cb(ctx, &t);
+		if (rc)
+			break;
+	}
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		rc = fail(s, "load templates");
+	sqlite3_reset(st);
+	return rc;
+}
+
+void tmpl_record_free(struct tmpl_record *t)
+{
+	free(t->name);
+	free(t->image_name);
+	free(t->kernel);
+	free(t->initrd);
+	free(t->image);
+	free(t->warmup_json);
+	free(t->snap_id);
+	memset(t, 0, sizeof(*t));
 }

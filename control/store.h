@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Persistent sandbox records in SQLite (<data-dir>/kilnd.db), so that a
- * restarted kilnd (even after SIGKILL) knows every sandbox it had. Writes
- * are small transactions in WAL mode: a committed state change survives the
- * process being killed. */
+/* Persistent sandbox and template records in SQLite (<data-dir>/kilnd.db),
+ * so that a restarted kilnd (even after SIGKILL) knows every sandbox and
+ * template it had. Writes are small transactions in WAL mode: a committed
+ * state change survives the process being killed. */
 #ifndef KILND_STORE_H
 #define KILND_STORE_H
 
@@ -10,17 +10,38 @@
 
 #define SB_ID_LEN 20
 
+#define SB_F_AUTO_PAUSE 1u /* pause instead of kill when the lifetime ends */
+#define SB_F_API        2u /* the VMM serves its API socket: it can be paused */
+
 /* Plain data: what is persisted about one sandbox. Strings are owned. */
 struct sb_record {
 	char id[SB_ID_LEN + 1];
-	char *template_id;
-	char *state;        /* "starting", "running", "killed", "error" */
+	char *template_id;  /* the image or template it was made from */
+	char *state;        /* a name of enum sb_state (sandbox.h) */
 	char *reason;       /* why it is killed or in error, or NULL */
 	int pid;            /* the VMM, 0 if none */
 	uint64_t pid_start; /* its start time (/proc/PID/stat field 22) */
 	int64_t created_ms, end_ms, died_ms;
 	int memory_mb, cpu_count;
 	char *env_json, *metadata_json; /* JSON objects or NULL */
+	/* The files the VM runs on: a snapshot resumes only with the same ones,
+	 * whatever kilnd's options are now. NULL kernel/initrd: kilnd's own
+	 * (records of schema 1); NULL image: none. */
+	char *kernel, *initrd, *image;
+	unsigned flags;     /* SB_F_* */
+	int64_t paused_ms;  /* when it was last paused */
+	int64_t snap_bytes; /* its snapshot file, while paused */
+};
+
+/* A template: a snapshot of a warmed-up sandbox that clones start from. */
+struct tmpl_record {
+	char *name;
+	char *image_name; /* the image it was booted from ("busybox": none) */
+	char *kernel, *initrd, *image;
+	char *warmup_json; /* the warm-up command, a JSON array, or NULL */
+	char *snap_id;     /* the snapshot's id (names its template memory file) */
+	int memory_mb, cpu_count;
+	int64_t snap_bytes, created_ms, build_ms;
 };
 
 struct store;
@@ -32,5 +53,11 @@ int store_delete(struct store *s, const char *id);
 /* Calls cb for every record; stops at the first non-zero return. */
 int store_load(struct store *s, int (*cb)(void *ctx, struct sb_record *r), void *ctx);
 void sb_record_free(struct sb_record *r);
+
+int store_tmpl_put(struct store *s, const struct tmpl_record *t);
+int store_tmpl_delete(struct store *s, const char *name);
+/* Calls cb for every template; cb takes ownership of the strings. */
+int store_tmpl_load(struct store *s, int (*cb)(void *ctx, struct tmpl_record *t), void *ctx);
+void tmpl_record_free(struct tmpl_record *t);
 
 #endif

@@ -250,6 +250,11 @@ char *read_small_file(const char *path, size_t max, size_t *lenp)
 
 char *file_tail(const char *path, int lines, size_t max_bytes)
 {
+	return file_tail_from(path, 0, lines, max_bytes);
+}
+
+char *file_tail_from(const char *path, off_t from, int lines, size_t max_bytes)
+{
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	char *p, *start;
@@ -263,6 +268,8 @@ char *file_tail(const char *path, int lines, size_t max_bytes)
 		return NULL;
 	}
 	off = st.st_size > (off_t)max_bytes ? st.st_size - (off_t)max_bytes : 0;
+	if (off < from)
+		off = from < st.st_size ? from : st.st_size;
 	p = malloc(max_bytes + 1);
 	if (!p) {
 		close(fd);

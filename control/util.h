@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "buf.h"
 
@@ -42,5 +43,7 @@ int rm_rf(const char *path);
 char *read_small_file(const char *path, size_t max, size_t *len);
 /* The last `lines` lines (at most max_bytes) of a file, or NULL. */
 char *file_tail(const char *path, int lines, size_t max_bytes);
+/* The same, of what lies after offset `from` only. */
+char *file_tail_from(const char *path, off_t from, int lines, size_t max_bytes);
 
 #endif

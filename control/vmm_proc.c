@@ -15,19 +15,54 @@
 int vmm_spawn(const struct vmm_args *a, pid_t *out, char *msg, size_t msglen)
 {
 	char mem[32], cpus[16], vsock[4200], cmdline[64];
-	char *argv[] = {
-	    (char *)a->vmm, "--kernel",  (char *)a->kernel, "--initrd", (char *)a->initrd,
-	    "--mem",        mem,         "--cpus",          cpus,       "--vsock",
-	    vsock,          "--cmdline", cmdline,           NULL};
+	char *argv[32];
+	int argc = 0;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t none, def;
 	int log_fd, rc;
 
+#define ARG(s) (argv[argc++] = (char *)(s))
 	snprintf(mem, sizeof(mem), "%dM", a->memory_mb);
 	snprintf(cpus, sizeof(cpus), "%d", a->cpu_count);
 	snprintf(vsock, sizeof(vsock), "%d,%s", VMM_VSOCK_CID, a->vsock_path);
 	snprintf(cmdline, sizeof(cmdline), "kiln.sandbox=%s", a->id);
+	ARG(a->vmm);
+	ARG("--kernel");
+	ARG(a->kernel);
+	ARG("--initrd");
+	ARG(a->initrd);
+	if (a->image) {
+		ARG("--image");
+		ARG(a->image);
+	}
+	ARG("--cpus");
+	ARG(cpus);
+	ARG("--vsock");
+	ARG(vsock);
+	if (a->api_path) {
+		ARG("--api-sock");
+		ARG(a->api_path);
+	}
+	if (a->restore) {
+		ARG("--restore");
+		ARG(a->restore);
+		ARG("--restore-mode");
+		ARG(a->restore_mode);
+		if (a->template_dir) {
+			ARG("--template-dir");
+			ARG(a->template_dir);
+		}
+		if (a->paused)
+			ARG("--paused");
+	} else {
+		ARG("--mem");
+		ARG(mem);
+		ARG("--cmdline");
+		ARG(cmdline);
+	}
+	argv[argc] = NULL;
+#undef ARG
 
 	log_fd = open(a->console_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (log_fd < 0) {

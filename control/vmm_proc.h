@@ -14,10 +14,18 @@
 
 struct vmm_args {
 	const char *vmm, *kernel, *initrd;
+	const char *image;        /* --image, or NULL */
 	const char *vsock_path;   /* --vsock VMM_VSOCK_CID,vsock_path */
+	const char *api_path;     /* --api-sock, or NULL */
 	const char *console_path; /* stdout and stderr, appended */
-	const char *id;           /* into --cmdline as kiln.sandbox=ID */
+	const char *id;           /* into --cmdline as kiln.sandbox=ID (a boot) */
 	int memory_mb, cpu_count;
+	/* Start from this snapshot instead of booting (--restore): the VM keeps
+	 * its own kernel options and memory size. */
+	const char *restore;
+	const char *restore_mode; /* "eager", "lazy" or "template" */
+	const char *template_dir; /* template memory files (mode template) */
+	bool paused;              /* restored, but not running (--paused) */
 };
 
 /* Start the VMM in its own process group with stdin on /dev/null; *pid is

@@ -6,7 +6,8 @@
 
 E2E_BIN := $(BUILD)/tests/e2e
 
-FAKE_VMM_SRCS := tests/e2e/fake-vmm/fake_vmm.c tests/e2e/fake-vmm/fake_agent.c
+FAKE_VMM_SRCS := tests/e2e/fake-vmm/fake_vmm.c tests/e2e/fake-vmm/fake_agent.c \
+	tests/e2e/fake-vmm/fake_snap.c
 
 $(E2E_BIN)/fake-vmm: $(FAKE_VMM_SRCS) tests/e2e/fake-vmm/fake_vmm.h include/kiln/agent.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

@@ -10,6 +10,10 @@
 #   KILN_AGENT_HOST= bash tests/e2e/run.sh     (fake VMM's built-in agent)
 #
 # KILN_E2E_KILND and KILN_E2E_KILN pick other builds (e.g. with ASan).
+# Images: with the fake VMM, empty stand-ins in a temporary directory; on
+# real VMs KILN_E2E_IMAGES (default build/images, from make images) and
+# KILN_E2E_IMAGE_INITRD (default agent-image.cpio next to the initrd).
+# Pause, resume, templates and fork: tests/e2e/snapshots.sh.
 #
 # Prints "ok"/"not ok" per test and "N passed, N failed" at the end.
 set -u
@@ -22,6 +26,7 @@ HOSTILE=$ROOT/build/tests/e2e/kiln-hostile
 VMM=${KILN_E2E_VMM:-$ROOT/build/tests/e2e/fake-vmm}
 KERNEL=${KILN_E2E_KERNEL:-$ROOT/build/guest/kiln-kernel}
 INITRD=${KILN_E2E_INITRD:-$ROOT/build/initramfs/agent.cpio}
+IMAGE_INITRD=${KILN_E2E_IMAGE_INITRD:-$(dirname "$INITRD")/agent-image.cpio}
 FAKE=0
 case $VMM in */fake-vmm) FAKE=1 ;; esac
 # The fake VMM relays to the real agent when one is built (see fake_vmm.c).
@@ -43,6 +48,14 @@ command -v curl >/dev/null || { echo "e2e: curl is required"; exit 1; }
 
 T=$(mktemp -d /tmp/kiln-e2e.XXXXXX)
 DATA=$T/data
+if [ $FAKE = 1 ]; then
+	IMAGES=$T/images
+	mkdir -p "$IMAGES"
+	echo "a stand-in for an erofs image" >"$IMAGES/base.erofs"
+	echo "another one" >"$IMAGES/minimal.erofs"
+else
+	IMAGES=${KILN_E2E_IMAGES:-$ROOT/build/images}
+fi
 SOCK=$DATA/kilnd.sock
 PORT=$((20000 + RANDOM % 20000))
 # Paths inside the guest (with the fake VMM the guest's file system is the
@@ -77,10 +90,17 @@ check() {
 	if [ "$1" = 0 ]; then ok "$2"; else not_ok "$2"; fi
 }
 
+# kilnd's options for the VMM and its files (also for other kilnds)
+vmm_opts() {
+	echo --vmm "$VMM" --kernel "$KERNEL" --initrd "$INITRD" --images "$IMAGES" \
+		--image-initrd "$IMAGE_INITRD"
+}
+
 start_kilnd() {
-	"$KILND" --data-dir "$DATA" --vmm "$VMM" --kernel "$KERNEL" --initrd "$INITRD" \
-		--listen-tcp "127.0.0.1:$PORT" --header-timeout 2 --write-timeout 3 \
-		--body-timeout 5 --max-conns 200 "$@" >>"$T/kilnd.log" 2>&1 &
+	# shellcheck disable=SC2046 # vmm_opts' words are split on purpose
+	"$KILND" --data-dir "$DATA" $(vmm_opts) --listen-tcp "127.0.0.1:$PORT" \
+		--header-timeout 2 --write-timeout 3 --body-timeout 5 --max-conns 200 "$@" \
+		>>"$T/kilnd.log" 2>&1 &
 	KILND_PID=$!
 	for _ in $(seq 100); do
 		curl -s --unix-socket "$SOCK" http://k/health >/dev/null 2>&1 && return 0
@@ -499,8 +519,8 @@ t_restart() {
 t_boot_failures() {
 	[ $FAKE = 1 ] || return 0
 	local d2=$T/data2 st
-	FAKE_VMM_EXIT=3 "$KILND" --data-dir "$d2" --vmm "$VMM" --kernel "$KERNEL" \
-		--initrd "$INITRD" >"$T/kilnd2.log" 2>&1 &
+	# shellcheck disable=SC2046
+	FAKE_VMM_EXIT=3 "$KILND" --data-dir "$d2" $(vmm_opts) >"$T/kilnd2.log" 2>&1 &
 	local p2=$!
 	wait_socket "$d2/kilnd.sock"
 	st=$(curl -sS --unix-socket "$d2/kilnd.sock" -o "$T/body" -w '%{http_code}' -d '{}' http://k/sandboxes)
@@ -508,8 +528,9 @@ t_boot_failures() {
 	check $? "a VMM that fails to boot: 500 with its status and console"
 	kill $p2
 	wait $p2
-	FAKE_VMM_BOOT_DELAY_MS=3000 "$KILND" --data-dir "$d2" --vmm "$VMM" --kernel "$KERNEL" \
-		--initrd "$INITRD" --boot-timeout 0.5 >>"$T/kilnd2.log" 2>&1 &
+	# shellcheck disable=SC2046
+	FAKE_VMM_BOOT_DELAY_MS=3000 "$KILND" --data-dir "$d2" $(vmm_opts) --boot-timeout 0.5 \
+		>>"$T/kilnd2.log" 2>&1 &
 	p2=$!
 	wait_socket "$d2/kilnd.sock"
 	st=$(curl -sS --unix-socket "$d2/kilnd.sock" -o "$T/body" -w '%{http_code}' -d '{}' http://k/sandboxes)
@@ -541,8 +562,11 @@ t_cli() {
 	check $? "a bad option is exit status 2"
 }
 
+# shellcheck source=tests/e2e/snapshots.sh
+. tests/e2e/snapshots.sh
+
 ALL="t_echo t_streams t_exit_codes t_files t_concurrent t_bad_requests t_max_conns t_pty
-t_e2b_api t_lifecycle t_restart t_boot_failures t_cli"
+t_e2b_api t_lifecycle t_restart t_boot_failures t_cli $SNAPSHOT_TESTS"
 echo "e2e: kilnd with VMM $VMM${AGENT:+ relaying to the agent $AGENT} (data in $T)"
 start_kilnd
 for t in ${*:-$ALL}; do

@@ -231,6 +231,8 @@ printf '  %-44s %8s MB/s (host %s MB/s; 64 MiB, median of 5)\n' "pipe throughput
 echo
 if [ -x build/bin/kilnd ] && [ -f build/initramfs/agent.cpio ]; then
 	sh tools/bench/kilnd_bench.sh 2>&1 | sed -n 's/^/  /p' | grep -v '^  $' | tail -n 4
+	echo
+	bash tools/bench/kilnd_snap_bench.sh 2>&1 | sed 's/^/  /'
 fi
 if [ -x tests/integration/vsock_test.sh ] || [ -f tests/integration/vsock_test.sh ]; then
 	sh tests/integration/vsock_test.sh --bench 256 2>&1 | grep -i 'MB/s' | sed 's/^/  vsock /' | head -n 2

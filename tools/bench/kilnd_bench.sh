@@ -32,24 +32,8 @@ for f in "$KILND" "$VMM"; do
 	[ -x "$f" ] || { echo "kilnd_bench: missing $f (make build/bin/kilnd e2e-build)"; exit 1; }
 done
 
-T=$(mktemp -d /tmp/kilnd-bench.XXXXXX)
-SOCK=$T/kilnd.sock
-"$KILND" --data-dir "$T" --vmm "$VMM" --kernel "$KERNEL" --initrd "$INITRD" \
-	--max-sandboxes 1000 >"$T/kilnd.log" 2>&1 &
-KPID=$!
-cleanup() {
-	kill $KPID 2>/dev/null
-	wait $KPID 2>/dev/null
-	for p in "$T"/sandboxes/*/vmm.pid; do
-		[ -f "$p" ] && kill -9 -- "-$(cut -d' ' -f1 "$p")" 2>/dev/null
-	done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-for _ in $(seq 100); do
-	curl -s --unix-socket "$SOCK" http://k/health >/dev/null && break
-	sleep 0.05
-done
+# shellcheck source=tools/bench/kilnd_start.sh
+. tools/bench/kilnd_start.sh
 
 # seconds (curl's %{time_total}) of one request; body in $T/body
 timed() {
@@ -65,7 +49,8 @@ stats() {
 }
 
 create() {
-	timed -X POST -d '{"templateID":"base","timeout":600}' http://k/sandboxes >"$T/t.create"
+	# the built-in image (busybox); kilnd_snap_bench.sh has images and templates
+	timed -X POST -d '{"timeout":600}' http://k/sandboxes >"$T/t.create"
 	sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$T/body"
 }
 

@@ -10,7 +10,9 @@
 #include "kiln.h"
 
 static const char create_help[] =
-    "  --image NAME      template to start from (default: base)\n"
+    "  --image NAME      boot this image (kiln images lists them; default: busybox,\n"
+    "                    the built-in one)\n"
+    "  --template NAME   start as a clone of this template (kiln template ls)\n"
     "  --timeout S       lifetime in seconds (default: kilnd's, 300)\n"
     "  --mem MB          guest memory in MiB (default 256)\n"
     "  --cpus N          vCPUs (default 1)\n"
@@ -59,17 +61,23 @@ int create_opt(struct create_opts *o, int argc, char **argv, int *i)
 	const char *a = argv[*i];
 	const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
 
-	if (strcmp(a, "--image") && strcmp(a, "--timeout") && strcmp(a, "--mem") &&
-	    strcmp(a, "--cpus") && strcmp(a, "-e") && strcmp(a, "--env") && strcmp(a, "--metadata"))
+	if (strcmp(a, "--image") && strcmp(a, "--template") && strcmp(a, "--timeout") &&
+	    strcmp(a, "--mem") && strcmp(a, "--cpus") && strcmp(a, "-e") && strcmp(a, "--env") &&
+	    strcmp(a, "--metadata"))
 		return 0;
 	if (!v) {
 		fprintf(stderr, "kiln: %s needs a value\n", a);
 		return -1;
 	}
 	(*i)++;
-	if (!strcmp(a, "--image"))
+	if (!strcmp(a, "--image") || !strcmp(a, "--template")) {
+		if (o->image) {
+			fprintf(stderr, "kiln: give one of --image and --template\n");
+			return -1;
+		}
 		o->image = v;
-	else if (!strcmp(a, "--timeout"))
+		o->is_template = a[2] == 't';
+	} else if (!strcmp(a, "--timeout"))
 		return (o->timeout = num_arg(a, v)) < 0 ? -1 : 1;
 	else if (!strcmp(a, "--mem"))
 		return (o->mem = num_arg(a, v)) < 0 ? -1 : 1;
@@ -89,7 +97,9 @@ char *sandbox_create(struct kc *k, const struct create_opts *o, bool show_progre
 	char *id = NULL;
 	int st;
 
-	json_object_set_new(req, "templateID", json_string(o->image ? o->image : "base"));
+	if (o->image)
+		json_object_set_new(req, o->is_template ? "templateID" : "image",
+		                    json_string(o->image));
 	if (o->timeout > 0)
 		json_object_set_new(req, "timeout", json_integer(o->timeout));
 	if (o->mem > 0)
@@ -129,7 +139,7 @@ int sandbox_delete(struct kc *k, const char *id, bool quiet)
 	return rc;
 }
 
-static bool want_help(int argc, char **argv)
+bool want_help(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--"))
@@ -186,9 +196,11 @@ int cmd_ls(struct kc *k, int argc, char **argv)
 	size_t i;
 
 	if (want_help(argc, argv)) {
-		printf("usage: kiln ls [-q] [--state running,error,...]\n\n"
-		       "List sandboxes.\n  -q       ids only\n"
-		       "  --state  only these states (starting, running, killed, error)\n");
+		printf(
+		    "usage: kiln ls [-q] [--state running,paused,...]\n\n"
+		    "List sandboxes.\n  -q       ids only\n"
+		    "  --state  only these states (starting, running, pausing, paused, resuming,\n"
+		    "           killed, error)\n");
 		return 0;
 	}
 	for (int a = 1; a < argc; a++) {
@@ -280,7 +292,9 @@ int cmd_rm(struct kc *k, int argc, char **argv)
 	int rc = 0;
 
 	if (want_help(argc, argv) || argc < 2) {
-		printf("usage: kiln rm ID...\n\nDelete sandboxes (their VMs are killed).\n");
+		printf(
+		    "usage: kiln rm ID...\n\nDelete sandboxes (their VMs are killed, the snapshots "
+		    "of paused ones\ndeleted).\n");
 		return argc < 2 ? 2 : 0;
 	}
 	for (int i = 1; i < argc; i++)

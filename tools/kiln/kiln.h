@@ -88,10 +88,16 @@ int cmd_run(struct kc *k, int argc, char **argv);
 int cmd_exec(struct kc *k, int argc, char **argv);
 int cmd_shell(struct kc *k, int argc, char **argv);
 int cmd_cp(struct kc *k, int argc, char **argv);
+int cmd_pause(struct kc *k, int argc, char **argv);
+int cmd_resume(struct kc *k, int argc, char **argv);
+int cmd_fork(struct kc *k, int argc, char **argv);
+int cmd_template(struct kc *k, int argc, char **argv);
+int cmd_images(struct kc *k, int argc, char **argv);
 
 /* shared by create, run and shell: sandbox options */
 struct create_opts {
-	const char *image;
+	const char *image; /* an image, or a template when is_template */
+	bool is_template;
 	long timeout;
 	long mem, cpus;
 	json_t *env, *metadata;
@@ -103,5 +109,7 @@ const char *create_opts_help(void);
 /* Create and wait; returns the id (malloc'd) or NULL after printing why. */
 char *sandbox_create(struct kc *k, const struct create_opts *o, bool show_progress);
 int sandbox_delete(struct kc *k, const char *id, bool quiet);
+/* -h or --help before any "--" */
+bool want_help(int argc, char **argv);
 
 #endif

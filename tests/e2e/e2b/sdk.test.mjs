@@ -7,6 +7,9 @@
 //
 // The VMM is the fake one (tests/e2e/fake-vmm) unless KILN_E2E_VMM names
 // another (with KILN_E2E_KERNEL, KILN_E2E_INITRD), as in tests/e2e/run.sh.
+// The SDK's default template is "base": the base image on real VMs
+// (KILN_E2E_IMAGES, default build/images: make images), a stand-in file
+// with the fake VMM.
 // KILN_E2E_KILND picks another kilnd build. Prints "ok"/"not ok" per case,
 // "N passed, N failed" at the end, and exits 1 if anything failed.
 import { spawn } from 'node:child_process'
@@ -26,6 +29,8 @@ const KILND = fromRoot(process.env.KILN_E2E_KILND, 'build/bin/kilnd')
 const VMM = fromRoot(process.env.KILN_E2E_VMM, 'build/tests/e2e/fake-vmm')
 const KERNEL = fromRoot(process.env.KILN_E2E_KERNEL, 'build/guest/kiln-kernel')
 const INITRD = fromRoot(process.env.KILN_E2E_INITRD, 'build/initramfs/agent.cpio')
+const IMAGE_INITRD = fromRoot(process.env.KILN_E2E_IMAGE_INITRD,
+  path.join(path.dirname(INITRD), 'agent-image.cpio'))
 const FAKE = VMM.endsWith('/fake-vmm')
 const FILTER = process.argv[2] || ''
 
@@ -38,6 +43,15 @@ for (const f of [KILND, VMM]) {
 
 const T = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-e2b.'))
 const DATA = `${T}/data`
+let IMAGES = fromRoot(process.env.KILN_E2E_IMAGES, 'build/images')
+if (FAKE) {
+  IMAGES = `${T}/images`
+  fs.mkdirSync(IMAGES)
+  fs.writeFileSync(`${IMAGES}/base.erofs`, 'a stand-in for an erofs image\n')
+} else if (!fs.existsSync(`${IMAGES}/base.erofs`)) {
+  console.log(`e2b: ${IMAGES}/base.erofs missing (the SDK's default template): run make images`)
+  process.exit(1)
+}
 const API_PORT = 20000 + Math.floor(Math.random() * 20000)
 const ENVD_PORT = API_PORT + 1
 const API_KEY = 'e2b_' + randomBytes(20).toString('hex')
@@ -64,6 +78,7 @@ const log = fs.openSync(`${T}/kilnd.log`, 'a')
 async function startKilnd() {
   kilnd = spawn(KILND, [
     '--data-dir', DATA, '--vmm', VMM, '--kernel', KERNEL, '--initrd', INITRD,
+    '--images', IMAGES, '--image-initrd', IMAGE_INITRD,
     '--listen-tcp', `127.0.0.1:${API_PORT}`, '--envd-listen', `127.0.0.1:${ENVD_PORT}`,
     '--api-key', API_KEY, '--boot-timeout', '20',
   ], { stdio: ['ignore', log, log] })
@@ -284,10 +299,69 @@ async function main() {
       assert.match(String(e.name), /NotFound/))
   })
 
-  await test('pause is refused (409): pause() returns false', async () => {
-    assert.equal(await Sandbox.pause(sbx.sandboxId), false)
+  await test('pause() pauses; connect() resumes it (201) with its files', async () => {
+    await sbx.files.write(`${G}/paused.txt`, 'kept')
+    if (!FAKE) {
+      // a process that keeps running (detached: attached streams end at a pause)
+      await sbx.commands.run('(while :; do date +%s%N >/tmp/tick; sleep 0.05; done) </dev/null >/dev/null 2>&1 & echo $! >/tmp/tick.pid')
+    }
+    assert.equal(await sbx.pause(), true)
+    assert.equal((await sbx.getInfo()).state, 'paused')
+    assert.equal(await Sandbox.betaPause(sbx.sandboxId), false, 'a second pause is refused (409)')
+    assert.equal(await sbx.isRunning(), false)
+    const listed = await Sandbox.list({ query: { metadata: { n: '1' } } }).nextItems()
+    assert.deepEqual(listed.map((s) => [s.sandboxId, s.state]), [[sbx.sandboxId, 'paused']])
+    const again = await Sandbox.connect(sbx.sandboxId)
+    assert.equal((await again.getInfo()).state, 'running')
+    assert.equal(await again.files.read(`${G}/paused.txt`), 'kept')
+    assert.equal((await again.commands.run('echo back')).stdout, 'back\n')
+    if (!FAKE) {
+      const t1 = (await again.commands.run('cat /tmp/tick')).stdout
+      await sleep(200)
+      const t2 = (await again.commands.run('cat /tmp/tick')).stdout
+      assert.ok(BigInt(t2) > BigInt(t1), `the process ticks on (${t1.trim()} -> ${t2.trim()})`)
+      await again.commands.run('kill $(cat /tmp/tick.pid)')
+    }
+  }, 60000)
+
+  await test('connect answers 201 when it resumes, 200 when it was running', async () => {
+    const connect = () => fetch(`${API_URL}/v2/sandboxes/${sbx.sandboxId}/connect`, {
+      method: 'POST', headers: { 'X-API-Key': API_KEY, 'Content-Type': 'application/json' }, body: '{}',
+    })
+    assert.equal((await connect()).status, 200)
+    assert.equal(await Sandbox.pause(sbx.sandboxId), true)
+    const r = await connect()
+    assert.equal(r.status, 201)
+    assert.equal((await r.json()).state, 'running')
+    // the sandbox object from before the pause still works (same token)
+    assert.equal((await sbx.commands.run('echo same')).stdout, 'same\n')
+  }, 60000)
+
+  await test('Sandbox.fork: clones of a running sandbox, with its files', async () => {
+    await sbx.files.write(`${G}/fork.txt`, 'forked')
+    const forks = await Sandbox.fork(sbx.sandboxId, { count: 2 })
+    assert.equal(forks.length, 2)
+    for (const f of forks) {
+      assert.ok(f instanceof Sandbox, `got ${f}`)
+      assert.notEqual(f.sandboxId, sbx.sandboxId)
+      assert.equal(await f.files.read(`${G}/fork.txt`), 'forked')
+      assert.equal(await f.kill(), true)
+    }
     assert.equal((await sbx.getInfo()).state, 'running')
-  })
+  }, 60000)
+
+  await test("lifecycle onTimeout 'pause': paused at the end of its lifetime", async () => {
+    const s = await Sandbox.create({ timeoutMs: 1000, lifecycle: { onTimeout: 'pause' },
+      envs: FAKE ? { HOME: `${T}/home` } : {} })
+    try {
+      await sleep(2500)
+      assert.equal((await s.getInfo()).state, 'paused')
+      await s.connect()
+      assert.equal((await s.commands.run('echo woke')).stdout, 'woke\n')
+    } finally {
+      await s.kill()
+    }
+  }, 60000)
 
   await test('getMetrics returns memory figures', async () => {
     const m = await sbx.getMetrics()

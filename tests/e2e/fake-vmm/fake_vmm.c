@@ -17,7 +17,10 @@
  *    guest's.
  *
  * It runs until killed, like a VM. A command named "kiln-fake-exit N" makes
- * it exit with status N (a guest that powers off or crashes).
+ * it exit with status N (a guest that powers off or crashes). --api-sock,
+ * snapshots and --restore are faked in fake_snap.c (pause, resume, fork
+ * and templates through kilnd; a restored "VM" starts the agent afresh,
+ * so only files survive, not processes).
  * FAKE_VMM_BOOT_DELAY_MS delays the socket (a slow boot); FAKE_VMM_EXIT=N
  * exits with N before listening (a VMM that fails to boot).
  */
@@ -162,14 +165,23 @@ int main(int argc, char **argv)
 	    {"vsock", required_argument, NULL, 'v'},
 	    {"cmdline", required_argument, NULL, 'l'},
 	    {"stats", no_argument, NULL, 's'},
+	    {"image", required_argument, NULL, 'I'},
+	    {"api-sock", required_argument, NULL, 'A'},
+	    {"restore", required_argument, NULL, 'R'},
+	    {"restore-mode", required_argument, NULL, 'M'},
+	    {"template-dir", required_argument, NULL, 'T'},
+	    {"paused", no_argument, NULL, 'P'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
 	const char *kernel = NULL, *mem = "256M", *cmdline = "", *vsock = NULL, *path;
+	const char *api_path = NULL;
+	struct fake_cfg cfg = {0};
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char *agent, *agent_sock = NULL;
 	struct sigaction sa_chld = {.sa_handler = SIG_IGN, .sa_flags = SA_NOCLDWAIT};
-	int c, lfd;
+	bool paused = false;
+	int c, lfd, afd = -1;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -186,6 +198,24 @@ int main(int argc, char **argv)
 			cmdline = optarg;
 			break;
 		case 'i':
+			cfg.initrd = optarg;
+			break;
+		case 'I':
+			cfg.image = optarg;
+			break;
+		case 'A':
+			api_path = optarg;
+			break;
+		case 'R':
+			cfg.restore = optarg;
+			break;
+		case 'M':
+			cfg.restore_mode = optarg;
+			break;
+		case 'T':
+			cfg.template_dir = optarg;
+			break;
+		case 'P':
 		case 'c':
 		case 's':
 			break;
@@ -204,7 +234,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("fake-vmm: booting (mem %s, cmdline '%s')\n", mem, cmdline);
+	cfg.kernel = kernel;
+	if (cfg.restore)
+		fake_restore(&cfg);
+	else
+		printf("fake-vmm: booting (mem %s, cmdline '%s')\n", mem, cmdline);
 	if (getenv("FAKE_VMM_EXIT")) {
 		fprintf(stderr, "fake-vmm: simulated boot failure\n");
 		return atoi(getenv("FAKE_VMM_EXIT"));
@@ -226,13 +260,25 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fake-vmm: %s: %s\n", path, strerror(errno));
 		return 1;
 	}
+	if (api_path) {
+		struct sockaddr_un asa = {.sun_family = AF_UNIX};
+
+		snprintf(asa.sun_path, sizeof(asa.sun_path), "%s", api_path);
+		unlink(api_path);
+		afd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (afd < 0 || bind(afd, (struct sockaddr *)&asa, sizeof(asa)) || listen(afd, 16)) {
+			fprintf(stderr, "fake-vmm: %s: %s\n", api_path, strerror(errno));
+			return 1;
+		}
+	}
 	printf("fake-vmm: agent listening on vsock port %d\n", KILN_AGENT_PORT);
 	for (;;) {
-		struct pollfd pf[2] = {{.fd = lfd, .events = POLLIN},
-		                       {.fd = ctl_pipe[0], .events = POLLIN}};
+		struct pollfd pf[3] = {{.fd = lfd, .events = POLLIN},
+		                       {.fd = ctl_pipe[0], .events = POLLIN},
+		                       {.fd = afd, .events = POLLIN}};
 		int conn;
 
-		if (poll(pf, 2, -1) < 0) {
+		if (poll(pf, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			return 1;
@@ -245,6 +291,13 @@ int main(int argc, char **argv)
 			printf("fake-vmm: guest powered off with status %d\n", code);
 			unlink(path);
 			return code;
+		}
+		if (pf[2].revents) {
+			conn = accept4(afd, NULL, NULL, SOCK_CLOEXEC);
+			if (conn >= 0) {
+				fake_api_serve(conn, &cfg, &paused);
+				close(conn);
+			}
 		}
 		if (!pf[0].revents)
 			continue;

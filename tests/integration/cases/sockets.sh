@@ -10,10 +10,14 @@ guest_case inetsock-unreach 0 --out '^inetsock unreach: all ok$' --no-out 'FAIL'
 	-- /bin/inetsock unreach
 
 # Ports below the ephemeral range, so as not to meet the host's own sockets.
+# The client retries until the listener is up (a loaded host can take longer
+# than any fixed sleep).
 # shellcheck disable=SC2016 # the shell in the guest (or on the host) expands these
 expect_same sock-busybox-nc -- /bin/sh -c \
-	'busybox nc -l -p 23541 >tmp/nc.out & sleep 0.3;
-	echo hello over nc | busybox nc 127.0.0.1 23541; wait; cat tmp/nc.out'
+	'busybox nc -l -p 23541 >tmp/nc.out & i=0;
+	until echo hello over nc | busybox nc 127.0.0.1 23541 2>/dev/null; do
+		i=$((i + 1)); [ $i -lt 50 ] || break; sleep 0.1; done;
+	wait; cat tmp/nc.out'
 # shellcheck disable=SC2016
 expect_same sock-busybox-httpd -- /bin/sh -c \
 	'busybox httpd -f -p 127.0.0.1:23542 -h data & pid=$!; sleep 0.3;

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* A restarted kilnd (also after SIGKILL) takes its sandboxes back from the
+ * store: it finds each live one's VMM again by pid, start time and command
+ * line (never trusting a pid that may have been reused), finishes a pause
+ * or resume that was under way, keeps paused ones paused, and reports the
+ * ones whose VMM died meanwhile as errors. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandbox_int.h"
+#include "util.h"
+#include "vmm_proc.h"
+
+/* A sandbox that was pausing or resuming when kilnd stopped, whose VMM is
+ * gone: paused if its snapshot is complete (written atomically), else
+ * lost. */
+static void settle_without_vmm(struct sandbox *sb, int pid)
+{
+	char what[160];
+
+	if (sb->state != SB_STARTING && sb->state != SB_RUNNING && !access(sb->snap_path, F_OK)) {
+		log_info("sandbox %s: %s when kilnd stopped; paused", sb->rec.id,
+		         sb_state_name(sb->state));
+		sb->state = SB_PAUSED;
+		sb->rec.pid = 0;
+		sb_save(sb);
+		return;
+	}
+	sb->state = SB_ERROR;
+	sb->rec.died_ms = now_ms();
+	if (pid) {
+		snprintf(what, sizeof(what), "kiln-vmm (pid %d) exited while kilnd was not running",
+		         pid);
+		sb_set_reason_console(sb, what);
+	} else {
+		sb_set_reason_console(sb, "kilnd stopped before the sandbox's VMM was started");
+	}
+	log_warn("sandbox %s: %s", sb->rec.id, sb->rec.reason);
+	sb_save(sb);
+}
+
+/* The VMM of a live sandbox is still there: watch it again, and finish
+ * what was under way. */
+static void readopt(struct sandbox *sb, int pid)
+{
+	struct kilnd *kd = sb->kd;
+
+	kd->nsandboxes++;
+	if (!sb->rec.pid_start) {
+		char state;
+
+		proc_stat(pid, &sb->rec.pid_start, &state);
+	}
+	log_info("sandbox %s: re-adopted kiln-vmm pid %d (%s)", sb->rec.id, pid,
+	         sb_state_name(sb->state));
+	switch (sb->state) {
+	case SB_PAUSING:
+		/* The snapshot is complete: stop the VMM (paused on its exit). */
+		if (!access(sb->snap_path, F_OK)) {
+			sb->snap_done = true;
+			sb_kill_vmm(sb);
+			break;
+		}
+		sb->state = SB_RUNNING;
+		/* fall through */
+	case SB_RUNNING:
+		/* A snapshot cut short by kilnd's end may have left the VM paused. */
+		if (sb->rec.flags & SB_F_API)
+			pause_unfreeze(sb);
+		sb_arm_lifetime(sb);
+		break;
+	case SB_STARTING:
+		sb_start_probe(sb, 0);
+		sb_arm_lifetime(sb);
+		break;
+	case SB_RESUMING:
+		sb_start_probe(sb, 0);
+		break;
+	default:
+		break;
+	}
+	sb_save(sb);
+}
+
+static int restore_one(void *ctx, struct sb_record *r)
+{
+	struct kilnd *kd = ctx;
+	struct sandbox *sb = sb_alloc(kd, r->id);
+	int pid;
+
+	if (!sb) {
+		sb_record_free(r);
+		return -ENOMEM;
+	}
+	sb->rec = *r;
+	sb->state = sb_state_from_name(r->state);
+	sb->env = r->env_json ? json_loads(r->env_json, 0, NULL) : NULL;
+	sb->metadata = r->metadata_json ? json_loads(r->metadata_json, 0, NULL) : NULL;
+	if (!json_is_object(sb->env)) {
+		json_decref(sb->env);
+		sb->env = json_object();
+	}
+	if (!json_is_object(sb->metadata)) {
+		json_decref(sb->metadata);
+		sb->metadata = json_object();
+	}
+	sb_link(kd, sb);
+	if (sb->state == SB_PAUSED && access(sb->snap_path, F_OK)) {
+		sb->state = SB_ERROR;
+		sb->rec.died_ms = now_ms();
+		sb_set_reason(sb, "its snapshot %s is gone", sb->snap_path);
+		log_warn("sandbox %s: paused, but %s", sb->rec.id, sb->rec.reason);
+		sb_save(sb);
+		return 0;
+	}
+	if (!sb_is_live(sb->state))
+		return 0;
+
+	pid = sb->rec.pid;
+	if (!pid) {
+		/* kilnd died between recording and spawning (or just after). */
+		char *pf = read_small_file(sb->pid_path, 64, NULL);
+		unsigned long long st = 0;
+
+		if (pf && sscanf(pf, "%d %llu", &pid, &st) == 2)
+			sb->rec.pid_start = st;
+		free(pf);
+		if (!pid)
+			pid = vmm_find(sb->vsock_path);
+		sb->rec.pid = pid;
+	}
+	if (pid && vmm_matches(pid, sb->rec.pid_start, sb->vsock_path) && !sb_watch_pid(sb, pid) &&
+	    vmm_matches(pid, sb->rec.pid_start, sb->vsock_path)) {
+		/* The second check closes the window between check and pidfd. */
+		readopt(sb, pid);
+		return 0;
+	}
+	if (sb->pidfd >= 0) {
+		ev_io_stop(kd->loop, &sb->pid_w);
+		close(sb->pidfd);
+		sb->pidfd = -1;
+		sb->alive = false;
+	}
+	settle_without_vmm(sb, pid);
+	return 0;
+}
+
+/* Directories under sandboxes/ that no record names: left by a kilnd that
+ * stopped while a deleted sandbox's VMM was still dying. */
+static void remove_orphans(struct kilnd *kd)
+{
+	DIR *d = opendir(kd->sandboxes_dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char *path;
+
+		if (e->d_name[0] == '.' || sb_find(kd, e->d_name))
+			continue;
+		if (asprintf(&path, "%s/%s", kd->sandboxes_dir, e->d_name) < 0)
+			break;
+		log_info("removing %s: no sandbox of that id", path);
+		rm_rf(path);
+		free(path);
+	}
+	closedir(d);
+}
+
+int sb_restore_all(struct kilnd *kd)
+{
+	int rc = store_load(kd->store, restore_one, kd);
+
+	if (!rc)
+		remove_orphans(kd);
+	return rc;
+}

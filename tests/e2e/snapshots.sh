@@ -1,0 +1,461 @@
+# shellcheck shell=bash
+# kilnd end-to-end tests of images, pause and resume, templates and forks
+# (sourced by run.sh, whose helpers and variables they use). With the fake
+# VMM the guest's files are the host's and a restored "VM" starts its agent
+# afresh, so what survives a pause is checked for files only; on real VMs
+# also for running processes and a Python interpreter's memory.
+
+# shellcheck disable=SC2034 # run.sh runs them
+SNAPSHOT_TESTS="t_images t_pause t_pause_races t_pause_restart t_pause_python t_templates
+t_fork t_snap_errors t_auto_pause t_store_upgrade"
+
+# Real VMs: kilnd's images are links to KILN_E2E_IMAGES plus a copy of
+# minimal that a test changes under a paused sandbox.
+if [ $FAKE = 1 ]; then
+	echo "a third one" >"$IMAGES/changing.erofs"
+else
+	REAL_IMAGES=$IMAGES
+	IMAGES=$T/images
+	mkdir -p "$IMAGES"
+	for f in "$REAL_IMAGES"/*.erofs; do
+		[ -e "$f" ] && ln -s "$(readlink -f "$f")" "$IMAGES/$(basename "$f")"
+	done
+	[ -f "$REAL_IMAGES/minimal.erofs" ] && cp "$REAL_IMAGES/minimal.erofs" "$IMAGES/changing.erofs"
+fi
+
+# The base image (python3) on real VMs.
+have_base() {
+	[ $FAKE = 0 ] && [ -f "$IMAGES/base.erofs" ]
+}
+
+sb_field() { # ID FIELD: a number or string field of GET /sandboxes/ID
+	curl -s --unix-socket "$SOCK" "http://k/sandboxes/$1" |
+		sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
+}
+
+vmm_alive() { # ID: is a VMM serving the sandbox?
+	pgrep -f -- "$DATA/sandboxes/$1/vsock.sock" >/dev/null
+}
+
+# median of the numbers on stdin
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+t_images() {
+	local out id st pid
+	out=$("$KILN" images)
+	grep -q '^busybox ' <<<"$out" && grep -q '^base ' <<<"$out"
+	check $? "kiln images lists the built-in image and base"
+	id=$("$KILN" create)
+	[ "$(sb_field "$id" templateID)" = busybox ]
+	check $? "without an image a sandbox boots the built-in busybox"
+	"$KILN" rm "$id"
+	"$KILN" create --image nope >/dev/null 2>"$T/err"
+	[ $? = 1 ] && grep -q "unknown image 'nope'" "$T/err" &&
+		grep -q 'busybox (built in), base' "$T/err"
+	check $? "an unknown image is refused, naming the known ones ($(cat "$T/err"))"
+	st=$(api POST /sandboxes -d '{"templateID":"nope"}')
+	[ "$st" = 400 ] && grep -q "unknown template or image 'nope'" "$T/body"
+	check $? "an unknown templateID is 400"
+	st=$(api POST /sandboxes -d '{"templateID":"base","image":"base"}')
+	[ "$st" = 400 ]
+	check $? "templateID and image together are 400"
+	st=$(api POST /sandboxes -d '{"image":"../etc"}')
+	[ "$st" = 400 ]
+	check $? "an image name with a path in it is 400"
+	st=$(api GET /images)
+	[ "$st" = 200 ] && grep -q '"name":"busybox","builtin":true' "$T/body"
+	check $? "GET /images"
+	id=$("$KILN" create --image base) || { not_ok "create --image base"; return; }
+	pid=$(sb_field "$id" pid)
+	tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "--initrd [^ ]*/boot/agent-image.cpio-[0-9a-f]* --image [^ ]*base"
+	check $? "a sandbox of an image boots the agent's image initramfs over the image"
+	[ "$(sb_field "$id" templateID)" = base ]
+	check $? "and reports the image as its template"
+	if have_base; then
+		[ "$("$KILN" exec "$id" -- python3 -c 'print(6*7)')" = 42 ]
+		check $? "python3 of the base image runs (prints 42)"
+		[ "$("$KILN" exec "$id" -- sh -c 'test -x /bin/bash && readlink -f /bin/sh')" = /usr/bin/dash ]
+		check $? "the image's own /bin shows (bash, dash), not busybox"
+	fi
+	"$KILN" rm "$id"
+}
+
+t_pause() {
+	local id pid st c1 c2 i cycles=3
+	[ $FAKE = 0 ] && cycles=10
+	id=$("$KILN" create) || { not_ok "create for pause"; return; }
+	"$KILN" exec "$id" -- sh -c "mkdir -p $G && echo before-pause >$G/p1"
+	if [ $FAKE = 0 ]; then
+		# shellcheck disable=SC2016 # the guest's shell expands these
+		"$KILN" exec "$id" -- sh -c '(i=0; while :; do i=$((i+1)); echo $i >/tmp/count;
+			sleep 0.05; done) </dev/null >/dev/null 2>&1 & echo $! >/tmp/loop.pid'
+		sleep 0.2
+	fi
+	pid=$(sb_field "$id" pid)
+	st=$(api POST "/sandboxes/$id/pause")
+	[ "$st" = 204 ] && [ "$(sb_field "$id" state)" = paused ]
+	check $? "pause answers 204 and the sandbox is paused"
+	! kill -0 "$pid" 2>/dev/null && [ -s "$DATA/sandboxes/$id/snapshot" ]
+	check $? "a paused sandbox is a snapshot file and no process"
+	"$KILN" ls | grep "$id" | grep -q ' paused '
+	check $? "kiln ls shows it paused"
+	st=$(api GET /v2/sandboxes)
+	grep -q "$id" "$T/body"
+	check $? "E2B's list (running and paused by default) has it"
+	"$KILN" exec "$id" -- true 2>"$T/err"
+	[ $? = 125 ] && grep -q "is paused: resume it first" "$T/err"
+	check $? "exec in a paused sandbox is refused, saying how to resume"
+	st=$(api POST "/sandboxes/$id/pause")
+	[ "$st" = 409 ]
+	check $? "pausing a paused sandbox is 409"
+	st=$(api POST "/sandboxes/$id/connect" -d '{"timeout":60}')
+	[ "$st" = 201 ] && grep -q '"state":"running"' "$T/body" && grep -q envdAccessToken "$T/body"
+	check $? "connect resumes a paused sandbox: 201 with the sandbox"
+	[ ! -e "$DATA/sandboxes/$id/snapshot" ]
+	check $? "the snapshot is deleted once it runs again"
+	[ "$("$KILN" exec "$id" -- cat "$G/p1")" = before-pause ]
+	check $? "its files survive"
+	if [ $FAKE = 0 ]; then
+		c1=$("$KILN" exec "$id" -- cat /tmp/count)
+		sleep 0.3
+		c2=$("$KILN" exec "$id" -- cat /tmp/count)
+		# shellcheck disable=SC2016
+		[ "$c2" -gt "$c1" ] && "$KILN" exec "$id" -- sh -c 'kill -0 $(cat /tmp/loop.pid)'
+		check $? "a running process goes on after the resume (counter $c1 -> $c2)"
+	fi
+	st=$(api POST "/sandboxes/$id/connect")
+	[ "$st" = 200 ]
+	check $? "connect to a running sandbox is 200"
+	st=$(api POST "/sandboxes/$id/resume")
+	[ "$st" = 409 ]
+	check $? "resume of a running sandbox is 409"
+	for i in $(seq $cycles); do
+		"$KILN" exec "$id" -- sh -c "echo $i >>$G/cycles" &&
+			"$KILN" pause "$id" >/dev/null && "$KILN" resume "$id" >/dev/null || break
+	done
+	[ "$("$KILN" exec "$id" -- cat "$G/cycles" | tr '\n' ' ')" = "$(seq -s ' ' $cycles) " ]
+	check $? "$cycles pause/resume cycles in a row, files intact"
+	if [ $FAKE = 0 ]; then
+		c2=$("$KILN" exec "$id" -- cat /tmp/count)
+		[ "$c2" -gt "$c1" ]
+		check $? "and the process still counts ($c1 -> $c2)"
+	fi
+	"$KILN" pause "$id" >/dev/null
+	"$KILN" rm "$id"
+	[ ! -e "$DATA/sandboxes/$id" ] && [ "$(api GET "/sandboxes/$id")" = 404 ]
+	check $? "rm of a paused sandbox deletes it and its snapshot"
+}
+
+# (A bare `wait` would wait for kilnd too: each waits for its own pids.)
+t_pause_races() {
+	local id i pids=()
+	id=$("$KILN" create) || { not_ok "create for races"; return; }
+	for i in 1 2 3; do
+		curl -s --unix-socket "$SOCK" -X POST -o /dev/null -w '%{http_code}\n' \
+			"http://k/sandboxes/$id/pause" >"$T/race.$i" &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	pids=()
+	[ "$(sort "$T"/race.* | tr '\n' ' ')" = "204 409 409 " ]
+	check $? "three pauses at once: one pauses, two hear it is paused ($(cat "$T"/race.* | tr '\n' ' '))"
+	rm -f "$T"/race.*
+	curl -s --unix-socket "$SOCK" -X POST -o /dev/null -w '%{http_code}\n' \
+		"http://k/sandboxes/$id/resume" >"$T/race.1" &
+	pids+=($!)
+	sleep 0.05
+	curl -s --unix-socket "$SOCK" -X POST -o /dev/null -w '%{http_code}\n' \
+		"http://k/sandboxes/$id/pause" >"$T/race.2" &
+	pids+=($!)
+	wait "${pids[@]}"
+	pids=()
+	[ "$(cat "$T/race.1" "$T/race.2" | tr '\n' ' ')" = "201 204 " ] &&
+		[ "$(sb_field "$id" state)" = paused ]
+	check $? "a pause right after a resume waits for it ($(cat "$T"/race.* | tr '\n' ' '))"
+	curl -s --unix-socket "$SOCK" -X POST -o /dev/null -w '%{http_code}\n' \
+		"http://k/sandboxes/$id/resume" >"$T/race.1" &
+	pids+=($!)
+	sleep 0.01
+	"$KILN" rm "$id"
+	wait "${pids[@]}"
+	sleep 0.3
+	[ "$(api GET "/sandboxes/$id")" = 404 ] && [ ! -e "$DATA/sandboxes/$id" ] && ! vmm_alive "$id"
+	check $? "rm during a resume leaves nothing behind (resume answered $(cat "$T/race.1"))"
+	rm -f "$T"/race.*
+}
+
+t_pause_restart() {
+	local id
+	id=$("$KILN" create) || { not_ok "create for restart"; return; }
+	"$KILN" exec "$id" -- sh -c "mkdir -p $G && echo across-restart >$G/r1"
+	"$KILN" pause "$id" >/dev/null
+	kill -9 "$KILND_PID"
+	wait "$KILND_PID" 2>/dev/null
+	KILND_PID=
+	start_kilnd
+	[ "$(sb_field "$id" state)" = paused ]
+	check $? "a paused sandbox survives a kilnd restart"
+	"$KILN" resume "$id" >/dev/null && [ "$("$KILN" exec "$id" -- cat "$G/r1")" = across-restart ]
+	check $? "and resumes after it, files intact"
+	"$KILN" rm "$id"
+}
+
+t_pause_python() {
+	have_base || return 0
+	local id i x1 x2
+	id=$("$KILN" create --image base) || { not_ok "create --image base for python"; return; }
+	# an interpreter that runs what appears in /tmp/cmd (the guest has no FIFOs)
+	cat >"$T/repl.py" <<'PY'
+import os, random, time
+x = random.random()
+with open("/tmp/x1", "w") as f:
+    f.write(repr(x))
+while True:
+    if os.path.exists("/tmp/cmd"):
+        exec(open("/tmp/cmd").read())
+        os.unlink("/tmp/cmd")
+    time.sleep(0.02)
+PY
+	"$KILN" cp "$T/repl.py" "$id:/tmp/repl.py"
+	"$KILN" exec "$id" -- sh -c 'python3 /tmp/repl.py </dev/null >/dev/null 2>&1 &'
+	for i in $(seq 50); do
+		"$KILN" exec "$id" -- test -s /tmp/x1 && break
+		sleep 0.1
+	done
+	"$KILN" pause "$id" >/dev/null && "$KILN" resume "$id" >/dev/null &&
+		"$KILN" pause "$id" >/dev/null && "$KILN" resume "$id" >/dev/null
+	"$KILN" exec "$id" -- sh -c \
+		'echo "open(\"/tmp/x2\", \"w\").write(repr(x))" >/tmp/cmd.new && mv /tmp/cmd.new /tmp/cmd'
+	for i in $(seq 50); do
+		"$KILN" exec "$id" -- test -s /tmp/x2 && break
+		sleep 0.1
+	done
+	x1=$("$KILN" exec "$id" -- cat /tmp/x1)
+	x2=$("$KILN" exec "$id" -- cat /tmp/x2)
+	[ -n "$x1" ] && [ "$x1" = "$x2" ]
+	check $? "a Python interpreter keeps its variables across two pauses ($x1 = $x2)"
+	"$KILN" rm "$id"
+}
+
+# create -> first exec of true through the API, in seconds (curl's own times)
+create_exec() { # JSON body of the create
+	local t1 t2 id
+	t1=$(curl -s --unix-socket "$SOCK" -o "$T/ce" -w '%{time_total}' -d "$1" http://k/sandboxes)
+	id=$(sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$T/ce")
+	t2=$(curl -s --unix-socket "$SOCK" -o "$T/ce" -w '%{time_total}' -d '{"cmd":["true"]}' \
+		"http://k/sandboxes/$id/exec")
+	grep -q '"exitCode":0' "$T/ce" || echo "# create_exec: $1 failed" >&2
+	curl -s --unix-socket "$SOCK" -X DELETE "http://k/sandboxes/$id" >/dev/null
+	awk -v a="$t1" -v b="$t2" 'BEGIN { print (a + b) * 1000 }'
+}
+
+t_templates() {
+	local out id ids=() i st cold clone
+	out=$("$KILN" template create e2e-t -- sh -c "mkdir -p $G && echo warmed >$G/warm")
+	grep -q "template e2e-t: built in" <<<"$out"
+	check $? "kiln template create builds a template ($out)"
+	"$KILN" template ls | grep -q '^e2e-t  *busybox'
+	check $? "kiln template ls lists it"
+	for i in 1 2 3; do
+		ids+=("$("$KILN" create --template e2e-t)")
+	done
+	[ "${#ids[@]}" = 3 ] && [ "$("$KILN" exec "${ids[0]}" -- cat "$G/warm")" = warmed ]
+	check $? "clones of a template start with its warm-up done"
+	: >"$T/rnd"
+	for id in "${ids[@]}"; do
+		"$KILN" exec "$id" -- sh -c 'head -c 16 /dev/urandom | od -An -tx1 | tr -d " \n"' \
+			>>"$T/rnd"
+		echo >>"$T/rnd"
+	done
+	[ "$(sort -u "$T/rnd" | grep -c .)" = 3 ]
+	check $? "three clones read three different random numbers"
+	[ "$(sb_field "${ids[0]}" templateID)" = e2e-t ]
+	check $? "a clone reports its template"
+	"$KILN" rm "${ids[@]}"
+	st=$(api POST /sandboxes -d '{"templateID":"e2e-t","memoryMB":512}')
+	[ "$st" = 400 ] && grep -q "template's memory (256 MiB)" "$T/body"
+	check $? "a clone with other memory than its template's is 400"
+	for i in 1 2 3 4 5; do create_exec '{}'; done | median >"$T/cold"
+	for i in 1 2 3 4 5; do create_exec '{"templateID":"e2e-t"}'; done | median >"$T/clone"
+	cold=$(cat "$T/cold") clone=$(cat "$T/clone")
+	echo "# create -> first exec (medians of 5): cold boot ${cold} ms, template clone ${clone} ms"
+	st=$(api POST /templates -d '{"name":"e2e-t"}')
+	[ "$st" = 409 ] && grep -q 'exists already' "$T/body"
+	check $? "a second template of the same name is 409"
+	st=$(api POST /templates -d '{"name":"base"}')
+	[ "$st" = 409 ]
+	check $? "a template named like an image is 409"
+	st=$(api POST /templates -d '{"name":"x/y"}')
+	[ "$st" = 400 ]
+	check $? "a template name with a slash is 400"
+	st=$(api POST /templates -d '{}')
+	[ "$st" = 400 ]
+	check $? "a template without a name is 400"
+	st=$(api POST /templates -d '{"name":"e2e-u","image":"nope"}')
+	[ "$st" = 400 ] && grep -q "unknown image 'nope'" "$T/body"
+	check $? "a template of an unknown image is 400"
+	"$KILN" template create e2e-bad -- sh -c 'echo warm-up-broke >&2; exit 3' 2>"$T/err"
+	[ $? = 1 ] && grep -q 'exited with status 3' "$T/err" && grep -q warm-up-broke "$T/err" &&
+		[ ! -e "$DATA/templates/e2e-bad" ]
+	check $? "a failing warm-up: its status and output, and no template"
+	! "$KILN" ls | grep -q 'e2e-bad'
+	check $? "its build sandbox is gone"
+	id=$("$KILN" create --template e2e-t)
+	"$KILN" template rm e2e-t
+	[ ! -e "$DATA/templates/e2e-t" ] && ! "$KILN" template ls -q | grep -q e2e-t
+	check $? "kiln template rm removes the template and its files"
+	[ "$("$KILN" exec "$id" -- echo still-here)" = still-here ]
+	check $? "a clone outlives its template"
+	"$KILN" create --template e2e-t >/dev/null 2>"$T/err"
+	[ $? = 1 ] && grep -q "unknown template or image 'e2e-t'" "$T/err"
+	check $? "a removed template cannot be cloned"
+	[ "$(api DELETE /templates/e2e-t)" = 404 ] && [ "$(api GET /templates/e2e-t)" = 404 ]
+	check $? "DELETE and GET of an unknown template are 404"
+	"$KILN" rm "$id"
+	if have_base; then
+		out=$("$KILN" template create e2e-py --image base -- python3 -c 'import numpy, pandas')
+		grep -q "built in" <<<"$out" &&
+			[ "$("$KILN" run --template e2e-py -- python3 -c 'import numpy; print(numpy.arange(4).sum())')" = 6 ]
+		check $? "a python template (numpy, pandas warmed up) clones and runs numpy ($out)"
+		for i in 1 2 3 4 5; do create_exec '{"image":"base"}'; done | median >"$T/cold"
+		for i in 1 2 3 4 5; do create_exec '{"templateID":"e2e-py"}'; done | median >"$T/clone"
+		echo "# base image: create -> first exec (medians of 5): cold boot $(cat "$T/cold") ms, clone of e2e-py $(cat "$T/clone") ms"
+		"$KILN" template rm e2e-py
+	fi
+}
+
+t_fork() {
+	local id out a b st
+	id=$("$KILN" create) || { not_ok "create for fork"; return; }
+	"$KILN" exec "$id" -- sh -c "mkdir -p $G && echo before-fork >$G/f1"
+	out=$("$KILN" fork -n 2 "$id")
+	a=$(sed -n 1p <<<"$out") b=$(sed -n 2p <<<"$out")
+	[ -n "$a" ] && [ -n "$b" ] && [ "$("$KILN" exec "$a" -- cat "$G/f1")" = before-fork ] &&
+		[ "$("$KILN" exec "$b" -- cat "$G/f1")" = before-fork ]
+	check $? "kiln fork -n 2 makes two clones with the sandbox's files"
+	[ "$(sb_field "$id" state)" = running ] && [ "$("$KILN" exec "$id" -- echo on)" = on ]
+	check $? "the forked sandbox goes on running"
+	[ ! -e "$DATA/forks" ] || [ -z "$(ls "$DATA/forks")" ]
+	check $? "the fork's snapshot is gone once its clones run"
+	if [ $FAKE = 0 ]; then
+		[ "$("$KILN" exec "$a" -- head -c 16 /dev/urandom | od -An -tx1)" != \
+			"$("$KILN" exec "$b" -- head -c 16 /dev/urandom | od -An -tx1)" ]
+		check $? "forks read different random numbers"
+	fi
+	st=$(api POST "/sandboxes/$id/fork" -d '{"count":0}')
+	[ "$st" = 400 ]
+	check $? "fork of 0 clones is 400"
+	"$KILN" pause "$id" >/dev/null
+	"$KILN" fork "$id" 2>"$T/err"
+	[ $? = 1 ] && grep -q 'is paused' "$T/err"
+	check $? "a paused sandbox cannot be forked (resume it first)"
+	"$KILN" rm "$id" "$a" "$b"
+}
+
+t_snap_errors() {
+	local id st n0 size d4 p4
+	# a damaged snapshot: refused, and the sandbox stays paused
+	id=$("$KILN" create) || { not_ok "create for errors"; return; }
+	"$KILN" exec "$id" -- sh -c "mkdir -p $G && echo kept >$G/e1"
+	"$KILN" pause "$id" >/dev/null
+	cp "$DATA/sandboxes/$id/snapshot" "$T/snap.orig"
+	printf '\377' | dd of="$DATA/sandboxes/$id/snapshot" bs=1 seek=30 conv=notrunc 2>/dev/null
+	"$KILN" resume "$id" 2>"$T/err"
+	[ $? = 1 ] && grep -q "cannot resume sandbox $id" "$T/err" && grep -qi 'checksum' "$T/err" &&
+		[ "$(sb_field "$id" state)" = paused ] && ! vmm_alive "$id"
+	check $? "a damaged snapshot: a clear error, still paused, no VMM left ($(head -c 300 "$T/err"))"
+	cp "$T/snap.orig" "$DATA/sandboxes/$id/snapshot"
+	"$KILN" resume "$id" >/dev/null && [ "$("$KILN" exec "$id" -- cat "$G/e1")" = kept ]
+	check $? "once repaired it resumes"
+	"$KILN" rm "$id"
+	# the image changed under a paused sandbox
+	if [ -f "$IMAGES/changing.erofs" ]; then
+		id=$("$KILN" create --image changing)
+		"$KILN" pause "$id" >/dev/null
+		size=$(stat -c %s "$IMAGES/changing.erofs")
+		truncate -s +4096 "$IMAGES/changing.erofs"
+		"$KILN" resume "$id" 2>"$T/err"
+		[ $? = 1 ] && grep -q 'image' "$T/err" && [ "$(sb_field "$id" state)" = paused ]
+		check $? "an image that changed: refused, still paused ($(head -c 300 "$T/err"))"
+		truncate -s "$size" "$IMAGES/changing.erofs"
+		"$KILN" resume "$id" >/dev/null && [ "$("$KILN" exec "$id" -- busybox echo back)" = back ]
+		check $? "with the image as it was it resumes"
+		"$KILN" rm "$id"
+	fi
+	# a clone that cannot start leaves nothing
+	"$KILN" template create e2e-broken >/dev/null
+	printf '\377' | dd of="$DATA/templates/e2e-broken/template.snap" bs=1 seek=30 \
+		conv=notrunc 2>/dev/null
+	n0=$("$KILN" ls -q | wc -l)
+	st=$(api POST /sandboxes -d '{"templateID":"e2e-broken"}')
+	[ "$st" = 500 ] && grep -q 'checksum' "$T/body" && [ "$("$KILN" ls -q | wc -l)" = "$n0" ]
+	check $? "a clone of a damaged template: 500 with the reason, no sandbox left"
+	"$KILN" template rm e2e-broken
+	# no space for a snapshot (the fake VMM only can run out on demand)
+	if [ $FAKE = 1 ]; then
+		d4=$T/data4
+		# shellcheck disable=SC2046
+		FAKE_VMM_SNAPSHOT_ENOSPC=1 "$KILND" --data-dir "$d4" $(vmm_opts) >"$T/kilnd4.log" 2>&1 &
+		p4=$!
+		wait_socket "$d4/kilnd.sock"
+		id=$(KILN_DATA_DIR=$d4 "$KILN" create)
+		st=$(curl -sS --unix-socket "$d4/kilnd.sock" -o "$T/body" -w '%{http_code}' -X POST \
+			"http://k/sandboxes/$id/pause")
+		[ "$st" = 507 ] && grep -q 'No space left' "$T/body" && grep -q 'MiB free of' "$T/body" &&
+			[ "$(KILN_DATA_DIR=$d4 "$KILN" exec "$id" -- echo alive)" = alive ]
+		check $? "no space for the snapshot: 507 with the free space, the sandbox runs on"
+		KILN_DATA_DIR=$d4 "$KILN" rm "$id"
+		kill $p4
+		wait $p4
+	fi
+	st=$(api POST /sandboxes/nosuchsandbox/pause)
+	[ "$st" = 404 ]
+	check $? "pause of an unknown sandbox is 404"
+}
+
+t_auto_pause() {
+	local id st
+	st=$(api POST /sandboxes -d '{"timeout":1,"autoPause":true}')
+	id=$(sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$T/body")
+	[ "$st" = 201 ] && grep -q '"onTimeout":"pause"' "$T/body"
+	check $? "create with autoPause"
+	sleep 2
+	[ "$(sb_field "$id" state)" = paused ]
+	check $? "at the end of its lifetime it is paused, not killed"
+	st=$(api POST "/sandboxes/$id/connect")
+	[ "$st" = 201 ]
+	check $? "and connect brings it back"
+	"$KILN" rm "$id"
+}
+
+# A data directory of a kilnd before snapshots (schema 1) is upgraded.
+t_store_upgrade() {
+	command -v sqlite3 >/dev/null || { echo "skip t_store_upgrade: no sqlite3"; return 0; }
+	local d5=$T/data5 p5 id st
+	mkdir -p "$d5"
+	sqlite3 "$d5/kilnd.db" "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, template TEXT NOT NULL,
+		state TEXT NOT NULL, reason TEXT, pid INTEGER NOT NULL DEFAULT 0,
+		pid_start INTEGER NOT NULL DEFAULT 0, created_ms INTEGER NOT NULL,
+		end_ms INTEGER NOT NULL, died_ms INTEGER NOT NULL DEFAULT 0,
+		memory_mb INTEGER NOT NULL, cpu_count INTEGER NOT NULL, env TEXT, metadata TEXT);
+		INSERT INTO sandboxes VALUES ('oldsandbox0000000000', 'base', 'killed', 'old', 0, 0,
+		$(date +%s)000, $(date +%s)000, $(date +%s)000, 256, 1, '{}', '{}');
+		PRAGMA user_version = 1;"
+	# shellcheck disable=SC2046
+	"$KILND" --data-dir "$d5" $(vmm_opts) >"$T/kilnd5.log" 2>&1 &
+	p5=$!
+	wait_socket "$d5/kilnd.sock"
+	st=$(curl -sS --unix-socket "$d5/kilnd.sock" -o "$T/body" -w '%{http_code}' \
+		http://k/sandboxes/oldsandbox0000000000)
+	[ "$st" = 200 ] && grep -q '"state":"killed"' "$T/body" &&
+		[ "$(sqlite3 "$d5/kilnd.db" 'PRAGMA user_version')" = 2 ]
+	check $? "a schema 1 store is upgraded, its sandboxes kept"
+	id=$(KILN_DATA_DIR=$d5 "$KILN" create) && KILN_DATA_DIR=$d5 "$KILN" pause "$id" >/dev/null &&
+		KILN_DATA_DIR=$d5 "$KILN" resume "$id" >/dev/null
+	check $? "and sandboxes pause and resume there"
+	KILN_DATA_DIR=$d5 "$KILN" rm "$id"
+	kill $p5
+	wait $p5
+}

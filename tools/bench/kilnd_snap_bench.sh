@@ -1,0 +1,155 @@
+#!/bin/bash
+# kilnd with snapshots, on real VMs: create -> first exec of a cold boot
+# against a clone of a template; the first pandas result of a cold boot
+# against a clone of a template whose warm-up left an interpreter with
+# pandas imported; pause and resume through kilnd; fork. Medians of
+# KILND_SNAP_RUNS (default 10) runs, times measured by curl (connect to
+# last byte), so the client's own start-up is not counted.
+#
+#   bash tools/bench/kilnd_snap_bench.sh
+#
+# Environment: KILND_SNAP_RUNS, KILND_BENCH_KERNEL, KILND_BENCH_INITRD,
+# KILND_BENCH_IMAGES (default build/images; the python figures need
+# base.erofs from make images).
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+
+KILND=build/bin/kilnd
+VMM=build/bin/kiln-vmm
+KERNEL=${KILND_BENCH_KERNEL:-build/guest/kiln-kernel}
+INITRD=${KILND_BENCH_INITRD:-build/initramfs/agent.cpio}
+IMAGES=${KILND_BENCH_IMAGES:-build/images}
+RUNS=${KILND_SNAP_RUNS:-10}
+[ "$RUNS" -ge 3 ] || RUNS=3
+
+for f in "$KILND" "$VMM" "$KERNEL" "$INITRD"; do
+	[ -e "$f" ] || { echo "kilnd_snap_bench: missing $f (make)"; exit 1; }
+done
+[ -w /dev/kvm ] || { echo "kilnd_snap_bench: skipped: /dev/kvm not available"; exit 0; }
+
+# shellcheck source=tools/bench/kilnd_start.sh
+. tools/bench/kilnd_start.sh --images "$IMAGES"
+
+# post PATH BODY: seconds (curl's %{time_total}); the answer in $T/body
+post() {
+	curl -s --unix-socket "$SOCK" -o "$T/body" -w '%{time_total}\n' -d "$2" "http://k$1"
+}
+del() {
+	curl -s --unix-socket "$SOCK" -X DELETE -o /dev/null "http://k/sandboxes/$1"
+}
+new_id() {
+	sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$T/body"
+}
+fail() {
+	echo "kilnd_snap_bench: $*: $(head -c 500 "$T/body")"
+	exit 1
+}
+# median, p90 and min of the seconds on stdin, in ms
+stats() {
+	sort -g | awk '{ v[NR] = $1 } END {
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf "median %7.1f ms, p90 %7.1f ms, min %7.1f ms (n=%d)", m * 1000,
+			v[int(NR * 0.9 + 0.5)] * 1000, v[1] * 1000, NR }'
+}
+line() {
+	printf '%-44s %s\n' "$1" "$(stats <"$2")"
+}
+
+# create_exec BODY EXEC_BODY N: create -> end of the first exec, N times
+create_exec() {
+	local t1 t2 id
+	: >"$T/times"
+	for _ in $(seq "$3"); do
+		t1=$(post /sandboxes "$1")
+		id=$(new_id)
+		[ -n "$id" ] || fail "create $1"
+		t2=$(post "/sandboxes/$id/exec" "$2")
+		grep -q '"exitCode":0' "$T/body" || fail "exec $2 in a sandbox of $1"
+		del "$id"
+		awk -v a="$t1" -v b="$t2" 'BEGIN { print a + b }' >>"$T/times"
+	done
+}
+
+template() { # NAME IMAGE WARMUP_JSON
+	post /templates "{\"name\":\"$1\",\"image\":\"$2\",\"warmup\":$3}" >/dev/null
+	grep -q '"snapshotBytes"' "$T/body" || fail "template $1"
+}
+
+TRUE='{"cmd":["true"]}'
+echo "kilnd_snap_bench: VMM $VMM (kilnd, real VMs; medians of $RUNS)"
+template bb busybox null
+create_exec '{}' "$TRUE" "$RUNS"
+line "create -> first exec, busybox, cold boot" "$T/times"
+create_exec '{"templateID":"bb"}' "$TRUE" "$RUNS"
+line "create -> first exec, busybox, template clone" "$T/times"
+
+have_base=0
+[ -f "$IMAGES/base.erofs" ] && have_base=1
+if [ $have_base = 1 ]; then
+	template py base '["python3","-c","import numpy, pandas"]'
+	create_exec '{"image":"base"}' "$TRUE" "$RUNS"
+	line "create -> first exec, base, cold boot" "$T/times"
+	create_exec '{"templateID":"py"}' "$TRUE" "$RUNS"
+	line "create -> first exec, base, template clone" "$T/times"
+
+	# A warm interpreter: the template's warm-up leaves python3 running with
+	# pandas imported; it runs what appears in /tmp/cmd (a code interpreter).
+	repl='import os, time, numpy, pandas
+open("/tmp/ready", "w").close()
+while True:
+    if os.path.exists("/tmp/cmd"):
+        exec(open("/tmp/cmd").read())
+        os.unlink("/tmp/cmd")
+    time.sleep(0.001)'
+	warm=$(python3 -c 'import json, sys; print(json.dumps(["sh", "-c",
+		"python3 -c \"$0\" </dev/null >/dev/null 2>&1 & while [ ! -e /tmp/ready ]; do sleep 0.02; done",
+		sys.argv[1]]))' "$repl")
+	template pyrepl base "$warm"
+	code='print(pandas.DataFrame({"a": [1, 2, 3]}).a.sum())'
+	cold=$(python3 -c 'import json, sys; print(json.dumps({"cmd": ["python3", "-c",
+		"import numpy, pandas; " + sys.argv[1]]}))' "$code")
+	ask=$(python3 -c 'import json, sys; print(json.dumps({"cmd": ["sh", "-c",
+		"echo \"$0\" >/tmp/cmd.n && mv /tmp/cmd.n /tmp/cmd; while [ ! -s /tmp/out ]; do sleep 0.002; done"
+		, "import sys; sys.stdout = open(\"/tmp/out.n\", \"w\"); " + sys.argv[1]
+		+ "; sys.stdout.close(); os.rename(\"/tmp/out.n\", \"/tmp/out\")"]}))' "$code")
+	create_exec '{"image":"base"}' "$cold" 3
+	line "first pandas result, base, cold boot" "$T/times"
+	create_exec '{"templateID":"pyrepl"}' "$ask" "$RUNS"
+	line "first pandas result, warm interpreter clone" "$T/times"
+fi
+
+# pause_resume NAME CREATE_BODY: pause and resume one sandbox RUNS times
+pause_resume() {
+	local id t
+	post /sandboxes "$2" >/dev/null
+	id=$(new_id)
+	[ -n "$id" ] || fail "create $2"
+	post "/sandboxes/$id/exec" "$TRUE" >/dev/null
+	: >"$T/pause"
+	: >"$T/resume"
+	for _ in $(seq "$RUNS"); do
+		t=$(curl -s --unix-socket "$SOCK" -o "$T/body" -w '%{http_code} %{time_total}' -X POST \
+			"http://k/sandboxes/$id/pause")
+		[ "${t% *}" = 204 ] || fail "pause"
+		echo "${t#* }" >>"$T/pause"
+		bytes=$(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$id" |
+			sed -n 's/.*"snapshotBytes":\([0-9]*\).*/\1/p')
+		post "/sandboxes/$id/resume" '{}' >>"$T/resume"
+		grep -q '"state":"running"' "$T/body" || fail "resume"
+	done
+	line "pause, $1" "$T/pause"
+	printf '%-44s %s (snapshot %.1f MiB)\n' "resume, $1" "$(stats <"$T/resume")" \
+		"$(awk -v b="${bytes:-0}" 'BEGIN { print b / 1048576 }')"
+	: >"$T/fork"
+	for _ in $(seq "$RUNS"); do
+		post "/sandboxes/$id/fork" '{"count":1}' >>"$T/fork"
+		fid=$(new_id)
+		[ -n "$fid" ] || fail "fork"
+		del "$fid"
+	done
+	line "fork (1 clone), $1" "$T/fork"
+	del "$id"
+}
+pause_resume "busybox, idle" '{}'
+[ $have_base = 1 ] && pause_resume "pandas interpreter" '{"templateID":"pyrepl"}'
+echo "(pause: snapshot written and VMM gone; resume: $(sed -n 's/.*, \([a-z]*\) resumes).*/\1/p' "$T/kilnd.log" | head -1) restore until the agent answers)"

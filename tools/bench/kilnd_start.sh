@@ -1,0 +1,22 @@
+# Sourced by the kilnd benchmarks: starts $KILND on a fresh data directory $T
+# with the socket $SOCK, kills it and every VMM it spawned on exit, and
+# waits for its health check. Arguments: extra kilnd flags.
+# shellcheck shell=bash
+T=$(mktemp -d /tmp/kilnd-bench.XXXXXX)
+SOCK=$T/kilnd.sock
+"$KILND" --data-dir "$T" --vmm "$VMM" --kernel "$KERNEL" --initrd "$INITRD" \
+	--max-sandboxes 1000 "$@" >"$T/kilnd.log" 2>&1 &
+KPID=$!
+cleanup() {
+	kill $KPID 2>/dev/null
+	wait $KPID 2>/dev/null
+	for p in "$T"/sandboxes/*/vmm.pid; do
+		[ -f "$p" ] && kill -9 -- "-$(cut -d' ' -f1 "$p")" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+for _ in $(seq 100); do
+	curl -s --unix-socket "$SOCK" http://k/health >/dev/null && break
+	sleep 0.05
+done
