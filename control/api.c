@@ -22,6 +22,7 @@
 #include "proxy.h"
 #include "sandbox.h"
 #include "util.h"
+#include "wake.h"
 
 #define BODY_SMALL (64u << 10) /* JSON control requests */
 #define BODY_EXEC  (16u << 20) /* exec carries stdin */
@@ -40,6 +41,12 @@ enum route_kind {
 	R_MKDIR,
 	R_REMOVE,
 	R_RENAME,
+	/* served at headers time (their handlers read the body, if any) */
+	R_FILES_GET,
+	R_FILES_PUT,
+	R_FILES_LIST,
+	R_FILES_STAT,
+	R_PTY,
 };
 
 /* ---------------------------------------------------------------- auth */
@@ -434,6 +441,132 @@ static void do_logs(struct http_conn *c, struct sandbox *sb)
 	logs_pump(s);
 }
 
+/* ---------------------------------------------------------------- on a running sandbox */
+
+/* The requests served by the sandbox's agent: on a paused sandbox they
+ * resume it first (wake.h). */
+static const char *route_name(enum route_kind kind)
+{
+	switch (kind) {
+	case R_EXEC:
+		return "exec";
+	case R_PTY:
+		return "pty";
+	case R_FILES_PUT:
+		return "PUT /files";
+	default:
+		return "a file request";
+	}
+}
+
+static void serve(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, enum route_kind kind,
+                  json_t *body)
+{
+	struct http_req *req = http_conn_req(c);
+
+	switch (kind) {
+	case R_EXEC:
+		exec_start(kd, c, sb, body);
+		break;
+	case R_MKDIR:
+		files_op(kd, c, sb, KILN_FILE_MKDIR, body);
+		break;
+	case R_REMOVE:
+		files_op(kd, c, sb, KILN_FILE_REMOVE, body);
+		break;
+	case R_RENAME:
+		files_op(kd, c, sb, KILN_FILE_RENAME, body);
+		break;
+	case R_FILES_GET:
+		files_get(kd, c, req, sb);
+		break;
+	case R_FILES_PUT:
+		files_put(kd, c, req, sb);
+		break;
+	case R_FILES_LIST:
+	case R_FILES_STAT:
+		files_list(kd, c, req, sb, kind == R_FILES_STAT);
+		break;
+	case R_PTY:
+		pty_start(kd, c, req, sb);
+		break;
+	default:
+		http_respond_error(c, 500, "request not handled");
+	}
+}
+
+struct on_running {
+	struct kilnd *kd;
+	struct http_conn *c;
+	enum route_kind kind;
+	json_t *body;
+};
+
+static void on_running_free(struct on_running *o)
+{
+	json_decref(o->body);
+	free(o);
+}
+
+static void or_run(void *ctx, struct sandbox *sb)
+{
+	struct on_running *o = ctx;
+
+	serve(o->kd, o->c, sb, o->kind, o->body);
+	on_running_free(o);
+}
+
+static void or_fail(void *ctx, int status, const char *msg)
+{
+	struct on_running *o = ctx;
+
+	if (status == 429) {
+		json_t *j = json_pack("{s:i,s:s}", "code", 429, "message", msg);
+		char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+		json_decref(j);
+		if (s)
+			http_respond(o->c, 429, "application/json", "Retry-After: 1\r\n", s,
+			             strlen(s));
+		else
+			http_respond_error(o->c, 500, "out of memory");
+		free(s);
+	} else {
+		http_respond_error(o->c, status, "%s", msg);
+	}
+	on_running_free(o);
+}
+
+static void or_drop(void *ctx)
+{
+	on_running_free(ctx);
+}
+
+static const struct wake_ops on_running_ops = {.run = or_run, .fail = or_fail, .drop = or_drop};
+
+/* Serve the request now if sb runs, else once it has been resumed. body:
+ * the buffered JSON body, or NULL at headers time. */
+static void when_running(struct kilnd *kd, struct http_conn *c, struct sandbox *sb,
+                         enum route_kind kind, json_t *body)
+{
+	struct on_running *o;
+
+	if (sb->state == SB_RUNNING) {
+		serve(kd, c, sb, kind, body);
+		return;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		http_respond_error(c, 500, "out of memory");
+		return;
+	}
+	o->kd = kd;
+	o->c = c;
+	o->kind = kind;
+	o->body = json_incref(body);
+	sb_wake(kd, c, sb, route_name(kind), body ? 0 : WAKE_HOLD, &on_running_ops, o);
+}
+
 /* ---------------------------------------------------------------- buffered bodies */
 
 struct pending {
@@ -504,17 +637,8 @@ static void pending_complete(void *ctx)
 	case R_TEMPLATE:
 		api_template_create(kd, c, body);
 		break;
-	case R_EXEC:
-		exec_start(kd, c, sb, body);
-		break;
-	case R_MKDIR:
-		files_op(kd, c, sb, KILN_FILE_MKDIR, body);
-		break;
-	case R_REMOVE:
-		files_op(kd, c, sb, KILN_FILE_REMOVE, body);
-		break;
-	case R_RENAME:
-		files_op(kd, c, sb, KILN_FILE_RENAME, body);
+	default:
+		when_running(kd, c, sb, p->kind, body);
 		break;
 	}
 out:
@@ -704,7 +828,7 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 			method_not_allowed(c, "POST");
 	} else if (n == 3 && !strcmp(seg[2], "pty")) {
 		if (m == HTTP_GET)
-			pty_start(kd, c, req, sb);
+			when_running(kd, c, sb, R_PTY, NULL);
 		else
 			method_not_allowed(c, "GET");
 	} else if (n == 3 && !strcmp(seg[2], "logs")) {
@@ -714,15 +838,16 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 			method_not_allowed(c, "GET");
 	} else if (n == 3 && !strcmp(seg[2], "files")) {
 		if (m == HTTP_GET)
-			files_get(kd, c, req, sb);
+			when_running(kd, c, sb, R_FILES_GET, NULL);
 		else if (m == HTTP_PUT)
-			files_put(kd, c, req, sb);
+			when_running(kd, c, sb, R_FILES_PUT, NULL);
 		else
 			method_not_allowed(c, "GET, PUT");
 	} else if (n == 4 && !strcmp(seg[2], "files") &&
 	           (!strcmp(seg[3], "list") || !strcmp(seg[3], "stat"))) {
 		if (m == HTTP_GET)
-			files_list(kd, c, req, sb, !strcmp(seg[3], "stat"));
+			when_running(kd, c, sb,
+			             !strcmp(seg[3], "stat") ? R_FILES_STAT : R_FILES_LIST, NULL);
 		else
 			method_not_allowed(c, "GET");
 	} else if (n == 4 && !strcmp(seg[2], "files") &&

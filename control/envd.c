@@ -17,6 +17,7 @@
 #include "envd.h"
 #include "jsonutil.h"
 #include "util.h"
+#include "wake.h"
 
 #define LIT(s) s, sizeof(s) - 1
 
@@ -230,14 +231,22 @@ static bool host_route(const struct http_req *req, char *id, size_t idlen, unsig
 	return true;
 }
 
-/* A running sandbox whose token signs this /files request. */
+/* A sandbox that runs, or would once resumed, whose token signs this
+ * /files request. */
 static struct sandbox *find_by_signature(struct kilnd *kd, const char *path, const char *op,
                                          const char *user, const char *sig, const char *exp)
 {
 	for (struct sandbox *sb = kd->sandboxes; sb; sb = sb->next)
-		if (sb->state == SB_RUNNING && signature_valid(kd, sb, path, op, user, sig, exp))
+		if ((sb->state == SB_RUNNING || sb_wakeable(sb)) &&
+		    signature_valid(kd, sb, path, op, user, sig, exp))
 			return sb;
 	return NULL;
+}
+
+/* Can requests be served on sb, now or once it is resumed? */
+static bool servable(const struct sandbox *sb)
+{
+	return sb->state == SB_RUNNING || sb_wakeable(sb);
 }
 
 /* E2B's edge answers 502 for a sandbox it cannot reach: the SDK reads it
@@ -304,18 +313,75 @@ static void rpc_abort(void *ctx)
 	free(ctx);
 }
 
+/* An RPC whose sandbox is being resumed (wake.h). */
+struct rpc_wait {
+	struct kilnd *kd;
+	struct http_conn *c;
+	const struct method *m;
+	json_t *msg;
+	long long timeout_ms;
+	double keepalive_s;
+};
+
+static void rpc_run(struct kilnd *kd, struct http_conn *c, const struct method *m,
+                    struct sandbox *sb, json_t *msg, long long timeout_ms, double keepalive_s)
+{
+	struct envd_req r = {
+	    .kd = kd,
+	    .c = c,
+	    .sb = sb,
+	    .msg = msg,
+	    .timeout_ms = timeout_ms,
+	    .keepalive_s = keepalive_s,
+	};
+
+	m->fn(&r);
+}
+
+static void rpc_wait_free(struct rpc_wait *w)
+{
+	json_decref(w->msg);
+	free(w);
+}
+
+static void rw_run(void *ctx, struct sandbox *sb)
+{
+	struct rpc_wait *w = ctx;
+
+	rpc_run(w->kd, w->c, w->m, sb, w->msg, w->timeout_ms, w->keepalive_s);
+	rpc_wait_free(w);
+}
+
+static void rw_fail(void *ctx, int status, const char *msg)
+{
+	struct rpc_wait *w = ctx;
+
+	/* The reason goes to the SDK's error: a paused sandbox that could not
+	 * be resumed is "unavailable" (429: "resource exhausted"). */
+	rpc_fail(w->c, w->m,
+	         status == 429   ? CRPC_RESOURCE_EXHAUSTED
+	         : status == 404 ? CRPC_NOT_FOUND
+	         : status == 409 ? CRPC_FAILED_PRECONDITION
+	                         : CRPC_UNAVAILABLE,
+	         msg);
+	rpc_wait_free(w);
+}
+
+static void rw_drop(void *ctx)
+{
+	rpc_wait_free(ctx);
+}
+
+static const struct wake_ops rpc_wake_ops = {.run = rw_run, .fail = rw_fail, .drop = rw_drop};
+
 static void rpc_complete(void *ctx)
 {
 	struct rpc_pending *p = ctx;
 	struct http_conn *c = p->c;
 	struct http_req *req = http_conn_req(c);
-	struct envd_req r = {
-	    .kd = p->kd,
-	    .c = c,
-	    .timeout_ms = p->timeout_ms,
-	    .keepalive_s = p->keepalive_s,
-	};
 	char err[JSON_ERR_LEN] = "";
+	struct sandbox *sb;
+	struct rpc_wait *w;
 	json_t *msg;
 
 	http_set_handler(c, NULL, NULL, 0);
@@ -335,12 +401,24 @@ static void rpc_complete(void *ctx)
 		free(p);
 		return;
 	}
-	r.sb = sb_find(p->kd, p->id);
-	if (!r.sb || r.sb->state != SB_RUNNING) {
-		sandbox_gone(c, p->id, r.sb ? "the sandbox is not running" : "sandbox not found");
+	sb = sb_find(p->kd, p->id);
+	if (!sb || !servable(sb)) {
+		sandbox_gone(c, p->id, sb ? "the sandbox is not running" : "sandbox not found");
+	} else if (sb->state == SB_RUNNING) {
+		rpc_run(p->kd, c, p->m, sb, msg, p->timeout_ms, p->keepalive_s);
+	} else if (!(w = calloc(1, sizeof(*w)))) {
+		rpc_fail(c, p->m, CRPC_INTERNAL, "out of memory");
 	} else {
-		r.msg = msg;
-		p->m->fn(&r);
+		/* paused (or on its way there or back): resumed first */
+		*w = (struct rpc_wait){
+		    .kd = p->kd,
+		    .c = c,
+		    .m = p->m,
+		    .msg = json_incref(msg),
+		    .timeout_ms = p->timeout_ms,
+		    .keepalive_s = p->keepalive_s,
+		};
+		sb_wake(p->kd, c, sb, p->m->path + 1, 0, &rpc_wake_ops, w);
 	}
 	json_decref(msg);
 	free(p);
@@ -420,6 +498,47 @@ static void unauthorized(struct http_conn *c, const struct method *m, const char
 		http_respond_error(c, 401, "%s", why);
 }
 
+/* GET or POST /files on a sandbox being resumed. */
+struct files_wait {
+	struct kilnd *kd;
+	struct http_conn *c;
+	char *path; /* absolute, or NULL (a multipart upload names its files) */
+	bool get;
+};
+
+static void files_wait_free(struct files_wait *w)
+{
+	free(w->path);
+	free(w);
+}
+
+static void fw_run(void *ctx, struct sandbox *sb)
+{
+	struct files_wait *w = ctx;
+	struct http_req *req = http_conn_req(w->c);
+
+	if (w->get)
+		envd_files_get(w->kd, w->c, req, sb, w->path);
+	else
+		envd_files_post(w->kd, w->c, req, sb, w->path);
+	files_wait_free(w);
+}
+
+static void fw_fail(void *ctx, int status, const char *msg)
+{
+	struct files_wait *w = ctx;
+
+	http_respond_error(w->c, status, "%s", msg);
+	files_wait_free(w);
+}
+
+static void fw_drop(void *ctx)
+{
+	files_wait_free(ctx);
+}
+
+static const struct wake_ops files_wake_ops = {.run = fw_run, .fail = fw_fail, .drop = fw_drop};
+
 static void files_route(struct kilnd *kd, struct http_conn *c, struct http_req *req,
                         struct sandbox *sb, const char *id)
 {
@@ -462,7 +581,7 @@ static void files_route(struct kilnd *kd, struct http_conn *c, struct http_req *
 		http_respond_error(c, 400, "unknown user (kiln sandboxes have root only)");
 		goto out;
 	}
-	if (sb->state != SB_RUNNING) {
+	if (!servable(sb)) {
 		sandbox_gone(c, sb->rec.id, "the sandbox is not running");
 		goto out;
 	}
@@ -473,13 +592,28 @@ static void files_route(struct kilnd *kd, struct http_conn *c, struct http_req *
 			goto out;
 		}
 	}
-	if (get) {
-		if (!abs)
-			http_respond_error(c, 400, "'path' is required");
-		else
+	if (get && !abs) {
+		http_respond_error(c, 400, "'path' is required");
+	} else if (sb->state == SB_RUNNING) {
+		if (get)
 			envd_files_get(kd, c, req, sb, abs);
+		else
+			envd_files_post(kd, c, req, sb, abs);
 	} else {
-		envd_files_post(kd, c, req, sb, abs);
+		/* paused: resumed first, the body read after */
+		struct files_wait *w = calloc(1, sizeof(*w));
+
+		if (!w) {
+			http_respond_error(c, 500, "out of memory");
+			goto out;
+		}
+		w->kd = kd;
+		w->c = c;
+		w->get = get;
+		w->path = abs;
+		abs = NULL;
+		sb_wake(kd, c, sb, get ? "envd GET /files" : "envd POST /files", WAKE_HOLD,
+		        &files_wake_ops, w);
 	}
 out:
 	free(path);
@@ -532,7 +666,9 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 		files_route(kd, c, req, sb, id);
 		return;
 	}
-	if (!sb || sb->state != SB_RUNNING) {
+	/* A paused sandbox is resumed by the calls that need it running
+	 * (rpc_complete, files_route) */
+	if (!sb || !servable(sb) || (!strcmp(req->path, "/health") && sb->state != SB_RUNNING)) {
 		sandbox_gone(c, id ? id : "",
 		             !id   ? "no sandbox: send the E2b-Sandbox-Id header"
 		             : !sb ? "sandbox not found"
@@ -540,7 +676,8 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 		return;
 	}
 	if (!strcmp(req->path, "/health")) {
-		/* like envd: no token needed */
+		/* like envd: no token needed; a paused sandbox is not running
+		 * (the SDK's isRunning()), and is not resumed by it */
 		http_respond(c, 204, NULL, NULL, NULL, 0);
 		return;
 	}

@@ -188,6 +188,7 @@ static void reset_request(struct http_conn *c)
 	c->rq = RQ_IDLE;
 	c->rs = RS_NONE;
 	c->read_paused = false;
+	c->held = false;
 }
 
 /* Can this connection carry another request after the current response? */
@@ -355,6 +356,30 @@ void http_pause_read(struct http_conn *c, bool paused)
 		ev_feed_event(c->srv->loop, &c->rw, EV_READ);
 }
 
+void http_hold(struct http_conn *c)
+{
+	if (c->dead || c->held || c->rq != RQ_BODY)
+		return;
+	/* Inside on_headers_complete, http_parser stops before the headers'
+	 * last byte, in a state that goes on from it (the body, or the end of
+	 * the message) when it is run again. */
+	c->held = true;
+	http_parser_pause(&c->parser, 1);
+}
+
+void http_release(struct http_conn *c)
+{
+	if (c->dead || !c->held)
+		return;
+	c->held = false;
+	c->last_read = ev_now(c->srv->loop);
+	http_parser_pause(&c->parser, 0);
+	update_watchers(c);
+	/* at least the headers' last byte is waiting */
+	if (buf_avail(&c->in))
+		ev_feed_event(c->srv->loop, &c->rw, EV_READ);
+}
+
 struct http_req *http_conn_req(struct http_conn *c)
 {
 	return &c->req;
@@ -412,7 +437,10 @@ static void process_input(struct http_conn *c)
 			buf_consume(&c->in, n);
 			continue;
 		}
-		if (c->rq == RQ_DONE || c->rs == RS_DONE || c->read_paused)
+		/* A held request answered already (no body: it can go on) still
+		 * has the end of its message to parse once released. */
+		if (c->rq == RQ_DONE || c->held || c->read_paused ||
+		    (c->rs == RS_DONE && c->req.has_body))
 			return;
 		c->busy++;
 		n = http_parser_execute(&c->parser, &c->srv->settings, buf_head(&c->in),
@@ -553,7 +581,7 @@ static void on_sweep(struct ev_loop *loop, ev_timer *w, int revents)
 			why = "idle";
 		else if (c->rq == RQ_HEADERS && now - c->req_start > cfg->header_timeout)
 			why = "header timeout";
-		else if (c->rq == RQ_BODY && !c->read_paused &&
+		else if (c->rq == RQ_BODY && !c->read_paused && !c->held &&
 		         now - c->last_read > cfg->body_timeout)
 			why = "body timeout";
 		if (!why)

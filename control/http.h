@@ -121,6 +121,16 @@ size_t http_out_pending(const struct http_conn *c);
 bool http_responded(const struct http_conn *c);
 /* Stop (true) or resume reading from the client (body or raw bytes). */
 void http_pause_read(struct http_conn *c, bool paused);
+/* From the route callback only: parse nothing past the headers (no body
+ * reaches any handler, the message does not complete) until
+ * http_release(). For a request that must wait before a handler that
+ * streams its body can be installed (auto-resume). Input is still read,
+ * up to a bound, so a client that goes away is noticed (on_abort); the
+ * body deadline does not run meanwhile. */
+void http_hold(struct http_conn *c);
+/* Parse on (from the event loop, after the caller returns): install the
+ * handler that takes the body first, or answer. */
+void http_release(struct http_conn *c);
 
 const char *http_status_text(int status);
 

@@ -39,6 +39,7 @@ struct http_conn {
 	struct buf in, out;
 	int busy;
 	bool dead, closing, read_paused, upgraded, keep_alive, out_high, overflow;
+	bool held; /* http_hold(): the parser stopped after the headers */
 
 	/* the request being read */
 	int rq, rs;

@@ -313,6 +313,7 @@ void pause_resumed(struct sandbox *sb)
 	sb->state = SB_RUNNING;
 	sb->rec.end_ms = now_ms() + sb->resume_timeout * 1000;
 	sb->rec.snap_bytes = 0;
+	sb->rec.resumes++;
 	free(sb->rec.reason);
 	sb->rec.reason = NULL;
 	sb_save(sb);

@@ -574,6 +574,7 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 	sb->rec.template_id = strdup(p->template_id);
 	sb->rec.created_ms = now_ms();
 	sb->rec.end_ms = sb->rec.created_ms + p->timeout_s * 1000;
+	sb->rec.timeout_s = p->timeout_s;
 	sb->rec.memory_mb = (int)p->memory_mb;
 	sb->rec.cpu_count = (int)p->cpu_count;
 	sb->rec.kernel = strdup(p->kernel);

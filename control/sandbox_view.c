@@ -35,10 +35,12 @@ json_t *sb_to_json(const struct sandbox *sb)
 		json_object_set_new(j, "pausedAt", json_string(paused));
 		json_object_set_new(j, "snapshotBytes", json_integer(sb->rec.snap_bytes));
 	}
+	/* Any exec, file or envd call resumes a paused sandbox (wake.h). */
 	json_object_set_new(j, "lifecycle",
 	                    json_pack("{s:s,s:b}", "onTimeout",
 	                              sb->rec.flags & SB_F_AUTO_PAUSE ? "pause" : "kill",
-	                              "autoResume", 0));
+	                              "autoResume", 1));
+	json_object_set_new(j, "resumeCount", json_integer(sb->rec.resumes));
 	return j;
 }
 
@@ -47,7 +49,7 @@ void sb_not_running(const struct sandbox *sb, char *msg, size_t msglen)
 	if (sb->state == SB_PAUSED)
 		snprintf(msg, msglen,
 		         "sandbox %s is paused: resume it first (kiln resume %s, or POST "
-		         "/sandboxes/%s/resume)",
+		         "/sandboxes/%s/connect)",
 		         sb->rec.id, sb->rec.id, sb->rec.id);
 	else
 		snprintf(msg, msglen, "sandbox %s is %s, not running", sb->rec.id,

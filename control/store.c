@@ -8,9 +8,13 @@
 #include "store.h"
 #include "util.h"
 
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+
 /* 1: sandboxes. 2: the files a sandbox runs on, flags, pause data, and
- * templates. A schema 1 database is upgraded in place. */
-#define SCHEMA_VERSION 2
+ * templates. 3: a sandbox's own timeout (auto-resume re-arms it) and its
+ * count of resumes. An older database is upgraded in place. */
+#define SCHEMA_VERSION 3
 
 struct store {
 	sqlite3 *db;
@@ -55,6 +59,11 @@ static const char upgrade2[] = "ALTER TABLE sandboxes ADD COLUMN kernel TEXT;"
                                " created_ms INTEGER NOT NULL,"
                                " build_ms INTEGER NOT NULL);";
 
+static const char upgrade3[] = "ALTER TABLE sandboxes ADD COLUMN timeout_s INTEGER NOT NULL"
+                               " DEFAULT 0;"
+                               "ALTER TABLE sandboxes ADD COLUMN resumes INTEGER NOT NULL"
+                               " DEFAULT 0;";
+
 static int fail(struct store *s, const char *what)
 {
 	log_err("store: %s: %s", what, sqlite3_errmsg(s->db));
@@ -83,7 +92,10 @@ static int migrate(struct store *s, int version)
 		goto rollback;
 	if (version < 2 && sqlite3_exec(s->db, upgrade2, NULL, NULL, NULL) != SQLITE_OK)
 		goto rollback;
-	if (sqlite3_exec(s->db, "PRAGMA user_version = 2; COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+	if (version < 3 && sqlite3_exec(s->db, upgrade3, NULL, NULL, NULL) != SQLITE_OK)
+		goto rollback;
+	if (sqlite3_exec(s->db, "PRAGMA user_version = " STR(SCHEMA_VERSION) "; COMMIT", NULL, NULL,
+	                 NULL) != SQLITE_OK)
 		goto rollback;
 	return 0;
 rollback:
@@ -94,7 +106,8 @@ rollback:
 
 #define SB_COLS                                                                                \
 	"id, template, state, reason, pid, pid_start, created_ms, end_ms, died_ms, memory_mb," \
-	" cpu_count, env, metadata, kernel, initrd, image, flags, paused_ms, snap_bytes"
+	" cpu_count, env, metadata, kernel, initrd, image, flags, paused_ms, snap_bytes,"      \
+	" timeout_s, resumes"
 #define TMPL_COLS                                                                         \
 	"name, image_name, kernel, initrd, image, warmup, snap_id, memory_mb, cpu_count," \
 	" snap_bytes, created_ms, build_ms"
@@ -127,7 +140,7 @@ int store_open(struct store **out, const char *path)
 		goto fail_quiet;
 	if (sqlite3_prepare_v2(s->db,
 	                       "INSERT OR REPLACE INTO sandboxes (" SB_COLS ") VALUES"
-	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &s->put, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM sandboxes WHERE id = ?", -1, &s->del, NULL) !=
 	        SQLITE_OK ||
@@ -205,6 +218,8 @@ int store_put(struct store *s, const struct sb_record *r)
 	sqlite3_bind_int(st, 17, (int)r->flags);
 	sqlite3_bind_int64(st, 18, r->paused_ms);
 	sqlite3_bind_int64(st, 19, r->snap_bytes);
+	sqlite3_bind_int64(st, 20, r->timeout_s);
+	sqlite3_bind_int64(st, 21, r->resumes);
 	return step_once(s, st, "put");
 }
 
@@ -253,6 +268,8 @@ int store_load(struct store *s, int (*cb)(void *ctx, struct sb_record *r), void 
 		r.flags = (unsigned)sqlite3_column_int(st, 16);
 		r.paused_ms = sqlite3_column_int64(st, 17);
 		r.snap_bytes = sqlite3_column_int64(st, 18);
+		r.timeout_s = sqlite3_column_int64(st, 19);
+		r.resumes = sqlite3_column_int64(st, 20);
 		if (!r.template_id || !r.state) {
 			sb_record_free(&r);
 			continue;

@@ -31,6 +31,8 @@ struct sb_record {
 	unsigned flags;     /* SB_F_* */
 	int64_t paused_ms;  /* when it was last paused */
 	int64_t snap_bytes; /* its snapshot file, while paused */
+	int64_t timeout_s;  /* its lifetime as created (auto-resume re-arms it) */
+	int64_t resumes;    /* times it was resumed */
 };
 
 /* A template: a snapshot of a warmed-up sandbox that clones start from. */

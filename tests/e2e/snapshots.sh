@@ -6,8 +6,9 @@
 # also for running processes and a Python interpreter's memory.
 
 # shellcheck disable=SC2034 # run.sh runs them
-SNAPSHOT_TESTS="t_images t_pause t_pause_races t_pause_restart t_pause_python t_templates
-t_fork t_snap_errors t_auto_pause t_store_upgrade"
+SNAPSHOT_TESTS="t_images t_pause t_pause_races t_pause_restart t_pause_python t_auto_resume
+t_auto_resume_races t_auto_resume_errors t_templates t_fork t_snap_errors t_auto_pause
+t_store_upgrade"
 
 # Real VMs: kilnd's images are links to KILN_E2E_IMAGES plus a copy of
 # minimal that a test changes under a paused sandbox.
@@ -104,9 +105,6 @@ t_pause() {
 	st=$(api GET /v2/sandboxes)
 	grep -q "$id" "$T/body"
 	check $? "E2B's list (running and paused by default) has it"
-	"$KILN" exec "$id" -- true 2>"$T/err"
-	[ $? = 125 ] && grep -q "is paused: resume it first" "$T/err"
-	check $? "exec in a paused sandbox is refused, saying how to resume"
 	st=$(api POST "/sandboxes/$id/pause")
 	[ "$st" = 409 ]
 	check $? "pausing a paused sandbox is 409"
@@ -236,6 +234,260 @@ PY
 	x2=$("$KILN" exec "$id" -- cat /tmp/x2)
 	[ -n "$x1" ] && [ "$x1" = "$x2" ]
 	check $? "a Python interpreter keeps its variables across two pauses ($x1 = $x2)"
+	"$KILN" rm "$id"
+}
+
+# ---------------------------------------------------------------- auto-resume
+
+sb_token() { # ID: its envd access token
+	curl -s --unix-socket "$SOCK" "http://k/sandboxes/$1" |
+		sed -n 's/.*"envdAccessToken":"\([0-9a-f]*\)".*/\1/p'
+}
+
+# envd_unary ID METHOD JSON: a unary envd RPC on the control socket; the
+# answer in $T/body, prints the status
+envd_unary() {
+	curl -sS --unix-socket "$SOCK" -o "$T/body" -w '%{http_code}' -H "E2b-Sandbox-Id: $1" \
+		-H "X-Access-Token: $(sb_token "$1")" -H 'Content-Type: application/json' \
+		-d "$3" "http://k/$2"
+}
+
+# envd_start ID SHELL-COMMAND: process.Process/Start (one envelope in, a
+# stream of envelopes out, in $T/body); prints the status
+envd_start() {
+	local msg
+	msg=$(printf '{"process":{"cmd":"/bin/sh","args":["-c","%s"]}}' "$2")
+	{
+		printf '\0\0\0\0'
+		# shellcheck disable=SC2059 # the length byte, as an escape
+		printf "\\x$(printf %02x "${#msg}")"
+		printf '%s' "$msg"
+	} >"$T/envelope"
+	curl -sS --unix-socket "$SOCK" -o "$T/body" -w '%{http_code}' -H "E2b-Sandbox-Id: $1" \
+		-H "X-Access-Token: $(sb_token "$1")" -H 'Content-Type: application/connect+json' \
+		--data-binary @"$T/envelope" http://k/process.Process/Start
+}
+
+# seconds from now to the sandbox's endAt
+sb_left() {
+	echo $(($(date -d "$(sb_field "$1" endAt)" +%s) - $(date +%s)))
+}
+
+# Whatever needs the agent resumes a paused sandbox first (exec, files, pty,
+# envd): once, its timeout re-armed, files and processes intact.
+t_auto_resume() {
+	local id st c1 c2 n left out
+	st=$(api POST /sandboxes -d '{"timeout":40}')
+	id=$(sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$T/body")
+	[ "$st" = 201 ] || { not_ok "create for auto-resume"; return; }
+	"$KILN" exec "$id" -- sh -c "mkdir -p $G && echo before >$G/a1"
+	if [ $FAKE = 0 ]; then
+		# shellcheck disable=SC2016 # the guest's shell expands these
+		"$KILN" exec "$id" -- sh -c '(i=0; while :; do i=$((i+1)); echo $i >/tmp/count;
+			sleep 0.05; done) </dev/null >/dev/null 2>&1 & echo $! >/tmp/loop.pid'
+		sleep 0.2
+		c1=$("$KILN" exec "$id" -- cat /tmp/count)
+	fi
+	"$KILN" pause "$id" >/dev/null
+	[ "$(sb_field "$id" state)" = paused ] && [ "$(sb_field "$id" resumeCount)" = 0 ]
+	check $? "paused, never resumed (resumeCount 0)"
+	[ "$("$KILN" exec "$id" -- cat "$G/a1")" = before ] &&
+		[ "$(sb_field "$id" state)" = running ] && [ "$(sb_field "$id" resumeCount)" = 1 ]
+	check $? "exec on a paused sandbox resumes it (once) and returns the output"
+	left=$(sb_left "$id")
+	[ "$left" -ge 35 ] && [ "$left" -le 40 ]
+	check $? "its lifetime starts again, as long as at creation (40 s; ${left} s left)"
+	grep -q "sandbox $id: exec finds it paused: resuming it" "$T/kilnd.log"
+	check $? "kilnd's log says why it resumed"
+	if [ $FAKE = 0 ]; then
+		sleep 0.2
+		c2=$("$KILN" exec "$id" -- cat /tmp/count)
+		# shellcheck disable=SC2016
+		[ "$c2" -gt "$c1" ] && "$KILN" exec "$id" -- sh -c 'kill -0 $(cat /tmp/loop.pid)'
+		check $? "a process started before the pause goes on (counter $c1 -> $c2)"
+	fi
+
+	"$KILN" pause "$id" >/dev/null
+	st=$(api GET "/sandboxes/$id/files?path=$G/a1")
+	[ "$st" = 200 ] && [ "$(cat "$T/body")" = before ] && [ "$(sb_field "$id" state)" = running ]
+	check $? "GET /files on a paused sandbox resumes it"
+	head -c $((3 << 20)) /dev/urandom >"$T/big"
+	"$KILN" pause "$id" >/dev/null
+	st=$(api PUT "/sandboxes/$id/files?path=$G/big" --data-binary @"$T/big")
+	[ "$st" = 200 ] && grep -q "\"size\":$((3 << 20))" "$T/body"
+	check $? "PUT /files of 3 MiB on a paused sandbox resumes it, then takes the body ($st)"
+	"$KILN" pause "$id" >/dev/null
+	"$KILN" cp "$id:$G/big" "$T/big.back" && cmp -s "$T/big" "$T/big.back"
+	check $? "and the file is whole (read back through a resume by kiln cp)"
+	"$KILN" pause "$id" >/dev/null
+	st=$(api GET "/sandboxes/$id/files/list?path=$G")
+	[ "$st" = 200 ] && grep -q '"name":"a1"' "$T/body"
+	check $? "GET /files/list on a paused sandbox resumes it"
+	"$KILN" pause "$id" >/dev/null
+	st=$(api POST "/sandboxes/$id/files/mkdir" -d "{\"path\":\"$G/d1\"}")
+	[ "$st" = 204 ] && [ "$("$KILN" exec "$id" -- sh -c "test -d $G/d1 && echo yes")" = yes ]
+	check $? "POST /files/mkdir on a paused sandbox resumes it"
+	"$KILN" pause "$id" >/dev/null
+	out=$(printf "echo pty-\$((6*7))\nexit 0\n" | "$KILN" shell "$id" 2>&1)
+	grep -q pty-42 <<<"$out"
+	check $? "a terminal (kiln shell) on a paused sandbox resumes it"
+
+	"$KILN" pause "$id" >/dev/null
+	st=$(envd_unary "$id" filesystem.Filesystem/Stat "{\"path\":\"$G/a1\"}")
+	[ "$st" = 200 ] && grep -q '"name":"a1"' "$T/body"
+	check $? "envd's Filesystem/Stat on a paused sandbox resumes it ($st)"
+	"$KILN" pause "$id" >/dev/null
+	st=$(envd_start "$id" "echo envd-woke")
+	[ "$st" = 200 ] && grep -q "$(printf 'envd-woke\n' | base64)" "$T/body"
+	check $? "envd's Process/Start on a paused sandbox resumes it and runs the command"
+	"$KILN" pause "$id" >/dev/null
+	st=$(curl -sS --unix-socket "$SOCK" -o "$T/body" -w '%{http_code}' -H "E2b-Sandbox-Id: $id" \
+		-H "X-Access-Token: $(sb_token "$id")" "http://k/files?path=$G/a1")
+	[ "$st" = 200 ] && [ "$(cat "$T/body")" = before ]
+	check $? "envd's GET /files on a paused sandbox resumes it"
+	"$KILN" pause "$id" >/dev/null
+	st=$(curl -sS --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' -H "E2b-Sandbox-Id: $id" \
+		http://k/health)
+	[ "$st" = 502 ] && [ "$(sb_field "$id" state)" = paused ]
+	check $? "envd's /health does not resume it (isRunning() is false while paused)"
+	n=$(sb_field "$id" resumeCount)
+	[ "$n" = 10 ]
+	check $? "one resume per pause: resumeCount $n"
+	"$KILN" rm "$id"
+	rm -f "$T/big" "$T/big.back"
+}
+
+# A kilnd of its own whose VMM is slow to pause and resume (fake VMM), so
+# that requests meet the transitions under way: runs "$@" against it.
+with_slow_kilnd() {
+	local d6=$T/data6 p6 rc
+	# shellcheck disable=SC2046
+	FAKE_VMM_BOOT_DELAY_MS=400 FAKE_VMM_SNAPSHOT_DELAY_MS=400 "$KILND" --data-dir "$d6" \
+		$(vmm_opts) >"$T/kilnd6.log" 2>&1 &
+	p6=$!
+	wait_socket "$d6/kilnd.sock"
+	SOCK=$d6/kilnd.sock KILN_DATA_DIR=$d6 KLOG=$T/kilnd6.log "$@"
+	rc=$?
+	kill $p6
+	wait $p6
+	return $rc
+}
+
+t_auto_resume_races() {
+	if [ $FAKE = 1 ]; then
+		with_slow_kilnd auto_resume_races
+	else
+		KLOG=$T/kilnd.log auto_resume_races
+	fi
+}
+
+auto_resume_races() {
+	local id i n0 l0 pids=() ok=1 st
+	id=$("$KILN" create) || { not_ok "create for auto-resume races"; return; }
+	"$KILN" exec "$id" -- sh -c "mkdir -p $G && echo raced >$G/r1"
+	"$KILN" pause "$id" >/dev/null
+	n0=$(sb_field "$id" resumeCount)
+	l0=$(grep -c "sandbox $id: resuming (" "$KLOG")
+	for i in 1 2 3 4 5; do
+		"$KILN" exec "$id" -- sh -c "cat $G/r1; echo $i" >"$T/ar.$i" 2>&1 &
+		pids+=($!)
+	done
+	for i in 1 2 3 4 5; do
+		wait "${pids[$((i - 1))]}" && [ "$(tr '\n' ' ' <"$T/ar.$i")" = "raced $i " ] || ok=0
+	done
+	pids=()
+	[ $ok = 1 ] && [ "$(sb_field "$id" state)" = running ]
+	check $? "5 execs at once on a paused sandbox all run ($(cat "$T"/ar.* | tr '\n' ' '))"
+	[ "$(sb_field "$id" resumeCount)" = $((n0 + 1)) ] &&
+		[ "$(grep -c "sandbox $id: resuming (" "$KLOG")" = $((l0 + 1)) ]
+	check $? "and cause exactly one resume (resumeCount $n0 -> $(sb_field "$id" resumeCount))"
+	echo "# $(grep -c "sandbox $id: exec finds it resuming: waiting" "$KLOG") of the 5 waited for the resume another had started"
+	rm -f "$T"/ar.*
+	# a request that meets a pause under way waits for it, then resumes
+	if [ $FAKE = 0 ]; then
+		# incompressible memory: the snapshot takes a while
+		"$KILN" exec "$id" -- sh -c 'head -c 100000000 /dev/urandom >/tmp/fill'
+	fi
+	curl -s --unix-socket "$SOCK" -X POST -o /dev/null -w '%{http_code}' \
+		"http://k/sandboxes/$id/pause" >"$T/ar.pause" &
+	pids+=($!)
+	for i in $(seq 200); do
+		[ "$(sb_field "$id" state)" = pausing ] && break
+		sleep 0.005
+	done
+	[ "$(sb_field "$id" state)" = pausing ]
+	st=$?
+	[ "$("$KILN" exec "$id" -- cat "$G/r1")" = raced ] && wait "${pids[@]}" &&
+		[ "$(cat "$T/ar.pause")" = 204 ] && [ "$(sb_field "$id" state)" = running ] &&
+		grep -q "sandbox $id: exec finds it pausing: waiting" "$KLOG"
+	[ $? = 0 ] && [ $st = 0 ]
+	check $? "an exec that meets a pause waits for it (204), then resumes the sandbox"
+	pids=()
+	rm -f "$T"/ar.*
+	# clients that hang up while they wait: the resume goes on without them
+	"$KILN" pause "$id" >/dev/null
+	n0=$(sb_field "$id" resumeCount)
+	curl -s --unix-socket "$SOCK" -m 0.2 -o /dev/null -X PUT --data-binary never-written \
+		-H 'Expect: 100-continue' "http://k/sandboxes/$id/files?path=$G/gone"
+	curl -s --unix-socket "$SOCK" -m 0.2 -o /dev/null -d '{"cmd":["sleep","1"]}' \
+		"http://k/sandboxes/$id/exec"
+	[ "$("$KILN" exec "$id" -- echo after)" = after ] &&
+		[ "$(sb_field "$id" resumeCount)" = $((n0 + 1)) ]
+	check $? "clients that hang up while waiting leave the resume to the others"
+	"$KILN" rm "$id"
+}
+
+t_auto_resume_errors() {
+	local id id2 st d7=$T/data7 p7
+	# a snapshot that cannot be restored: the exec says why, the sandbox stays paused
+	id=$("$KILN" create) || { not_ok "create for auto-resume errors"; return; }
+	"$KILN" exec "$id" -- sh -c "mkdir -p $G && echo kept >$G/e2"
+	"$KILN" pause "$id" >/dev/null
+	cp "$DATA/sandboxes/$id/snapshot" "$T/snap.orig"
+	printf '\377' | dd of="$DATA/sandboxes/$id/snapshot" bs=1 seek=30 conv=notrunc 2>/dev/null
+	st=$(api POST "/sandboxes/$id/exec" -d '{"cmd":["true"]}')
+	[ "$st" = 500 ] && grep -q "cannot resume sandbox $id" "$T/body" &&
+		grep -qi checksum "$T/body" && [ "$(sb_field "$id" state)" = paused ]
+	check $? "exec on a paused sandbox that cannot resume: 500 with the reason, still paused"
+	"$KILN" exec "$id" -- true 2>"$T/err"
+	[ $? != 0 ] && grep -q "cannot resume sandbox $id" "$T/err"
+	check $? "kiln exec prints it ($(head -c 200 "$T/err"))"
+	cp "$T/snap.orig" "$DATA/sandboxes/$id/snapshot"
+	[ "$("$KILN" exec "$id" -- cat "$G/e2")" = kept ]
+	check $? "once repaired, exec resumes it"
+	"$KILN" rm "$id"
+	# at --max-sandboxes: 429, and the sandbox stays paused
+	# shellcheck disable=SC2046
+	"$KILND" --data-dir "$d7" $(vmm_opts) --max-sandboxes 1 >"$T/kilnd7.log" 2>&1 &
+	p7=$!
+	wait_socket "$d7/kilnd.sock"
+	id=$(KILN_DATA_DIR=$d7 "$KILN" create) && KILN_DATA_DIR=$d7 "$KILN" pause "$id" >/dev/null &&
+		id2=$(KILN_DATA_DIR=$d7 "$KILN" create)
+	st=$(curl -sS --unix-socket "$d7/kilnd.sock" -o "$T/body" -D "$T/hdrs" -w '%{http_code}' \
+		-d '{"cmd":["true"]}' "http://k/sandboxes/$id/exec")
+	[ "$st" = 429 ] && grep -q 'too many sandboxes running (limit 1)' "$T/body" &&
+		grep -qi '^Retry-After: 1' "$T/hdrs" &&
+		[ "$(SOCK=$d7/kilnd.sock sb_field "$id" state)" = paused ]
+	check $? "exec on a paused sandbox at --max-sandboxes: 429, still paused"
+	st=$(SOCK=$d7/kilnd.sock envd_unary "$id" filesystem.Filesystem/Stat '{"path":"/"}')
+	[ "$st" = 429 ] && grep -q '"code":"resource_exhausted"' "$T/body"
+	check $? "and envd's calls answer resource_exhausted ($st)"
+	KILN_DATA_DIR=$d7 "$KILN" rm "$id2"
+	[ "$(KILN_DATA_DIR=$d7 "$KILN" exec "$id" -- echo room)" = room ]
+	check $? "with room again, exec resumes it"
+	KILN_DATA_DIR=$d7 "$KILN" rm "$id"
+	kill $p7
+	wait $p7
+	# a dead sandbox is not resumed
+	id=$("$KILN" create)
+	kill -9 "$(sb_field "$id" pid)"
+	for i in $(seq 50); do
+		[ "$(sb_field "$id" state)" = error ] && break
+		sleep 0.05
+	done
+	st=$(api POST "/sandboxes/$id/exec" -d '{"cmd":["true"]}')
+	[ "$st" = 409 ]
+	check $? "exec on a dead sandbox is still 409 ($(sb_field "$id" state))"
 	"$KILN" rm "$id"
 }
 
@@ -450,7 +702,7 @@ t_store_upgrade() {
 	st=$(curl -sS --unix-socket "$d5/kilnd.sock" -o "$T/body" -w '%{http_code}' \
 		http://k/sandboxes/oldsandbox0000000000)
 	[ "$st" = 200 ] && grep -q '"state":"killed"' "$T/body" &&
-		[ "$(sqlite3 "$d5/kilnd.db" 'PRAGMA user_version')" = 2 ]
+		[ "$(sqlite3 "$d5/kilnd.db" 'PRAGMA user_version')" = 3 ]
 	check $? "a schema 1 store is upgraded, its sandboxes kept"
 	id=$(KILN_DATA_DIR=$d5 "$KILN" create) && KILN_DATA_DIR=$d5 "$KILN" pause "$id" >/dev/null &&
 		KILN_DATA_DIR=$d5 "$KILN" resume "$id" >/dev/null

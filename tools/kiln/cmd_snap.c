@@ -31,8 +31,9 @@ int cmd_pause(struct kc *k, int argc, char **argv)
 		printf(
 		    "usage: kiln pause ID...\n\n"
 		    "Pause sandboxes: each is written to a snapshot in kilnd's data directory and\n"
-		    "its VM stops, so it costs no memory or CPU until 'kiln resume'. Its files\n"
-		    "and processes are as they were when it comes back. Prints each id once\n"
+		    "its VM stops, so it costs no memory or CPU until 'kiln resume', or until\n"
+		    "an exec, shell or cp needs it (those resume it first). Its files and\n"
+		    "processes are as they were when it comes back. Prints each id once\n"
 		    "paused.\n");
 		return argc < 2 ? 2 : 0;
 	}

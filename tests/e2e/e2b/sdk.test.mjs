@@ -337,6 +337,30 @@ async function main() {
     assert.equal((await sbx.commands.run('echo same')).stdout, 'same\n')
   }, 60000)
 
+  await test('auto-resume: commands, files and uploads on a paused sandbox resume it', async () => {
+    await sbx.files.write(`${G}/auto.txt`, 'auto')
+    assert.equal(await sbx.pause(), true)
+    assert.equal((await sbx.commands.run(`cat ${G}/auto.txt`)).stdout, 'auto')
+    assert.equal((await sbx.getInfo()).state, 'running')
+    assert.equal(await sbx.pause(), true)
+    assert.equal(await sbx.files.read(`${G}/auto.txt`), 'auto')
+    assert.equal(await sbx.pause(), true)
+    await sbx.files.write(`${G}/auto2.txt`, 'written while paused')
+    assert.equal(await sbx.pause(), true)
+    const names = (await sbx.files.list(G)).map((e) => e.name)
+    assert.ok(names.includes('auto2.txt'), `listed ${names}`)
+    assert.equal(await sbx.pause(), true)
+    // five commands at once: one resume
+    const before = (await (await fetch(`${API_URL}/sandboxes/${sbx.sandboxId}`, {
+      headers: { 'X-API-Key': API_KEY } })).json()).resumeCount
+    const outs = await Promise.all([1, 2, 3, 4, 5].map((i) => sbx.commands.run(`echo ${i}`)))
+    assert.deepEqual(outs.map((r) => r.stdout), ['1\n', '2\n', '3\n', '4\n', '5\n'])
+    const after = (await (await fetch(`${API_URL}/sandboxes/${sbx.sandboxId}`, {
+      headers: { 'X-API-Key': API_KEY } })).json()).resumeCount
+    assert.equal(after, before + 1)
+    assert.equal((await sbx.getInfo()).lifecycle?.autoResume ?? true, true)
+  }, 60000)
+
   await test('Sandbox.fork: clones of a running sandbox, with its files', async () => {
     await sbx.files.write(`${G}/fork.txt`, 'forked')
     const forks = await Sandbox.fork(sbx.sandboxId, { count: 2 })

@@ -9,7 +9,8 @@
  * file, other kernel or image: a message and exit status 1) and writes
  * DIR/kiln-template-<id>.mem for --restore-mode template. The API socket
  * answers state, pause, resume, snapshot and stop like vmm/API.md.
- * FAKE_VMM_SNAPSHOT_ENOSPC=1 makes every snapshot fail for lack of space.
+ * FAKE_VMM_SNAPSHOT_ENOSPC=1 makes every snapshot fail for lack of space;
+ * FAKE_VMM_SNAPSHOT_DELAY_MS=N makes writing one take N ms (a slow pause).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -69,6 +70,8 @@ static int write_snapshot(const struct fake_cfg *cfg, const char *path, char *er
 		snprintf(err, errn, "paths too long");
 		return -1;
 	}
+	if (getenv("FAKE_VMM_SNAPSHOT_DELAY_MS"))
+		usleep((useconds_t)atoi(getenv("FAKE_VMM_SNAPSHOT_DELAY_MS")) * 1000);
 	if (getenv("FAKE_VMM_SNAPSHOT_ENOSPC")) {
 		snprintf(err, errn, "writing snapshot '%s': %s", path, strerror(ENOSPC));
 		return -1;
