@@ -7,7 +7,7 @@
 
 # shellcheck disable=SC2034 # run.sh runs them
 SNAPSHOT_TESTS="t_images t_pause t_pause_races t_pause_restart t_pause_python t_auto_resume
-t_auto_resume_races t_auto_resume_errors t_templates t_fork t_snap_errors t_auto_pause
+t_auto_resume_races t_auto_resume_errors t_snapshot_inspect t_templates t_fork t_snap_errors t_auto_pause
 t_store_upgrade"
 
 # Real VMs: kilnd's images are links to KILN_E2E_IMAGES plus a copy of
@@ -489,6 +489,58 @@ t_auto_resume_errors() {
 	[ "$st" = 409 ]
 	check $? "exec on a dead sandbox is still 409 ($(sb_field "$id" state))"
 	"$KILN" rm "$id"
+}
+
+# kiln snapshot inspect: the snapshot library's inspector in the CLI.
+t_snapshot_inspect() {
+	local id f sz out
+	grep -q '^  snapshot ' <<<"$("$KILN" --help)"
+	check $? "kiln --help lists snapshot"
+	"$KILN" snapshot >/dev/null 2>&1
+	[ $? = 2 ] && "$KILN" snapshot --help | grep -q 'usage: kiln snapshot inspect'
+	check $? "kiln snapshot without a file is a usage error (2); --help explains it"
+	"$KILN" snapshot inspect "$T/no-such-snapshot" 2>"$T/err"
+	[ $? = 1 ] && grep -q "kiln snapshot: .*no-such-snapshot.*No such file" "$T/err"
+	check $? "a missing file: exit 1, saying so"
+	id=$("$KILN" create) || { not_ok "create for snapshot inspect"; return; }
+	"$KILN" pause "$id" >/dev/null
+	f=$DATA/sandboxes/$id/snapshot
+	if [ $FAKE = 1 ]; then
+		# the fake VMM's snapshots are not kiln-vmm's format
+		"$KILN" snapshot inspect "$f" >/dev/null 2>"$T/err"
+		[ $? = 1 ] && grep -q "kiln snapshot: snapshot '$f': " "$T/err"
+		check $? "a file that is not a snapshot: exit 1 with the reason ($(cat "$T/err"))"
+		"$KILN" rm "$id"
+		return
+	fi
+	out=$("$KILN" snapshot inspect "$f")
+	[ $? = 0 ] && grep -q "^snapshot '$f'" <<<"$out" && grep -q '^  format *version' <<<"$out" &&
+		grep -q '^VM config:' <<<"$out" && grep -q '^  memory *256 MiB' <<<"$out" &&
+		grep -q '^  devices .*vsock' <<<"$out" && grep -q '^sections: ' <<<"$out" &&
+		grep -q 'memory data' <<<"$out" && grep -q '^memory: [0-9]* chunks of' <<<"$out" &&
+		grep -q '^  zero ' <<<"$out" && grep -q '^  compressed ' <<<"$out" &&
+		grep -q '^verify: header, sections and every chunk OK' <<<"$out"
+	check $? "kiln snapshot inspect of a paused sandbox: header, config, sections, chunks, verified"
+	sz=$(stat -c %s "$f")
+	cp "$f" "$T/snap.bad"
+	printf '\377' | dd of="$T/snap.bad" bs=1 seek=$((sz / 2)) conv=notrunc 2>/dev/null
+	"$KILN" snapshot inspect "$T/snap.bad" >/dev/null 2>"$T/err"
+	[ $? = 1 ] && grep -q 'chunk [0-9]*: checksum mismatch' "$T/err"
+	check $? "a damaged chunk: exit 1, naming the chunk ($(cat "$T/err"))"
+	cp "$f" "$T/snap.bad"
+	printf '\377' | dd of="$T/snap.bad" bs=1 seek=30 conv=notrunc 2>/dev/null
+	"$KILN" snapshot inspect "$T/snap.bad" >/dev/null 2>"$T/err"
+	[ $? = 1 ] && grep -q 'header checksum mismatch' "$T/err"
+	check $? "a damaged header: exit 1 ($(cat "$T/err"))"
+	head -c $((sz / 2)) "$f" >"$T/snap.bad"
+	"$KILN" snapshot inspect "$T/snap.bad" >/dev/null 2>"$T/err"
+	[ $? = 1 ] && grep -q 'truncated' "$T/err"
+	check $? "a truncated file: exit 1 ($(cat "$T/err"))"
+	"$KILN" snapshot inspect --no-verify "$T/snap.bad" >/dev/null 2>&1
+	[ $? = 1 ]
+	check $? "--no-verify still refuses a truncated file"
+	"$KILN" resume "$id" >/dev/null && "$KILN" rm "$id"
+	rm -f "$T/snap.bad"
 }
 
 # create -> first exec of true through the API, in seconds (curl's own times)

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* kiln pause, resume, fork, template and images: snapshots through kilnd. */
+/* kiln pause, resume, fork, template and images: snapshots through kilnd;
+ * kiln snapshot: a snapshot file, read here (tools/snapshot/inspect.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../snapshot/inspect.h"
 #include "kiln.h"
 
 static long pos_arg(const char *opt, const char *v)
@@ -353,4 +355,10 @@ int cmd_images(struct kc *k, int argc, char **argv)
 	}
 	json_decref(list);
 	return 0;
+}
+
+int cmd_snapshot(struct kc *k, int argc, char **argv)
+{
+	/* A file on this host: kilnd is not asked. */
+	return snap_inspect_cli("kiln snapshot", argc - 1, argv + 1);
 }

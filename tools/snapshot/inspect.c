@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* kiln-snapshot: look inside a snapshot file and verify every checksum. */
+/* kiln-snapshot: look inside a snapshot file and verify every checksum.
+ * The same command is `kiln snapshot` (tools/kiln links this file, built
+ * with -DSNAP_INSPECT_NO_MAIN, and calls snap_inspect_cli()). */
 #include <getopt.h>
 #include <linux/kvm.h>
 #include <stdio.h>
@@ -8,21 +10,24 @@
 #include <time.h>
 
 #include "../../snapshot/snap.h"
+#include "inspect.h"
 
 #define U(x) ((unsigned long long)(x))
 
-static void usage(FILE *f)
+static void usage(FILE *f, const char *prog)
 {
-	fprintf(f, "usage: kiln-snapshot inspect [--no-verify] [--threads N] FILE\n"
-	           "       kiln-snapshot --help\n"
-	           "\n"
-	           "inspect   print the header, VM config, sections and chunk statistics of a\n"
-	           "          kiln snapshot, and verify every checksum (header, section table,\n"
-	           "          sections, and each memory chunk, which is also decompressed).\n"
-	           "          Exits 1 with the reason if anything is wrong.\n"
-	           "  --no-verify   skip reading the memory chunks (header and state are\n"
-	           "                always verified)\n"
-	           "  --threads N   threads for chunk verification (default: all CPUs)\n");
+	fprintf(f,
+	        "usage: %s inspect [--no-verify] [--threads N] FILE\n"
+	        "       %s --help\n"
+	        "\n"
+	        "inspect   print the header, VM config, sections and chunk statistics of a\n"
+	        "          kiln snapshot, and verify every checksum (header, section table,\n"
+	        "          sections, and each memory chunk, which is also decompressed).\n"
+	        "          Exits 1 with the reason if anything is wrong.\n"
+	        "  --no-verify   skip reading the memory chunks (header and state are\n"
+	        "                always verified)\n"
+	        "  --threads N   threads for chunk verification (default: all CPUs)\n",
+	        prog, prog);
 }
 
 static void print_image(const char *what, const struct snap_image_id *id)
@@ -141,14 +146,14 @@ static void print_memory(const struct snap *s)
 	    (double)mi.stored_bytes / (double)mi.mem_size);
 }
 
-static int inspect(const char *path, bool verify, unsigned threads)
+static int inspect(const char *prog, const char *path, bool verify, unsigned threads)
 {
 	struct snap_err err = {{0}};
 	struct snap *s;
 	struct timespec a, b;
 
 	if (snap_open(path, &s, &err) < 0) {
-		fprintf(stderr, "kiln-snapshot: %s\n", err.msg);
+		fprintf(stderr, "%s: %s\n", prog, err.msg);
 		return 1;
 	}
 	print_header(s);
@@ -159,7 +164,7 @@ static int inspect(const char *path, bool verify, unsigned threads)
 	if (verify) {
 		clock_gettime(CLOCK_MONOTONIC, &a);
 		if (snap_verify(s, threads, &err) < 0) {
-			fprintf(stderr, "kiln-snapshot: %s\n", err.msg);
+			fprintf(stderr, "%s: %s\n", prog, err.msg);
 			snap_close(s);
 			return 1;
 		}
@@ -171,7 +176,7 @@ static int inspect(const char *path, bool verify, unsigned threads)
 	return 0;
 }
 
-int main(int argc, char **argv)
+int snap_inspect_cli(const char *prog, int argc, char **argv)
 {
 	static const struct option opts[] = {
 	    {"help", no_argument, NULL, 'h'},
@@ -183,21 +188,20 @@ int main(int argc, char **argv)
 	bool verify = true;
 	int c;
 
-	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		usage(stdout);
+	if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+		usage(stdout, prog);
 		return 0;
 	}
-	if (argc < 2 || strcmp(argv[1], "inspect")) {
-		usage(stderr);
+	if (argc < 1 || strcmp(argv[0], "inspect")) {
+		usage(stderr, prog);
 		return 2;
 	}
 	/* Options of the subcommand, before or after FILE. */
-	argc--;
-	argv++;
+	optind = 0; /* getopt may have run before (kiln's own options) */
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':
-			usage(stdout);
+			usage(stdout, prog);
 			return 0;
 		case 'n':
 			verify = false;
@@ -206,13 +210,20 @@ int main(int argc, char **argv)
 			threads = (unsigned)strtoul(optarg, NULL, 10);
 			break;
 		default:
-			usage(stderr);
+			usage(stderr, prog);
 			return 2;
 		}
 	}
 	if (optind + 1 != argc) {
-		usage(stderr);
+		usage(stderr, prog);
 		return 2;
 	}
-	return inspect(argv[optind], verify, threads);
+	return inspect(prog, argv[optind], verify, threads);
 }
+
+#ifndef SNAP_INSPECT_NO_MAIN
+int main(int argc, char **argv)
+{
+	return snap_inspect_cli("kiln-snapshot", argc - 1, argv + 1);
+}
+#endif
