@@ -214,6 +214,8 @@ static void do_list(struct kilnd *kd, struct http_conn *c, struct http_req *req,
 	for (sb = kd->sandboxes; sb; sb = sb->next) {
 		const char *st = sb_state_name(sb->state);
 
+		if (sb->rec.flags & SB_F_POOL)
+			continue; /* not a user's until taken from its pool */
 		/* E2B lists running and paused sandboxes unless told */
 		if (state ? !in_csv(state, st)
 		          : v2 && strcmp(st, "running") && strcmp(st, "paused"))
@@ -776,7 +778,7 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 		goto out;
 	}
 	sb = sb_find(kd, seg[1]);
-	if (!sb) {
+	if (!sb || sb->rec.flags & SB_F_POOL) {
 		http_respond_error(c, 404, "sandbox %.64s not found", seg[1]);
 		goto out;
 	}

@@ -71,11 +71,11 @@ static bool env_names_ok(json_t *env)
 	return true;
 }
 
-/* What a create names, into p: a template (a clone of it) or an image.
- * 0, or an HTTP status with msg filled in. *image_path is for the caller
- * to free. */
+/* What a create names, into p: a template (a clone of it, *tp) or an
+ * image. 0, or an HTTP status with msg filled in. *image_path is for the
+ * caller to free. */
 static int resolve(struct kilnd *kd, const char *tmpl, const char *image, struct sb_params *p,
-                   char **image_path, char *msg, size_t n)
+                   struct template **tp, char **image_path, char *msg, size_t n)
 {
 	const char *name = tmpl ? tmpl : image ? image : IMG_BUILTIN;
 	struct template *t;
@@ -100,6 +100,7 @@ static int resolve(struct kilnd *kd, const char *tmpl, const char *image, struct
 			return 400;
 		}
 		tmpl_clone_params(kd, t, p);
+		*tp = t;
 		return 0;
 	}
 	if (!img_resolve(kd, name, image_path)) {
@@ -131,6 +132,7 @@ void api_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 	char err[JSON_ERR_LEN] = "", msg[1024];
 	const char *tmpl = NULL, *image = NULL;
 	struct sb_params p = {0};
+	struct template *t = NULL;
 	struct create_wait *w;
 	struct sandbox *sb;
 	char *image_path = NULL;
@@ -150,7 +152,7 @@ void api_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 		return;
 	}
 	p.auto_pause = auto_pause;
-	status = resolve(kd, tmpl, image, &p, &image_path, msg, sizeof(msg));
+	status = resolve(kd, tmpl, image, &p, &t, &image_path, msg, sizeof(msg));
 	if (status) {
 		http_respond_error(c, status, "%s", msg);
 		free(image_path);
@@ -158,6 +160,12 @@ void api_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 	}
 	if (p.env && !env_names_ok(p.env)) {
 		http_respond_error(c, 400, "envVars names must be non-empty and without '='");
+		free(image_path);
+		return;
+	}
+	/* A clone started ahead, up already: the answer is now. */
+	if (t && (sb = pool_take(kd, t, &p))) {
+		http_respond_json(c, 201, api_sandbox_json(kd, sb));
 		free(image_path);
 		return;
 	}

@@ -237,7 +237,7 @@ static struct sandbox *find_by_signature(struct kilnd *kd, const char *path, con
                                          const char *user, const char *sig, const char *exp)
 {
 	for (struct sandbox *sb = kd->sandboxes; sb; sb = sb->next)
-		if ((sb->state == SB_RUNNING || sb_wakeable(sb)) &&
+		if ((sb->state == SB_RUNNING || sb_wakeable(sb)) && !(sb->rec.flags & SB_F_POOL) &&
 		    signature_valid(kd, sb, path, op, user, sig, exp))
 			return sb;
 	return NULL;
@@ -651,6 +651,8 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 	}
 	if (id)
 		sb = sb_find(kd, id);
+	if (sb && sb->rec.flags & SB_F_POOL)
+		sb = NULL; /* not a user's until taken from its pool */
 	if (!strncmp(req->path, "/process.Process/", 17) ||
 	    !strncmp(req->path, "/filesystem.Filesystem/", 23)) {
 		for (size_t i = 0; i < ARRAY_SIZE(methods); i++)

@@ -54,6 +54,7 @@ struct kilnd {
 	char *envd_secret;          /* keys the sandboxes' envd access tokens */
 	unsigned nsandboxes;        /* with a VMM: starting, running, pausing, resuming */
 	ev_timer housekeeping;
+	ev_timer pool_timer; /* pool.c: refills */
 };
 
 /* api.c: the request router. */

@@ -281,6 +281,7 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 static void on_housekeeping(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	sb_housekeeping(w->data);
+	pool_kick(w->data, 0);
 	bootfile_gc(w->data);
 }
 

@@ -26,6 +26,7 @@
 
 #include "envd.h"
 #include "sandbox_int.h"
+#include "template.h"
 #include "util.h"
 #include "vmm_api.h"
 
@@ -288,6 +289,8 @@ static int start_resume(struct sandbox *sb, long long timeout_s, char *msg, size
 	char why[512];
 	int rc;
 
+	if (kd->nsandboxes >= kd->cfg.max_sandboxes)
+		pool_evict(kd);
 	if (kd->nsandboxes >= kd->cfg.max_sandboxes) {
 		snprintf(msg, n, "too many sandboxes running (limit %u)", kd->cfg.max_sandboxes);
 		return 429;

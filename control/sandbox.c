@@ -16,6 +16,7 @@
 #include "agent_client.h"
 #include "envd.h"
 #include "sandbox_int.h"
+#include "template.h"
 #include "util.h"
 #include "vmm_api.h"
 #include "vmm_proc.h"
@@ -556,6 +557,9 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 	char id[SB_ID_LEN + 1];
 	int rc;
 
+	/* Clones waiting in a warm pool give way to a sandbox that is asked for. */
+	if (kd->nsandboxes >= kd->cfg.max_sandboxes && !p->pool)
+		pool_evict(kd);
 	if (kd->nsandboxes >= kd->cfg.max_sandboxes) {
 		snprintf(msg, msglen, "too many sandboxes (limit %u)", kd->cfg.max_sandboxes);
 		return 429;
@@ -580,7 +584,8 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 	sb->rec.kernel = strdup(p->kernel);
 	sb->rec.initrd = strdup(p->initrd);
 	sb->rec.image = strdup_or_null(p->image);
-	sb->rec.flags = SB_F_API | (p->auto_pause ? SB_F_AUTO_PAUSE : 0);
+	sb->rec.flags =
+	    SB_F_API | (p->auto_pause ? SB_F_AUTO_PAUSE : 0) | (p->pool ? SB_F_POOL : 0);
 	sb->restored = p->restore != NULL;
 	sb->env = p->env ? json_deep_copy(p->env) : json_object();
 	sb->metadata = p->metadata ? json_deep_copy(p->metadata) : json_object();
@@ -607,9 +612,9 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 	sb->ready_ctx = ctx;
 	sb_start_probe(sb, p->restore ? 0 : 0.002);
 	sb_arm_lifetime(sb);
-	log_info("sandbox %s: starting %s %s (pid %d, %d MiB, %d vCPU)", id,
-	         p->restore ? "as a clone of" : "from", p->template_id, sb->rec.pid,
-	         sb->rec.memory_mb, sb->rec.cpu_count);
+	log_info("sandbox %s: starting %s %s%s (pid %d, %d MiB, %d vCPU)", id,
+	         p->restore ? "as a clone of" : "from", p->template_id,
+	         p->pool ? " for its pool" : "", sb->rec.pid, sb->rec.memory_mb, sb->rec.cpu_count);
 	*out = sb;
 	return 0;
 fail:
@@ -618,6 +623,20 @@ fail:
 	rm_rf(sb->dir);
 	sb_free(sb);
 	return 500;
+}
+
+void sb_claim(struct sandbox *sb, const struct sb_params *p)
+{
+	sb->rec.flags &= ~(SB_F_POOL | SB_F_AUTO_PAUSE);
+	if (p->auto_pause)
+		sb->rec.flags |= SB_F_AUTO_PAUSE;
+	sb->rec.created_ms = now_ms();
+	sb->rec.timeout_s = p->timeout_s;
+	json_decref(sb->env);
+	json_decref(sb->metadata);
+	sb->env = p->env ? json_deep_copy(p->env) : json_object();
+	sb->metadata = p->metadata ? json_deep_copy(p->metadata) : json_object();
+	sb_set_timeout(sb, p->timeout_s); /* saves it */
 }
 
 void sb_delete(struct sandbox *sb)

@@ -64,7 +64,8 @@ struct sandbox {
 	sb_ready_fn ready_cb;
 	void *ready_ctx;
 	char agent_version[64];
-	struct envd_sb *envd; /* processes started through envd (envd_proc.c) */
+	struct envd_sb *envd;           /* processes started through envd (envd_proc.c) */
+	bool pool_priming, pool_primed; /* pool.c: a first command ran in this pool clone */
 
 	/* pause.c */
 	struct vmm_call *call;     /* the VMM API request in flight */
@@ -86,6 +87,7 @@ struct sb_params {
 	const char *restore, *template_dir;
 	long long timeout_s, memory_mb, cpu_count;
 	bool auto_pause;        /* pause, not kill, when the lifetime ends */
+	bool pool;              /* a clone for its template's warm pool (pool.c) */
 	json_t *env, *metadata; /* borrowed; may be NULL */
 };
 
@@ -95,6 +97,9 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
               struct sandbox **out, char *msg, size_t msglen);
 /* The create request went away: do not call its callback. */
 void sb_cancel_ready(struct sandbox *sb);
+/* A running pool clone becomes a sandbox of its own, as p asks (lifetime,
+ * envVars, metadata, autoPause), created now. */
+void sb_claim(struct sandbox *sb, const struct sb_params *p);
 struct sandbox *sb_find(struct kilnd *kd, const char *id);
 /* Kill the VMM and forget the sandbox (its directory too). */
 void sb_delete(struct sandbox *sb);

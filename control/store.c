@@ -12,8 +12,9 @@
 #define STR(x)  STR_(x)
 
 /* 1: sandboxes. 2: the files a sandbox runs on, flags, pause data, and
- * templates. 3: a sandbox's own timeout (auto-resume re-arms it) and its
- * count of resumes. An older database is upgraded in place. */
+ * templates. 3: a sandbox's own timeout (auto-resume re-arms it), its count
+ * of resumes, and a template's warm pool size. An older database is
+ * upgraded in place. */
 #define SCHEMA_VERSION 3
 
 struct store {
@@ -62,6 +63,8 @@ static const char upgrade2[] = "ALTER TABLE sandboxes ADD COLUMN kernel TEXT;"
 static const char upgrade3[] = "ALTER TABLE sandboxes ADD COLUMN timeout_s INTEGER NOT NULL"
                                " DEFAULT 0;"
                                "ALTER TABLE sandboxes ADD COLUMN resumes INTEGER NOT NULL"
+                               " DEFAULT 0;"
+                               "ALTER TABLE templates ADD COLUMN pool INTEGER NOT NULL"
                                " DEFAULT 0;";
 
 static int fail(struct store *s, const char *what)
@@ -110,7 +113,7 @@ rollback:
 	" timeout_s, resumes"
 #define TMPL_COLS                                                                         \
 	"name, image_name, kernel, initrd, image, warmup, snap_id, memory_mb, cpu_count," \
-	" snap_bytes, created_ms, build_ms"
+	" snap_bytes, created_ms, build_ms, pool"
 
 int store_open(struct store **out, const char *path)
 {
@@ -148,7 +151,7 @@ int store_open(struct store **out, const char *path)
 	                       &s->load, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
 	                       "INSERT OR REPLACE INTO templates (" TMPL_COLS ") VALUES"
-	                       " (?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &s->tput, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM templates WHERE name = ?", -1, &s->tdel, NULL) !=
 	        SQLITE_OK ||
@@ -317,6 +320,7 @@ int store_tmpl_put(struct store *s, const struct tmpl_record *t)
 	sqlite3_bind_int64(st, 10, t->snap_bytes);
 	sqlite3_bind_int64(st, 11, t->created_ms);
 	sqlite3_bind_int64(st, 12, t->build_ms);
+	sqlite3_bind_int(st, 13, t->pool);
 	return step_once(s, st, "put template");
 }
 
@@ -348,6 +352,7 @@ int store_tmpl_load(struct store *s, int (*cb)(void *ctx, struct tmpl_record *t)
 		t.snap_bytes = sqlite3_column_int64(st, 9);
 		t.created_ms = sqlite3_column_int64(st, 10);
 		t.build_ms = sqlite3_column_int64(st, 11);
+		t.pool = sqlite3_column_int(st, 12);
 		if (!t.name || !t.image_name || !t.kernel || !t.initrd || !t.snap_id) {
 			tmpl_record_free(&t);
 			continue;

@@ -12,6 +12,7 @@
 
 #define SB_F_AUTO_PAUSE 1u /* pause instead of kill when the lifetime ends */
 #define SB_F_API        2u /* the VMM serves its API socket: it can be paused */
+#define SB_F_POOL       4u /* a started clone in its template's warm pool (pool.c) */
 
 /* Plain data: what is persisted about one sandbox. Strings are owned. */
 struct sb_record {
@@ -44,6 +45,7 @@ struct tmpl_record {
 	char *snap_id;     /* the snapshot's id (names its template memory file) */
 	int memory_mb, cpu_count;
 	int64_t snap_bytes, created_ms, build_ms;
+	int pool; /* clones kept started ahead (pool.c) */
 };
 
 struct store;

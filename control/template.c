@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Templates (template.h) and their HTTP endpoints:
  *
- *   POST /templates {"name","image","warmup","memoryMB","cpuCount","timeout"}
+ *   POST /templates {"name","image","warmup","memoryMB","cpuCount","timeout","pool"}
  *        boot -> warm-up -> snapshot -> 201 and the template; the request
  *        waits for all of it (a client that leaves cancels the build)
  *   GET /templates, GET /templates/{name}, DELETE /templates/{name}
@@ -47,7 +47,7 @@ struct tmpl_build {
 	char sb_id[SB_ID_LEN + 1]; /* the build sandbox (found by id: users may delete it) */
 	char **warmup;             /* NULL-terminated, or NULL */
 	json_t *warmup_json;
-	long long timeout_s;
+	long long timeout_s, pool;
 	struct agent_run *run;
 	struct sb_waiter *w;
 	int64_t t0, warm_t0, warm_ms;
@@ -136,8 +136,10 @@ int tmpl_load_all(struct kilnd *kd)
 {
 	int rc = store_tmpl_load(kd->store, load_one, kd);
 
-	if (!rc)
+	if (!rc) {
 		remove_orphans(kd);
+		pool_kick(kd, 0); /* pools a restart left short, or clones of removed templates */
+	}
 	return rc;
 }
 
@@ -184,17 +186,20 @@ char *tmpl_names(struct kilnd *kd)
 	return s;
 }
 
-static json_t *tmpl_json(const struct template *t)
+static json_t *tmpl_json(struct kilnd *kd, const struct template *t)
 {
 	char created[32];
 	json_t *j;
 
 	iso8601(t->rec.created_ms, created);
-	j = json_pack("{s:s,s:s,s:s,s:i,s:i,s:s,s:I,s:I,s:s}", "name", t->rec.name, "templateID",
-	              t->rec.name, "image", t->rec.image_name, "memoryMB", t->rec.memory_mb,
-	              "cpuCount", t->rec.cpu_count, "createdAt", created, "snapshotBytes",
-	              (json_int_t)t->rec.snap_bytes, "buildMs", (json_int_t)t->rec.build_ms,
-	              "snapshotID", t->rec.snap_id);
+	j = json_pack("{s:s,s:s,s:s,s:i,s:i,s:s,s:I,s:I,s:s,s:i}", "name", t->rec.name,
+	              "templateID", t->rec.name, "image", t->rec.image_name, "memoryMB",
+	              t->rec.memory_mb, "cpuCount", t->rec.cpu_count, "createdAt", created,
+	              "snapshotBytes", (json_int_t)t->rec.snap_bytes, "buildMs",
+	              (json_int_t)t->rec.build_ms, "snapshotID", t->rec.snap_id, "pool",
+	              t->rec.pool);
+	if (j && t->rec.pool)
+		json_object_set_new(j, "poolReady", json_integer(pool_count(kd, t, true)));
 	if (j)
 		json_object_set_new(j, "warmup",
 		                    t->rec.warmup_json ? json_loads(t->rec.warmup_json, 0, NULL)
@@ -269,6 +274,7 @@ static void build_fail(struct tmpl_build *b, int status, const char *fmt, ...)
 /* The first clone made the memory file: the template is ready. */
 static void build_done(struct tmpl_build *b)
 {
+	struct kilnd *t_kd = b->kd;
 	struct template *t;
 	char *p;
 
@@ -297,12 +303,14 @@ static void build_done(struct tmpl_build *b)
 	         t->rec.name, (long long)t->rec.snap_bytes, (long long)t->rec.build_ms,
 	         (long long)b->warm_ms);
 	if (b->c) {
-		json_t *j = tmpl_json(t);
+		json_t *j = tmpl_json(b->kd, t);
 
 		json_object_set_new(j, "warmupMs", json_integer(b->warm_ms));
 		http_respond_json(b->c, 201, j);
 	}
 	build_end(b, true);
+	if (t->rec.pool)
+		pool_kick(t_kd, 0);
 }
 
 static void first_clone_exited(struct ev_loop *loop, ev_io *w, int revents)
@@ -426,6 +434,7 @@ static void build_snapshotted(void *ctx, struct sandbox *sb, json_t *reply, cons
 	b->rec.memory_mb = sb->rec.memory_mb;
 	b->rec.cpu_count = sb->rec.cpu_count;
 	b->rec.snap_bytes = json_integer_value(json_object_get(reply, "file_size"));
+	b->rec.pool = (int)b->pool;
 	/* The build sandbox has done its part. */
 	sb_delete(sb);
 	b->sb_id[0] = 0;
@@ -601,6 +610,7 @@ void api_template_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 	    json_get_int(body, "cpuCount", 1, 64, 1, &p.cpu_count, err) ||
 	    json_get_int(body, "timeout", 1, WARMUP_TIMEOUT_MAX, WARMUP_TIMEOUT_DEF, &b->timeout_s,
 	                 err) ||
+	    json_get_int(body, "pool", 0, POOL_MAX, 0, &b->pool, err) ||
 	    parse_warmup(b, json_object_get(body, "warmup"), err)) {
 		http_respond_error(c, 400, "%s", err[0] ? err : "out of memory");
 		build_free(b);
@@ -684,7 +694,7 @@ void api_template_list(struct kilnd *kd, struct http_conn *c)
 	json_t *arr = json_array();
 
 	for (struct template *t = kd->templates; t; t = t->next)
-		json_array_append_new(arr, tmpl_json(t));
+		json_array_append_new(arr, tmpl_json(kd, t));
 	http_respond_json(c, 200, arr);
 }
 
@@ -696,7 +706,7 @@ void api_template_get(struct kilnd *kd, struct http_conn *c, const char *name)
 		http_respond_error(c, 404, "template %.64s not found", name);
 		return;
 	}
-	http_respond_json(c, 200, tmpl_json(t));
+	http_respond_json(c, 200, tmpl_json(kd, t));
 }
 
 void api_template_delete(struct kilnd *kd, struct http_conn *c, const char *name)
@@ -715,7 +725,8 @@ void api_template_delete(struct kilnd *kd, struct http_conn *c, const char *name
 		;
 	*pp = t->next;
 	/* Running clones keep their mapping of the memory file; only new
-	 * clones need the files. */
+	 * clones need the files. Those waiting in its pool go. */
+	pool_drain(kd, t->rec.name);
 	rm_rf(t->dir);
 	log_info("template %s: removed", t->rec.name);
 	tmpl_free(t);

@@ -7,7 +7,7 @@
 
 # shellcheck disable=SC2034 # run.sh runs them
 SNAPSHOT_TESTS="t_images t_pause t_pause_races t_pause_restart t_pause_python t_auto_resume
-t_auto_resume_races t_auto_resume_errors t_snapshot_inspect t_templates t_fork t_snap_errors t_auto_pause
+t_auto_resume_races t_auto_resume_errors t_snapshot_inspect t_templates t_pool t_fork t_snap_errors t_auto_pause
 t_store_upgrade"
 
 # Real VMs: kilnd's images are links to KILN_E2E_IMAGES plus a copy of
@@ -628,6 +628,87 @@ t_templates() {
 		echo "# base image: create -> first exec (medians of 5): cold boot $(cat "$T/cold") ms, clone of e2e-py $(cat "$T/clone") ms"
 		"$KILN" template rm e2e-py
 	fi
+}
+
+# pool_ready NAME [SOCK]: the template's running pool clones
+pool_ready() {
+	curl -s --unix-socket "${2:-$SOCK}" "http://k/templates/$1" |
+		sed -n 's/.*"poolReady":\([0-9]*\).*/\1/p'
+}
+
+wait_pool() { # NAME N [SOCK]: until N pool clones run (10 s at most)
+	for _ in $(seq 200); do
+		[ "$(pool_ready "$1" "${3:-}")" = "$2" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+vmms() { # DATA_DIR: how many VMMs run there
+	pgrep -f -- "--vsock [0-9]+,$1/sandboxes/" | wc -l
+}
+
+t_pool() {
+	local out n0 v0 id st left pool plain d8=$T/data8 p8 a
+	n0=$("$KILN" ls -q | wc -l)
+	v0=$(vmms "$DATA")
+	out=$("$KILN" template create e2e-pool --pool 2 -- sh -c "mkdir -p $G && echo pooled >$G/pool")
+	grep -q "a pool of 2 clones started ahead" <<<"$out"
+	check $? "kiln template create --pool 2 ($out)"
+	wait_pool e2e-pool 2 && [ "$(vmms "$DATA")" = $((v0 + 2)) ]
+	check $? "two clones are started ahead"
+	api GET /sandboxes >/dev/null
+	[ "$("$KILN" ls -q | wc -l)" = "$n0" ] && ! grep -q '"templateID":"e2e-pool"' "$T/body"
+	check $? "pool clones are not listed as sandboxes"
+	"$KILN" template ls | grep '^e2e-pool ' | grep -q ' 2/2 '
+	check $? "kiln template ls shows the pool (2/2)"
+	st=$(api POST /sandboxes -d '{"templateID":"e2e-pool","timeout":50,"envVars":{"WHO":"pool"},"metadata":{"m":"p"}}')
+	id=$(sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$T/body")
+	[ "$st" = 201 ] && grep -q "sandbox $id: taken from the pool of e2e-pool" "$T/kilnd.log"
+	check $? "a create from the template takes a clone from the pool"
+	left=$(sb_left "$id")
+	[ "$("$KILN" exec "$id" -- sh -c "cat $G/pool; echo \$WHO")" = "pooled
+pool" ] && [ "$left" -ge 45 ] && [ "$left" -le 50 ] && [ "$(sb_field "$id" templateID)" = e2e-pool ] &&
+		"$KILN" ls | grep "$id" | grep -q running && api GET "/sandboxes/$id" >/dev/null &&
+		grep -q '"m":"p"' "$T/body"
+	check $? "it is the user's now: warm-up done, its envVars, metadata, timeout (${left} s), listed"
+	wait_pool e2e-pool 2 && [ "$(vmms "$DATA")" = $((v0 + 3)) ]
+	check $? "the pool is refilled in the background"
+	for _ in 1 2 3 4 5; do create_exec '{"templateID":"e2e-pool"}'; wait_pool e2e-pool 2; done |
+		median >"$T/pool"
+	"$KILN" template create e2e-nopool -- sh -c "mkdir -p $G && echo pooled >$G/pool" >/dev/null
+	for _ in 1 2 3 4 5; do create_exec '{"templateID":"e2e-nopool"}'; done | median >"$T/plain"
+	"$KILN" template rm e2e-nopool
+	"$KILN" rm "$id"
+	# a restarted kilnd finds its pools again (no clone lost or leaked)
+	kill -9 "$KILND_PID"
+	wait "$KILND_PID" 2>/dev/null
+	KILND_PID=
+	start_kilnd
+	wait_pool e2e-pool 2 && sleep 0.3 && [ "$(vmms "$DATA")" = $((v0 + 2)) ]
+	check $? "after a kilnd restart the pool is re-adopted, not doubled"
+	"$KILN" template rm e2e-pool
+	sleep 0.3
+	[ "$(vmms "$DATA")" = "$v0" ]
+	check $? "removing the template stops its pool's clones"
+	# bounded by --max-sandboxes; a sandbox asked for evicts a pool clone
+	# shellcheck disable=SC2046
+	"$KILND" --data-dir "$d8" $(vmm_opts) --max-sandboxes 2 >"$T/kilnd8.log" 2>&1 &
+	p8=$!
+	wait_socket "$d8/kilnd.sock"
+	KILN_DATA_DIR=$d8 "$KILN" template create e2e-p3 --pool 3 >/dev/null
+	wait_pool e2e-p3 2 "$d8/kilnd.sock" && sleep 0.3 && [ "$(pool_ready e2e-p3 "$d8/kilnd.sock")" = 2 ] &&
+		[ "$(vmms "$d8")" = 2 ]
+	check $? "a pool of 3 under --max-sandboxes 2 stops at 2"
+	a=$(KILN_DATA_DIR=$d8 "$KILN" create) && [ "$(KILN_DATA_DIR=$d8 "$KILN" exec "$a" -- echo room)" = room ] &&
+		[ "$(vmms "$d8")" = 2 ] && grep -q 'leaves the pool of e2e-p3 to make room' "$T/kilnd8.log"
+	check $? "a sandbox asked for at the limit evicts a pool clone instead of a 429"
+	KILN_DATA_DIR=$d8 "$KILN" rm "$a"
+	KILN_DATA_DIR=$d8 "$KILN" template rm e2e-p3
+	kill $p8
+	wait $p8
+	pool=$(cat "$T/pool") plain=$(cat "$T/plain")
+	echo "# create -> first exec (medians of 5): from the pool ${pool} ms, plain template clone ${plain} ms"
 }
 
 t_fork() {

@@ -1,6 +1,7 @@
 #!/bin/bash
 # kilnd with snapshots, on real VMs: create -> first exec of a cold boot
-# against a clone of a template; the first pandas result of a cold boot
+# against a clone of a template and against a clone taken from the
+# template's warm pool (started and primed ahead); the first pandas result of a cold boot
 # against a clone of a template whose warm-up left an interpreter with
 # pandas imported; pause and resume through kilnd; fork. Medians of
 # KILND_SNAP_RUNS (default 10) runs, times measured by curl (connect to
@@ -55,11 +56,24 @@ line() {
 	printf '%-44s %s\n' "$1" "$(stats <"$2")"
 }
 
-# create_exec BODY EXEC_BODY N: create -> end of the first exec, N times
+# wait_pool NAME N: until the template's pool has N clones ready again
+wait_pool() {
+	for _ in $(seq 400); do
+		curl -s --unix-socket "$SOCK" "http://k/templates/$1" | grep -q "\"poolReady\":$2[,}]" &&
+			return 0
+		sleep 0.025
+	done
+	fail "the pool of $1 did not refill"
+}
+
+# create_exec BODY EXEC_BODY N [POOL_TEMPLATE]: create -> end of the first
+# exec, N times (with a pool: each once the pool is full again, as a
+# steady trickle of creates finds it)
 create_exec() {
 	local t1 t2 id
 	: >"$T/times"
 	for _ in $(seq "$3"); do
+		[ -n "${4:-}" ] && wait_pool "$4" 2
 		t1=$(post /sandboxes "$1")
 		id=$(new_id)
 		[ -n "$id" ] || fail "create $1"
@@ -70,8 +84,8 @@ create_exec() {
 	done
 }
 
-template() { # NAME IMAGE WARMUP_JSON
-	post /templates "{\"name\":\"$1\",\"image\":\"$2\",\"warmup\":$3}" >/dev/null
+template() { # NAME IMAGE WARMUP_JSON [POOL]
+	post /templates "{\"name\":\"$1\",\"image\":\"$2\",\"warmup\":$3,\"pool\":${4:-0}}" >/dev/null
 	grep -q '"snapshotBytes"' "$T/body" || fail "template $1"
 }
 
@@ -82,6 +96,10 @@ create_exec '{}' "$TRUE" "$RUNS"
 line "create -> first exec, busybox, cold boot" "$T/times"
 create_exec '{"templateID":"bb"}' "$TRUE" "$RUNS"
 line "create -> first exec, busybox, template clone" "$T/times"
+template bbpool busybox null 2
+create_exec '{"templateID":"bbpool"}' "$TRUE" "$RUNS" bbpool
+line "create -> first exec, busybox, warm pool" "$T/times"
+curl -s --unix-socket "$SOCK" -X DELETE -o /dev/null http://k/templates/bbpool
 
 have_base=0
 [ -f "$IMAGES/base.erofs" ] && have_base=1
@@ -91,6 +109,10 @@ if [ $have_base = 1 ]; then
 	line "create -> first exec, base, cold boot" "$T/times"
 	create_exec '{"templateID":"py"}' "$TRUE" "$RUNS"
 	line "create -> first exec, base, template clone" "$T/times"
+	template pypool base '["python3","-c","import numpy, pandas"]' 2
+	create_exec '{"templateID":"pypool"}' "$TRUE" "$RUNS" pypool
+	line "create -> first exec, base, warm pool" "$T/times"
+	curl -s --unix-socket "$SOCK" -X DELETE -o /dev/null http://k/templates/pypool
 
 	# A warm interpreter: the template's warm-up leaves python3 running with
 	# pandas imported; it runs what appears in /tmp/cmd (a code interpreter).

@@ -163,7 +163,7 @@ int cmd_fork(struct kc *k, int argc, char **argv)
 static int template_create(struct kc *k, int argc, char **argv)
 {
 	const char *name = NULL, *image = NULL;
-	long mem = 0, cpus = 0, timeout = 0;
+	long mem = 0, cpus = 0, timeout = 0, pool = -1;
 	json_t *body, *out = NULL, *warm = NULL;
 	bool tty = stderr_tty();
 	char size[24];
@@ -189,6 +189,15 @@ static int template_create(struct kc *k, int argc, char **argv)
 				return 2;
 			}
 			image = argv[++a];
+		} else if (!strcmp(o, "--pool")) {
+			char *end;
+
+			pool = a + 1 < argc ? strtol(argv[a + 1], &end, 10) : -1;
+			if (a + 1 >= argc || !*argv[a + 1] || *end || pool < 0) {
+				fprintf(stderr, "kiln: --pool needs a number (0 or more)\n");
+				return 2;
+			}
+			a++;
 		} else if (!strcmp(o, "--mem") || !strcmp(o, "--cpus") || !strcmp(o, "--timeout")) {
 			long v = pos_arg(o, a + 1 < argc ? argv[a + 1] : NULL);
 
@@ -217,6 +226,8 @@ static int template_create(struct kc *k, int argc, char **argv)
 		json_object_set_new(body, "cpuCount", json_integer(cpus));
 	if (timeout)
 		json_object_set_new(body, "timeout", json_integer(timeout));
+	if (pool >= 0)
+		json_object_set_new(body, "pool", json_integer(pool));
 	if (warm)
 		json_object_set_new(body, "warmup", warm);
 	if (tty)
@@ -230,9 +241,12 @@ static int template_create(struct kc *k, int argc, char **argv)
 		return 1;
 	}
 	mib(json_integer_value(json_object_get(out, "snapshotBytes")), size);
-	printf("template %s: built in %.2f s (warm-up %.2f s), snapshot %s\n", name,
+	printf("template %s: built in %.2f s (warm-up %.2f s), snapshot %s", name,
 	       (double)json_integer_value(json_object_get(out, "buildMs")) / 1000,
 	       (double)json_integer_value(json_object_get(out, "warmupMs")) / 1000, size);
+	if (pool > 0)
+		printf(", a pool of %ld clones started ahead", pool);
+	printf("\n");
 	json_decref(out);
 	return 0;
 }
@@ -252,25 +266,29 @@ static int template_ls(struct kc *k, int argc, char **argv)
 		return 1;
 	}
 	if (!quiet)
-		printf("%-20s  %-10s  %6s  %12s  %-19s  %s\n", "NAME", "IMAGE", "MEM", "SNAPSHOT",
-		       "CREATED (UTC)", "WARM-UP");
+		printf("%-20s  %-10s  %6s  %12s  %-7s  %-19s  %s\n", "NAME", "IMAGE", "MEM",
+		       "SNAPSHOT", "POOL", "CREATED (UTC)", "WARM-UP");
 	json_array_foreach(list, i, t)
 	{
 		const char *created = json_string_value(json_object_get(t, "createdAt"));
 		char *warm =
 		    json_dumps(json_object_get(t, "warmup"), JSON_COMPACT | JSON_ENCODE_ANY);
-		char size[24];
+		char size[24], pool[24] = "-";
 
+		if (json_integer_value(json_object_get(t, "pool")))
+			snprintf(pool, sizeof(pool), "%lld/%lld",
+			         (long long)json_integer_value(json_object_get(t, "poolReady")),
+			         (long long)json_integer_value(json_object_get(t, "pool")));
 		if (quiet) {
 			printf("%s\n", json_string_value(json_object_get(t, "name")));
 			free(warm);
 			continue;
 		}
 		mib(json_integer_value(json_object_get(t, "snapshotBytes")), size);
-		printf("%-20s  %-10s  %5lldM  %12s  %.10s %.8s  %s\n",
+		printf("%-20s  %-10s  %5lldM  %12s  %-7s  %.10s %.8s  %s\n",
 		       json_string_value(json_object_get(t, "name")),
 		       json_string_value(json_object_get(t, "image")),
-		       (long long)json_integer_value(json_object_get(t, "memoryMB")), size,
+		       (long long)json_integer_value(json_object_get(t, "memoryMB")), size, pool,
 		       created ? created : "", created && strlen(created) > 11 ? created + 11 : "",
 		       warm ? warm : "");
 		free(warm);
@@ -302,7 +320,7 @@ int cmd_template(struct kc *k, int argc, char **argv)
 	if (argc < 2 || want_help(argc, argv)) {
 		printf(
 		    "usage: kiln template create NAME [--image IMAGE] [--mem MB] [--cpus N]\n"
-		    "                            [--timeout S] [-- WARM-UP COMMAND...]\n"
+		    "                            [--timeout S] [--pool N] [-- WARM-UP COMMAND...]\n"
 		    "       kiln template ls [-q]\n"
 		    "       kiln template rm NAME...\n\n"
 		    "A template is a sandbox booted from IMAGE (default: busybox), warmed up by\n"
@@ -313,7 +331,11 @@ int cmd_template(struct kc *k, int argc, char **argv)
 		    "  --image IMAGE   the image to boot (kiln images)\n"
 		    "  --mem MB        guest memory, which every clone has (default 256)\n"
 		    "  --cpus N        vCPUs (default 1)\n"
-		    "  --timeout S     limit for the warm-up command (default 300)\n");
+		    "  --timeout S     limit for the warm-up command (default 300)\n"
+		    "  --pool N        keep N clones started ahead (default 0): a create takes\n"
+		    "                  one whose agent is up, and kilnd starts another; they\n"
+		    "                  count against kilnd's --max-sandboxes and give way to\n"
+		    "                  sandboxes asked for ('kiln template ls': ready/N)\n");
 		return argc < 2 ? 2 : 0;
 	}
 	if (!strcmp(argv[1], "create"))
