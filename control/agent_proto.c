@@ -238,7 +238,11 @@ int agent_msg_start(struct buf *b, const struct agent_start *s)
 	agent_put_u32(&w, s->timeout_ms);
 	agent_put_u16(&w, s->cols);
 	agent_put_u16(&w, s->rows);
-	return agent_end(&w);
+	if (agent_end(&w))
+		return w.err;
+	if (s->keep)
+		((uint8_t *)buf_head(b))[w.start + 6] = KILN_FRAME_KEEP;
+	return 0;
 }
 
 int agent_msg_file(struct buf *b, uint32_t op, const char *path, uint32_t arg, const char *path2)
@@ -346,7 +350,7 @@ const char *agent_msg_name(uint16_t type)
 	    [KILN_MSG_EXIT] = "EXIT",     [KILN_MSG_FILE_REQUEST] = "FILE_REQUEST",
 	    [KILN_MSG_DATA] = "DATA",     [KILN_MSG_DONE] = "DONE",
 	    [KILN_MSG_STAT] = "STAT",     [KILN_MSG_ENTRY] = "ENTRY",
-	    [KILN_MSG_INFO] = "INFO",
+	    [KILN_MSG_INFO] = "INFO",     [KILN_MSG_ATTACH] = "ATTACH",
 	};
 
 	return type < KILN_MSG_MAX && names[type] ? names[type] : "?";

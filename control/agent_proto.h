@@ -63,6 +63,7 @@ struct agent_start {
 	const char *cwd;         /* NULL or "" for "/" */
 	uint32_t uid, timeout_ms;
 	uint16_t cols, rows;
+	bool keep; /* KILN_FRAME_KEEP: the command outlives the stream */
 };
 int agent_msg_start(struct buf *b, const struct agent_start *s);
 /* FILE_REQUEST; `arg` is the u32 (WRITE/MKDIR mode, REMOVE recursive) and

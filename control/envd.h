@@ -45,6 +45,14 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd);
 
 /* The sandbox stopped running or is being freed: end its processes. */
 void envd_sandbox_down(struct sandbox *sb);
+/* A resumed sandbox's agent answers: its processes, suspended when their
+ * streams ended with the VMM, are attached again (envd_proc.c). true: done
+ * (sb) is called from the loop once every ATTACH is answered (at most
+ * ENVD_REATTACH_LIMIT s); false: nothing to wait for. */
+#define ENVD_REATTACH_LIMIT 5.0
+bool envd_sandbox_reattach(struct sandbox *sb, void (*done)(struct sandbox *sb));
+/* The resume failed: done is not called. */
+void envd_reattach_cancel(struct sandbox *sb);
 
 /* ---- shared by envd*.c ---- */
 

@@ -13,7 +13,14 @@
  * Connect-Timeout-Ms of Start is the process's lifetime (envd's meaning):
  * the agent SIGKILLs its process group at the deadline, and the streams end
  * with deadline_exceeded after the end event. Keepalive events go out after
- * Keepalive-Ping-Interval seconds without other events. */
+ * Keepalive-Ping-Interval seconds without other events.
+ *
+ * Processes outlive a pause (E2B's background commands): they are started
+ * with KILN_FRAME_KEEP, so when the VMM stops after its snapshot and their
+ * agent streams end, the agent of the restored VM keeps them (its vsock
+ * connections were reset). Meanwhile they stay in the table, suspended (no
+ * agent stream, no subscribers); once the sandbox runs again each is
+ * ATTACHed by pid, and Connect, List, SendInput... find it as before. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -54,6 +61,8 @@ struct envd_proc {
 	struct agent_conn *a;
 	uint32_t pid;
 	bool hello, started, pty, stdin_open, fell_back;
+	bool suspended; /* the sandbox paused: no agent stream until it resumes */
+	bool attaching; /* ATTACH sent, STARTED awaited */
 	char *tag;
 	json_t *config; /* {cmd, args, envs, cwd} as List reports it */
 	char **argv, **env;
@@ -69,7 +78,14 @@ struct envd_sb {
 	struct sandbox *sb;
 	struct envd_proc *procs;
 	unsigned nprocs;
+	/* after a resume: ATTACHes not answered yet, and who waits for them */
+	unsigned attaching;
+	void (*reattached)(struct sandbox *sb);
+	ev_timer settle;
 };
+
+static void attach_settled(struct envd_sb *es);
+static void on_settle(struct ev_loop *loop, ev_timer *w, int revents);
 
 static struct ev_loop *loop_of(struct envd_proc *p)
 {
@@ -261,6 +277,8 @@ static void proc_free(struct envd_proc *p)
 		*pp = p->next;
 		es->nprocs--;
 	}
+	if (p->attaching)
+		attach_settled(es);
 	agent_close(p->a);
 	while (p->subs) {
 		struct sub *s = p->subs;
@@ -363,6 +381,16 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 	}
 	switch (type) {
 	case KILN_MSG_STARTED:
+		if (p->attaching && !agent_parse_u32(f, n, &v) && v == p->pid) {
+			/* Back after the pause; new subscribers are streaming. */
+			p->attaching = false;
+			attach_settled(p->es);
+			for (struct sub *s = p->subs; s; s = s->next)
+				if (!s->streaming)
+					sub_begin(s);
+			flow(p);
+			return;
+		}
 		if (p->started || agent_parse_u32(f, n, &v))
 			break;
 		p->started = true;
@@ -423,6 +451,12 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 			emsg = strerror((int)err);
 			len = (uint32_t)strlen(emsg);
 		}
+		if (p->attaching) {
+			snprintf(text, sizeof(text), "process %u did not survive the pause: %.*s",
+			         p->pid, (int)(len > 300 ? 300 : len), emsg);
+			proc_end(p, CRPC_NOT_FOUND, text);
+			return;
+		}
 		if (!p->started && err == ENOENT && !p->fell_back &&
 		    !strcmp(p->argv[0], "/bin/bash")) {
 			/* The SDK always runs /bin/bash; a guest without bash
@@ -451,12 +485,47 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 	proc_end(p, CRPC_INTERNAL, "agent protocol error");
 }
 
+/* The sandbox is pausing: its VMM stops once the snapshot is written, and
+ * the process with it, until the resume (envd_sandbox_resumed). */
+static void proc_suspend(struct envd_proc *p)
+{
+	static const char why[] = "the sandbox was paused; the process goes on when it is "
+	                          "resumed (process.Connect finds it then)";
+
+	p->suspended = true;
+	p->hello = false;
+	while (p->subs) {
+		struct sub *s = p->subs;
+
+		if (s->streaming) {
+			sub_end(s, CRPC_UNAVAILABLE, why);
+		} else {
+			crpc_stream_fail(s->c, CRPC_UNAVAILABLE, why);
+			sub_free(s);
+		}
+	}
+	waiters_release(p, CRPC_UNAVAILABLE, why);
+	log_debug("sandbox %s: envd process %u suspended", p->es->sb->rec.id, p->pid);
+}
+
 static void on_agent_close(void *ctx, int err)
 {
 	struct envd_proc *p = ctx;
+	struct sandbox *sb = p->es->sb;
 	char msg[160];
 
 	p->a = NULL;
+	if (p->attaching) {
+		snprintf(msg, sizeof(msg),
+		         "process %u did not survive the pause (the agent closed its stream)",
+		         p->pid);
+		proc_end(p, CRPC_NOT_FOUND, msg);
+		return;
+	}
+	if (p->started && (sb->state == SB_PAUSING || sb->state == SB_PAUSED)) {
+		proc_suspend(p); /* its VMM stopped after the snapshot */
+		return;
+	}
 	snprintf(msg, sizeof(msg), "the sandbox's agent stream ended without an exit status (%s)",
 	         err ? strerror(-err) : "closed");
 	proc_end(p, CRPC_UNAVAILABLE, msg);
@@ -487,6 +556,7 @@ static int spawn(struct envd_proc *p)
 	    .timeout_ms = p->timeout_ms,
 	    .cols = p->cols,
 	    .rows = p->rows,
+	    .keep = true,
 	};
 
 	p->a = agent_open(sb->kd->loop, sb->vsock_path, KILN_AGENT_PORT, &agent_ops, p);
@@ -507,10 +577,95 @@ static struct envd_sb *envd_sb_get(struct sandbox *sb)
 {
 	if (!sb->envd) {
 		sb->envd = calloc(1, sizeof(*sb->envd));
-		if (sb->envd)
+		if (sb->envd) {
 			sb->envd->sb = sb;
+			ev_init(&sb->envd->settle, on_settle);
+			sb->envd->settle.data = sb->envd;
+		}
 	}
 	return sb->envd;
+}
+
+/* Open a stream to the suspended process again: HELLO, ATTACH pid. */
+static int reattach(struct envd_proc *p)
+{
+	struct sandbox *sb = p->es->sb;
+
+	p->a = agent_open(sb->kd->loop, sb->vsock_path, KILN_AGENT_PORT, &agent_ops, p);
+	if (!p->a)
+		return -errno;
+	if (agent_msg_hello(agent_out(p->a), p->pty ? KILN_STREAM_PTY : KILN_STREAM_EXEC) ||
+	    agent_msg_u32(agent_out(p->a), KILN_MSG_ATTACH, p->pid)) {
+		agent_close(p->a);
+		p->a = NULL;
+		return -ENOMEM;
+	}
+	agent_flush(p->a);
+	p->suspended = false;
+	p->attaching = true;
+	return 0;
+}
+
+static void on_settle(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct envd_sb *es = w->data;
+	void (*done)(struct sandbox * sb) = es->reattached;
+
+	es->reattached = NULL;
+	if (done)
+		done(es->sb); /* may free es */
+}
+
+/* One ATTACH was answered (or its process is gone). */
+static void attach_settled(struct envd_sb *es)
+{
+	if (es->attaching && --es->attaching == 0 && es->reattached) {
+		/* From the loop: the caller may be inside a callback of the
+		 * stream, and done() may delete the sandbox. */
+		ev_timer_stop(es->sb->kd->loop, &es->settle);
+		ev_timer_set(&es->settle, 0, 0);
+		ev_timer_start(es->sb->kd->loop, &es->settle);
+	}
+}
+
+bool envd_sandbox_reattach(struct sandbox *sb, void (*done)(struct sandbox *sb))
+{
+	struct envd_sb *es = sb->envd;
+	struct envd_proc *p, *next;
+	char msg[160];
+	int rc;
+
+	if (!es)
+		return false;
+	for (p = es->procs; p; p = next) {
+		next = p->next;
+		if (!p->suspended)
+			continue;
+		rc = reattach(p);
+		if (rc) {
+			snprintf(msg, sizeof(msg), "cannot reach the sandbox's agent: %s",
+			         strerror(-rc));
+			proc_end(p, CRPC_UNAVAILABLE, msg);
+			continue;
+		}
+		es->attaching++;
+	}
+	if (!es->attaching)
+		return false;
+	log_info("sandbox %s: attaching its %u envd process(es) again", sb->rec.id, es->attaching);
+	es->reattached = done;
+	ev_timer_stop(sb->kd->loop, &es->settle);
+	ev_timer_set(&es->settle, ENVD_REATTACH_LIMIT, 0);
+	ev_timer_start(sb->kd->loop, &es->settle);
+	return true;
+}
+
+void envd_reattach_cancel(struct sandbox *sb)
+{
+	if (!sb->envd)
+		return;
+	sb->envd->reattached = NULL;
+	ev_timer_stop(sb->kd->loop, &sb->envd->settle);
 }
 
 void envd_sandbox_down(struct sandbox *sb)
@@ -519,8 +674,10 @@ void envd_sandbox_down(struct sandbox *sb)
 
 	if (!es)
 		return;
+	es->reattached = NULL;
 	while (es->procs)
 		proc_end(es->procs, CRPC_UNAVAILABLE, "the sandbox stopped");
+	ev_timer_stop(sb->kd->loop, &es->settle);
 	free(es);
 	sb->envd = NULL;
 }
@@ -546,7 +703,7 @@ static struct envd_proc *find(struct sandbox *sb, json_t *msg, char *err, size_t
 		return NULL;
 	}
 	for (struct envd_proc *p = sb->envd ? sb->envd->procs : NULL; p; p = p->next) {
-		if (!p->started)
+		if (!p->started || p->suspended)
 			continue;
 		if (tag ? p->tag && !strcmp(p->tag, json_string_value(tag)) : p->pid == pid)
 			return p;

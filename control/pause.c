@@ -241,8 +241,8 @@ static int start_pause(struct sandbox *sb, char *msg, size_t n)
 	sb->state = SB_PAUSING;
 	sb->snap_done = false;
 	ev_timer_stop(sb->kd->loop, &sb->life);
-	/* Commands attached now cannot outlive the VMM's end. */
-	envd_sandbox_down(sb);
+	/* envd's processes are suspended when their streams end with the VMM
+	 * (they were started to outlive them), and attached after the resume. */
 	sb_save(sb);
 	log_info("sandbox %s: pausing", sb->rec.id);
 	return 0;
@@ -311,8 +311,11 @@ static int start_resume(struct sandbox *sb, long long timeout_s, char *msg, size
 	return 0;
 }
 
-void pause_resumed(struct sandbox *sb)
+/* The resume is complete once envd's processes are attached again. */
+static void pause_reattached(struct sandbox *sb)
 {
+	if (sb->state != SB_RESUMING)
+		return; /* (the resume failed meanwhile: envd_reattach_cancel) */
 	sb->state = SB_RUNNING;
 	sb->rec.end_ms = now_ms() + sb->resume_timeout * 1000;
 	sb->rec.snap_bytes = 0;
@@ -327,6 +330,12 @@ void pause_resumed(struct sandbox *sb)
 	log_info("sandbox %s: running again (agent %s, pid %d)", sb->rec.id, sb->agent_version,
 	         sb->rec.pid);
 	settle_result(sb, 201, NULL, NULL);
+}
+
+void pause_resumed(struct sandbox *sb)
+{
+	if (!envd_sandbox_reattach(sb, pause_reattached))
+		pause_reattached(sb);
 }
 
 void pause_probe_timeout(struct sandbox *sb, const char *what)
@@ -372,10 +381,12 @@ void pause_vmm_exited(struct sandbox *sb, const char *what)
 		sb_save(sb);
 		free(console);
 		log_warn("sandbox %s: %s", sb->rec.id, msg);
+		envd_sandbox_down(sb);
 		settle_result(sb, 500, msg, NULL);
 		return;
 	}
 	/* A resume that did not come up: the snapshot is untouched. */
+	envd_reattach_cancel(sb);
 	if (sb->fail_msg)
 		snprintf(msg, sizeof(msg), "%s", sb->fail_msg);
 	else

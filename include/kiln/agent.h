@@ -26,7 +26,10 @@
  * NUL; a NUL inside is an error). Lists are a u32 count followed by that many
  * items. Sizes are bounded by the limits below; exceeding one is an error.
  *
- * Any change to a layout or meaning bumps KILN_AGENT_VERSION.
+ * Any change to a layout or meaning bumps KILN_AGENT_VERSION. Compatible
+ * additions do not (snapshots keep the agent they were taken with): a flag
+ * an older agent ignores (KILN_FRAME_KEEP), a message type it refuses with
+ * ERROR EPROTO (KILN_MSG_ATTACH).
  */
 #ifndef KILN_AGENT_H
 #define KILN_AGENT_H
@@ -44,8 +47,20 @@
 struct kiln_frame {
 	uint32_t len;   /* payload bytes following */
 	uint16_t type;  /* enum kiln_msg */
-	uint16_t flags; /* 0; reserved */
+	uint16_t flags; /* 0, or KILN_FRAME_KEEP on START; others reserved */
 };
+
+/* On START: the command outlives its stream. If the connection ends before
+ * EXIT (the host closed it, or the vsock transport was reset by a snapshot
+ * restore), the agent keeps the process running, its stdin open, and the
+ * newest KILN_KEEP_OUTPUT / 2 to KILN_KEEP_OUTPUT bytes of its output (in
+ * whole frames; older output is dropped, the process never blocks on it),
+ * until a stream ATTACHes to it. A kept process that has exited is forgotten
+ * KILN_KEEP_EXITED_MS after its exit if nobody attached. Agents from before
+ * this flag ignore it (the process is killed with its stream). */
+#define KILN_FRAME_KEEP     0x1
+#define KILN_KEEP_OUTPUT    (256u << 10)
+#define KILN_KEEP_EXITED_MS 600000
 
 enum kiln_stream {
 	KILN_STREAM_INVALID = 0,
@@ -140,6 +155,14 @@ enum kiln_msg {
 	 * agent version, u64 uptime_ms, u64 mem_total_kb, u64 mem_free_kb,
 	 * u32 nr_procs. */
 	KILN_MSG_INFO,
+
+	/* ---- exec and pty streams, continued ---- */
+	/* Host, once, after HELLO, instead of START: u32 pid of a process
+	 * started with KILN_FRAME_KEEP whose stream has ended (of the same
+	 * stream kind). The agent answers STARTED (pid), the output it kept,
+	 * then goes on as after START (STDIN, SIGNAL... then EXIT). ERROR
+	 * ESRCH if no such process is waiting for a stream. */
+	KILN_MSG_ATTACH,
 
 	KILN_MSG_MAX,
 };

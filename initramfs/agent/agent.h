@@ -10,8 +10,13 @@
  * which it only flushes its output, then shuts down its write side (the host
  * reads EOF after the last frame) and discards input until the host closes or
  * AGENT_DRAIN_MS pass: a host still writing (an upload refused early) gets
- * the ERROR instead of EPIPE. A host that goes away moves it to CONN_DEAD. The loop calls ops->destroy() exactly once, outside any
- * callback of the stream, so callbacks may end their stream and return.
+ * the ERROR instead of EPIPE. A host that goes away moves it to CONN_DEAD,
+ * or, if the stream says it outlives its connection (ops->detach: a command
+ * started with KILN_FRAME_KEEP), to CONN_DETACHED: no socket, the stream
+ * goes on (its output kept, bounded) until a new connection ATTACHes to it
+ * (agent_find_detached). The loop calls ops->destroy() exactly once,
+ * outside any callback of the stream, so callbacks may end their stream and
+ * return.
  */
 #ifndef AGENT_AGENT_H
 #define AGENT_AGENT_H
@@ -35,8 +40,9 @@
 enum conn_state {
 	CONN_HELLO,
 	CONN_OPEN,
-	CONN_CLOSING, /* flushing the last frames */
-	CONN_DRAIN,   /* write side shut: discard input until the host closes */
+	CONN_DETACHED, /* the host is gone, the stream lives on (fd -1) */
+	CONN_CLOSING,  /* flushing the last frames */
+	CONN_DRAIN,    /* write side shut: discard input until the host closes */
 	CONN_DEAD,
 };
 
@@ -76,6 +82,9 @@ struct stream_ops {
 	void (*timeout)(struct conn *c, int64_t now);
 	/* Optional: a child was reaped; true if it belonged to this stream. */
 	bool (*child)(struct conn *c, pid_t pid, int wstatus);
+	/* Optional: the host's connection ended; true if the stream goes on
+	 * without it (CONN_DETACHED). */
+	bool (*detach)(struct conn *c);
 	/* Release everything; abort whatever is unfinished. */
 	void (*destroy)(struct conn *c);
 };
@@ -85,6 +94,7 @@ struct conn {
 	enum conn_state state;
 	bool wblocked; /* the last write hit EAGAIN: wait for POLLOUT */
 	int64_t drain_until;
+	uint16_t rx_flags; /* header flags of the frame being handled */
 	const struct stream_ops *ops;
 	void *priv;
 	struct kbuf in, out;
@@ -92,12 +102,19 @@ struct conn {
 
 extern const struct stream_ops exec_ops, pty_ops, file_ops, info_ops;
 
+/* exec.c: the process of an exec or pty stream (0 if none). */
+pid_t exec_pid(const struct conn *c);
+
 /* conn.c */
 struct conn *conn_new(int fd);
 void conn_free(struct conn *c);
 void conn_finish(struct conn *c);
 void conn_fail(struct conn *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void conn_dead(struct conn *c);
+/* The stream ends now, detached or not (the host sent ERROR). */
+void conn_abort(struct conn *c);
+/* Detached: drop the oldest output frames until at most max bytes are kept. */
+void conn_trim_kept(struct conn *c, size_t max);
 void conn_nomem(struct conn *c);
 bool conn_has_room(const struct conn *c);
 void conn_read(struct conn *c);
@@ -120,6 +137,8 @@ struct agent {
 };
 
 void agent_loop(struct agent *a);
+/* The detached stream of process pid, or NULL. */
+struct conn *agent_find_detached(pid_t pid);
 void agent_shutdown(struct agent *a);
 
 /* main.c */

@@ -51,7 +51,32 @@ void conn_finish(struct conn *c)
 
 void conn_dead(struct conn *c)
 {
+	if (c->state == CONN_OPEN && c->ops->detach && c->ops->detach(c)) {
+		close(c->fd);
+		c->fd = -1;
+		c->state = CONN_DETACHED;
+		c->wblocked = false;
+		kbuf_free(&c->in);
+		/* What did not reach the host may end inside a frame. */
+		kbuf_free(&c->out);
+		return;
+	}
 	c->state = CONN_DEAD;
+}
+
+void conn_abort(struct conn *c)
+{
+	c->state = CONN_DEAD;
+}
+
+void conn_trim_kept(struct conn *c, size_t max)
+{
+	while (c->out.len > max) {
+		struct frame_hdr h;
+
+		frame_decode(kbuf_head(&c->out), &h);
+		kbuf_consume(&c->out, FRAME_HDR + h.len);
+	}
 }
 
 void conn_fail(struct conn *c, int err, const char *fmt, ...)
@@ -61,6 +86,10 @@ void conn_fail(struct conn *c, int err, const char *fmt, ...)
 
 	if (c->state == CONN_CLOSING || c->state == CONN_DEAD)
 		return;
+	if (c->state == CONN_DETACHED) {
+		conn_abort(c); /* nobody would read the error */
+		return;
+	}
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -130,9 +159,10 @@ static void conn_hello(struct conn *c, const struct frame_hdr *h, const uint8_t 
 
 static void conn_dispatch(struct conn *c, const struct frame_hdr *h, const uint8_t *p)
 {
+	c->rx_flags = h->flags;
 	if (h->type == KILN_MSG_ERROR) {
 		/* The host gave up on the stream; nobody reads an answer. */
-		conn_dead(c);
+		conn_abort(c);
 	} else if (c->state == CONN_HELLO) {
 		conn_hello(c, h, p);
 	} else if (h->type == KILN_MSG_HELLO) {
@@ -225,6 +255,8 @@ void conn_discard(struct conn *c)
 
 void conn_flush(struct conn *c)
 {
+	if (c->state == CONN_DETACHED)
+		return; /* kept for whoever attaches */
 	while (c->out.len && c->state != CONN_DEAD) {
 		ssize_t n = write(c->fd, kbuf_head(&c->out), c->out.len);
 
@@ -251,6 +283,11 @@ void conn_poll(struct conn *c, struct pollset *ps)
 {
 	short ev = 0;
 
+	if (c->state == CONN_DETACHED) {
+		if (c->ops->poll)
+			c->ops->poll(c, ps);
+		return;
+	}
 	if (conn_wants_frames(c) || c->state == CONN_DRAIN)
 		ev |= POLLIN;
 	if (c->out.len)

@@ -6,6 +6,12 @@
  * connection's queue has room, so a slow host slows the command down through
  * its full pipe instead of growing the agent. EXIT goes out once the process
  * has been reaped and its output has reached EOF.
+ *
+ * A command started with KILN_FRAME_KEEP survives its connection: the
+ * stream is detached (agent.h) and goes on reading the command's output,
+ * which is kept (the newest KILN_KEEP_OUTPUT bytes at most) until a stream
+ * ATTACHes to the pid; it gets STARTED, the kept output, then the rest. A
+ * detached command that exited waits KILN_KEEP_EXITED_MS for that.
  */
 #include <errno.h>
 #include <signal.h>
@@ -44,7 +50,15 @@ static void exec_open(struct conn *c)
 	p->pty = c->ops == &pty_ops;
 	p->status_fd = p->out_fd = p->err_fd = p->in_fd = -1;
 	p->deadline = AGENT_NO_DEADLINE;
+	p->forget_at = AGENT_NO_DEADLINE;
 	c->priv = p;
+}
+
+pid_t exec_pid(const struct conn *c)
+{
+	const struct proc *p = (c->ops == &exec_ops || c->ops == &pty_ops) ? c->priv : NULL;
+
+	return p ? p->pid : 0;
 }
 
 static void kill_group(struct proc *p, int sig)
@@ -63,8 +77,8 @@ static void exec_check_done(struct conn *c)
 	int32_t code = -1;
 	uint32_t sig = 0;
 
-	if (p->phase != PROC_RUNNING || !p->exited)
-		return;
+	if (p->phase != PROC_RUNNING || !p->exited || c->state == CONN_DETACHED)
+		return; /* (a detached command's EXIT waits for a stream) */
 	if (p->pty ? !p->tty_eof : p->out_fd >= 0 || p->err_fd >= 0)
 		return;
 	if (WIFEXITED(p->wstatus))
@@ -269,6 +283,7 @@ static void exec_start(struct conn *c, const uint8_t *buf, uint32_t len)
 		goto out;
 	}
 	p->phase = PROC_SPAWNING;
+	p->keep = c->rx_flags & KILN_FRAME_KEEP;
 	if (s.timeout_ms)
 		p->deadline = now_ms() + s.timeout_ms;
 out:
@@ -277,14 +292,52 @@ out:
 	free(s.cwd);
 }
 
+/* ATTACH: take over the process of a detached stream. */
+static void exec_attach(struct conn *c, const uint8_t *buf, uint32_t len)
+{
+	struct proc *p = c->priv, *kept;
+	struct frame_mark m;
+	struct conn *d;
+	struct rd r;
+	uint32_t pid;
+
+	rd_init(&r, buf, len);
+	pid = rd_u32(&r);
+	if (!rd_ok(&r)) {
+		conn_fail(c, EPROTO, "bad ATTACH: %s", r.why);
+		return;
+	}
+	d = pid && pid <= INT32_MAX ? agent_find_detached((pid_t)pid) : NULL;
+	kept = d ? d->priv : NULL;
+	if (!kept || kept->pty != p->pty) {
+		conn_fail(c, ESRCH, "no process %u waits for a%s stream", pid,
+		          p->pty ? " pty" : "n exec");
+		return;
+	}
+	frame_begin(&c->out, &m, KILN_MSG_STARTED);
+	put_u32(&c->out, &m, pid);
+	if (frame_end(&c->out, &m) ||
+	    (d->out.len && kbuf_put(&c->out, kbuf_head(&d->out), d->out.len))) {
+		conn_nomem(c);
+		return;
+	}
+	free(p); /* fresh from exec_open: nothing open */
+	c->priv = kept;
+	d->priv = NULL;
+	conn_abort(d);
+	kept->forget_at = AGENT_NO_DEADLINE;
+	exec_check_done(c);
+}
+
 static void exec_frame(struct conn *c, uint16_t type, const uint8_t *buf, uint32_t len)
 {
 	struct proc *p = c->priv;
+	bool first = type == KILN_MSG_START || type == KILN_MSG_ATTACH;
 	struct rd r;
 
-	if ((type == KILN_MSG_START) != (p->phase == PROC_WAIT_START)) {
+	if (first != (p->phase == PROC_WAIT_START)) {
 		conn_fail(c, EPROTO,
-		          type == KILN_MSG_START ? "START twice" : "expected START, got type %u",
+		          first ? "START or ATTACH twice" : "expected START or ATTACH, got type %u",
 		          type);
 		return;
 	}
@@ -292,6 +345,9 @@ static void exec_frame(struct conn *c, uint16_t type, const uint8_t *buf, uint32
 	switch (type) {
 	case KILN_MSG_START:
 		exec_start(c, buf, len);
+		return;
+	case KILN_MSG_ATTACH:
+		exec_attach(c, buf, len);
 		return;
 	case KILN_MSG_STDIN:
 		if (p->in_fd >= 0 && !p->stdin_eof && !p->tty_eof && kbuf_put(&p->input, buf, len))
@@ -342,13 +398,21 @@ static int64_t exec_deadline(struct conn *c)
 {
 	struct proc *p = c->priv;
 
-	return p && p->phase != PROC_DONE ? p->deadline : AGENT_NO_DEADLINE;
+	if (!p || p->phase == PROC_DONE)
+		return AGENT_NO_DEADLINE;
+	return p->deadline < p->forget_at ? p->deadline : p->forget_at;
 }
 
 static void exec_timeout(struct conn *c, int64_t now)
 {
 	struct proc *p = c->priv;
 
+	if (now >= p->forget_at) {
+		conn_abort(c); /* exited long ago, and nobody came for it */
+		return;
+	}
+	if (now < p->deadline)
+		return;
 	kill_group(p, SIGKILL);
 	if (!p->timed_out) {
 		p->timed_out = true;
@@ -374,7 +438,20 @@ static bool exec_child(struct conn *c, pid_t pid, int wstatus)
 		return false;
 	p->exited = true;
 	p->wstatus = wstatus;
+	if (c->state == CONN_DETACHED)
+		p->forget_at = now_ms() + KILN_KEEP_EXITED_MS;
 	exec_check_done(c);
+	return true;
+}
+
+static bool exec_detach(struct conn *c)
+{
+	struct proc *p = c->priv;
+
+	if (!p || !p->keep || p->phase != PROC_RUNNING)
+		return false;
+	if (p->exited)
+		p->forget_at = now_ms() + KILN_KEEP_EXITED_MS;
 	return true;
 }
 
@@ -401,7 +478,7 @@ static void exec_destroy(struct conn *c)
 #define PROC_OPS                                                                                  \
 	.open = exec_open, .frame = exec_frame, .want_input = exec_want_input, .poll = exec_poll, \
 	.ready = exec_ready, .deadline = exec_deadline, .timeout = exec_timeout,                  \
-	.child = exec_child, .destroy = exec_destroy
+	.child = exec_child, .detach = exec_detach, .destroy = exec_destroy
 
 const struct stream_ops exec_ops = {PROC_OPS};
 const struct stream_ops pty_ops = {PROC_OPS};

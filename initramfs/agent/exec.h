@@ -27,8 +27,10 @@ struct proc {
 	bool stdin_eof;            /* exec: close stdin once input drains */
 	bool tty_eof;              /* pty: the master read EIO (kept open, see exec.c) */
 	bool exited, spawn_failed, timed_out;
+	bool keep; /* KILN_FRAME_KEEP: outlives its stream (agent.h) */
 	int wstatus;
 	int64_t deadline;
+	int64_t forget_at;                /* detached and exited: forgotten then */
 	uint8_t status[SPAWN_STATUS_MAX]; /* what the child wrote to the status pipe */
 	size_t status_len;
 };

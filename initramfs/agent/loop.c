@@ -20,6 +20,19 @@
 
 enum { LOOP_SIGNALS, LOOP_LISTEN }; /* roles of the loop's own descriptors */
 
+static struct agent *the_agent; /* for agent_find_detached() */
+
+struct conn *agent_find_detached(pid_t pid)
+{
+	for (unsigned i = 0; the_agent && i < the_agent->nconns; i++) {
+		struct conn *c = the_agent->conns[i];
+
+		if (c->state == CONN_DETACHED && exec_pid(c) == pid)
+			return c;
+	}
+	return NULL;
+}
+
 int pollset_add(struct pollset *ps, int fd, short events, struct conn *c, int role)
 {
 	if (ps->n == ps->cap) {
@@ -116,6 +129,13 @@ static void agent_sweep(struct agent *a)
 	for (unsigned i = 0; i < a->nconns;) {
 		struct conn *c = a->conns[i];
 
+		if (c->state == CONN_DETACHED) {
+			/* Nobody reads: keep the newest output, let the command run. */
+			if (!conn_has_room(c))
+				conn_trim_kept(c, KILN_KEEP_OUTPUT / 2);
+			i++;
+			continue;
+		}
 		if (c->state == CONN_OPEN && c->in.len)
 			conn_parse(c); /* frames held back while input was full */
 		/* A producer refills as long as the socket takes it, then polls. */
@@ -155,7 +175,7 @@ static void agent_ready(struct agent *a, struct pslot *s, short revents)
 		return;
 	}
 	if (s->role != ROLE_SOCK) {
-		if (c->state == CONN_OPEN)
+		if (c->state == CONN_OPEN || c->state == CONN_DETACHED)
 			c->ops->ready(c, s->role, revents);
 		return;
 	}
@@ -175,7 +195,7 @@ static int64_t conn_deadline(struct conn *c)
 {
 	if (c->state == CONN_DRAIN)
 		return c->drain_until;
-	if (c->state == CONN_OPEN && c->ops->deadline)
+	if ((c->state == CONN_OPEN || c->state == CONN_DETACHED) && c->ops->deadline)
 		return c->ops->deadline(c);
 	return AGENT_NO_DEADLINE;
 }
@@ -184,6 +204,7 @@ void agent_loop(struct agent *a)
 {
 	struct pollset ps = {0};
 
+	the_agent = a;
 	while (!a->quit) {
 		agent_sweep(a);
 

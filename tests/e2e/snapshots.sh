@@ -7,7 +7,7 @@
 
 # shellcheck disable=SC2034 # run.sh runs them
 SNAPSHOT_TESTS="t_images t_pause t_pause_races t_pause_restart t_pause_python t_auto_resume
-t_auto_resume_races t_auto_resume_errors t_snapshot_inspect t_templates t_pool t_fork t_snap_errors t_auto_pause
+t_auto_resume_races t_auto_resume_errors t_envd_keep t_snapshot_inspect t_templates t_pool t_fork t_snap_errors t_auto_pause
 t_store_upgrade"
 
 # Real VMs: kilnd's images are links to KILN_E2E_IMAGES plus a copy of
@@ -488,6 +488,54 @@ t_auto_resume_errors() {
 	st=$(api POST "/sandboxes/$id/exec" -d '{"cmd":["true"]}')
 	[ "$st" = 409 ]
 	check $? "exec on a dead sandbox is still 409 ($(sb_field "$id" state))"
+	"$KILN" rm "$id"
+}
+
+# An envd process (E2B's background command) outlives a pause: the agent
+# keeps it when its stream ends with the VMM, kilnd attaches it again after
+# the resume. (The fake VMM's resume starts a fresh agent: there it is gone.)
+t_envd_keep() {
+	local id pid pids=() st
+	id=$("$KILN" create) || { not_ok "create for envd keep"; return; }
+	envd_start "$id" 'while :; do echo tick; sleep 0.05; done' >/dev/null &
+	pids+=($!)
+	for _ in $(seq 100); do
+		envd_unary "$id" process.Process/List '{}' >/dev/null
+		pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$T/body")
+		[ -n "$pid" ] && break
+		sleep 0.05
+	done
+	"$KILN" pause "$id" >/dev/null
+	wait "${pids[@]}"
+	st=$(envd_unary "$id" process.Process/List '{}')
+	if [ $FAKE = 1 ]; then
+		[ "$st" = 200 ] && [ -n "$pid" ] && ! grep -q "\"pid\":$pid" "$T/body"
+		check $? "fake VMM: the process is gone after the resume, and not listed"
+		"$KILN" rm "$id"
+		return
+	fi
+	[ "$st" = 200 ] && [ -n "$pid" ] && grep -q "\"pid\":$pid" "$T/body" &&
+		grep -q "sandbox $id: attaching its 1 envd process(es) again" "$T/kilnd.log"
+	check $? "an envd process outlives pause and resume: List (which resumed it) has pid $pid"
+	"$KILN" exec "$id" -- sh -c "kill -0 $pid"
+	check $? "and it runs in the guest"
+	msg="{\"process\":{\"pid\":$pid}}"
+	{
+		printf '\0\0\0\0'
+		# shellcheck disable=SC2059
+		printf "\\x$(printf %02x "${#msg}")"
+		printf '%s' "$msg"
+	} >"$T/envelope"
+	curl -sS --unix-socket "$SOCK" -m 1 -o "$T/body" -H "E2b-Sandbox-Id: $id" \
+		-H "X-Access-Token: $(sb_token "$id")" -H 'Content-Type: application/connect+json' \
+		--data-binary @"$T/envelope" http://k/process.Process/Connect 2>/dev/null
+	grep -q '"start":{"pid":'"$pid" "$T/body" && grep -q '"stdout":"' "$T/body"
+	check $? "process.Connect attaches to it and gets its output"
+	st=$(envd_unary "$id" process.Process/SendSignal "{\"process\":{\"pid\":$pid},\"signal\":\"SIGNAL_SIGKILL\"}")
+	sleep 0.3
+	envd_unary "$id" process.Process/List '{}' >/dev/null
+	[ "$st" = 200 ] && ! grep -q "\"pid\":$pid" "$T/body"
+	check $? "SendSignal ends it; it leaves the list"
 	"$KILN" rm "$id"
 }
 

@@ -90,8 +90,8 @@ class Conn:
             if struct.unpack("<II", p) != (KILN_AGENT_VERSION, 0):
                 raise AssertionError("bad HELLO payload %r" % p)
 
-    def send(self, t, payload=b""):
-        self.s.sendall(struct.pack("<IHH", len(payload), t, 0) + payload)
+    def send(self, t, payload=b"", flags=0):
+        self.s.sendall(struct.pack("<IHH", len(payload), t, flags) + payload)
 
     def raw(self, b):
         self.s.sendall(b)
@@ -528,6 +528,90 @@ def case_disconnect_kills(a, d):
     bg = int(r.out)
     c.close()
     wait_for(lambda: pid_gone(a, r.pid) and pid_gone(a, bg), what="the command to be killed")
+
+
+def kept(a, argv, kind=KILN_STREAM_EXEC, **kw):
+    """A command started with KILN_FRAME_KEEP; returns (conn, Result)."""
+    c = a.conn(kind)
+    c.send(KILN_MSG_START, start_payload(argv, **kw), flags=KILN_FRAME_KEEP)
+    r = Result()
+    t, p = c.expect_frame()
+    check(t == KILN_MSG_STARTED, "expected STARTED, got %s" % describe(t, p))
+    r.pid = struct.unpack("<I", p)[0]
+    return c, r
+
+
+def attach(a, pid, kind=KILN_STREAM_EXEC):
+    c = a.conn(kind)
+    c.send(KILN_MSG_ATTACH, u32(pid))
+    return c
+
+
+def case_keep_attach(a, d):
+    # output made while nobody is attached is kept for the next stream
+    c, r = kept(a, ["sh", "-c", "echo one; read x; echo two $x; exit 3"])
+    read_until(c, r, b"one\n")
+    c.close()
+    time.sleep(0.3)
+    check(not pid_gone(a, r.pid), "the kept command was killed with its stream")
+    c = attach(a, r.pid)
+    c.send(KILN_MSG_STDIN, b"three\n")
+    r2 = collect(c, Result())
+    eq((r2.pid, bytes(r2.out), r2.exit), (r.pid, b"two three\n", (3, 0, 0)), "attached")
+    # exited while detached: EXIT waits for a stream
+    c, r = kept(a, ["sh", "-c", "sleep 0.2; echo late"])
+    c.close()
+    time.sleep(0.6)
+    r2 = collect(attach(a, r.pid), Result())
+    eq((bytes(r2.out), r2.exit), (b"late\n", (0, 0, 0)), "exited while detached")
+    # once attached, it is no one else's
+    expect_error(attach(a, r.pid), errno.ESRCH)
+
+
+def case_keep_signal_and_reattach(a, d):
+    c, r = kept(a, ["sh", "-c", "while :; do echo x; sleep 0.02; done"])
+    read_until(c, r, b"x\n")
+    c.close()
+    c = attach(a, r.pid)
+    r2 = Result()
+    t, p = c.expect_frame()
+    eq((t, struct.unpack("<I", p)[0]), (KILN_MSG_STARTED, r.pid), "STARTED")
+    r2.pid = r.pid
+    read_until(c, r2, b"x\n")
+    c.close()  # detached again
+    c = attach(a, r.pid)
+    c.send(KILN_MSG_SIGNAL, u32(9))
+    eq(collect(c, Result()).exit, (-1, 9, 0), "exit")
+
+
+def case_keep_output_bounded(a, d):
+    # a detached command is never blocked by its output: the oldest goes
+    size = 8 << 20
+    c, r = kept(a, ["head", "-c", str(size), "/dev/zero"])
+    c.close()
+    wait_for(lambda: pid_gone(a, r.pid), what="the command to finish unread")
+    r2 = collect(attach(a, r.pid), Result())
+    check(r2.exit == (0, 0, 0), "exit %r" % (r2.exit,))
+    check(0 < len(r2.out) <= KILN_KEEP_OUTPUT, "kept %d bytes" % len(r2.out))
+
+
+def case_keep_errors(a, d):
+    expect_error(attach(a, 999999), errno.ESRCH)
+    # without the flag the command dies with its stream (case disconnect-kills);
+    # a pty process is not attachable from an exec stream
+    c, r = kept(a, ["sleep", "30"], kind=KILN_STREAM_PTY)
+    c.close()
+    time.sleep(0.2)
+    expect_error(attach(a, r.pid), errno.ESRCH)
+    c = attach(a, r.pid, kind=KILN_STREAM_PTY)
+    t, p = c.expect_frame()
+    check(t == KILN_MSG_STARTED, "pty attach: %s" % describe(t, p))
+    c.send(KILN_MSG_SIGNAL, u32(9))
+    eq(collect(c, Result()).exit, (-1, 9, 0), "exit")
+    # the host's ERROR aborts a kept command
+    c, r = kept(a, ["sleep", "30"])
+    c.send(KILN_MSG_ERROR, u32(errno.ECANCELED) + sstr("give up"))
+    wait_for(lambda: pid_gone(a, r.pid), what="the aborted command to be killed")
 
 
 def case_exec_backpressure(a, d):

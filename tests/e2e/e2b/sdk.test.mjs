@@ -361,6 +361,32 @@ async function main() {
     assert.equal((await sbx.getInfo()).lifecycle?.autoResume ?? true, true)
   }, 60000)
 
+  await test('a background command outlives pause and resume: list, connect, stdin, exit', async () => {
+    // reads a line, then counts; the fake VMM's "resume" is a fresh agent:
+    // there the command is gone, and connect says so
+    const h = await sbx.commands.run(
+      'read x; i=0; while [ $i -lt 30 ]; do echo tick$i $x; i=$((i+1)); sleep 0.1; done',
+      { background: true, stdin: true, timeoutMs: 0 })
+    await sleep(300)
+    assert.equal(await sbx.pause(), true)
+    const e = await rejects(h.wait()) // its stream ends at the pause
+    assert.ok(e instanceof SandboxError || e instanceof Error, `got ${e}`)
+    const list = await sbx.commands.list() // resumes the sandbox
+    if (FAKE) {
+      assert.ok(!list.find((p) => p.pid === h.pid), `listed ${JSON.stringify(list)}`)
+      await rejects(sbx.commands.connect(h.pid))
+      return
+    }
+    assert.ok(list.find((p) => p.pid === h.pid), `pid ${h.pid} not in ${JSON.stringify(list)}`)
+    const got = []
+    const h2 = await sbx.commands.connect(h.pid, { onStdout: (d) => got.push(d) })
+    await sbx.commands.sendStdin(h.pid, 'after-resume\n')
+    const r = await h2.wait()
+    assert.equal(r.exitCode, 0)
+    const out = got.join('')
+    assert.ok(out.includes('tick29 after-resume'), `got ${JSON.stringify(out)}`)
+  }, 60000)
+
   await test('Sandbox.fork: clones of a running sandbox, with its files', async () => {
     await sbx.files.write(`${G}/fork.txt`, 'forked')
     const forks = await Sandbox.fork(sbx.sandboxId, { count: 2 })

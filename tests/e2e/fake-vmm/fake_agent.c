@@ -157,7 +157,10 @@ static int recv_frame(int fd, uint16_t *type, uint8_t **buf, uint32_t *len)
 		return -1;
 	*len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
 	*type = (uint16_t)(h[4] | h[5] << 8);
-	if (*len > MAX_PAYLOAD || *type == 0 || *type >= KILN_MSG_MAX || h[6] || h[7])
+	/* KILN_FRAME_KEEP is ignored, as by an agent that predates it: a
+	 * restored fake VM starts afresh anyway, keeping nothing. */
+	if (*len > MAX_PAYLOAD || *type == 0 || *type >= KILN_MSG_MAX ||
+	    ((h[6] | h[7] << 8) & ~KILN_FRAME_KEEP))
 		return -2;
 	*buf = malloc(*len + 1);
 	if (!*buf || read_full(fd, *buf, *len))
