@@ -64,6 +64,10 @@ struct aspace *aspace_get(struct aspace *as);
  * active address space). */
 void aspace_release(struct aspace *as);
 void aspace_activate(struct aspace *as);
+/* A new address space, before its first use: take over the page tables
+ * kept from a dead process that ran the same program (vm_keep.c), whose
+ * shadows the host has filled already. aspace_copy does it itself. */
+void aspace_keep_tables(struct aspace *as);
 /* Free address spaces released while active (after a switch). */
 void aspace_reap(void);
 

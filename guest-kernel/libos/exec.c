@@ -414,6 +414,7 @@ int exec_load(const struct exec_args *args, struct exec_image *out, const char *
 	if (err)
 		goto out;
 	as->brk_start = as->brk = ALIGN_UP(f.ei.hi + bias, PAGE_SIZE);
+	aspace_keep_tables(as);
 	out->as = as;
 	out->entry = entry;
 	as = NULL;

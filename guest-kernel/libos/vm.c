@@ -107,8 +107,10 @@ struct aspace *aspace_get(struct aspace *as)
 
 /* Free everything without writing a single entry: on PVM hosts every
  * write to a page table the hardware has shadowed traps, and nobody will
- * look at these tables again. Every page above the sled is the program's
- * (a huge page may span several mappings: walk the tables, not them). */
+ * look at these tables again (unless they are kept for the next process
+ * that runs the same program: vm_keep.c). Every page above the sled is
+ * the program's (a huge page may span several mappings: walk the tables,
+ * not them). */
 static void aspace_destroy(struct aspace *as)
 {
 	uint64_t *e, size;
@@ -123,7 +125,8 @@ static void aspace_destroy(struct aspace *as)
 		kfree(as->vmas);
 		as->vmas = n;
 	}
-	pt_free_tables(as->root, 4);
+	if (!keep_tables(as->root))
+		pt_free_tables(as->root, 4);
 	kfree(as->patched);
 	kfree(as);
 }
@@ -222,6 +225,7 @@ struct aspace *aspace_copy(struct aspace *src)
 	as->arg_end = src->arg_end;
 	as->env_start = src->env_start;
 	as->env_end = src->env_end;
+	aspace_keep_tables(as);
 	return as;
 fail:
 	aspace_destroy(as);

@@ -82,6 +82,11 @@ void huge_unmap(struct aspace *as, uint64_t *pde);
  * instead), -ENOMEM if a page table cannot be had. */
 int huge_copy(struct aspace *dst, uint64_t va, uint64_t src_pde);
 
+/* The page tables of a dead address space, kept for the next process
+ * that runs the same program (vm_keep.c): keep the tree under root if it
+ * maps image pages; true if kept (then it is not to be freed). */
+bool keep_tables(uint64_t root);
+
 /* Shared copies of code pages with rewritten syscall sites (vm_text.c). */
 /* Is the page at pa such a copy? */
 bool text_is_copy(uint64_t pa);
