@@ -93,7 +93,7 @@ struct aspace *aspace_create(void)
 		aspace_destroy(as);
 		return NULL;
 	}
-	*sled_pte = sled_pa | PTE_P | PTE_U;
+	*sled_pte = sled_pa | PTE_P | PTE_U | PTE_A;
 	as->mmap_top = 0x7f0000000000ULL;
 	as->refs = 1;
 	return as;

@@ -24,6 +24,10 @@
 #define PTE_BORROWED (1ULL << 9) /* software bit: not ours, see vm.c */
 #define PTE_ADDR     0x000ffffffffff000ULL
 #define HUGE_ADDR    0x000fffffffe00000ULL
+/* An entry pointing to a table. Accessed already: the host would set the
+ * bit itself at the first walk through it (and a kept table would then
+ * differ from a new one, see vm_keep.c). */
+#define PTE_TABLE (PTE_P | PTE_W | PTE_U | PTE_A)
 /* The first touch of a lazy 4 KiB page maps the pages around it too. */
 #define FAULT_AROUND (16 * PAGE_SIZE)
 
