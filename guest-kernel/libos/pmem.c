@@ -319,10 +319,19 @@ void pmem_free_pt(uint64_t pa)
  * threads) stops short of the last 1/64 of RAM (at least 1 MiB), which stays
  * for the kernel's own needs: a program that eats all memory gets ENOMEM,
  * and the kernel can still run the rest of the guest. */
-bool pmem_user_ok(size_t npages)
+static bool user_room(size_t npages)
 {
 	size_t reserve = MAX(total_count / 64, 256);
 	return free_count > reserve && free_count - reserve >= npages;
+}
+
+/* Memory kept for programs yet to run goes first. */
+bool pmem_user_ok(size_t npages)
+{
+	if (user_room(npages))
+		return true;
+	keep_shrink();
+	return user_room(npages);
 }
 
 uint64_t pmem_alloc_user(bool zero)

@@ -52,6 +52,7 @@ static void build_sled(uint8_t *p)
 void vm_init(const struct bootinfo *bi)
 {
 	boot_pml4 = bi->pml4;
+	keep_forget();
 	sled_pa = pmem_alloc(false);
 	if (!sled_pa)
 		kpanic("no memory for the syscall sled");
@@ -107,26 +108,28 @@ struct aspace *aspace_get(struct aspace *as)
 
 /* Free everything without writing a single entry: on PVM hosts every
  * write to a page table the hardware has shadowed traps, and nobody will
- * look at these tables again (unless they are kept for the next process
- * that runs the same program: vm_keep.c). Every page above the sled is
- * the program's (a huge page may span several mappings: walk the tables,
- * not them). */
+ * look at these tables again. Unless they are kept, perhaps with the
+ * pages, for the next process that runs the same program (vm_keep.c).
+ * Every page above the sled is the program's (a huge page may span
+ * several mappings: walk the tables, not them). */
 static void aspace_destroy(struct aspace *as)
 {
 	uint64_t *e, size;
 
-	for (uint64_t va = SLED_VA + PAGE_SIZE; (e = pt_next(as, &va, USER_TOP, &size)); va += size)
-		if (size == HUGE_SIZE)
-			pmem_free_huge(*e & HUGE_ADDR);
-		else
-			put_page(*e);
+	if (!keep_tables(as->root)) {
+		for (uint64_t va = SLED_VA + PAGE_SIZE; (e = pt_next(as, &va, USER_TOP, &size));
+		     va += size)
+			if (size == HUGE_SIZE)
+				pmem_free_huge(*e & HUGE_ADDR);
+			else
+				put_page(*e);
+		pt_free_tables(as->root, 4);
+	}
 	while (as->vmas) {
 		struct vma *n = as->vmas->next;
 		kfree(as->vmas);
 		as->vmas = n;
 	}
-	if (!keep_tables(as->root))
-		pt_free_tables(as->root, 4);
 	kfree(as->patched);
 	kfree(as);
 }

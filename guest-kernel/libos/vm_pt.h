@@ -88,8 +88,11 @@ int huge_copy(struct aspace *dst, uint64_t va, uint64_t src_pde);
 
 /* The page tables of a dead address space, kept for the next process
  * that runs the same program (vm_keep.c): keep the tree under root if it
- * maps image pages; true if kept (then it is not to be freed). */
+ * maps image pages, perhaps with the pages it maps; true if kept (then
+ * neither the tables nor the pages are to be freed). */
 bool keep_tables(uint64_t root);
+/* Forget every kept tree, its memory being no longer ours (vm_init). */
+void keep_forget(void);
 
 /* Shared copies of code pages with rewritten syscall sites (vm_text.c). */
 /* Is the page at pa such a copy? */
