@@ -101,8 +101,8 @@ struct seg_pages {
 /* Page i of segment m->i's mapping (from m->start) in place, when it is a
  * read-only segment's file bytes alone (not its last bytes before .bss,
  * not a page another segment shares): as Linux, the page's bytes outside
- * the segment are the file's too. Code comes with the syscall sites other
- * processes rewrote. */
+ * the segment are the file's too, its last page's included. Code comes
+ * with the syscall sites other processes rewrote. */
 static uint64_t seg_page(void *ctx, uint64_t i)
 {
 	const struct seg_pages *m = ctx;
@@ -110,7 +110,7 @@ static uint64_t seg_page(void *ctx, uint64_t i)
 	uint64_t va = m->start + i * PAGE_SIZE, v0 = s->vaddr + m->bias, pa;
 
 	if ((s->prot & PROT_WRITE) || (s->vaddr - s->offset) % PAGE_SIZE ||
-	    va + PAGE_SIZE > v0 + s->filesz)
+	    (va + PAGE_SIZE > v0 + s->filesz && s->memsz != s->filesz))
 		return 0;
 	for (unsigned j = 0; j < m->ei->nseg; j++) {
 		const struct elf_segment *o = &m->ei->seg[j];

@@ -164,14 +164,20 @@ void aspace_reap(void)
 	}
 }
 
-/* Copy one present page of src into dst at va; a borrowed page is shared. */
+/* Copy one present page of src into dst at va; a borrowed page is shared
+ * (code as its copy with the syscall sites rewritten, if it has one: the
+ * child of a shell would otherwise take the slow path at each one again,
+ * and switch to the copy then). */
 static int copy_page(struct aspace *dst, uint64_t va, uint64_t src_pte)
 {
 	uint64_t *pte = pt_walk(dst, va, true);
 	uint64_t pa;
 
 	if (pte && (src_pte & PTE_BORROWED)) {
-		*pte = src_pte;
+		pa = src_pte & PTE_ADDR;
+		if (!(src_pte & PTE_NX))
+			pa = vm_text_page(pa);
+		*pte = pa | (src_pte & ~PTE_ADDR);
 		dst->nr_pages++;
 		return 0;
 	}
