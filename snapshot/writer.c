@@ -64,6 +64,8 @@ static int check_input(const struct snap_save *in, unsigned *shift, struct snap_
 			                 in->vcpus[v].nmsrs, in->vcpus[v].xsave_size);
 
 	*shift = in->chunk_shift ? in->chunk_shift : SNAP_DEFAULT_CHUNK_SHIFT;
+	if (in->ref && !in->chunk_shift)
+		*shift = in->ref->mi.chunk_shift;
 	if (!in->parent != !in->dirty_chunks)
 		return snap_errf(err, -EINVAL, "a diff snapshot needs both parent and dirty map");
 	if (in->parent) {
@@ -75,6 +77,12 @@ static int check_input(const struct snap_save *in, unsigned *shift, struct snap_
 			return snap_errf(err, -EINVAL, "diff chunk size must be the parent's");
 		*shift = in->parent->mi.chunk_shift;
 	}
+	if (in->holes_from_ref &&
+	    (!in->ref || in->mem_fd < 0 || *shift != in->ref->mi.chunk_shift ||
+	     in->ref->mi.mem_size != c->mem_size))
+		return snap_errf(err, -EINVAL,
+		                 "memory still loading from a snapshot needs that snapshot, the "
+		                 "memfd, and the same memory size and chunk size");
 	if (*shift < SNAP_CHUNK_SHIFT_MIN || *shift > SNAP_CHUNK_SHIFT_MAX)
 		return snap_errf(err, -EINVAL, "chunk shift %u (%u..%u)", *shift,
 		                 SNAP_CHUNK_SHIFT_MIN, SNAP_CHUNK_SHIFT_MAX);

@@ -157,6 +157,26 @@ static int clone_dirty_chunks(struct vm *vm, const struct snap *base, uint64_t *
 	return 0;
 }
 
+/* Keep the snapshot just written open as the next one's reference (the
+ * open file stays readable if it is renamed or deleted meanwhile). Best
+ * effort: without it the next snapshot compresses everything. */
+static void keep_last(struct vm *vm, const char *path, uint64_t id)
+{
+	struct snap *s;
+	struct snap_err err;
+
+	if (snap_open(path, &s, &err))
+		return;
+	if (snap_id(s) != id || snap_is_diff(s)) {
+		/* Replaced already, or a diff (whose parent is not kept). */
+		snap_close(s);
+		return;
+	}
+	if (vm->snap.last)
+		snap_close(vm->snap.last);
+	vm->snap.last = s;
+}
+
 int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_write_stats *st,
                 char *why, size_t len)
 {
@@ -218,9 +238,18 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	in.vm = &vms;
 	in.devs = devs;
 	in.mem = vm->mem.host;
-	/* Holes in a lazily restored memfd are pages not loaded yet, not
-	 * zeros; a clone's writes are not in the file at all. */
-	in.mem_fd = vm->mem.private || vm->mem.lazy ? -1 : vm->mem.fd;
+	/* A clone's writes are not in the file at all. Holes in a lazily
+	 * restored memfd are pages not loaded yet, not zeros: they are taken
+	 * from the snapshot being loaded, never read through the mapping,
+	 * which would wait on the userfaultfd thread for each page (and did
+	 * hang). Once loading is done the holes are zero chunks (lazy is
+	 * cleared after the last chunk with data is in), and either reading
+	 * is right. */
+	in.mem_fd = vm->mem.private ? -1 : vm->mem.fd;
+	in.holes_from_ref = !vm->mem.private && atomic_load(&vm->mem.lazy);
+	/* Chunks that did not change since the last snapshot written or the
+	 * one restored from are copied from it, not compressed again. */
+	in.ref = in.holes_from_ref ? vm->snap.src : vm->snap.last ? vm->snap.last : vm->snap.src;
 	in.mem_pages = held;
 	in.parent = o->diff ? base : NULL;
 	in.dirty_chunks = dirty;
@@ -231,6 +260,8 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 		snprintf(why, len, "%s", serr.msg);
 	vm->snap.count++;
 	vm->snap.last_ms = (vm_now_ns() - t0) / 1000000;
+	if (!err)
+		keep_last(vm, o->path, st->id);
 out:
 	for (int i = 0; i < vm->nr_devs; i++)
 		free((void *)devs[i].data);
