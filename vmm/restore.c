@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -257,7 +258,6 @@ void vm_restore_close(struct vm *vm)
 	if (vm->snap.src_parent)
 		snap_close(vm->snap.src_parent);
 	vm->snap.src = vm->snap.src_parent = NULL;
-	if (vm->snap.last)
-		snap_close(vm->snap.last);
-	vm->snap.last = NULL;
+	free(vm->snap.last_path);
+	vm->snap.last_path = NULL;
 }

@@ -160,10 +160,13 @@ struct vm_snap {
 	uint32_t msr_index[64];
 	unsigned nr_msrs;
 	uint64_t count, last_ms; /* snapshots written, and the last one's time */
-	/* The last snapshot this VM wrote, kept open: the next snapshot
-	 * copies its chunks that did not change instead of compressing them
-	 * again (see snap_save.ref). */
-	struct snap *last;
+	/* The last snapshot this VM wrote (its path and id, or NULL): the
+	 * next snapshot reopens it, if it is still there unchanged, and copies
+	 * its chunks that did not change instead of compressing them again
+	 * (see snap_save.ref). Not kept open: a file the caller deletes must
+	 * not keep its space. */
+	char *last_path;
+	uint64_t last_id;
 	struct uffd *uffd; /* lazy restore (vmm/uffd.c) */
 	/* Restore milestones, ns from the start of main: checked against
 	 * this VMM, memory filled (eager) or mapped, state applied. */
