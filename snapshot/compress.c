@@ -24,11 +24,13 @@
  * XXH64 is compared with the older file's content hash for it, and when they
  * match the older file's stored bytes are copied (checksum checked) instead
  * of compressing: hashing runs at several GB/s, zstd at a few hundred MB/s.
- * A lazily restored VM's holes are ref's memory not loaded yet
- * (in->holes_from_ref): a chunk with no page in the memfd is ref's chunk as
- * it is, one partly there is ref's decompressed with the memfd's pages laid
- * over it. Those holes are never touched through the mapping, so writing a
- * snapshot never waits on the userfaultfd thread.
+ * A lazily restored VM's holes are ref's memory not loaded yet, and the
+ * pages a template clone never wrote are its template's (in->holes_from_ref,
+ * the holes being the memfd's or the pages missing from in->mem_pages): a
+ * chunk with none of its own pages is ref's chunk as it is, one partly
+ * there is ref's decompressed with its own pages laid over it. Holes are
+ * never touched through the mapping, so writing a snapshot never waits on
+ * the userfaultfd thread, nor faults in a clone's template pages.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -247,6 +249,31 @@ static int ref_chunk(const struct cjob *j, struct wbuf *w, uint64_t i, struct en
 	return 0;
 }
 
+/* What lies under the pages of chunk i, which is only partly there, into
+ * the bounce buffer: zeros, or ref's chunk (holes_from_ref). 0, or 1 if a
+ * clone's memory is to be read instead (ref unreadable), or -EIO for a
+ * lazy restore's, which cannot be. */
+static int underlay(const struct cjob *j, struct wbuf *w, uint64_t i, size_t n, const char **what)
+{
+	struct snap_err err;
+	int ret;
+
+	if (!j->in->holes_from_ref) {
+		memset(w->bounce, 0, n);
+		return 0;
+	}
+	ret = snap_read_chunk(j->in->ref, w->dctx, i, w->bounce, &err);
+	if (ret < 0 && j->in->mem_fd < 0)
+		return 1;
+	if (ret < 0) {
+		*what = "reading it from the older snapshot failed";
+		return -EIO;
+	}
+	if (ret == SNAP_CHUNK_ZERO)
+		memset(w->bounce, 0, n);
+	return 0;
+}
+
 /* Classify chunk i and make its stored bytes: taken from ref when they are
  * known to be the same, else compressed (or raw when zstd does not shrink
  * it). */
@@ -264,38 +291,32 @@ static int encode(struct cjob *j, struct wbuf *w, uint64_t i, struct enc_out *o,
 	if (j->in->dirty_chunks && !bm_test(j->in->dirty_chunks, i))
 		return 0;
 	o->kind = K_HOLE;
-	if (j->ext && j->in->holes_from_ref) {
-		struct snap_err err;
-
-		switch (coverage(j, start, n)) {
-		case COVER_NONE: /* untouched since the restore: ref's as it is */
-			return ref_chunk(j, w, i, o, what);
-		case COVER_PART: /* ref's, with the pages there now laid over it */
-			ret = snap_read_chunk(j->in->ref, w->dctx, i, w->bounce, &err);
-			if (ret == SNAP_CHUNK_ZERO)
-				memset(w->bounce, 0, n);
-			else if (ret < 0) {
-				*what = "reading it from the older snapshot failed";
-				return -EIO;
-			}
-			overlay(j, start, n, w->bounce);
-			src = w->bounce;
-			break;
-		case COVER_ALL:
-			break;
-		}
-	} else if (j->ext) {
-		switch (coverage(j, start, n)) {
-		case COVER_NONE:
+	switch (j->ext ? coverage(j, start, n) : COVER_ALL) {
+	case COVER_NONE:
+		if (!j->in->holes_from_ref)
 			return 0;
-		case COVER_PART:
-			memset(w->bounce, 0, n);
+		/* Untouched since the restore, or never written by a clone:
+		 * ref's as it is. */
+		ret = ref_chunk(j, w, i, o, what);
+		/* A damaged older file: a clone's memory can still be read (a
+		 * lazy one's cannot: it is not loaded). */
+		if (ret == 0 || j->in->mem_fd >= 0)
+			return ret;
+		memset(o, 0, sizeof(*o));
+		break;
+	case COVER_PART:
+		/* The holes' content (zero, or ref's), with the pages there
+		 * laid over it. */
+		ret = underlay(j, w, i, n, what);
+		if (ret < 0)
+			return ret;
+		if (ret == 0) {
 			overlay(j, start, n, w->bounce);
 			src = w->bounce;
-			break;
-		case COVER_ALL:
-			break;
 		}
+		break;
+	case COVER_ALL:
+		break;
 	}
 	o->kind = K_ZERO;
 	if (snap_is_zero(src, n))
@@ -437,11 +458,11 @@ int snap_write_memory(int fd, uint64_t data_off, const struct snap_save *in, uns
 		data_extents(&j, in->mem_fd);
 	else if (in->mem_pages)
 		page_extents(&j, in->mem_pages);
-	/* Reading a hole here would wait on userfaultfd: never guess. */
+	/* Reading a hole here could wait on userfaultfd: never guess. */
 	if (in->holes_from_ref && !j.ext)
 		return snap_errf(err, -EIO,
 		                 "finding the pages guest memory holds (SEEK_DATA on the "
-		                 "memfd) failed");
+		                 "memfd) failed, or out of memory");
 	if (threads > j.nchunks)
 		threads = (unsigned)j.nchunks;
 	w = calloc(threads, sizeof(*w));

@@ -74,12 +74,14 @@ struct snap_save {
 	 * disables reuse). Typically the snapshot the VM was restored from, or
 	 * the last one this VM wrote. */
 	const struct snap *ref;
-	/* With mem_fd and ref: the holes of mem_fd are not zero but still
-	 * ref's memory (a lazy restore filling guest RAM from ref on first
-	 * touch). A chunk with no page in mem_fd is taken from ref as it is;
-	 * one partly there is ref's chunk with the pages mem_fd has laid over
-	 * it. Holes are never read through mem, so nothing here faults on
-	 * memory that userfaultfd still serves. Needs ref's chunk size. */
+	/* With ref, and mem_fd or mem_pages: the holes of mem_fd (or the
+	 * pages not in mem_pages) are not zero but ref's memory: a lazy
+	 * restore filling guest RAM from ref on first touch, or a clone's
+	 * pages it never wrote, its template's. A chunk with no page of its
+	 * own is taken from ref as it is; one partly there is ref's chunk
+	 * with its own pages laid over it. Holes are never read through mem,
+	 * so nothing here faults on memory that userfaultfd still serves.
+	 * Needs ref's chunk size. */
 	bool holes_from_ref;
 	/* Diff snapshot: the parent (open), and a bitmap of chunks (at the
 	 * parent's chunk size) that may differ from it; see

@@ -96,11 +96,11 @@ static int check_input(const struct snap_save *in, unsigned *shift, struct snap_
 		*shift = in->parent->mi.chunk_shift;
 	}
 	if (in->holes_from_ref &&
-	    (!in->ref || in->mem_fd < 0 || *shift != in->ref->mi.chunk_shift ||
+	    (!in->ref || (in->mem_fd < 0 && !in->mem_pages) || *shift != in->ref->mi.chunk_shift ||
 	     in->ref->mi.mem_size != c->mem_size))
 		return snap_errf(err, -EINVAL,
-		                 "memory still loading from a snapshot needs that snapshot, the "
-		                 "memfd, and the same memory size and chunk size");
+		                 "memory partly held by an older snapshot needs that snapshot, "
+		                 "the memfd or page bitmap, and the same memory and chunk size");
 	if (*shift < SNAP_CHUNK_SHIFT_MIN || *shift > SNAP_CHUNK_SHIFT_MAX)
 		return snap_errf(err, -EINVAL, "chunk shift %u (%u..%u)", *shift,
 		                 SNAP_CHUNK_SHIFT_MIN, SNAP_CHUNK_SHIFT_MAX);

@@ -238,7 +238,7 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	}
 	if (!err && o->diff)
 		err = clone_dirty_chunks(vm, base, &dirty, why, len);
-	if (!err && vm->mem.anon)
+	if (!err && (vm->mem.anon || vm->mem.private))
 		err = own_pages(vm, &held, why, len);
 	if (err)
 		goto out;
@@ -261,6 +261,14 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	if (!in.holes_from_ref)
 		last = open_last(vm);
 	in.ref = last ? last : vm->snap.src;
+	/* A clone: the pages it never wrote are its template's, which is
+	 * the template snapshot's memory. Those are taken from that snapshot
+	 * without reading them: reading would fault each one in, and
+	 * allocate the template file's holes for every clone. */
+	if (vm->mem.private && base) {
+		in.holes_from_ref = true;
+		in.ref = base;
+	}
 	in.mem_pages = held;
 	in.parent = o->diff ? base : NULL;
 	in.dirty_chunks = dirty;

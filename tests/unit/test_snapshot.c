@@ -620,6 +620,55 @@ START_TEST(lazy_holes)
 }
 END_TEST
 
+/* A template clone: a private mapping of the template's memory, with the
+ * pages it wrote in a bitmap; the others are the template snapshot's and
+ * are taken from it, never read (reading would allocate the template
+ * file's holes). */
+START_TEST(clone_pages)
+{
+	struct snap *base = open_ok(base_path), *s;
+	uint64_t *own = calloc(MEM_SIZE / 4096 / 64, 8);
+	struct snap_write_stats st;
+	struct snap_err err = {{0}};
+	struct stat before, after;
+	struct snap_save sv;
+	struct image out;
+	uint8_t *clone;
+	char path[160];
+
+	clone = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE, img.fd, 0);
+	ck_assert_ptr_ne(clone, MAP_FAILED);
+	for (int k = 0; k < 40; k++) {
+		uint64_t pg = rnd() % (MEM_SIZE / 4096);
+
+		fill_random(clone + pg * 4096, k % 3 ? 4096 : 100);
+		own[pg / 64] |= 1ULL << (pg % 64);
+	}
+	sv = save_of(&img);
+	sv.mem = clone;
+	sv.mem_fd = -1;
+	sv.mem_pages = own;
+	sv.ref = base;
+	sv.holes_from_ref = true;
+	snprintf(path, sizeof(path), "%s/clone.snap", dir);
+	fstat(img.fd, &before);
+	write_ok(path, &sv, &st);
+	fstat(img.fd, &after);
+	ck_assert_int_eq(before.st_blocks, after.st_blocks);
+	ck_assert_uint_gt(st.nreused, st.ndata / 2);
+	s = open_ok(path);
+	image_new(&out, MEM_SIZE);
+	ck_assert_msg(snap_restore_file(s, out.fd, 2, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(memcmp(out.mem, clone, MEM_SIZE), 0);
+	image_free(&out);
+	munmap(clone, MEM_SIZE);
+	free(own);
+	snap_close(s);
+	snap_close(base);
+	unlink(path);
+}
+END_TEST
+
 START_TEST(diff_round_trip)
 {
 	struct snap_err err = {{0}};
@@ -1199,6 +1248,7 @@ static void add_diff_tests(TCase *tc)
 {
 	tcase_add_test(tc, reuse_ref);
 	tcase_add_test(tc, lazy_holes);
+	tcase_add_test(tc, clone_pages);
 	tcase_add_test(tc, diff_round_trip);
 	tcase_add_test(tc, compat);
 }
