@@ -45,11 +45,12 @@
  *
  * Reuse: each data chunk's index entry also holds the XXH64 of its bytes as
  * restored (snap_chunk.content). A writer that has an older snapshot of the
- * same memory at hand (the one the VM was restored from, or the last one it
- * wrote) hashes a chunk of memory and, when the hash equals the older file's
- * for that chunk, copies the older file's stored bytes instead of
- * compressing again. A reader may check the hash after decompressing
- * (kiln-snapshot inspect does).
+ * same memory at hand (the one the VM was restored from, a clone's
+ * template, or the last one it wrote) hashes a chunk of memory and, when the
+ * hash equals the older file's for that chunk, copies the older file's
+ * stored bytes (their checksum checked) instead of compressing again. A
+ * reader may check the hash after decompressing (kiln-snapshot inspect
+ * does).
  *
  * All integers are little-endian (the only architecture is x86-64). Any
  * change to a layout, constant or meaning below bumps SNAP_FORMAT_VERSION (or,
