@@ -69,6 +69,14 @@ static inline uint64_t align_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
+/* The snapshot in s's parent chain that holds chunk idx, or NULL. */
+static inline const struct snap *snap_holder(const struct snap *s, uint64_t idx)
+{
+	while (s && !bm_test(s->present, idx))
+		s = s->parent;
+	return s;
+}
+
 /* util.c */
 int snap_errf(struct snap_err *err, int ret, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -24,9 +24,16 @@ static int check_header(struct snap *s, struct snap_err *err)
 	uint64_t stored = h->checksum, sum;
 	uint64_t tend;
 
+	if (h->version < SNAP_FORMAT_VERSION)
+		return snap_errf(err, -EPROTONOSUPPORT,
+		                 "format version %u not supported (this build reads version %u): "
+		                 "an older kiln wrote it; restore it with that kiln and take the "
+		                 "snapshot again",
+		                 h->version, SNAP_FORMAT_VERSION);
 	if (h->version != SNAP_FORMAT_VERSION)
 		return snap_errf(err, -EPROTONOSUPPORT,
-		                 "format version %u not supported (this build reads version %u)",
+		                 "format version %u not supported (this build reads version %u): "
+		                 "a newer kiln wrote it",
 		                 h->version, SNAP_FORMAT_VERSION);
 	if (h->header_size != sizeof(*h))
 		return snap_errf(err, -EINVAL, "header size %u, expected %zu", h->header_size,

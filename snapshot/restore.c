@@ -105,14 +105,6 @@ io:
 	return chunk_err(s, err, -EIO, idx, what);
 }
 
-/* The snapshot in s's parent chain that holds chunk idx, or NULL. */
-static const struct snap *holder(const struct snap *s, uint64_t idx)
-{
-	while (s && !bm_test(s->present, idx))
-		s = s->parent;
-	return s;
-}
-
 int snap_read_chunk(const struct snap *s, struct snap_chunk_ctx *ctx, uint64_t idx, void *buf,
                     struct snap_err *err)
 {
@@ -122,7 +114,7 @@ int snap_read_chunk(const struct snap *s, struct snap_chunk_ctx *ctx, uint64_t i
 
 	if (idx >= s->nchunks)
 		return chunk_err(s, err, -EINVAL, idx, "out of range");
-	h = holder(s, idx);
+	h = snap_holder(s, idx);
 	if (!h)
 		return chunk_err(s, err, -ENOENT, idx, "not in this diff and no parent attached");
 	if (bm_test(h->zero, idx))
@@ -139,7 +131,8 @@ int snap_read_chunk(const struct snap *s, struct snap_chunk_ctx *ctx, uint64_t i
  */
 struct rjob {
 	const struct snap *s;
-	uint8_t *dst; /* NULL: verify only */
+	uint8_t *dst; /* NULL: verify only, or into fd */
+	int fd;       /* >= 0: pwrite into this file (known empty) */
 	unsigned flags;
 	atomic_uint_fast64_t next;
 	atomic_int failed;
@@ -164,6 +157,33 @@ static void sparse_copy(uint8_t *dst, const uint8_t *src, uint64_t len, bool dst
 	}
 }
 
+static bool page_zero(const uint8_t *buf, uint64_t len, uint64_t o)
+{
+	return snap_is_zero(buf + o, len - o < SNAP_PAGE_SIZE ? len - o : SNAP_PAGE_SIZE);
+}
+
+/* The non-zero pages of buf into fd at off, a run of them per write. */
+static int write_pages(int fd, const uint8_t *buf, uint64_t len, uint64_t off)
+{
+	uint64_t o = 0;
+
+	while (o < len) {
+		uint64_t a;
+		int ret;
+
+		while (o < len && page_zero(buf, len, o))
+			o += SNAP_PAGE_SIZE;
+		if (o >= len)
+			break;
+		for (a = o; o < len && !page_zero(buf, len, o);)
+			o += SNAP_PAGE_SIZE;
+		ret = snap_pwrite(fd, buf + a, (o < len ? o : len) - a, off + a);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 static int restore_one(struct rjob *j, struct snap_chunk_ctx *ctx, uint64_t i, struct snap_err *err)
 {
 	const struct snap *s = j->s, *h;
@@ -173,11 +193,26 @@ static int restore_one(struct rjob *j, struct snap_chunk_ctx *ctx, uint64_t i, s
 	uint8_t *dst = j->dst ? j->dst + i * s->chunk_size : NULL;
 	int ret;
 
+	if (!dst && j->fd >= 0) { /* into a file: every chunk, zero ones left as holes */
+		if (!(h = snap_holder(s, i)))
+			return chunk_err(s, err, -ENOENT, i,
+			                 "not in this diff and no parent attached");
+		if (bm_test(h->zero, i))
+			return 0;
+		if (!ctx->bounce && !(ctx->bounce = malloc(s->chunk_size)))
+			return chunk_err(s, err, -ENOMEM, i, "out of memory");
+		ret = snap_decode_chunk(h, ctx, i, ctx->bounce, err);
+		if (ret == 0 && (ret = write_pages(j->fd, ctx->bounce, len, i * s->chunk_size)) < 0)
+			return chunk_err(s, err, ret, i,
+			                 ret == -ENOSPC ? "out of memory for guest RAM"
+			                                : "writing guest RAM failed");
+		return ret;
+	}
 	if (!dst) /* verify: only this file's own data */
 		h = bm_test(s->present, i) && !bm_test(s->zero, i) ? s : NULL;
 	else if (j->flags & SNAP_RESTORE_PRESENT_ONLY)
 		h = bm_test(s->present, i) ? s : NULL;
-	else if (!(h = holder(s, i)))
+	else if (!(h = snap_holder(s, i)))
 		return chunk_err(s, err, -ENOENT, i, "not in this diff and no parent attached");
 	if (!h)
 		return 0;
@@ -199,6 +234,8 @@ static int restore_one(struct rjob *j, struct snap_chunk_ctx *ctx, uint64_t i, s
 	ret = snap_decode_chunk(h, ctx, i, ctx->bounce, err);
 	if (ret == 0 && dst)
 		sparse_copy(dst, ctx->bounce, len, dst_zero);
+	if (ret == 0 && !dst && snap_xxh64(ctx->bounce, len, 0) != h->chunks[i].content)
+		return chunk_err(s, err, -EIO, i, "content hash mismatch after decompressing");
 	return ret;
 }
 
@@ -231,10 +268,10 @@ static void *rworker(void *arg)
 	return NULL;
 }
 
-static int run(const struct snap *s, uint8_t *dst, unsigned threads, unsigned flags,
+static int run(const struct snap *s, uint8_t *dst, int fd, unsigned threads, unsigned flags,
                struct snap_err *err)
 {
-	struct rjob j = {.s = s, .dst = dst, .flags = flags};
+	struct rjob j = {.s = s, .dst = dst, .fd = fd, .flags = flags};
 	struct rworker w[256];
 
 	if (!threads)
@@ -266,12 +303,21 @@ int snap_restore_mem(const struct snap *s, void *dst, uint64_t dst_size, unsigne
 		return snap_errf(err, -EINVAL,
 		                 "snapshot '%s': a diff snapshot needs its parent attached",
 		                 s->path);
-	return run(s, dst, threads, flags, err);
+	return run(s, dst, -1, threads, flags, err);
 }
 
 int snap_verify(const struct snap *s, unsigned threads, struct snap_err *err)
 {
-	return run(s, NULL, threads, 0, err);
+	return run(s, NULL, -1, threads, 0, err);
+}
+
+int snap_restore_file(const struct snap *s, int fd, unsigned threads, struct snap_err *err)
+{
+	if (snap_is_diff(s) && !s->parent)
+		return snap_errf(err, -EINVAL,
+		                 "snapshot '%s': a diff snapshot needs its parent attached",
+		                 s->path);
+	return run(s, NULL, fd, threads, 0, err);
 }
 
 int snap_restore_template(const struct snap *s, int memfd, unsigned threads, bool seal,
@@ -279,18 +325,13 @@ int snap_restore_template(const struct snap *s, int memfd, unsigned threads, boo
 {
 	uint64_t size = s->mi.mem_size;
 	struct stat st;
-	void *map;
 	int ret;
 
 	if (fstat(memfd, &st) < 0)
 		return snap_errf(err, -errno, "template memfd: %s", strerror(errno));
 	if ((uint64_t)st.st_size < size && ftruncate(memfd, (off_t)size) < 0)
 		return snap_errf(err, -errno, "template memfd: resize: %s", strerror(errno));
-	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
-	if (map == MAP_FAILED)
-		return snap_errf(err, -errno, "template memfd: map: %s", strerror(errno));
-	ret = snap_restore_mem(s, map, size, threads, SNAP_RESTORE_SPARSE, err);
-	munmap(map, size);
+	ret = snap_restore_file(s, memfd, threads, err);
 	if (ret == 0 && seal &&
 	    fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
 		ret = snap_errf(err, -errno, "template memfd: seal: %s", strerror(errno));

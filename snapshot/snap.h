@@ -66,6 +66,23 @@ struct snap_save {
 	 * /proc/self/pagemap), or NULL. Chunks of pages not in it are known zero
 	 * without being read: reading anonymous memory maps pages into it. */
 	const uint64_t *mem_pages;
+	/* An older snapshot of this memory (open; its parents attached if it
+	 * is a diff), or NULL. A data chunk whose bytes hash to ref's content
+	 * hash for the same chunk is not compressed: ref's stored bytes are
+	 * copied (checked against their checksum first). The chunk size is
+	 * then ref's unless chunk_shift says otherwise (a different size
+	 * disables reuse). Typically the snapshot the VM was restored from, or
+	 * the last one this VM wrote. */
+	const struct snap *ref;
+	/* With ref, and mem_fd or mem_pages: the holes of mem_fd (or the
+	 * pages not in mem_pages) are not zero but ref's memory: a lazy
+	 * restore filling guest RAM from ref on first touch, or a clone's
+	 * pages it never wrote, its template's. A chunk with no page of its
+	 * own is taken from ref as it is; one partly there is ref's chunk
+	 * with its own pages laid over it. Holes are never read through mem,
+	 * so nothing here faults on memory that userfaultfd still serves.
+	 * Needs ref's chunk size. */
+	bool holes_from_ref;
 	/* Diff snapshot: the parent (open), and a bitmap of chunks (at the
 	 * parent's chunk size) that may differ from it; see
 	 * snap_chunks_from_pages(). Both NULL for a full snapshot. */
@@ -79,6 +96,7 @@ struct snap_save {
 
 struct snap_write_stats {
 	uint64_t nchunks, nzero, nholes, ndata, nraw, nabsent;
+	uint64_t nreused;  /* data chunks copied from ref, not compressed (in ndata) */
 	uint64_t data_in;  /* bytes of chunks that were compressed */
 	uint64_t data_out; /* bytes stored for them */
 	uint64_t file_size;
@@ -184,6 +202,13 @@ int snap_read_chunk(const struct snap *s, struct snap_chunk_ctx *ctx, uint64_t i
  * needs an attached parent, or PRESENT_ONLY. On error dst is partly written. */
 int snap_restore_mem(const struct snap *s, void *dst, uint64_t dst_size, unsigned threads,
                      unsigned flags, struct snap_err *err);
+
+/* Eager restore into a file (guest RAM's memfd, empty: its holes read as
+ * zero) with pwritev: only the non-zero 4 KiB pages are written, and the
+ * pages are allocated without page faults or mappings. Chunks are
+ * decompressed in parallel (threads 0: all CPUs); a diff needs its parent
+ * attached. */
+int snap_restore_file(const struct snap *s, int fd, unsigned threads, struct snap_err *err);
 
 /* Template: eager restore into memfd (sized to mem_size if smaller; it is
  * expected to be empty), which clones then map MAP_PRIVATE. With seal, the

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -129,7 +130,7 @@ int vm_restore_memory(struct vm *vm, char *why, size_t len)
 		if (err)
 			snprintf(why, len, "cannot allocate %llu MiB of guest memory: %s",
 			         (unsigned long long)(vm->cfg.mem_size / MIB), strerror(-err));
-		vm->mem.lazy = vm->cfg.restore_mode == RESTORE_LAZY;
+		atomic_store(&vm->mem.lazy, vm->cfg.restore_mode == RESTORE_LAZY);
 		return err;
 	}
 	/* A diff's clone starts from its parent's template. */
@@ -188,6 +189,14 @@ static int fill_memory(struct vm *vm, char *why, size_t len)
 		flags |= SNAP_RESTORE_PRESENT_ONLY;
 		break;
 	case RESTORE_EAGER:
+		/* Straight into the (empty) memfd: no page faults, and pages
+		 * of zeros are never allocated. */
+		if (vm->mem.fd >= 0) {
+			ret = snap_restore_file(s, vm->mem.fd, 0, &err);
+			if (ret)
+				snprintf(why, len, "%s", err.msg);
+			return ret;
+		}
 		break;
 	}
 	ret = snap_restore_mem(s, vm->mem.host, vm->mem.size, 0, flags, &err);
@@ -249,4 +258,6 @@ void vm_restore_close(struct vm *vm)
 	if (vm->snap.src_parent)
 		snap_close(vm->snap.src_parent);
 	vm->snap.src = vm->snap.src_parent = NULL;
+	free(vm->snap.last_path);
+	vm->snap.last_path = NULL;
 }

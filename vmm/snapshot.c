@@ -157,6 +157,34 @@ static int clone_dirty_chunks(struct vm *vm, const struct snap *base, uint64_t *
 	return 0;
 }
 
+/* The last snapshot this VM wrote, if it is still there as written: the
+ * reference for the next one. NULL otherwise (deleted, replaced, a diff
+ * whose parent is not at hand): the next snapshot compresses everything. */
+static struct snap *open_last(struct vm *vm)
+{
+	struct snap_err err;
+	struct snap *s;
+
+	if (!vm->snap.last_path || snap_open(vm->snap.last_path, &s, &err))
+		return NULL;
+	if (snap_id(s) != vm->snap.last_id || snap_is_diff(s)) {
+		snap_close(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void remember_last(struct vm *vm, const char *path, uint64_t id)
+{
+	char *copy = strdup(path);
+
+	if (!copy)
+		return;
+	free(vm->snap.last_path);
+	vm->snap.last_path = copy;
+	vm->snap.last_id = id;
+}
+
 int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_write_stats *st,
                 char *why, size_t len)
 {
@@ -166,6 +194,7 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	struct snap_dev_blob devs[KILN_MMIO_MAX_DEVICES] = {{0}};
 	const struct snap *base = vm->snap.src_parent ? vm->snap.src_parent : vm->snap.src;
 	uint64_t *dirty = NULL, *held = NULL, t0 = vm_now_ns();
+	struct snap *last = NULL;
 	struct snap_save in = {0};
 	struct snap_err serr;
 	int err;
@@ -209,7 +238,7 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	}
 	if (!err && o->diff)
 		err = clone_dirty_chunks(vm, base, &dirty, why, len);
-	if (!err && vm->mem.anon)
+	if (!err && (vm->mem.anon || vm->mem.private))
 		err = own_pages(vm, &held, why, len);
 	if (err)
 		goto out;
@@ -218,9 +247,28 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	in.vm = &vms;
 	in.devs = devs;
 	in.mem = vm->mem.host;
-	/* Holes in a lazily restored memfd are pages not loaded yet, not
-	 * zeros; a clone's writes are not in the file at all. */
-	in.mem_fd = vm->mem.private || vm->mem.lazy ? -1 : vm->mem.fd;
+	/* A clone's writes are not in the file at all. Holes in a lazily
+	 * restored memfd are pages not loaded yet, not zeros: they are taken
+	 * from the snapshot being loaded, never read through the mapping,
+	 * where each page would wait on the userfaultfd thread (and a hang
+	 * there was reported). Once loading is done the holes are zero chunks
+	 * (lazy is cleared after the last chunk with data is in), and either
+	 * reading is right. */
+	in.mem_fd = vm->mem.private ? -1 : vm->mem.fd;
+	in.holes_from_ref = !vm->mem.private && atomic_load(&vm->mem.lazy);
+	/* Chunks that did not change since the last snapshot written or the
+	 * one restored from are copied from it, not compressed again. */
+	if (!in.holes_from_ref)
+		last = open_last(vm);
+	in.ref = last ? last : vm->snap.src;
+	/* A clone: the pages it never wrote are its template's, which is
+	 * the template snapshot's memory. Those are taken from that snapshot
+	 * without reading them: reading would fault each one in, and
+	 * allocate the template file's holes for every clone. */
+	if (vm->mem.private && base) {
+		in.holes_from_ref = true;
+		in.ref = base;
+	}
 	in.mem_pages = held;
 	in.parent = o->diff ? base : NULL;
 	in.dirty_chunks = dirty;
@@ -231,6 +279,10 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 		snprintf(why, len, "%s", serr.msg);
 	vm->snap.count++;
 	vm->snap.last_ms = (vm_now_ns() - t0) / 1000000;
+	if (!err)
+		remember_last(vm, o->path, st->id);
+	if (last)
+		snap_close(last);
 out:
 	for (int i = 0; i < vm->nr_devs; i++)
 		free((void *)devs[i].data);

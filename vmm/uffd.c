@@ -12,7 +12,11 @@
  * all-zero chunks, which a plain fault gets right).
  *
  * The thread never touches guest memory itself: it would fault on its own
- * range. Needs userfaultfd for kernel-mode faults (KVM's): root,
+ * range. Nor does anything that must not wait on it: a snapshot of a VM
+ * still loading takes the pages not loaded yet from the snapshot being
+ * loaded (snap_save.holes_from_ref), not through the mapping. Whenever the
+ * thread ends, early or not, the range is unregistered and the userfaultfd
+ * closed, so no fault is ever left waiting on a thread that has ended. Needs userfaultfd for kernel-mode faults (KVM's): root,
  * CAP_SYS_PTRACE, vm.unprivileged_userfaultfd=1 or access to
  * /dev/userfaultfd.
  */
@@ -75,6 +79,8 @@ static int open_uffd(void)
 /* Fill [off, off + len) from buf; pages already there are skipped. */
 static int copy_range(struct uffd *u, uint64_t off, const uint8_t *src, uint64_t len)
 {
+	int stalls = 0;
+
 	while (len) {
 		struct uffdio_copy c = {
 		    .dst = (uint64_t)(uintptr_t)(u->base + off),
@@ -92,13 +98,25 @@ static int copy_range(struct uffd *u, uint64_t off, const uint8_t *src, uint64_t
 			off += (uint64_t)c.copy;
 			src += c.copy;
 			len -= (uint64_t)c.copy;
+			stalls = 0;
 		} else if (errno == EEXIST) {
 			off += PAGE;
 			src += PAGE;
 			len -= len < PAGE ? len : PAGE;
+		} else if (++stalls > 1000) {
+			/* EAGAIN without progress, again and again: give up
+			 * rather than spin while a faulting thread waits. */
+			return -EAGAIN;
 		}
 	}
 	return 0;
+}
+
+static void wake(struct uffd *u, uint64_t off)
+{
+	struct uffdio_range r = {.start = (uint64_t)(uintptr_t)(u->base + off), .len = PAGE};
+
+	ioctl(u->fd, UFFDIO_WAKE, &r);
 }
 
 static int zero_page(struct uffd *u, uint64_t off)
@@ -107,16 +125,25 @@ static int zero_page(struct uffd *u, uint64_t off)
 	    .range = {.start = (uint64_t)(uintptr_t)(u->base + off), .len = PAGE},
 	};
 
-	if (ioctl(u->fd, UFFDIO_ZEROPAGE, &z) == 0 || errno == EEXIST)
+	if (ioctl(u->fd, UFFDIO_ZEROPAGE, &z) == 0)
 		return 0;
+	/* There already (another fault on it was served first): the ioctl
+	 * woke nobody, so wake whoever waits on it. */
+	if (errno == EEXIST) {
+		wake(u, off);
+		return 0;
+	}
 	return -errno;
 }
 
-static void wake(struct uffd *u, uint64_t off)
+static int fill_zero(struct uffd *u, uint64_t off)
 {
-	struct uffdio_range r = {.start = (uint64_t)(uintptr_t)(u->base + off), .len = PAGE};
+	int r = zero_page(u, off);
 
-	ioctl(u->fd, UFFDIO_WAKE, &r);
+	if (r < 0)
+		vm_stop(u->vm, VM_STOP_ERROR, 1, "lazy restore: UFFDIO_ZEROPAGE at %llu: %s",
+		        (unsigned long long)off, strerror(-r));
+	return r;
 }
 
 /* Bring in chunk idx (fault: the page at off in it is wanted now). */
@@ -132,12 +159,12 @@ static int fill(struct uffd *u, uint64_t idx, bool fault, uint64_t off)
 		return 0;
 	}
 	if (u->state[idx] == C_ZERO)
-		return fault ? zero_page(u, off) : 0;
+		return fault ? fill_zero(u, off) : 0;
 	r = snap_read_chunk(u->s, u->ctx, idx, u->buf, &err);
 	if (r == SNAP_CHUNK_ZERO) {
 		u->state[idx] = C_ZERO;
 		u->left--;
-		return fault ? zero_page(u, off) : 0;
+		return fault ? fill_zero(u, off) : 0;
 	}
 	if (r < 0) {
 		vm_stop(u->vm, VM_STOP_ERROR, 1, "lazy restore: %s", err.msg);
@@ -149,6 +176,10 @@ static int fill(struct uffd *u, uint64_t idx, bool fault, uint64_t off)
 		        (unsigned long long)idx, strerror(-r));
 		return r;
 	}
+	/* Pages that were there already (EEXIST) got no wake-up from the
+	 * copy: make sure the faulting thread does. */
+	if (fault)
+		wake(u, off);
 	u->state[idx] = C_FILLED;
 	u->left--;
 	atomic_fetch_add(&u->filled, 1);
@@ -168,14 +199,26 @@ static int serve_faults(struct uffd *u)
 				continue;
 			off = (msg[i].arg.pagefault.address - (uint64_t)(uintptr_t)u->base) &
 			      ~(PAGE - 1);
-			if (off >= u->size)
+			if (off >= u->size) {
+				/* Not ours (cannot happen): never leave it waiting. */
+				struct uffdio_range r = {.start = msg[i].arg.pagefault.address &
+				                                  ~(PAGE - 1),
+				                         .len = PAGE};
+
+				ioctl(u->fd, UFFDIO_WAKE, &r);
 				continue;
+			}
 			atomic_fetch_add(&u->faults, 1);
 			if (fill(u, off / u->chunk_size, true, off) < 0)
 				return -1;
 		}
 	}
-	return n < 0 && errno != EAGAIN ? -1 : 0;
+	if (n < 0 && errno != EAGAIN && errno != EINTR) {
+		vm_stop(u->vm, VM_STOP_ERROR, 1, "lazy restore: reading the userfaultfd: %s",
+		        strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 /* The next chunk with data, or false when there is none left. */
@@ -190,12 +233,17 @@ static bool prefetch_one(struct uffd *u)
 
 /* Stop serving: faults waiting now and later are filled by the kernel, zero
  * for pages never copied in (right once every chunk with data is in; after
- * an error the VM is stopping anyway and must not hang in a fault). */
+ * an error the VM is stopping anyway and must not hang in a fault). The
+ * userfaultfd is closed too, which unregisters and wakes everything even
+ * if UFFDIO_UNREGISTER failed: nothing may be left waiting on a thread
+ * that has ended. */
 static void unregister(struct uffd *u)
 {
 	struct uffdio_range r = {.start = (uint64_t)(uintptr_t)u->base, .len = u->size};
 
 	ioctl(u->fd, UFFDIO_UNREGISTER, &r);
+	close(u->fd);
+	u->fd = -1;
 }
 
 static void *uffd_thread(void *arg)
@@ -210,10 +258,18 @@ static void *uffd_thread(void *arg)
 		int timeout = waited < PREFETCH_WAIT_MS ? (int)(PREFETCH_WAIT_MS - waited) : 0;
 		int r = poll(p, 2, timeout);
 
-		if (r < 0 && errno != EINTR)
-			break;
-		if (p[1].revents)
+		if (r < 0 && errno != EINTR) {
+			vm_stop(u->vm, VM_STOP_ERROR, 1, "lazy restore: poll: %s", strerror(errno));
+			unregister(u);
 			return NULL;
+		}
+		if (p[1].revents)
+			return NULL; /* uffd_stop() closes the userfaultfd */
+		if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
+			vm_stop(u->vm, VM_STOP_ERROR, 1, "lazy restore: the userfaultfd failed");
+			unregister(u);
+			return NULL;
+		}
 		if (p[0].revents && serve_faults(u) < 0) {
 			unregister(u);
 			return NULL;
@@ -224,8 +280,8 @@ static void *uffd_thread(void *arg)
 		}
 	}
 	/* Holes left are all-zero chunks: plain faults get them right. */
+	atomic_store(&u->vm->mem.lazy, false);
 	unregister(u);
-	u->vm->mem.lazy = false;
 	return NULL;
 }
 

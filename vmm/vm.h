@@ -50,8 +50,9 @@ struct guest_mem {
 	 * every clone (vmm/template.c): writes stay in this process. */
 	bool private;
 	/* RAM is filled on demand from a snapshot (vmm/uffd.c): holes in fd
-	 * are not zero, they are not loaded yet. */
-	bool lazy;
+	 * are not zero, they are not loaded yet. Cleared by the userfaultfd
+	 * thread once every chunk with data is in. */
+	atomic_bool lazy;
 	/* RAM is anonymous memory (MEM_BACKING_THP): pages never touched are
 	 * not mapped yet, and read as zero. */
 	bool anon;
@@ -159,7 +160,14 @@ struct vm_snap {
 	uint32_t msr_index[64];
 	unsigned nr_msrs;
 	uint64_t count, last_ms; /* snapshots written, and the last one's time */
-	struct uffd *uffd;       /* lazy restore (vmm/uffd.c) */
+	/* The last snapshot this VM wrote (its path and id, or NULL): the
+	 * next snapshot reopens it, if it is still there unchanged, and copies
+	 * its chunks that did not change instead of compressing them again
+	 * (see snap_save.ref). Not kept open: a file the caller deletes must
+	 * not keep its space. */
+	char *last_path;
+	uint64_t last_id;
+	struct uffd *uffd; /* lazy restore (vmm/uffd.c) */
 	/* Restore milestones, ns from the start of main: checked against
 	 * this VMM, memory filled (eager) or mapped, state applied. */
 	uint64_t restore_checked_ns, restore_mem_ns, restore_ns;

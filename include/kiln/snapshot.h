@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kiln snapshot file format, version 1.
+ * kiln snapshot file format, version 2.
  *
  * A snapshot is one file holding everything needed to resume a VM: the VM
  * configuration it was taken with, the KVM state of every vCPU and of the VM,
@@ -43,9 +43,23 @@
  * device, one memory index and one memory data section; chunk entries inside
  * the data section at strictly increasing offsets.
  *
+ * Reuse: each data chunk's index entry also holds the XXH64 of its bytes as
+ * restored (snap_chunk.content). A writer that has an older snapshot of the
+ * same memory at hand (the one the VM was restored from, a clone's
+ * template, or the last one it wrote) hashes a chunk of memory and, when the
+ * hash equals the older file's for that chunk, copies the older file's
+ * stored bytes (their checksum checked) instead of compressing again. A
+ * reader may check the hash after decompressing (kiln-snapshot inspect
+ * does).
+ *
  * All integers are little-endian (the only architecture is x86-64). Any
  * change to a layout, constant or meaning below bumps SNAP_FORMAT_VERSION (or,
  * for one section's payload, that section type's version).
+ *
+ * Versions: 1 had 24-byte chunk entries without the content hash (memory
+ * index version 1). A reader of version 2 refuses version 1 files with a
+ * message naming both versions; such a snapshot is restored by the kiln
+ * that wrote it, and taken again.
  */
 #ifndef KILN_SNAPSHOT_H
 #define KILN_SNAPSHOT_H
@@ -54,7 +68,7 @@
 #include <stddef.h>
 
 #define SNAP_MAGIC          "KILNSNAP" /* 8 bytes, no NUL stored */
-#define SNAP_FORMAT_VERSION 1
+#define SNAP_FORMAT_VERSION 2
 
 enum snap_arch {
 	SNAP_ARCH_NONE = 0, /* reserved */
@@ -151,7 +165,7 @@ enum snap_section_type {
 /* Payload layout versions of the sections this header defines. */
 #define SNAP_VCPU_STATE_VERSION 1
 #define SNAP_VM_STATE_VERSION   1
-#define SNAP_MEM_INDEX_VERSION  1
+#define SNAP_MEM_INDEX_VERSION  2
 #define SNAP_MEM_DATA_VERSION   1
 
 #define SNAP_SECTION_ALIGN 64
@@ -261,6 +275,7 @@ struct snap_chunk {
 	uint16_t enc;        /* enum snap_chunk_enc */
 	uint16_t reserved;
 	uint64_t checksum; /* XXH64 of the stored bytes */
+	uint64_t content;  /* XXH64 of the chunk's bytes as restored (chunk length) */
 };
 
 #define SNAP_HEADER_SIZE 608
@@ -273,6 +288,6 @@ _Static_assert(sizeof(struct snap_vcpu_state) == 7624, "snap_vcpu_state layout")
 _Static_assert(offsetof(struct snap_vcpu_state, msrs) % 8 == 0, "msrs alignment");
 _Static_assert(sizeof(struct snap_vm_state) == 1728, "snap_vm_state layout");
 _Static_assert(sizeof(struct snap_mem_index) == 56, "snap_mem_index layout");
-_Static_assert(sizeof(struct snap_chunk) == 24, "snap_chunk layout");
+_Static_assert(sizeof(struct snap_chunk) == 32, "snap_chunk layout");
 
 #endif

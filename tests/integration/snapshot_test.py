@@ -23,6 +23,10 @@ Cases (all by default; each prints ok/FAIL):
              with a precise message (exit 1, no crash), kiln-snapshot
              inspect reports each
   api        malformed requests get error replies and the VM runs on
+  lazy       24 lazy restores, each snapshotted right away (memory still
+             loading) and after the guest ran, restoring one of the two
+             next: no hang (API timeout), the guest's memory hashes the
+             same every time, chunks not loaded yet copied as they are
   thp        guest RAM in anonymous huge pages (--mem-backing thp): the
              snapshot skips memory never touched without reading it, and
              restores (eager) into either backing go on where it stopped
@@ -41,7 +45,7 @@ import time
 
 VMM, KERNEL, INITRD, INSPECT, WORK = sys.argv[1:6]
 IMAGE = os.environ.get("KILN_SNAPSHOT_IMAGE")
-CASES = sys.argv[6:] or ["pause", "cycles", "clones", "diff", "corrupt", "api", "thp"] + \
+CASES = sys.argv[6:] or ["pause", "cycles", "lazy", "clones", "diff", "corrupt", "api", "thp"] + \
     (["python"] if IMAGE else [])
 failures = []
 procs = []
@@ -111,9 +115,18 @@ class VM:
                 time.sleep(0.01)
             self.sock = socket.socket(socket.AF_UNIX)
             self.sock.settimeout(timeout)
-            self.sock.connect(self.api_path)
+            while True:
+                # The socket file appears at bind(), a moment before listen().
+                try:
+                    self.sock.connect(self.api_path)
+                    break
+                except ConnectionRefusedError:
+                    if time.time() > end:
+                        raise
+                    time.sleep(0.005)
             self.buf = b""
         data = req if isinstance(req, bytes) else json.dumps(req).encode() + b"\n"
+        self.sock.settimeout(timeout)
         self.sock.sendall(data)
         while b"\n" not in self.buf:
             chunk = self.sock.recv(65536)
@@ -255,6 +268,104 @@ def case_cycles():
     if int(lines[-1]["count"]) <= int(lines[0]["count"]) + 10:
         return fail(name, "the background counter stalled (%s -> %s)" % (lines[0]["count"], lines[-1]["count"]))
     ok("%s (%d status lines over 10 restores)" % (name, len(lines)))
+
+
+# ---------------------------------------------------------------- lazy cycles
+
+LAZY_CYCLES = 24
+
+
+def thread_stacks(pid):
+    """Each thread's kernel stack, for a VMM that stopped answering."""
+    out = []
+    try:
+        for tid in sorted(os.listdir("/proc/%d/task" % pid)):
+            try:
+                st = open("/proc/%d/task/%s/stack" % (pid, tid)).read().split("\n")[:6]
+            except OSError:
+                st = ["?"]
+            out.append("thread %s: %s" % (tid, " < ".join(l.split()[-1] for l in st if l)))
+    except OSError:
+        pass
+    return "; ".join(out)
+
+
+def sum_line(vm, w, n):
+    """Ask snaptest for the hash of its memory; the nth answer."""
+    os.write(w, b"sum\n")
+    t = vm.wait_for(lambda t: t.count("\nsum ") + t.startswith("sum ") >= n, 20)
+    if not t:
+        return None
+    return [l.split()[1] for l in t.splitlines() if l.startswith("sum ")][n - 1]
+
+
+def case_lazy():
+    """Lazy restores snapshotted again, LAZY_CYCLES times: once right after
+    the restore (memory still loading from the snapshot, most of it not
+    there yet) and once after the guest ran; the next cycle restores one of
+    the two. A hang (the VMM waiting on its own userfaultfd) fails by the
+    API timeout; the guest's memory must hash the same every time."""
+    name = "lazy"
+    r, w = os.pipe()
+    vm = VM(["--", "/bin/snaptest", "touch", "24"], stdin=r)
+    os.close(r)
+    if not vm.wait_for(lambda t: "touched 24" in t, 60):
+        os.close(w)
+        return fail(name, "the guest did not start", vm.out, vm.err)
+    want = sum_line(vm, w, 1)
+    snap = path("lazy0.snap")
+    res = vm.api({"op": "snapshot", "path": snap, "resume": False, "no_fsync": True})
+    vm.kill()
+    os.close(w)
+    if not want or not res.get("ok"):
+        return fail(name, "first snapshot: %s (sum %s)" % (res, want), vm.err)
+    early_reused = 0
+    for cycle in range(LAZY_CYCLES):
+        r, w = os.pipe()
+        vm = restore(snap, "lazy", stdin=r)
+        os.close(r)
+        snaps = []
+        try:
+            for when in ("early", "late"):
+                if when == "late":
+                    got = sum_line(vm, w, 1)
+                    if got != want:
+                        return fail(name, "cycle %d: memory hash %s, expected %s"
+                                    % (cycle, got, want), vm.out, vm.err)
+                p = path("lazy%d-%s.snap" % (cycle + 1, when))
+                res = vm.api({"op": "snapshot", "path": p, "no_fsync": True,
+                              "resume": when == "early"}, timeout=20)
+                if not res.get("ok"):
+                    return fail(name, "cycle %d: %s snapshot: %s" % (cycle, when, res), vm.err)
+                if when == "early":
+                    early_reused += res["chunks"]["reused"]
+                    # Memory not loaded yet was not read through the
+                    # mapping (each page would have waited on the
+                    # userfaultfd thread, and been allocated): the VMM
+                    # holds about what the guest uses, not all 256 MiB.
+                    rss = vm.api({"op": "metrics"}, timeout=20)["RssShmem_kib"]
+                    if rss > 160 * 1024:
+                        return fail(name, "cycle %d: %d KiB of guest memory after a "
+                                    "snapshot while loading" % (cycle, rss), vm.err)
+                snaps.append(p)
+        except (OSError, EOFError) as e:  # socket.timeout is an OSError
+            return fail(name, "cycle %d: the VMM did not answer (%s): %s"
+                        % (cycle, e, thread_stacks(vm.p.pid)), vm.err)
+        finally:
+            vm.kill()
+            os.close(w)
+        for p in ([snap] if cycle else []):
+            os.unlink(p)
+        snap = snaps[cycle % 2]
+        for p in snaps:
+            if p != snap:
+                os.unlink(p)
+    # The early snapshots copied the chunks not loaded yet (or unchanged)
+    # from the snapshot being loaded instead of compressing them.
+    if early_reused == 0:
+        return fail(name, "no chunk was reused from the snapshot being loaded")
+    ok("%s (%d lazy restores, each snapshotted while loading and after; %d chunks reused)"
+       % (name, LAZY_CYCLES, early_reused))
 
 
 # ---------------------------------------------------------------- thp

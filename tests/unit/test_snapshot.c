@@ -310,17 +310,22 @@ START_TEST(round_trip_eager)
 END_TEST
 
 /* SPARSE leaves untouched pages unallocated: the memfd holds about what the
- * guest had, not whole chunks. */
+ * guest had, not whole chunks. So does a restore straight into the (empty)
+ * memfd with pwrite (_i 1), which writes only non-zero pages. */
 START_TEST(round_trip_sparse)
 {
 	struct snap *s = open_ok(base_path);
 	struct snap_err err = {{0}};
 	struct stat a, b;
 	struct image out;
+	int ret;
 
 	image_new(&out, MEM_SIZE);
-	ck_assert_msg(snap_restore_mem(s, out.mem, MEM_SIZE, 0, SNAP_RESTORE_SPARSE, &err) == 0,
-	              "%s", err.msg);
+	if (_i == 0)
+		ret = snap_restore_mem(s, out.mem, MEM_SIZE, 0, SNAP_RESTORE_SPARSE, &err);
+	else
+		ret = snap_restore_file(s, out.fd, 2, &err);
+	ck_assert_msg(ret == 0, "%s", err.msg);
 	ck_assert_int_eq(memcmp(out.mem, img.mem, MEM_SIZE), 0);
 	fstat(img.fd, &a);
 	fstat(out.fd, &b);
@@ -494,6 +499,175 @@ static uint64_t *mutate(struct image *dst, const struct image *src, uint64_t see
 	}
 	return pages;
 }
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	return p[0] == 0 && memcmp(p, p + 1, n - 1) == 0;
+}
+
+/* A second snapshot of memory that changed a little, with the first as
+ * ref: unchanged chunks are copied, not compressed, and it restores to the
+ * new memory; the same memory again reuses every data chunk. */
+START_TEST(reuse_ref)
+{
+	struct snap *base = open_ok(base_path), *s;
+	struct snap_write_stats st, st2;
+	struct snap_err err = {{0}};
+	struct image now, out;
+	struct snap_save sv;
+	char path[160], path2[160];
+	uint64_t *pages;
+
+	image_new(&now, MEM_SIZE);
+	pages = mutate(&now, &img, 300);
+	free(pages);
+	sv = save_of(&now);
+	sv.ref = base;
+	snprintf(path, sizeof(path), "%s/reuse.snap", dir);
+	write_ok(path, &sv, &st);
+	ck_assert_uint_gt(st.nreused, st.ndata - 8);
+	ck_assert_uint_lt(st.nreused, st.ndata);
+	s = open_ok(path);
+	image_new(&out, MEM_SIZE);
+	ck_assert_msg(snap_restore_file(s, out.fd, 2, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(memcmp(out.mem, now.mem, MEM_SIZE), 0);
+	ck_assert_msg(snap_verify(s, 0, &err) == 0, "%s", err.msg);
+	/* The same memory against the new file: everything reused. */
+	sv.ref = s;
+	snprintf(path2, sizeof(path2), "%s/reuse2.snap", dir);
+	write_ok(path2, &sv, &st2);
+	ck_assert_uint_eq(st2.nreused, st2.ndata);
+	ck_assert_uint_eq(st2.file_size, st.file_size);
+	image_free(&out);
+	image_free(&now);
+	snap_close(s);
+	snap_close(base);
+	unlink(path);
+	unlink(path2);
+}
+END_TEST
+
+/* A lazy restore still loading: the memfd holds some of the base's chunks
+ * (loaded), pages of others (touched), and pages the guest wrote since;
+ * the rest are holes that are the base's memory, not zero. The snapshot
+ * must be that memory, and must not touch a single hole (through the
+ * mapping that would fault on userfaultfd; here it would allocate it). */
+START_TEST(lazy_holes)
+{
+	struct snap *base = open_ok(base_path), *s;
+	struct snap_write_stats st;
+	struct snap_err err = {{0}};
+	struct image lazy, want, out;
+	struct stat before, after;
+	struct snap_save sv;
+	char path[160];
+	uint64_t n = 0;
+
+	image_new(&lazy, MEM_SIZE);
+	image_new(&want, MEM_SIZE);
+	memcpy(want.mem, img.mem, MEM_SIZE);
+	for (uint64_t c = 0; c < MEM_SIZE / CHUNK; c++) {
+		uint64_t o = c * CHUNK;
+
+		if (all_zero(img.mem + o, CHUNK) && c % 5)
+			continue;
+		switch (n++ % 4) {
+		case 0: /* loaded whole */
+			ck_assert_int_eq(pwrite(lazy.fd, img.mem + o, CHUNK, (off_t)o),
+			                 (ssize_t)CHUNK);
+			break;
+		case 1: /* two pages touched, one of them written since */
+			ck_assert_int_eq(
+			    pwrite(lazy.fd, img.mem + o + 8192, 8192, (off_t)(o + 8192)), 8192);
+			fill_random(want.mem + o + 12288, 100);
+			ck_assert_int_eq(
+			    pwrite(lazy.fd, want.mem + o + 12288, 4096, (off_t)(o + 12288)), 4096);
+			break;
+		case 2: /* not loaded */
+			break;
+		default: /* loaded, then a page zeroed by the guest */
+			memset(want.mem + o + 4096, 0, 4096);
+			ck_assert_int_eq(pwrite(lazy.fd, want.mem + o, CHUNK, (off_t)o),
+			                 (ssize_t)CHUNK);
+		}
+	}
+	sv = save_of(&lazy);
+	sv.ref = base;
+	sv.holes_from_ref = true;
+	snprintf(path, sizeof(path), "%s/lazy.snap", dir);
+	fstat(lazy.fd, &before);
+	write_ok(path, &sv, &st);
+	fstat(lazy.fd, &after);
+	ck_assert_int_eq(before.st_blocks, after.st_blocks);
+	ck_assert_uint_gt(st.nreused, 0);
+	s = open_ok(path);
+	image_new(&out, MEM_SIZE);
+	ck_assert_msg(snap_restore_file(s, out.fd, 2, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(memcmp(out.mem, want.mem, MEM_SIZE), 0);
+	ck_assert_msg(snap_verify(s, 0, &err) == 0, "%s", err.msg);
+	/* Without the memfd or with another chunk size it is refused. */
+	sv.mem_fd = -1;
+	ck_assert_int_eq(snap_write(path, &sv, NULL, &err), -EINVAL);
+	sv.mem_fd = lazy.fd;
+	sv.chunk_shift = 16;
+	ck_assert_int_eq(snap_write(path, &sv, NULL, &err), -EINVAL);
+	image_free(&out);
+	image_free(&want);
+	image_free(&lazy);
+	snap_close(s);
+	snap_close(base);
+	unlink(path);
+}
+END_TEST
+
+/* A template clone: a private mapping of the template's memory, with the
+ * pages it wrote in a bitmap; the others are the template snapshot's and
+ * are taken from it, never read (reading would allocate the template
+ * file's holes). */
+START_TEST(clone_pages)
+{
+	struct snap *base = open_ok(base_path), *s;
+	uint64_t *own = calloc(MEM_SIZE / 4096 / 64, 8);
+	struct snap_write_stats st;
+	struct snap_err err = {{0}};
+	struct stat before, after;
+	struct snap_save sv;
+	struct image out;
+	uint8_t *clone;
+	char path[160];
+
+	clone = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE, img.fd, 0);
+	ck_assert_ptr_ne(clone, MAP_FAILED);
+	for (int k = 0; k < 40; k++) {
+		uint64_t pg = rnd() % (MEM_SIZE / 4096);
+
+		fill_random(clone + pg * 4096, k % 3 ? 4096 : 100);
+		own[pg / 64] |= 1ULL << (pg % 64);
+	}
+	sv = save_of(&img);
+	sv.mem = clone;
+	sv.mem_fd = -1;
+	sv.mem_pages = own;
+	sv.ref = base;
+	sv.holes_from_ref = true;
+	snprintf(path, sizeof(path), "%s/clone.snap", dir);
+	fstat(img.fd, &before);
+	write_ok(path, &sv, &st);
+	fstat(img.fd, &after);
+	ck_assert_int_eq(before.st_blocks, after.st_blocks);
+	ck_assert_uint_gt(st.nreused, st.ndata / 2);
+	s = open_ok(path);
+	image_new(&out, MEM_SIZE);
+	ck_assert_msg(snap_restore_file(s, out.fd, 2, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(memcmp(out.mem, clone, MEM_SIZE), 0);
+	image_free(&out);
+	munmap(clone, MEM_SIZE);
+	free(own);
+	snap_close(s);
+	snap_close(base);
+	unlink(path);
+}
+END_TEST
 
 START_TEST(diff_round_trip)
 {
@@ -704,6 +878,7 @@ static void expect_refused(const char *path, const char *want)
 enum {
 	D_MAGIC,
 	D_VERSION,
+	D_OLD_VERSION,
 	D_ARCH,
 	D_HDR_BYTE,
 	D_HDR_CONFIG,
@@ -738,7 +913,9 @@ enum {
 
 static const char *const damage_msg[D_COUNT] = {
     [D_MAGIC] = "not a kiln snapshot (bad magic)",
-    [D_VERSION] = "format version 2 not supported (this build reads version 1)",
+    [D_VERSION] = "format version 3 not supported (this build reads version 2): a newer kiln",
+    [D_OLD_VERSION] = "format version 1 not supported (this build reads version 2): an older "
+                      "kiln wrote it",
     [D_ARCH] = "architecture 2 is not x86-64",
     [D_HDR_BYTE] = "header checksum mismatch",
     [D_HDR_CONFIG] = "header checksum mismatch",
@@ -807,7 +984,10 @@ START_TEST(damaged)
 		f.p[3] ^= 0x20;
 		break;
 	case D_VERSION:
-		h->version = 2;
+		h->version = 3;
+		break;
+	case D_OLD_VERSION:
+		h->version = 1;
 		break;
 	case D_ARCH:
 		h->arch = 2;
@@ -1066,6 +1246,9 @@ END_TEST
 
 static void add_diff_tests(TCase *tc)
 {
+	tcase_add_test(tc, reuse_ref);
+	tcase_add_test(tc, lazy_holes);
+	tcase_add_test(tc, clone_pages);
 	tcase_add_test(tc, diff_round_trip);
 	tcase_add_test(tc, compat);
 }
@@ -1093,7 +1276,7 @@ int main(void)
 	tcase_add_unchecked_fixture(big, big_setup, big_teardown);
 	tcase_add_test(big, round_trip_state);
 	tcase_add_test(big, round_trip_eager);
-	tcase_add_test(big, round_trip_sparse);
+	tcase_add_loop_test(big, round_trip_sparse, 0, 2);
 	tcase_add_test(big, round_trip_chunks);
 	tcase_add_test(big, template_memfd);
 	tcase_add_test(big, odd_sizes);

@@ -8,7 +8,8 @@
  *                        bytes, pointers, zero runs, some random), print
  *                        "touched MIB", then answer each line of stdin with
  *                        "echo <line>" until end of input; the memory stays
- *                        in use all along (a warm process to snapshot)
+ *                        in use all along (a warm process to snapshot). The
+ *                        line "sum" is answered "sum <hash of the memory>".
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -78,6 +79,22 @@ static void fill_page(unsigned char *p, uint64_t n, uint64_t *rng)
 	}
 }
 
+/* A hash of all of the memory, to see that it came back from a snapshot
+ * byte for byte. */
+static uint64_t sum(const unsigned char *m, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (size_t i = 0; i + 8 <= len; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, m + i, 8);
+		h = (h ^ w) * 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
 static int cmd_touch(long mib)
 {
 	size_t len = (size_t)mib << 20;
@@ -95,6 +112,11 @@ static int cmd_touch(long mib)
 	printf("touched %ld\n", mib);
 	fflush(stdout);
 	while (fgets(line, sizeof(line), stdin)) {
+		if (!strcmp(line, "sum\n")) {
+			printf("sum %016llx\n", (unsigned long long)sum(m, len));
+			fflush(stdout);
+			continue;
+		}
 		printf("echo %s", line);
 		fflush(stdout);
 	}
