@@ -13,6 +13,7 @@
 #include <asm/signal.h>
 
 #include "kiln/boot.h"
+#include "ktime.h"
 #include "printk.h"
 #include "sched.h"
 #include "signal_k.h"
@@ -22,6 +23,7 @@
 #include "uaccess.h"
 #include "vm.h"
 
+extern bool kiln_stats;
 extern char sv_syscall_entry[];
 extern char trap_resume_stored[];
 extern char __libos_text_start[], __libos_text_end[];
@@ -176,8 +178,25 @@ static void resume_fault(struct trapframe *tf)
 	proc_kill_self(SIGSEGV, "its stack pointer is not in writable memory");
 }
 
+/* Which kind of program trap tf is (for kiln.stats=1), after handling. */
+static enum stats_trap trap_kind(const struct trapframe *tf, bool first, bool signalled)
+{
+	if (first)
+		return STATS_TRAP_FIRST_SYSCALL;
+	if (signalled)
+		return STATS_TRAP_SIGNAL;
+	if (tf->vector == 14 && (tf->error & PF_PRESENT))
+		return STATS_TRAP_FAULT_COPY;
+	if (tf->vector == 14 && vm_find_vma(cur_proc()->as, tf->cr2) &&
+	    (vm_find_vma(cur_proc()->as, tf->cr2)->flags & VMA_STACK))
+		return STATS_TRAP_FAULT_STACK;
+	return STATS_TRAP_FAULT_FILL;
+}
+
 void trap_handle(struct trapframe *tf)
 {
+	uint64_t t0 = kiln_stats ? rdtsc() : 0;
+	bool first = false, signalled = false;
 	int err;
 
 	if (in_libos(tf->rip)) {
@@ -189,6 +208,8 @@ void trap_handle(struct trapframe *tf)
 			resume_fault(tf);
 		if (in_uaccess && tf->vector == 14) {
 			err = vm_fault(cur_proc()->as, tf->cr2, (uint32_t)tf->error);
+			if (t0)
+				stats_trap(STATS_TRAP_FAULT_KERNEL, t0);
 			if (!err)
 				trap_resume(tf); /* the copy goes on where it stopped */
 			if (err == -ENOMEM)
@@ -205,7 +226,7 @@ void trap_handle(struct trapframe *tf)
 		       (unsigned long)tf->cr2);
 	}
 	if (tf->vector == 14 && tf->rip == (uint64_t)sv_syscall_entry)
-		first_syscall(tf);
+		first = true, first_syscall(tf);
 	else if ((tf->vector == 14 || tf->vector == 13) && bad_syscall_number(tf))
 		; /* -ENOSYS is in place */
 	else if (tf->vector == 14 &&
@@ -217,7 +238,9 @@ void trap_handle(struct trapframe *tf)
 	           vm_grow_stack(cur_proc()->as, tf->cr2) == 0)
 		; /* retry with the stack grown */
 	else
-		fault_signal(tf);
+		signalled = true, fault_signal(tf);
+	if (t0)
+		stats_trap(trap_kind(tf, first, signalled), t0);
 	exit_to_user(tf);
 }
 
@@ -225,6 +248,8 @@ void trap_handle(struct trapframe *tf)
  * devices and timers, then preempt if the time slice is over. */
 void irq_handle(struct trapframe *tf)
 {
+	if (kiln_stats)
+		stats_trap(STATS_TRAP_IRQ, rdtsc());
 	irq_poll();
 	exit_to_user(tf);
 }
