@@ -47,6 +47,7 @@ void syscall_print_stats(void);
 /* Trap kinds counted with kiln.stats=1 (trap.c). */
 enum stats_trap {
 	STATS_TRAP_FIRST_SYSCALL,
+	STATS_TRAP_BAD_SYSCALL,
 	STATS_TRAP_FAULT_FILL,
 	STATS_TRAP_FAULT_COPY,
 	STATS_TRAP_FAULT_STACK,

@@ -136,10 +136,11 @@ static const char *name_of(long nr)
 }
 
 static const char *const trap_names[STATS_TRAP_KINDS] = {
-    [STATS_TRAP_FIRST_SYSCALL] = "first run of a syscall site",
+    [STATS_TRAP_FIRST_SYSCALL] = "first run of a syscall site (+ call)",
+    [STATS_TRAP_BAD_SYSCALL] = "syscall number out of range",
     [STATS_TRAP_FAULT_FILL] = "page fault: lazy memory",
     [STATS_TRAP_FAULT_COPY] = "page fault: write to a borrowed page",
-    [STATS_TRAP_FAULT_STACK] = "page fault: stack growth",
+    [STATS_TRAP_FAULT_STACK] = "page fault: stack",
     [STATS_TRAP_FAULT_KERNEL] = "page fault: in a user copy",
     [STATS_TRAP_SIGNAL] = "a program's fault (signal)",
     [STATS_TRAP_IRQ] = "interrupt in program code",

@@ -178,25 +178,20 @@ static void resume_fault(struct trapframe *tf)
 	proc_kill_self(SIGSEGV, "its stack pointer is not in writable memory");
 }
 
-/* Which kind of program trap tf is (for kiln.stats=1), after handling. */
-static enum stats_trap trap_kind(const struct trapframe *tf, bool first, bool signalled)
+/* The kind of page fault we resolved at addr (for kiln.stats=1). */
+static enum stats_trap fault_kind(uint64_t addr, uint32_t error)
 {
-	if (first)
-		return STATS_TRAP_FIRST_SYSCALL;
-	if (signalled)
-		return STATS_TRAP_SIGNAL;
-	if (tf->vector == 14 && (tf->error & PF_PRESENT))
-		return STATS_TRAP_FAULT_COPY;
-	if (tf->vector == 14 && vm_find_vma(cur_proc()->as, tf->cr2) &&
-	    (vm_find_vma(cur_proc()->as, tf->cr2)->flags & VMA_STACK))
+	const struct vma *v = vm_find_vma(cur_proc()->as, addr);
+
+	if (v && (v->flags & VMA_STACK))
 		return STATS_TRAP_FAULT_STACK;
-	return STATS_TRAP_FAULT_FILL;
+	return error & PF_PRESENT ? STATS_TRAP_FAULT_COPY : STATS_TRAP_FAULT_FILL;
 }
 
 void trap_handle(struct trapframe *tf)
 {
 	uint64_t t0 = kiln_stats ? rdtsc() : 0;
-	bool first = false, signalled = false;
+	enum stats_trap kind;
 	int err;
 
 	if (in_libos(tf->rip)) {
@@ -225,22 +220,26 @@ void trap_handle(struct trapframe *tf)
 		       (unsigned long)tf->vector, (unsigned long)tf->error, (unsigned long)tf->rip,
 		       (unsigned long)tf->cr2);
 	}
-	if (tf->vector == 14 && tf->rip == (uint64_t)sv_syscall_entry)
-		first = true, first_syscall(tf);
-	else if ((tf->vector == 14 || tf->vector == 13) && bad_syscall_number(tf))
-		; /* -ENOSYS is in place */
-	else if (tf->vector == 14 &&
-	         (err = vm_fault(cur_proc()->as, tf->cr2, (uint32_t)tf->error)) != -EFAULT) {
+	if (tf->vector == 14 && tf->rip == (uint64_t)sv_syscall_entry) {
+		kind = STATS_TRAP_FIRST_SYSCALL;
+		first_syscall(tf);
+	} else if ((tf->vector == 14 || tf->vector == 13) && bad_syscall_number(tf)) {
+		kind = STATS_TRAP_BAD_SYSCALL; /* -ENOSYS is in place */
+	} else if (tf->vector == 14 &&
+	           (err = vm_fault(cur_proc()->as, tf->cr2, (uint32_t)tf->error)) != -EFAULT) {
+		kind = fault_kind(tf->cr2, (uint32_t)tf->error);
 		if (err)
 			out_of_memory();
 		/* else retry on the new page */
 	} else if (tf->vector == 14 && !(tf->error & PF_PRESENT) &&
-	           vm_grow_stack(cur_proc()->as, tf->cr2) == 0)
-		; /* retry with the stack grown */
-	else
-		signalled = true, fault_signal(tf);
+	           vm_grow_stack(cur_proc()->as, tf->cr2) == 0) {
+		kind = STATS_TRAP_FAULT_STACK; /* retry with the stack grown */
+	} else {
+		kind = STATS_TRAP_SIGNAL;
+		fault_signal(tf);
+	}
 	if (t0)
-		stats_trap(trap_kind(tf, first, signalled), t0);
+		stats_trap(kind, t0);
 	exit_to_user(tf);
 }
 
