@@ -44,4 +44,19 @@ void syscall_count_enosys(long nr);
 void syscall_init(void);
 void syscall_print_stats(void);
 
+/* Trap kinds counted with kiln.stats=1 (trap.c). */
+enum stats_trap {
+	STATS_TRAP_FIRST_SYSCALL,
+	STATS_TRAP_BAD_SYSCALL,
+	STATS_TRAP_FAULT_FILL,
+	STATS_TRAP_FAULT_COPY,
+	STATS_TRAP_FAULT_STACK,
+	STATS_TRAP_FAULT_KERNEL,
+	STATS_TRAP_SIGNAL,
+	STATS_TRAP_IRQ,
+	STATS_TRAP_KINDS
+};
+/* Count a trap of this kind that started at TSC since. */
+void stats_trap(enum stats_trap kind, uint64_t since);
+
 #endif

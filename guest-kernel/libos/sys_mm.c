@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* brk, mmap and friends. Small anonymous mappings get zeroed pages at once,
  * large ones and reservations (PROT_NONE) on first touch (VMA_LAZY); file
- * mappings are private copies of the file's bytes, except that pages an
- * image holds (vfs_inode_page) are mapped in place and copied on their
- * first write. */
+ * mappings are private copies of the file's bytes, except that in mappings
+ * made without PROT_WRITE the pages an image holds (vfs_inode_page) are
+ * mapped in place, and copied on a first write after mprotect. */
 #include <linux/fcntl.h>
 #include <linux/mman.h>
 #include <linux/stat.h>
@@ -18,8 +18,9 @@
 #define MAX_MAP   (1UL << 40)
 /* Above this, anonymous memory is mapped on first touch: a page fault costs
  * microseconds here, so small mappings (mostly used whole) are cheaper
- * filled at once, while big ones are often reservations used in part. */
-#define LAZY_MIN (256UL << 10)
+ * filled at once, while big ones are often reservations used in part.
+ * Python's object arenas are 1 MiB: lazily they took 16 faults each. */
+#define LAZY_MIN (1UL << 20)
 
 static uint32_t anon_flags(uint64_t len, uint32_t prot, uint32_t flags)
 {
@@ -65,6 +66,11 @@ static uint64_t file_page(void *ctx, uint64_t i)
 	return pa && (fp->prot & PROT_EXEC) ? vm_text_page(pa) : pa;
 }
 
+static uint64_t no_page(void *ctx, uint64_t i)
+{
+	return 0;
+}
+
 /* Map a file's pages: in place where the image has them, else copies of
  * its bytes in fresh pages (writable while we fill them). */
 static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t prot, int fd,
@@ -84,7 +90,11 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t pr
 	if (!S_ISREG(vfs_inode_mode(ip)))
 		return -ENODEV;
 	fp = (struct file_pages){ip, off / PAGE_SIZE, prot};
-	err = vm_map_pages(as, addr, len, prot | PROT_WRITE, VMA_ANON, file_page, &fp);
+	/* A writable private mapping of a library is its data segment, which
+	 * the loader's relocations write nearly all of: copies now cost less
+	 * than a copy-on-write fault per page later. */
+	err = vm_map_pages(as, addr, len, prot | PROT_WRITE, VMA_ANON,
+	                   prot & PROT_WRITE ? no_page : file_page, &fp);
 	if (err)
 		return err;
 	inode_get(ip);

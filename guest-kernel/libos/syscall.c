@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The syscall table, built at boot from every SYSCALL_DEFINE, and the count
- * of calls we could not serve (printed at exit with kiln.stats=1). */
+/* The syscall table, built at boot from every SYSCALL_DEFINE, the count of
+ * calls we could not serve and, with kiln.stats=1, of every call and trap
+ * and the time they took (printed at exit). */
 #include "errno_k.h"
 #include "kcpu.h"
+#include "ktime.h"
 #include "printk.h"
 #include "proc.h"
 #include "sched.h"
@@ -17,6 +19,13 @@ static syscall_fn table[NR_SYSCALLS];
 static uint32_t enosys[NR_SYSCALLS];
 static uint32_t enosys_out_of_range;
 static long last_out_of_range;
+/* kiln.stats=1: calls and TSC ticks per syscall (blocked time included),
+ * traps and ticks per kind. */
+extern bool kiln_stats;
+static uint32_t calls[NR_SYSCALLS];
+static uint64_t ticks[NR_SYSCALLS];
+static uint32_t trap_calls[STATS_TRAP_KINDS];
+static uint64_t trap_ticks[STATS_TRAP_KINDS];
 
 extern const struct syscall_entry __syscalls_start[], __syscalls_end[];
 
@@ -29,15 +38,35 @@ void syscall_init(void)
 	}
 }
 
+static long call_counted(syscall_fn fn, unsigned long nr, struct trapframe *tf)
+{
+	uint64_t t0 = rdtsc();
+	long ret = fn((long)tf->rdi, (long)tf->rsi, (long)tf->rdx, (long)tf->r10, (long)tf->r8,
+	              (long)tf->r9);
+
+	calls[nr]++;
+	ticks[nr] += rdtsc() - t0;
+	return ret;
+}
+
 long syscall_dispatch(struct trapframe *tf)
 {
 	unsigned long nr = tf->rax;
 
-	if (likely(nr < NR_SYSCALLS && table[nr]))
+	if (likely(nr < NR_SYSCALLS && table[nr])) {
+		if (unlikely(kiln_stats))
+			return call_counted(table[nr], nr, tf);
 		return table[nr]((long)tf->rdi, (long)tf->rsi, (long)tf->rdx, (long)tf->r10,
 		                 (long)tf->r8, (long)tf->r9);
+	}
 	syscall_count_enosys((long)nr);
 	return -ENOSYS;
+}
+
+void stats_trap(enum stats_trap kind, uint64_t since)
+{
+	trap_calls[kind]++;
+	trap_ticks[kind] += rdtsc() - since;
 }
 
 static bool is_restart(uint64_t ret)
@@ -113,9 +142,53 @@ static const char *name_of(long nr)
 	return "?";
 }
 
+static const char *const trap_names[STATS_TRAP_KINDS] = {
+    [STATS_TRAP_FIRST_SYSCALL] = "first run of a syscall site (+ call)",
+    [STATS_TRAP_BAD_SYSCALL] = "syscall number out of range",
+    [STATS_TRAP_FAULT_FILL] = "page fault: lazy memory",
+    [STATS_TRAP_FAULT_COPY] = "page fault: write to a borrowed page",
+    [STATS_TRAP_FAULT_STACK] = "page fault: stack",
+    [STATS_TRAP_FAULT_KERNEL] = "page fault: in a user copy",
+    [STATS_TRAP_SIGNAL] = "a program's fault (signal)",
+    [STATS_TRAP_IRQ] = "interrupt in program code",
+};
+
+/* Calls and traps, the costliest first (microseconds in total). */
+static void print_counts(void)
+{
+	static bool shown[NR_SYSCALLS];
+	uint64_t khz = time_tsc_to_ns(1000000) ? 1000000000000ULL / time_tsc_to_ns(1000000) : 1;
+	uint64_t total = 0, n = 0;
+
+	for (int k = 0; k < STATS_TRAP_KINDS; k++)
+		if (trap_calls[k])
+			kprintf("kiln: traps: %-38s %8u %10lu us\n", trap_names[k], trap_calls[k],
+			        (unsigned long)(trap_ticks[k] * 1000 / khz));
+	for (long nr = 0; nr < NR_SYSCALLS; nr++) {
+		total += ticks[nr];
+		n += calls[nr];
+	}
+	kprintf("kiln: syscalls: %lu calls, %lu us (name calls us)\n", (unsigned long)n,
+	        (unsigned long)(total * 1000 / khz));
+	for (;;) {
+		long best = -1;
+
+		for (long nr = 0; nr < NR_SYSCALLS; nr++)
+			if (calls[nr] && !shown[nr] && (best < 0 || ticks[nr] > ticks[best]))
+				best = nr;
+		if (best < 0)
+			break;
+		shown[best] = true;
+		kprintf("kiln:   %-20s %8u %10lu\n", name_of(best), calls[best],
+		        (unsigned long)(ticks[best] * 1000 / khz));
+	}
+}
+
 void syscall_print_stats(void)
 {
 	bool any = false;
+
+	print_counts();
 
 	for (long nr = 0; nr < NR_SYSCALLS; nr++) {
 		if (!enosys[nr])

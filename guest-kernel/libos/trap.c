@@ -13,6 +13,7 @@
 #include <asm/signal.h>
 
 #include "kiln/boot.h"
+#include "ktime.h"
 #include "printk.h"
 #include "sched.h"
 #include "signal_k.h"
@@ -22,6 +23,7 @@
 #include "uaccess.h"
 #include "vm.h"
 
+extern bool kiln_stats;
 extern char sv_syscall_entry[];
 extern char trap_resume_stored[];
 extern char __libos_text_start[], __libos_text_end[];
@@ -176,8 +178,20 @@ static void resume_fault(struct trapframe *tf)
 	proc_kill_self(SIGSEGV, "its stack pointer is not in writable memory");
 }
 
+/* The kind of page fault we resolved at addr (for kiln.stats=1). */
+static enum stats_trap fault_kind(uint64_t addr, uint32_t error)
+{
+	const struct vma *v = vm_find_vma(cur_proc()->as, addr);
+
+	if (v && (v->flags & VMA_STACK))
+		return STATS_TRAP_FAULT_STACK;
+	return error & PF_PRESENT ? STATS_TRAP_FAULT_COPY : STATS_TRAP_FAULT_FILL;
+}
+
 void trap_handle(struct trapframe *tf)
 {
+	uint64_t t0 = kiln_stats ? rdtsc() : 0;
+	enum stats_trap kind;
 	int err;
 
 	if (in_libos(tf->rip)) {
@@ -189,6 +203,8 @@ void trap_handle(struct trapframe *tf)
 			resume_fault(tf);
 		if (in_uaccess && tf->vector == 14) {
 			err = vm_fault(cur_proc()->as, tf->cr2, (uint32_t)tf->error);
+			if (t0)
+				stats_trap(STATS_TRAP_FAULT_KERNEL, t0);
 			if (!err)
 				trap_resume(tf); /* the copy goes on where it stopped */
 			if (err == -ENOMEM)
@@ -204,20 +220,26 @@ void trap_handle(struct trapframe *tf)
 		       (unsigned long)tf->vector, (unsigned long)tf->error, (unsigned long)tf->rip,
 		       (unsigned long)tf->cr2);
 	}
-	if (tf->vector == 14 && tf->rip == (uint64_t)sv_syscall_entry)
+	if (tf->vector == 14 && tf->rip == (uint64_t)sv_syscall_entry) {
+		kind = STATS_TRAP_FIRST_SYSCALL;
 		first_syscall(tf);
-	else if ((tf->vector == 14 || tf->vector == 13) && bad_syscall_number(tf))
-		; /* -ENOSYS is in place */
-	else if (tf->vector == 14 &&
-	         (err = vm_fault(cur_proc()->as, tf->cr2, (uint32_t)tf->error)) != -EFAULT) {
+	} else if ((tf->vector == 14 || tf->vector == 13) && bad_syscall_number(tf)) {
+		kind = STATS_TRAP_BAD_SYSCALL; /* -ENOSYS is in place */
+	} else if (tf->vector == 14 &&
+	           (err = vm_fault(cur_proc()->as, tf->cr2, (uint32_t)tf->error)) != -EFAULT) {
+		kind = fault_kind(tf->cr2, (uint32_t)tf->error);
 		if (err)
 			out_of_memory();
 		/* else retry on the new page */
 	} else if (tf->vector == 14 && !(tf->error & PF_PRESENT) &&
-	           vm_grow_stack(cur_proc()->as, tf->cr2) == 0)
-		; /* retry with the stack grown */
-	else
+	           vm_grow_stack(cur_proc()->as, tf->cr2) == 0) {
+		kind = STATS_TRAP_FAULT_STACK; /* retry with the stack grown */
+	} else {
+		kind = STATS_TRAP_SIGNAL;
 		fault_signal(tf);
+	}
+	if (t0)
+		stats_trap(kind, t0);
 	exit_to_user(tf);
 }
 
@@ -225,6 +247,8 @@ void trap_handle(struct trapframe *tf)
  * devices and timers, then preempt if the time slice is over. */
 void irq_handle(struct trapframe *tf)
 {
+	if (kiln_stats)
+		stats_trap(STATS_TRAP_IRQ, rdtsc());
 	irq_poll();
 	exit_to_user(tf);
 }

@@ -773,6 +773,7 @@ static int remember_patch(struct aspace *as, uint64_t site)
 int vm_patch_syscall(struct aspace *as, uint64_t site)
 {
 	uint64_t p0 = vm_translate(as, site), p1 = vm_translate(as, site + 1);
+	bool flush = false;
 	uint8_t *b0, *b1;
 
 	if (p0 == ~0ULL || p1 == ~0ULL)
@@ -791,15 +792,18 @@ int vm_patch_syscall(struct aspace *as, uint64_t site)
 			return 0;
 	}
 	if (vm_is_borrowed(as, site) || vm_is_borrowed(as, site + 1)) {
-		/* Code mapped from the image: patch a private copy, and make
-		 * the program see it (see text_patch). */
+		/* Code mapped from the image: patch a private copy, and flush
+		 * the TLB. The trap that brought us here was at the LSTAR page,
+		 * not at the site: without a flush the old page stays mapped
+		 * (on PVM hosts, until the next CR3 load) and every run of the
+		 * site would take this slow path again. */
 		p0 = own_page(as, site);
 		p1 = own_page(as, site + 1);
 		if (p0 == ~0ULL || p1 == ~0ULL)
 			return -ENOMEM;
 		b0 = phys_to_virt(p0);
 		b1 = phys_to_virt(p1);
-		pt_flush(as);
+		flush = true;
 	}
 	/* Without a record of the site a later bad syscall number there would
 	 * look like a wild call: leave such a site unpatched (it still works,
@@ -810,5 +814,7 @@ int vm_patch_syscall(struct aspace *as, uint64_t site)
 	 * is mid-decode, which the single-vCPU kernel never allows. */
 	*b1 = 0xd0;
 	*b0 = 0xff;
+	if (flush)
+		pt_flush(as);
 	return 0;
 }

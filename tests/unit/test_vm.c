@@ -158,6 +158,31 @@ START_TEST(huge_block_reuse_is_zeroed)
 }
 END_TEST
 
+/* Runs of frames for kmalloc: the lowest free run with the alignment,
+ * found past whole words of used frames and past holes too small. */
+START_TEST(contig_first_fit)
+{
+	uint64_t pa[300], end, huge, quad;
+
+	for (int i = 0; i < 300; i++) {
+		pa[i] = pmem_alloc(false);
+		if (i)
+			ck_assert_uint_eq(pa[i], pa[i - 1] + PAGE_SIZE);
+	}
+	end = pa[299] + PAGE_SIZE; /* everything above is free */
+	pmem_free(pa[20]);
+	pmem_free(pa[150]);
+	pmem_free(pa[151]);
+	ck_assert_uint_eq(pmem_alloc_contig(2, 1, false), pa[150]);
+	ck_assert_uint_eq(pmem_alloc_contig(1, 1, false), pa[20]);
+	huge = pmem_alloc_contig(1, HUGE_PAGES, false);
+	ck_assert_uint_eq(huge, ALIGN_UP(end, HUGE_SIZE));
+	quad = ALIGN_UP(end, 64 * PAGE_SIZE);
+	ck_assert_uint_eq(pmem_alloc_contig(4, 64, false),
+	                  quad == huge ? quad + 64 * PAGE_SIZE : quad);
+}
+END_TEST
+
 START_TEST(huge_blocks_only_while_plentiful)
 {
 	uint64_t pa;
@@ -557,6 +582,7 @@ static Suite *vm_suite(void)
 	tcase_add_test(t, huge_blocks_from_the_top);
 	tcase_add_test(t, huge_block_reuse_is_zeroed);
 	tcase_add_test(t, huge_blocks_only_while_plentiful);
+	tcase_add_test(t, contig_first_fit);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("policy");

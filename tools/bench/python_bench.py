@@ -2,6 +2,7 @@
 """Python in kiln against the same Python on the host (make bench; issue 4).
 
     python_bench.py VMM KERNEL IMAGE ROOT [--runs N] [--sandboxes N]
+                    [--mem-backing memfd|thp]
 
 ROOT is IMAGE's files extracted on the host (tools/mkimage/extract-root): the
 host runs the very same interpreter and libraries, in a chroot. Prints:
@@ -30,7 +31,8 @@ ENV = {"PATH": "/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8", "MPLBACKEND": "A
 
 
 def guest_cmd(a, argv, mem="256M"):
-    return [a.vmm, "--kernel", a.kernel, "--image", a.image, "--mem", mem, "--"] + argv
+    backing = ["--mem-backing", a.mem_backing] if a.mem_backing else []
+    return [a.vmm, "--kernel", a.kernel, "--image", a.image, "--mem", mem] + backing + ["--"] + argv
 
 
 def host_cmd(a, argv):
@@ -154,11 +156,14 @@ def main():
     ap.add_argument("root")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--sandboxes", type=int, default=20)
+    ap.add_argument("--mem-backing", choices=("memfd", "thp"),
+                    help="kiln-vmm's --mem-backing (default: kiln-vmm's own)")
     a = ap.parse_args()
     if a.runs < 1 or a.sandboxes < 2:
         ap.error("--runs must be at least 1 and --sandboxes at least 2")
-    print("  python (tools/bench/python_bench.py), %s, medians of %d runs"
-          % (os.path.basename(os.path.realpath(a.image)), a.runs))
+    print("  python (tools/bench/python_bench.py), %s, medians of %d runs%s"
+          % (os.path.basename(os.path.realpath(a.image)), a.runs,
+             ", --mem-backing " + a.mem_backing if a.mem_backing else ""))
     failed = False
     for step in (analysis, startup, memory):
         try:

@@ -5,7 +5,7 @@
 guest_case stress-memhog 0 --vmm '--mem 128M' --out '^memhog: mmap failed with ENOMEM after more than 10 MiB$' \
 	--out '^alive$' -- /bin/busybox sh -c '/bin/stress memhog 128; /bin/stress memhog 128; echo alive'
 guest_case stress-memhog-lazy 0 --vmm '--mem 128M' --out '^kiln: out of memory: killed pid [0-9]+ \(stress\)$' \
-	--out '^Killed$' --out '^alive$' -- /bin/busybox sh -c '/bin/stress memhog; /bin/stress memhog; echo alive'
+	--out '^Killed$' --out '^alive$' -- /bin/busybox sh -c '/bin/stress memhog 4096; /bin/stress memhog 4096; echo alive'
 guest_case stress-forkbomb 0 --vmm '--mem 128M' \
 	--out '^forkbomb: fork failed with EAGAIN/ENOMEM after more than 10 processes$' \
 	--out '^forkbomb: reaped all$' --out '^alive$' \
