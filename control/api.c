@@ -106,6 +106,24 @@ static bool in_csv(const char *csv, const char *word)
 	return false;
 }
 
+/* Does every word of a state filter name a state? (A typo would list nothing.) */
+static bool states_known(const char *csv)
+{
+	for (const char *p = csv;;) {
+		const char *comma = strchr(p, ',');
+		size_t l = comma ? (size_t)(comma - p) : strlen(p);
+		bool known = false;
+
+		for (int s = SB_STARTING; s <= SB_ERROR; s++)
+			known |= strlen(sb_state_name(s)) == l && !strncmp(p, sb_state_name(s), l);
+		if (!known)
+			return false;
+		if (!comma)
+			return true;
+		p = comma + 1;
+	}
+}
+
 /* E2B's metadata filter: "k=v&k2=v2" (itself URL-encoded in the query). */
 static bool metadata_matches(const struct sandbox *sb, const char *filter)
 {
@@ -198,6 +216,12 @@ static void do_list(struct kilnd *kd, struct http_conn *c, struct http_req *req,
 			http_respond_error(c, 400, "limit must be between 1 and 1000");
 			goto out;
 		}
+	}
+	if (state && !states_known(state)) {
+		http_respond_error(c, 400,
+		                   "state must be a comma-separated list of starting, running, "
+		                   "pausing, paused, resuming, killed, error");
+		goto out;
 	}
 	if (order && !asc && strcasecmp(order, "desc")) {
 		http_respond_error(c, 400, "order must be asc or desc");
@@ -750,7 +774,7 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 	}
 	if (n == 0) {
 		http_respond(c, 200, "application/json", NULL,
-		             LIT("{\"name\":\"kilnd\",\"version\":\"" KILND_VERSION "\"}"));
+		             LIT("{\"name\":\"kilnd\",\"version\":\"" KILN_VERSION "\"}"));
 		goto out;
 	}
 	if (!strcmp(seg[0], "templates")) {

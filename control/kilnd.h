@@ -14,7 +14,6 @@
 /* envdVersion reported in E2B-shaped answers: the SDK requires semver
  * >= 0.1.0 and gates features on it; 0.6.4 is the level kiln targets. */
 #define KILND_ENVD_VERSION "0.6.4"
-#define KILND_VERSION      "0.1.0"
 
 struct kilnd_cfg {
 	char *data_dir;

@@ -78,7 +78,8 @@ static void usage(FILE *f)
 	        "  --body-timeout S      without request body progress (default 30)\n"
 	        "  --write-timeout S     without progress writing to a client (default 30)\n"
 	        "  -v, --verbose         debug logging\n"
-	        "  -h, --help            this text\n");
+	        "  -h, --help            this text\n"
+	        "  --version             kilnd's version\n");
 }
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -337,6 +338,7 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"write-timeout", required_argument, NULL, OPT_WRITE_TIMEOUT},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {0},
 	};
 	int c;
@@ -424,6 +426,9 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 		case 'v':
 			kd_log_level = LOG_DEBUG;
 			break;
+		case 'V':
+			printf("kilnd %s\n", KILN_VERSION);
+			exit(0);
 		case 'h':
 			usage(stdout);
 			exit(0);

@@ -12,6 +12,9 @@
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* kilnd's and kiln's version (--version, GET / of the API). */
+#define KILN_VERSION "0.1.0"
+
 enum { LOG_ERR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 /* Messages above this level are dropped; set once at startup. */
 extern int kd_log_level;

@@ -562,11 +562,52 @@ t_cli() {
 	check $? "a bad option is exit status 2"
 }
 
+# The mistakes a user makes get a message that says what is wrong, on
+# stderr, and a non-zero exit status.
+t_cli_errors() {
+	local out err rc
+	[[ "$("$KILN" --version)" =~ ^kiln\ [0-9] && "$("$KILND" --version)" =~ ^kilnd\ [0-9] ]]
+	check $? "kiln --version and kilnd --version"
+	err=$("$KILN" --bogus ls 2>&1 >/dev/null)
+	rc=$?
+	[ $rc = 2 ] && grep -q "unknown option --bogus" <<<"$err"
+	check $? "an unknown global option is named"
+	for c in "exec nosuch -- true" "resume nosuch" "fork nosuch" "logs nosuch" "rm nosuch"; do
+		# shellcheck disable=SC2086 # the words of $c are the arguments
+		err=$("$KILN" $c 2>&1 >/dev/null)
+		rc=$?
+		[ $rc != 0 ] && [ "$err" = "kiln: sandbox nosuch not found" ]
+		check $? "kiln $c: the sandbox is not found (status $rc: $err)"
+	done
+	out=$("$KILN" rm 2>"$T/err")
+	rc=$?
+	[ $rc = 2 ] && [ -z "$out" ] && grep -q "usage: kiln rm" "$T/err"
+	check $? "a usage error goes to stderr"
+	err=$("$KILN" ls --state bogus 2>&1 >/dev/null)
+	rc=$?
+	[ $rc = 1 ] && grep -q "state must be" <<<"$err"
+	check $? "kiln ls --state with an unknown state"
+	[ "$(api GET '/sandboxes?state=running,bogus')" = 400 ] &&
+		[ "$(api GET '/sandboxes?state=running,paused')" = 200 ]
+	check $? "GET /sandboxes?state= checks the states"
+	"$KILN" ls --state 2>/dev/null
+	[ $? = 2 ]
+	check $? "kiln ls --state without a value"
+	err=$("$KILN" template create t -- 2>&1)
+	rc=$?
+	[ $rc = 2 ] && grep -q "no warm-up command" <<<"$err"
+	check $? "template create with nothing after --"
+	err=$("$KILN" template create t --warm 'echo hi' 2>&1)
+	rc=$?
+	[ $rc = 2 ] && grep -q "goes after --" <<<"$err"
+	check $? "template create says where the warm-up command goes"
+}
+
 # shellcheck source=tests/e2e/snapshots.sh
 . tests/e2e/snapshots.sh
 
 ALL="t_echo t_streams t_exit_codes t_files t_concurrent t_bad_requests t_max_conns t_pty
-t_e2b_api t_lifecycle t_restart t_boot_failures t_cli $SNAPSHOT_TESTS"
+t_e2b_api t_lifecycle t_restart t_boot_failures t_cli t_cli_errors $SNAPSHOT_TESTS"
 echo "e2e: kilnd with VMM $VMM${AGENT:+ relaying to the agent $AGENT} (data in $T)"
 start_kilnd
 for t in ${*:-$ALL}; do

@@ -238,7 +238,8 @@ static int r_complete(http_parser *p)
 	return 0;
 }
 
-static int read_response(struct kc *k, struct kc_resp *r)
+/* quiet: say nothing when there is no response (the caller reports why). */
+static int read_response(struct kc *k, struct kc_resp *r, bool quiet)
 {
 	static http_parser_settings settings;
 	struct rstate s = {.r = r};
@@ -261,7 +262,8 @@ static int read_response(struct kc *k, struct kc_resp *r)
 		if (n < 0 && errno == EINTR)
 			return -EINTR;
 		if (n < 0) {
-			fprintf(stderr, "kiln: reading from kilnd: %s\n", strerror(errno));
+			if (!quiet)
+				fprintf(stderr, "kiln: reading from kilnd: %s\n", strerror(errno));
 			return -1;
 		}
 		used = http_parser_execute(&parser, &settings, buf, (size_t)n);
@@ -270,8 +272,9 @@ static int read_response(struct kc *k, struct kc_resp *r)
 		if (n == 0) {
 			if (s.done)
 				break;
-			fprintf(stderr, "kiln: kilnd closed the connection%s\n",
-			        s.headers_done ? " before the response was complete" : "");
+			if (!quiet)
+				fprintf(stderr, "kiln: kilnd closed the connection%s\n",
+				        s.headers_done ? " before the response was complete" : "");
 			return -1;
 		}
 		if (HTTP_PARSER_ERRNO(&parser) != HPE_OK &&
@@ -324,15 +327,21 @@ int kc_request(struct kc *k, const char *method, const char *path, const char *c
 		                  ? (long long)len
 		                  : -1) ||
 		    (len && send_all(k->fd, body, len))) {
+			int err = errno;
+
+			/* kilnd answers some requests (404, 413) before reading
+			 * their body, then closes: show its answer. */
+			if (!read_response(k, r, true) && r->status)
+				return 0;
 			kc_disconnect(k);
 			if (!fresh && attempt == 0) {
 				fresh = true;
 				continue; /* a kept-alive connection went stale */
 			}
-			fprintf(stderr, "kiln: sending to kilnd: %s\n", strerror(errno));
+			fprintf(stderr, "kiln: sending to kilnd: %s\n", strerror(err));
 			return -1;
 		}
-		rc = read_response(k, r);
+		rc = read_response(k, r, false);
 		if (rc == -1 && !fresh && attempt == 0 && !r->status) {
 			kc_disconnect(k);
 			fresh = true;
@@ -351,6 +360,7 @@ int kc_upload(struct kc *k, const char *method, const char *path, int fd, off_t 
 	struct progress pr;
 	char buf[256 << 10];
 	off_t left = size;
+	int err;
 
 	kc_disconnect(k); /* a fresh connection: a stale one would lose the body */
 	if (kc_connect(k) < 0)
@@ -378,16 +388,17 @@ int kc_upload(struct kc *k, const char *method, const char *path, int fd, off_t 
 		progress_add(&pr, n);
 	}
 	progress_done(&pr);
-	if (read_response(k, r)) {
+	if (read_response(k, r, false)) {
 		kc_disconnect(k);
 		return -1;
 	}
 	return 0;
 broken:
+	err = errno;
 	/* kilnd may have refused early (404, 413): show its answer if any. */
-	if (!read_response(k, r) && r->status)
+	if (!read_response(k, r, true) && r->status)
 		return 0;
-	fprintf(stderr, "kiln: sending to kilnd: %s\n", strerror(errno));
+	fprintf(stderr, "kiln: sending to kilnd: %s\n", strerror(err));
 	kc_disconnect(k);
 	return -1;
 }

@@ -368,12 +368,15 @@ int cmd_cp(struct kc *k, int argc, char **argv)
 	struct cp c = {.k = k};
 	int rc;
 
-	if (argc != 3 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		printf("usage: kiln cp SRC DST\n\n"
-		       "Copy a file or a directory tree. One side is ID:/absolute/path in a\n"
-		       "sandbox, the other a local path ('-' as DST writes a file to stdout).\n"
-		       "Copying onto an existing directory copies into it.\n");
-		return argc == 3 ? 0 : 2;
+	if (argc != 3 || want_help(argc, argv)) {
+		bool help = want_help(argc, argv);
+
+		fprintf(help ? stdout : stderr,
+		        "usage: kiln cp SRC DST\n\n"
+		        "Copy a file or a directory tree. One side is ID:/absolute/path in a\n"
+		        "sandbox, the other a local path ('-' as DST writes a file to stdout).\n"
+		        "Copying onto an existing directory copies into it.\n");
+		return help ? 0 : 2;
 	}
 	sid = split_remote(argv[1], &spath);
 	did = split_remote(argv[2], &dpath);

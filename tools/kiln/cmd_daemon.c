@@ -168,9 +168,12 @@ int cmd_down(struct kc *k, int argc, char **argv)
 	double deadline;
 
 	if (argc > 1) {
-		printf("usage: kiln down\n\nStop kilnd. Sandboxes keep running; the next kilnd "
-		       "adopts them.\n");
-		return strcmp(argv[1], "-h") && strcmp(argv[1], "--help") ? 2 : 0;
+		bool help = want_help(argc, argv);
+
+		fprintf(help ? stdout : stderr,
+		        "usage: kiln down\n\nStop kilnd. Sandboxes keep running; the next kilnd "
+		        "adopts them.\n");
+		return help ? 0 : 2;
 	}
 	dd = k->data_dir ? strdup(k->data_dir) : kiln_default_data_dir();
 	if (!dd || asprintf(&pidfile, "%s/kilnd.pid", dd) < 0)

@@ -206,14 +206,24 @@ int cmd_ls(struct kc *k, int argc, char **argv)
 	for (int a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "-q"))
 			quiet = true;
-		else if (!strcmp(argv[a], "--state") && a + 1 < argc)
+		else if (!strcmp(argv[a], "--state") && a + 1 >= argc) {
+			fprintf(stderr, "kiln ls: --state needs a value, e.g. running,paused\n");
+			return 2;
+		} else if (!strcmp(argv[a], "--state"))
 			state = argv[++a], all = false;
 		else {
 			fprintf(stderr, "kiln ls: unknown argument '%s'\n", argv[a]);
 			return 2;
 		}
 	}
-	snprintf(path, sizeof(path), "/sandboxes%s%s", all ? "" : "?state=", all ? "" : state);
+	if (!all) {
+		char *esc = url_escape(state);
+
+		snprintf(path, sizeof(path), "/sandboxes?state=%.200s", esc);
+		free(esc);
+	} else {
+		snprintf(path, sizeof(path), "/sandboxes");
+	}
 	if (kc_json(k, "GET", path, NULL, &list) != 200 || !json_is_array(list)) {
 		json_decref(list);
 		return 1;
@@ -249,8 +259,9 @@ int cmd_inspect(struct kc *k, int argc, char **argv)
 	char *s;
 
 	if (want_help(argc, argv) || argc != 2) {
-		printf("usage: kiln inspect ID\n\nPrint a sandbox's details as JSON.\n");
-		return argc == 2 ? 0 : 2;
+		fprintf(want_help(argc, argv) ? stdout : stderr,
+		        "usage: kiln inspect ID\n\nPrint a sandbox's details as JSON.\n");
+		return want_help(argc, argv) ? 0 : 2;
 	}
 	snprintf(path, sizeof(path), "/sandboxes/%.64s", argv[1]);
 	if (kc_json(k, "GET", path, NULL, &j) != 200)
@@ -274,9 +285,10 @@ int cmd_logs(struct kc *k, int argc, char **argv)
 	int rc;
 
 	if (want_help(argc, argv) || argc != 2) {
-		printf(
+		fprintf(
+		    want_help(argc, argv) ? stdout : stderr,
 		    "usage: kiln logs ID\n\nPrint the sandbox's console log (its VMM's output).\n");
-		return argc == 2 ? 0 : 2;
+		return want_help(argc, argv) ? 0 : 2;
 	}
 	snprintf(path, sizeof(path), "/sandboxes/%.64s/logs", argv[1]);
 	rc = kc_request(k, "GET", path, NULL, NULL, 0, &r);
@@ -292,7 +304,8 @@ int cmd_rm(struct kc *k, int argc, char **argv)
 	int rc = 0;
 
 	if (want_help(argc, argv) || argc < 2) {
-		printf(
+		fprintf(
+		    argc < 2 ? stderr : stdout,
 		    "usage: kiln rm ID...\n\nDelete sandboxes (their VMs are killed, the snapshots "
 		    "of paused ones\ndeleted).\n");
 		return argc < 2 ? 2 : 0;

@@ -30,7 +30,8 @@ int cmd_pause(struct kc *k, int argc, char **argv)
 	int rc = 0;
 
 	if (want_help(argc, argv) || argc < 2) {
-		printf(
+		fprintf(
+		    argc < 2 ? stderr : stdout,
 		    "usage: kiln pause ID...\n\n"
 		    "Pause sandboxes: each is written to a snapshot in kilnd's data directory and\n"
 		    "its VM stops, so it costs no memory or CPU until 'kiln resume', or until\n"
@@ -57,10 +58,11 @@ int cmd_resume(struct kc *k, int argc, char **argv)
 	int rc = 0, n = 0;
 
 	if (want_help(argc, argv) || argc < 2) {
-		printf("usage: kiln resume [--timeout S] ID...\n\n"
-		       "Resume paused sandboxes where they were paused. Prints each id once its\n"
-		       "agent answers.\n\n"
-		       "  --timeout S   lifetime from now in seconds (default: kilnd's, 300)\n");
+		fprintf(argc < 2 ? stderr : stdout,
+		        "usage: kiln resume [--timeout S] ID...\n\n"
+		        "Resume paused sandboxes where they were paused. Prints each id once its\n"
+		        "agent answers.\n\n"
+		        "  --timeout S   lifetime from now in seconds (default: kilnd's, 300)\n");
 		return argc < 2 ? 2 : 0;
 	}
 	for (int i = 1; i < argc; i++) {
@@ -206,7 +208,10 @@ static int template_create(struct kc *k, int argc, char **argv)
 			*(o[2] == 'm' ? &mem : o[2] == 'c' ? &cpus : &timeout) = v;
 			a++;
 		} else if (o[0] == '-' || name) {
-			fprintf(stderr, "kiln template create: unexpected argument '%s'\n", o);
+			fprintf(stderr,
+			        "kiln template create: unexpected argument '%s' (the warm-up "
+			        "command goes after --: kiln template create NAME -- CMD...)\n",
+			        o);
 			return 2;
 		} else {
 			name = o;
@@ -318,7 +323,8 @@ static int template_rm(struct kc *k, int argc, char **argv)
 int cmd_template(struct kc *k, int argc, char **argv)
 {
 	if (argc < 2 || want_help(argc, argv)) {
-		printf(
+		fprintf(
+		    argc < 2 ? stderr : stdout,
 		    "usage: kiln template create NAME [--image IMAGE] [--mem MB] [--cpus N]\n"
 		    "                            [--timeout S] [--pool N] [-- WARM-UP COMMAND...]\n"
 		    "       kiln template ls [-q]\n"
@@ -356,9 +362,11 @@ int cmd_images(struct kc *k, int argc, char **argv)
 	size_t i;
 
 	if (want_help(argc, argv) || argc > 1) {
-		printf("usage: kiln images\n\n"
-		       "List the images sandboxes can boot (kiln create --image NAME): busybox is\n"
-		       "built in, the others are kilnd's --images directory (make images).\n");
+		fprintf(
+		    want_help(argc, argv) ? stdout : stderr,
+		    "usage: kiln images\n\n"
+		    "List the images sandboxes can boot (kiln create --image NAME): busybox is\n"
+		    "built in, the others are kilnd's --images directory (make images).\n");
 		return argc > 1 && !want_help(argc, argv) ? 2 : 0;
 	}
 	if (kc_json(k, "GET", "/images", NULL, &list) != 200 || !json_is_array(list)) {

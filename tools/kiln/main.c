@@ -4,6 +4,7 @@
  *
  *   kiln [--socket PATH | --url http://HOST:PORT] [--api-key KEY]
  *        [--data-dir DIR] COMMAND [ARGS...]
+ *   kiln --help | --version
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@ static void usage(FILE *f)
 	    "  --api-key KEY     API key for --url ($KILN_API_KEY; default: DATA_DIR/api-key)\n"
 	    "  --data-dir DIR    kilnd's data directory ($KILN_DATA_DIR)\n"
 	    "  -h, --help        this text; 'kiln COMMAND --help' for a command\n"
+	    "  --version         kiln's version\n"
 	    "\nExit status: run and exec return the command's status (128+N if it was\n"
 	    "killed by signal N); 125 means kiln or kilnd failed.\n");
 }
@@ -117,6 +119,15 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
+		if (!strcmp(a, "--version")) {
+			printf("kiln %s\n", KILN_VERSION);
+			return 0;
+		}
+		if (strcmp(a, "--socket") && strcmp(a, "--url") && strcmp(a, "--api-key") &&
+		    strcmp(a, "--data-dir")) {
+			fprintf(stderr, "kiln: unknown option %s (kiln --help lists them)\n", a);
+			return 2;
+		}
 		if (i + 1 >= argc) {
 			fprintf(stderr, "kiln: %s needs a value\n", a);
 			return 2;
@@ -128,13 +139,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--api-key")) {
 			free(k.api_key);
 			k.api_key = strdup(argv[++i]);
-		} else if (!strcmp(a, "--data-dir")) {
+		} else {
 			free(k.data_dir);
 			k.data_dir = strdup(argv[++i]);
-		} else {
-			fprintf(stderr, "kiln: unknown option %s\n", a);
-			usage(stderr);
-			return 2;
 		}
 	}
 	if (i >= argc) {
