@@ -13,12 +13,28 @@ if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
 	exit 0
 fi
 
+# The command line as a shell would take it (words with spaces or quotes
+# in single quotes), so a step can be copied and run by hand.
+quoted() {
+	for w in "$@"; do
+		case $w in
+		*[!A-Za-z0-9_./:=@%+-]* | '') printf " '%s'" "$(printf '%s' "$w" | sed "s/'/'\\\\''/g")" ;;
+		*) printf ' %s' "$w" ;;
+		esac
+	done
+}
+
+bold= plain=
+[ -t 1 ] && bold=$(printf '\033[1m') plain=$(printf '\033[0m')
+id=
 step() {
-	printf '\n\033[1m$ %s\033[0m\n' "$*"
+	printf '\n%s$%s%s\n' "$bold" "$(quoted "$@")" "$plain"
 	"$@"
 	rc=$?
 	[ $rc -eq 0 ] || {
-		echo "demo: '$*' failed with status $rc" >&2
+		echo "demo: failed with status $rc:$(quoted "$@")" >&2
+		echo "demo: kilnd's log is $KILN_DATA_DIR/kilnd.log" >&2
+		[ -n "$id" ] && "$BIN/kiln" rm "$id" >/dev/null 2>&1
 		"$BIN/kiln" down >/dev/null 2>&1
 		exit $rc
 	}
@@ -34,7 +50,7 @@ step "$BIN/kiln" run -- sh -c 'echo "hello from a kiln sandbox"; uname -sm; cat 
 echo "(create, boot, run, delete: $(($(ms) - t0)) ms)"
 
 id=$("$BIN/kiln" create | tail -n 1)
-[ -n "$id" ] || { echo "demo: kiln create printed no id" >&2; exit 1; }
+[ -n "$id" ] || step false "kiln create printed no id"
 echo "created sandbox $id"
 step "$BIN/kiln" exec "$id" -- sh -c 'echo "state kept between commands" > /tmp/note; ls -l /tmp'
 step "$BIN/kiln" exec "$id" -- cat /tmp/note
@@ -43,6 +59,7 @@ step "$BIN/kiln" cp "$KILN_DATA_DIR/demo-upload.txt" "$id:/tmp/upload.txt"
 step "$BIN/kiln" exec "$id" -- sh -c 'wc -c /tmp/upload.txt; ps'
 step "$BIN/kiln" ls
 step "$BIN/kiln" rm "$id"
+id=
 step "$BIN/kiln" down
 echo
 echo "demo: done"
