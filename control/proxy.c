@@ -72,17 +72,17 @@ void proxy_respond_agent_error(struct http_conn *c, const char *what, const uint
 		http_respond_error(c, 502, "%s: malformed error from the agent", what);
 		return;
 	}
-	if (!len) {
-		msg = strerror((int)err);
-		len = (uint32_t)strlen(msg);
-	}
 	if (len > 300)
 		len = 300;
 	{
 		int status = proxy_errno_status(err);
 		char text[400];
 
-		snprintf(text, sizeof(text), "%s: %.*s", what, (int)len, msg);
+		/* The agent's text names the operation and the path already. */
+		if (len)
+			snprintf(text, sizeof(text), "%.*s", (int)len, msg);
+		else
+			snprintf(text, sizeof(text), "%s: %s", what, strerror((int)err));
 		/* errno lets clients tell "not found" (127) from "not runnable". */
 		http_respond_json(
 		    c, status,

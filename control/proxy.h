@@ -20,7 +20,8 @@ struct agent_conn *proxy_open(struct kilnd *kd, struct http_conn *c, struct sand
                               uint32_t kind, const struct agent_conn_ops *ops, void *ctx);
 /* HTTP status for an errno reported by the agent. */
 int proxy_errno_status(uint32_t err);
-/* Answer an agent ERROR frame (before any response was started). */
+/* Answer an agent ERROR frame (before any response was started): its text,
+ * or "what: strerror(errno)" when it has none. */
 void proxy_respond_agent_error(struct http_conn *c, const char *what, const uint8_t *p, uint32_t n);
 
 void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_t *body);

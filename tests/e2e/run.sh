@@ -231,8 +231,14 @@ t_files() {
 	[ "$st" = 200 ] && grep -q '"name":"1.txt"' "$T/body"
 	check $? "files/list answers 200 with entries"
 	st=$(api GET "/sandboxes/$id/files?path=$G/nope")
-	[ "$st" = 404 ]
-	check $? "reading a missing file is 404"
+	[ "$st" = 404 ] && [ "$(grep -o "$G/nope" "$T/body" | wc -l)" = 1 ]
+	check $? "reading a missing file is 404, the path named once"
+	"$KILN" cp "$T/one" "$id:$G/no/such/one" 2>"$T/err"
+	[ $? = 1 ] && grep -q "the directory $G/no/such does not exist in the sandbox" "$T/err"
+	check $? "kiln cp into a missing directory says so"
+	"$KILN" cp "$id:$G/in-guest" "$T/no/such/file" 2>"$T/err"
+	[ $? = 1 ] && grep -q "cannot create a file in $T/no/such" "$T/err" && [ ! -e "$T/no" ]
+	check $? "kiln cp out to a missing local directory says so"
 	st=$(api POST "/sandboxes/$id/files/rename" -d "{\"from\":\"$G/one\",\"to\":\"$G/two\"}")
 	[ "$st" = 204 ] && [ "$("$KILN" cp "$id:$G/two" -)" = x ]
 	check $? "files/rename"

@@ -84,6 +84,29 @@ static bool is_dir_entry(json_t *e)
 
 /* ---------------------------------------------------------------- upload */
 
+/* A refused upload: say why, and what to do when the directory is missing. */
+static void upload_error(struct cp *c, const char *remote, const struct kc_resp *r)
+{
+	json_t *j = r->body_len ? json_loadb(r->body, r->body_len, 0, NULL) : NULL;
+	char *dir = strdup(remote);
+	int status = 0;
+
+	if (!dir)
+		die_oom();
+	dirname(dir);
+	if (json_integer_value(json_object_get(j, "errno")) == ENOENT)
+		json_decref(remote_stat(c, dir, &status));
+	if (status == 404)
+		fprintf(stderr,
+		        "kiln: %s:%s: the directory %s does not exist in the sandbox (create it "
+		        "with: kiln exec %s -- mkdir -p %s)\n",
+		        c->id, remote, dir, c->id, dir);
+	else
+		kc_print_error(remote, r);
+	free(dir);
+	json_decref(j);
+}
+
 static int upload_file(struct cp *c, const char *local, const char *remote)
 {
 	struct kc_resp r = {0};
@@ -102,7 +125,7 @@ static int upload_file(struct cp *c, const char *local, const char *remote)
 	rc = kc_upload(c->k, "PUT", p, fd, st.st_size, local, &r);
 	close(fd);
 	if (!rc && r.status != 200) {
-		kc_print_error(remote, &r);
+		upload_error(c, remote, &r);
 		rc = -1;
 	}
 	kc_resp_free(&r);
@@ -242,7 +265,8 @@ static int download_file(struct cp *c, const char *remote, const char *local)
 		free(dir);
 		s.fd = mkstemp(tmp);
 		if (s.fd < 0) {
-			fprintf(stderr, "kiln: %s: %s\n", local, strerror(errno));
+			fprintf(stderr, "kiln: %s: cannot create a file in %s: %s\n", local,
+			        dirname(tmp), strerror(errno));
 			free(tmp);
 			free(p);
 			return -1;
