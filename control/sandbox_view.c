@@ -51,6 +51,9 @@ void sb_not_running(const struct sandbox *sb, char *msg, size_t msglen)
 		         "sandbox %s is paused: resume it first (kiln resume %s, or POST "
 		         "/sandboxes/%s/connect)",
 		         sb->rec.id, sb->rec.id, sb->rec.id);
+	else if ((sb->state == SB_KILLED || sb->state == SB_ERROR) && sb->rec.reason)
+		snprintf(msg, msglen, "sandbox %s is %s, not running: %s", sb->rec.id,
+		         sb_state_name(sb->state), sb->rec.reason);
 	else
 		snprintf(msg, msglen, "sandbox %s is %s, not running", sb->rec.id,
 		         sb_state_name(sb->state));

@@ -571,7 +571,7 @@ t_cli() {
 # The mistakes a user makes get a message that says what is wrong, on
 # stderr, and a non-zero exit status.
 t_cli_errors() {
-	local out err rc
+	local out err rc id
 	[[ "$("$KILN" --version)" =~ ^kiln\ [0-9] && "$("$KILND" --version)" =~ ^kilnd\ [0-9] ]]
 	check $? "kiln --version and kilnd --version"
 	err=$("$KILN" --bogus ls 2>&1 >/dev/null)
@@ -599,6 +599,16 @@ t_cli_errors() {
 	"$KILN" ls --state 2>/dev/null
 	[ $? = 2 ]
 	check $? "kiln ls --state without a value"
+	err=$("$KILN" run --timeout 1 -- sleep 5 2>&1 >/dev/null)
+	rc=$?
+	[ $rc = 125 ] && grep -q "is killed: the sandbox's timeout expired" <<<"$err"
+	check $? "a command cut by the sandbox's timeout says so (status $rc: $err)"
+	id=$("$KILN" create --timeout 1) && sleep 2.5
+	err=$("$KILN" exec "$id" -- true 2>&1)
+	rc=$?
+	[ $rc = 125 ] && grep -q "is killed, not running: the sandbox's timeout expired" <<<"$err"
+	check $? "exec in a sandbox whose timeout expired says why"
+	"$KILN" rm "$id"
 	err=$("$KILN" template create t -- 2>&1)
 	rc=$?
 	[ $rc = 2 ] && grep -q "no warm-up command" <<<"$err"

@@ -192,6 +192,28 @@ static int read_stdin(json_t *req)
 	return rc;
 }
 
+/* The command's stream ended without an exit: say so if the sandbox died
+ * (its timeout expired, its VM failed), which is the likely cause. */
+static void explain_broken_stream(struct kc *k, const char *id)
+{
+	json_t *sb = NULL;
+	char path[128];
+	const char *state, *reason;
+
+	kc_disconnect(k);
+	snprintf(path, sizeof(path), "/sandboxes/%.64s", id);
+	if (kc_json(k, "GET", path, NULL, &sb) != 200) {
+		json_decref(sb);
+		return;
+	}
+	state = json_string_value(json_object_get(sb, "state"));
+	reason = json_string_value(json_object_get(sb, "reason"));
+	if (state && (!strcmp(state, "killed") || !strcmp(state, "error")))
+		fprintf(stderr, "kiln: sandbox %s is %s: %s\n", id, state,
+		        reason ? reason : "no reason recorded");
+	json_decref(sb);
+}
+
 /* Exit status of kiln for the command's outcome. */
 static int run_command(struct kc *k, const char *id, int argc, char **argv,
                        const struct exec_opts *o)
@@ -254,6 +276,7 @@ static int run_command(struct kc *k, const char *id, int argc, char **argv,
 		if (!s.failed)
 			fprintf(stderr,
 			        "kiln: the command's stream ended without an exit status\n");
+		explain_broken_stream(k, id);
 		return KILN_EXIT_FAIL;
 	}
 	return s.exit_code;
