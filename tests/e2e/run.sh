@@ -599,6 +599,18 @@ t_cli_errors() {
 	"$KILN" ls --state 2>/dev/null
 	[ $? = 2 ]
 	check $? "kiln ls --state without a value"
+	err=$("$KILN" run --mem 12Q -- true 2>&1)
+	rc=$?
+	[ $rc = 2 ] && grep -q "\-\-mem wants a positive number, got '12Q'" <<<"$err"
+	check $? "a malformed --mem is refused before asking kilnd"
+	err=$("$KILN" run --mem 100000 -- true 2>&1)
+	rc=$?
+	[ $rc = 125 ] && [ "$err" = "kiln: --mem must be between 64 and 65536" ]
+	check $? "kilnd's range for --mem is given under the option's name ($err)"
+	err=$("$KILN" run --image nosuch -- true 2>&1)
+	rc=$?
+	[ $rc = 125 ] && grep -q "unknown image 'nosuch' (images: busybox" <<<"$err"
+	check $? "an unknown image lists the images there are"
 	err=$("$KILN" run --timeout 1 -- sleep 5 2>&1 >/dev/null)
 	rc=$?
 	[ $rc = 125 ] && grep -q "is killed: the sandbox's timeout expired" <<<"$err"

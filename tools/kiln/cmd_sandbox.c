@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "kiln.h"
+#include "util.h"
 
 static const char create_help[] =
     "  --image NAME      boot this image (kiln images lists them; default: busybox,\n"
@@ -90,12 +91,31 @@ int create_opt(struct create_opts *o, int argc, char **argv, int *i)
 	return 1;
 }
 
+/* kilnd's message names the request's field: name our option instead. */
+static void print_create_error(const struct kc_resp *r)
+{
+	static const char *const opt[][2] = {
+	    {"'memoryMB'", "--mem"}, {"'cpuCount'", "--cpus"}, {"'timeout'", "--timeout"}};
+	json_t *j = r->body_len ? json_loadb(r->body, r->body_len, 0, NULL) : NULL;
+	const char *msg = json_string_value(json_object_get(j, "message"));
+
+	for (size_t i = 0; msg && i < ARRAY_SIZE(opt); i++)
+		if (!strncmp(msg, opt[i][0], strlen(opt[i][0]))) {
+			fprintf(stderr, "kiln: %s%s\n", opt[i][1], msg + strlen(opt[i][0]));
+			json_decref(j);
+			return;
+		}
+	kc_print_error("/sandboxes", r);
+	json_decref(j);
+}
+
 char *sandbox_create(struct kc *k, const struct create_opts *o, bool show_progress)
 {
 	json_t *req = json_object(), *resp = NULL;
 	bool tty = show_progress && stderr_tty();
-	char *id = NULL;
-	int st;
+	struct kc_resp r = {0};
+	char *id = NULL, *body;
+	int rc;
 
 	if (o->image)
 		json_object_set_new(req, o->is_template ? "templateID" : "image",
@@ -112,13 +132,22 @@ char *sandbox_create(struct kc *k, const struct create_opts *o, bool show_progre
 		json_object_set(req, "metadata", o->metadata);
 	if (tty)
 		fprintf(stderr, "creating sandbox...");
-	st = kc_json(k, "POST", "/sandboxes", req, &resp);
+	body = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	if (!body)
+		die_oom();
+	rc = kc_request(k, "POST", "/sandboxes", "application/json", body, strlen(body), &r);
+	free(body);
 	if (tty)
 		fprintf(stderr, "\r\033[K");
-	json_decref(req);
-	if (st == 201 && json_is_string(json_object_get(resp, "sandboxID")))
+	if (!rc && r.status == 201)
+		resp = json_loadb(r.body, r.body_len, 0, NULL);
+	else if (!rc)
+		print_create_error(&r);
+	kc_resp_free(&r);
+	if (json_is_string(json_object_get(resp, "sandboxID")))
 		id = strdup(json_string_value(json_object_get(resp, "sandboxID")));
-	else if (st / 100 == 2)
+	else if (!rc && r.status == 201)
 		fprintf(stderr, "kiln: unexpected answer from kilnd to create\n");
 	json_decref(resp);
 	return id;
