@@ -433,13 +433,15 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 			usage(stdout);
 			exit(0);
 		default:
-			usage(stderr);
+			/* getopt said what is wrong, on one line: keep it last */
+			fprintf(stderr, "kilnd: 'kilnd --help' lists the options\n");
 			exit(2);
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "kilnd: unexpected argument '%s'\n", argv[optind]);
-		usage(stderr);
+		fprintf(stderr,
+		        "kilnd: unexpected argument '%s' ('kilnd --help' lists the options)\n",
+		        argv[optind]);
 		exit(2);
 	}
 	if (cfg->default_timeout > cfg->max_timeout)

@@ -566,6 +566,14 @@ t_cli() {
 	"$KILN" create --bogus 2>/dev/null
 	[ $? = 2 ]
 	check $? "a bad option is exit status 2"
+	local t0=$SECONDS err
+	err=$("$KILN" --data-dir "$T/data-up" up -- --bogus 2>&1)
+	[ $? = 1 ] && [ $((SECONDS - t0)) -lt 5 ] && grep -q "kilnd exited at start" <<<"$err" &&
+		grep -q "unrecognized option '--bogus'" <<<"$err"
+	check $? "kiln up of a kilnd that exits says why at once"
+	err=$(KILND=/nonexistent/kilnd "$KILN" --data-dir "$T/data-up" up 2>&1)
+	[ $? = 1 ] && grep -q "cannot run /nonexistent/kilnd" <<<"$err"
+	check $? "kiln up without a kilnd to run"
 }
 
 # The mistakes a user makes get a message that says what is wrong, on

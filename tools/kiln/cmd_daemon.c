@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,13 +59,31 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Has this process (not our child) exited? Reaped by init or a zombie. */
+static bool gone(pid_t pid)
+{
+	char path[64], *s, *paren;
+	bool dead;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	s = read_small_file(path, 1024, NULL);
+	if (!s)
+		return true;
+	paren = strrchr(s, ')'); /* "pid (comm) S ..." */
+	dead = paren && paren[1] == ' ' && paren[2] == 'Z';
+	free(s);
+	return dead;
+}
+
 int cmd_up(struct kc *k, int argc, char **argv)
 {
 	char *kilnd, *dd, *log;
 	char **args;
-	int n = 0, logfd, rc = 0;
-	pid_t pid;
+	int n = 0, logfd, rc = 0, pfd[2];
+	pid_t pid, kpid = 0;
 	double deadline;
+	struct stat lst;
+	bool exited = false;
 
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -105,25 +124,40 @@ int cmd_up(struct kc *k, int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--") || i != 1)
 			args[n++] = argv[i];
+	if (access(kilnd, X_OK)) {
+		fprintf(stderr, "kiln up: cannot run %s: %s (build it with make, or set $KILND)\n",
+		        kilnd, strerror(errno));
+		rc = 1;
+		goto out;
+	}
 	logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-	if (logfd < 0) {
+	if (logfd < 0 || fstat(logfd, &lst) || pipe2(pfd, O_CLOEXEC)) {
 		fprintf(stderr, "kiln: %s: %s\n", log, strerror(errno));
-		return 1;
+		if (logfd >= 0)
+			close(logfd);
+		rc = 1;
+		goto out;
 	}
 	if (stderr_tty())
 		fprintf(stderr, "starting kilnd...");
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "kiln: fork: %s\n", strerror(errno));
-		return 1;
+		rc = 1;
+		goto out;
 	}
 	if (pid == 0) {
-		/* Detach: a session of its own, then a grandchild that init adopts. */
+		/* Detach: a session of its own, then a grandchild that init adopts,
+		 * whose pid we learn through the pipe to tell when it exits. */
 		int null = open("/dev/null", O_RDWR);
+		pid_t g;
 
 		setsid();
-		if (fork() != 0)
+		g = fork();
+		if (g != 0) {
+			write_all(pfd[1], &g, sizeof(g));
 			_exit(0);
+		}
 		dup2(null, 0);
 		dup2(logfd, 1);
 		dup2(logfd, 2);
@@ -131,6 +165,10 @@ int cmd_up(struct kc *k, int argc, char **argv)
 		dprintf(2, "kiln up: cannot run %s: %s\n", kilnd, strerror(errno));
 		_exit(127);
 	}
+	close(pfd[1]);
+	if (read(pfd[0], &kpid, sizeof(kpid)) != sizeof(kpid))
+		kpid = 0;
+	close(pfd[0]);
 	waitpid(pid, NULL, 0);
 	close(logfd);
 	deadline = mono_now() + UP_WAIT;
@@ -141,15 +179,23 @@ int cmd_up(struct kc *k, int argc, char **argv)
 			printf("kilnd is running (%s)\n", k->socket_path);
 			goto out;
 		}
+		if (kpid > 0 && gone(kpid)) {
+			exited = true;
+			break;
+		}
 		sleep_ms(50);
 	}
 	if (stderr_tty())
 		fprintf(stderr, "\r\033[K");
 	{
-		char *tail = file_tail(log, 10, 4096);
+		char *tail = file_tail_from(log, lst.st_size, 10, 4096);
 
-		fprintf(stderr, "kiln: kilnd did not come up within %.0f s; %s says:\n%s\n",
-		        UP_WAIT, log, tail ? tail : "(nothing)");
+		if (exited)
+			fprintf(stderr, "kiln: kilnd exited at start; %s says:\n%s\n", log,
+			        tail && *tail ? tail : "(nothing)");
+		else
+			fprintf(stderr, "kiln: kilnd did not come up within %.0f s; %s says:\n%s\n",
+			        UP_WAIT, log, tail && *tail ? tail : "(nothing)");
 		free(tail);
 	}
 	rc = 1;
