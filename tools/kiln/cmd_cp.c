@@ -410,6 +410,14 @@ int cmd_cp(struct kc *k, int argc, char **argv)
 		free(did);
 		return 2;
 	}
+	if (did && !strcmp(argv[1], "-")) {
+		fprintf(stderr,
+		        "kiln cp: '-' is for DST only; to write standard input to a file: kiln "
+		        "exec -i %s -- sh -c 'cat >%s'\n",
+		        did, dpath);
+		free(did);
+		return 2;
+	}
 	if (did) {
 		c.id = did;
 		rc = upload(&c, argv[1], dpath);
