@@ -9,7 +9,11 @@ KILN_DATA_DIR=${KILN_DATA_DIR:-build/demo}
 export KILN_DATA_DIR
 
 if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
-	echo "demo: skipped: /dev/kvm is not available on this machine"
+	if [ -e /dev/kvm ]; then
+		echo "demo: skipped: /dev/kvm is not readable and writable by $(id -un) (join its group: sudo usermod -aG $(stat -c %G /dev/kvm) $(id -un), then log in again)"
+	else
+		echo "demo: skipped: this machine has no /dev/kvm (KVM is off, or this is a VM without nested virtualization)"
+	fi
 	exit 0
 fi
 
