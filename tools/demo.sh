@@ -28,7 +28,7 @@ quoted() {
 	done
 }
 
-bold= plain=
+bold='' plain=''
 [ -t 1 ] && bold=$(printf '\033[1m') plain=$(printf '\033[0m')
 id=
 step() {
