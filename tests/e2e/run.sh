@@ -607,6 +607,10 @@ t_cli_errors() {
 	"$KILN" ls --state 2>/dev/null
 	[ $? = 2 ]
 	check $? "kiln ls --state without a value"
+	err=$("$KILN" fork -n 33 nosuch 2>&1)
+	rc=$?
+	[ $rc = 2 ] && grep -q "\-n must be between 1 and 32" <<<"$err"
+	check $? "kiln fork -n out of range names -n"
 	err=$("$KILN" run --mem 12Q -- true 2>&1)
 	rc=$?
 	[ $rc = 2 ] && grep -q "\-\-mem wants a positive number, got '12Q'" <<<"$err"

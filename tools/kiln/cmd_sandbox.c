@@ -223,6 +223,7 @@ int cmd_ls(struct kc *k, int argc, char **argv)
 	json_t *list = NULL, *sb;
 	char path[256];
 	size_t i;
+	int tw = 10;
 
 	if (want_help(argc, argv)) {
 		printf(
@@ -257,8 +258,16 @@ int cmd_ls(struct kc *k, int argc, char **argv)
 		json_decref(list);
 		return 1;
 	}
+	/* The TEMPLATE column is as wide as its longest name. */
+	json_array_foreach(list, i, sb)
+	{
+		size_t n = strlen(json_string_value(json_object_get(sb, "templateID")) ?: "");
+
+		if (n > (size_t)tw)
+			tw = (int)(n < 64 ? n : 64);
+	}
 	if (!quiet)
-		printf("%-20s  %-10s  %-8s  %-19s  %-19s  %6s  %4s\n", "ID", "TEMPLATE", "STATE",
+		printf("%-20s  %-*s  %-8s  %-19s  %-19s  %6s  %4s\n", "ID", tw, "TEMPLATE", "STATE",
 		       "STARTED (UTC)", "ENDS (UTC)", "MEM", "CPUS");
 	json_array_foreach(list, i, sb)
 	{
@@ -270,8 +279,8 @@ int cmd_ls(struct kc *k, int argc, char **argv)
 		}
 		short_time(json_string_value(json_object_get(sb, "startedAt")), started);
 		short_time(json_string_value(json_object_get(sb, "endAt")), ends);
-		printf("%-20s  %-10s  %-8s  %-19s  %-19s  %5lldM  %4lld\n",
-		       json_string_value(json_object_get(sb, "sandboxID")),
+		printf("%-20s  %-*s  %-8s  %-19s  %-19s  %5lldM  %4lld\n",
+		       json_string_value(json_object_get(sb, "sandboxID")), tw,
 		       json_string_value(json_object_get(sb, "templateID")),
 		       json_string_value(json_object_get(sb, "state")), started, ends,
 		       (long long)json_integer_value(json_object_get(sb, "memoryMB")),

@@ -132,6 +132,10 @@ int cmd_fork(struct kc *k, int argc, char **argv)
 		fprintf(stderr, "kiln fork: which sandbox?\n");
 		return 2;
 	}
+	if (count < 1 || count > 32) {
+		fprintf(stderr, "kiln fork: -n must be between 1 and 32\n");
+		return 2;
+	}
 	body = json_pack("{s:i}", "count", (json_int_t)count);
 	if (timeout > 0)
 		json_object_set_new(body, "timeout", json_integer(timeout));
