@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spare.h"
+#include "util.h"
+
+struct spare {
+	struct spare *next;
+	struct sandbox *sb;
+	struct agent_conn *a;
+	int pid; /* the VMM it was opened to */
+};
+
+/* Who to refill when a taken stream ends: the sandbox may be gone by then. */
+struct spare_ticket {
+	struct kilnd *kd;
+	char id[SB_ID_LEN + 1];
+};
+
+static void unlink_spare(struct spare *s)
+{
+	struct spare **pp = &s->sb->spares;
+
+	while (*pp && *pp != s)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = s->next;
+}
+
+/* A spare hears nothing before its HELLO: an ERROR (EBUSY) ends it. */
+static void spare_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
+{
+	struct spare *s = ctx;
+
+	log_debug("sandbox %s: the agent ended a spare stream (%s)", s->sb->rec.id,
+	          agent_msg_name(type));
+	unlink_spare(s);
+	agent_close(s->a);
+	free(s);
+}
+
+static void spare_closed(void *ctx, int err)
+{
+	struct spare *s = ctx;
+
+	unlink_spare(s);
+	free(s);
+}
+
+static const struct agent_conn_ops spare_ops = {
+    .on_frame = spare_frame,
+    .on_close = spare_closed,
+};
+
+static unsigned count(const struct sandbox *sb)
+{
+	unsigned n = 0;
+
+	for (const struct spare *s = sb->spares; s; s = s->next)
+		n++;
+	return n;
+}
+
+static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	struct sandbox *sb = w->data;
+
+	ev_idle_stop(loop, w);
+	if (sb->state != SB_RUNNING)
+		return;
+	for (unsigned n = count(sb); n < SPARE_STREAMS; n++) {
+		struct spare *s = calloc(1, sizeof(*s));
+
+		if (!s)
+			return;
+		s->sb = sb;
+		s->pid = sb->rec.pid;
+		s->a = agent_open(loop, sb->vsock_path, KILN_AGENT_PORT, &spare_ops, s);
+		if (!s->a) {
+			log_debug("sandbox %s: no spare agent stream: %s", sb->rec.id,
+			          strerror(errno));
+			free(s);
+			return;
+		}
+		s->next = sb->spares;
+		sb->spares = s;
+	}
+}
+
+void spare_fill(struct sandbox *sb)
+{
+	if (!ev_cb(&sb->spare_idle)) {
+		ev_idle_init(&sb->spare_idle, on_idle);
+		sb->spare_idle.data = sb;
+	}
+	ev_idle_start(sb->kd->loop, &sb->spare_idle);
+}
+
+void spare_drop(struct sandbox *sb)
+{
+	ev_idle_stop(sb->kd->loop, &sb->spare_idle);
+	while (sb->spares) {
+		struct spare *s = sb->spares;
+
+		sb->spares = s->next;
+		agent_close(s->a);
+		free(s);
+	}
+}
+
+static void released(void *arg)
+{
+	struct spare_ticket *t = arg;
+	struct sandbox *sb = sb_find(t->kd, t->id);
+
+	if (sb && sb->state == SB_RUNNING)
+		spare_fill(sb);
+	free(t);
+}
+
+struct agent_conn *spare_take(struct sandbox *sb, const struct agent_conn_ops *ops, void *ctx)
+{
+	struct spare_ticket *t = calloc(1, sizeof(*t));
+	struct agent_conn *a = NULL;
+
+	if (!t)
+		return NULL;
+	while (!a && sb->spares) {
+		struct spare *s = sb->spares;
+
+		sb->spares = s->next;
+		a = s->a;
+		if (s->pid != sb->rec.pid || !agent_unused(a)) {
+			agent_close(a);
+			a = NULL;
+		}
+		free(s);
+	}
+	if (a)
+		agent_adopt(a, ops, ctx);
+	else
+		a = agent_open(sb->kd->loop, sb->vsock_path, KILN_AGENT_PORT, ops, ctx);
+	if (!a) {
+		free(t);
+		return NULL;
+	}
+	t->kd = sb->kd;
+	snprintf(t->id, sizeof(t->id), "%s", sb->rec.id);
+	agent_on_free(a, released, t);
+	return a;
+}
