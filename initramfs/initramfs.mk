@@ -18,7 +18,7 @@ INITRAMFS_NAMES := test busybox agent agent-image
 initramfs: $(INITRAMFS_NAMES:%=$(INITRAMFS_DIR)/%.cpio)
 
 define initramfs_rule
-$(INITRAMFS_DIR)/$(1).cpio: initramfs/mkcpio.sh $(shell sh initramfs/mkcpio.sh --deps initramfs/$(1).list)
+$(INITRAMFS_DIR)/$(1).cpio: initramfs/mkcpio.sh initramfs/pagealign.py $(shell sh initramfs/mkcpio.sh --deps initramfs/$(1).list)
 	@mkdir -p $$(dir $$@)
 	$$(V)sh initramfs/mkcpio.sh initramfs/$(1).list $$@
 endef

@@ -15,6 +15,7 @@
 #
 # The archive is reproducible: entries sorted by name (C locale), owned by
 # root, mtime 0 (or $SOURCE_DATE_EPOCH), inode numbers assigned in order.
+# The data of files of a page or more starts on a page boundary.
 set -eu
 
 die() {
@@ -180,6 +181,10 @@ find "$stage" -exec touch -h -d "@$mtime" {} + || die "cannot set timestamps"
 mkdir -p "$(dirname "$out")" || die "cannot create the directory of '$out'"
 # shellcheck disable=SC2086 # $repro is empty or one option
 (cd "$stage" && find . -mindepth 1 | sed 's|^\./||' | LC_ALL=C sort |
-	cpio -o -H newc -R 0:0 $repro --quiet) >"$out.tmp" ||
+	cpio -o -H newc -R 0:0 $repro --quiet) >"$out.raw" ||
 	die "cpio failed writing '$out'"
+# Files of a page or more start on a page boundary: the guest maps their
+# pages into programs in place (see pagealign.py).
+python3 initramfs/pagealign.py "$out.raw" "$out.tmp" || die "cannot page-align '$out'"
+rm -f "$out.raw"
 mv -f "$out.tmp" "$out"

@@ -51,6 +51,9 @@ void pmem_free_huge(uint64_t pa);
  * touched. */
 uint64_t pmem_alloc_user(bool zero);
 bool pmem_user_ok(size_t npages);
+/* Give back the memory kept for programs yet to run (vm_keep.c): done
+ * when a program's allocation would fail. */
+void keep_shrink(void);
 /* Pages for page tables (kept apart from data pages: see pmem.c). */
 uint64_t pmem_alloc_pt(void);
 void pmem_free_pt(uint64_t pa);

@@ -64,6 +64,10 @@ struct aspace *aspace_get(struct aspace *as);
  * active address space). */
 void aspace_release(struct aspace *as);
 void aspace_activate(struct aspace *as);
+/* A new address space, before its first use: take over the page tables
+ * kept from a dead process that ran the same program (vm_keep.c), whose
+ * shadows the host has filled already. aspace_copy does it itself. */
+void aspace_keep_tables(struct aspace *as);
 /* Free address spaces released while active (after a switch). */
 void aspace_reap(void);
 
@@ -79,6 +83,10 @@ typedef uint64_t (*vm_page_fn)(void *ctx, uint64_t i);
 int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
                  vm_page_fn page, void *ctx);
 bool vm_is_borrowed(struct aspace *as, uint64_t va);
+/* The page to map for image page pa in an executable mapping: the copy
+ * of it whose syscall sites are rewritten, shared by all processes
+ * (vm_text.c), if there is one; else pa. */
+uint64_t vm_text_page(uint64_t pa);
 /* Page fault error code bits (SDM 4.7) vm_fault looks at. */
 #define PF_PRESENT 0x1
 #define PF_WRITE   0x2
@@ -113,6 +121,6 @@ int vm_grow_stack(struct aspace *as, uint64_t addr);
  * `call *%rax` (ff d0). Returns 0 if rewritten or already rewritten. */
 int vm_patch_syscall(struct aspace *as, uint64_t site);
 /* Was site rewritten by vm_patch_syscall? */
-bool vm_is_patched(const struct aspace *as, uint64_t site);
+bool vm_is_patched(struct aspace *as, uint64_t site);
 
 #endif

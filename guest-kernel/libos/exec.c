@@ -101,15 +101,16 @@ struct seg_pages {
 /* Page i of segment m->i's mapping (from m->start) in place, when it is a
  * read-only segment's file bytes alone (not its last bytes before .bss,
  * not a page another segment shares): as Linux, the page's bytes outside
- * the segment are the file's too. */
+ * the segment are the file's too, its last page's included. Code comes
+ * with the syscall sites other processes rewrote. */
 static uint64_t seg_page(void *ctx, uint64_t i)
 {
 	const struct seg_pages *m = ctx;
 	const struct elf_segment *s = &m->ei->seg[m->i];
-	uint64_t va = m->start + i * PAGE_SIZE, v0 = s->vaddr + m->bias;
+	uint64_t va = m->start + i * PAGE_SIZE, v0 = s->vaddr + m->bias, pa;
 
 	if ((s->prot & PROT_WRITE) || (s->vaddr - s->offset) % PAGE_SIZE ||
-	    va + PAGE_SIZE > v0 + s->filesz)
+	    (va + PAGE_SIZE > v0 + s->filesz && s->memsz != s->filesz))
 		return 0;
 	for (unsigned j = 0; j < m->ei->nseg; j++) {
 		const struct elf_segment *o = &m->ei->seg[j];
@@ -118,7 +119,8 @@ static uint64_t seg_page(void *ctx, uint64_t i)
 		    o->vaddr + m->bias + o->memsz > va)
 			return 0;
 	}
-	return vfs_inode_page(m->ip, (s->offset + va - v0) / PAGE_SIZE);
+	pa = vfs_inode_page(m->ip, (s->offset + va - v0) / PAGE_SIZE);
+	return pa && (s->prot & PROT_EXEC) ? vm_text_page(pa) : pa;
 }
 
 static int load_segments(struct aspace *as, const struct elf_info *ei, uint64_t bias,
@@ -412,6 +414,7 @@ int exec_load(const struct exec_args *args, struct exec_image *out, const char *
 	if (err)
 		goto out;
 	as->brk_start = as->brk = ALIGN_UP(f.ei.hi + bias, PAGE_SIZE);
+	aspace_keep_tables(as);
 	out->as = as;
 	out->entry = entry;
 	as = NULL;

@@ -15,7 +15,7 @@
 #include "pmem.h"
 #include "printk.h"
 
-static uint64_t *used_map, *dirty_map;
+static uint64_t *used_map, *dirty_map, *pt_map;
 static uint64_t nr_frames; /* frames covered by the bitmaps */
 static uint64_t next_hint; /* next-fit search start (in words) */
 static size_t free_count, total_count;
@@ -125,15 +125,16 @@ void pmem_init(const struct bootinfo *bi)
 	for (int i = 0; i < bi->nr_ram; i++)
 		top = MAX(top, bi->ram[i].base + bi->ram[i].size);
 	nr_frames = ALIGN_UP(top / PAGE_SIZE, 64);
-	bytes = ALIGN_UP(2 * nr_frames / 8, PAGE_SIZE);
+	bytes = ALIGN_UP(3 * nr_frames / 8, PAGE_SIZE);
 	home = find_home(bi, bytes);
 	if (!home)
 		kpanic("no room for the page bitmaps (%lu bytes)", (unsigned long)bytes);
 	used_map = phys_to_virt(home);
 	dirty_map = used_map + nr_frames / 64;
+	pt_map = dirty_map + nr_frames / 64;
 	/* Everything is used until proven free RAM; fresh RAM is all zero. */
 	memset(used_map, 0xff, nr_frames / 8);
-	memset(dirty_map, 0, nr_frames / 8);
+	memset(dirty_map, 0, 2 * nr_frames / 8);
 	free_ram(bi, home, bytes);
 	total_count = free_count;
 }
@@ -141,6 +142,18 @@ void pmem_init(const struct bootinfo *bi)
 static void take(uint64_t pfn, bool zero)
 {
 	set(used_map, pfn, true);
+	if (test(pt_map, pfn)) {
+		/* A former page table may still be shadowed by the host (PVM),
+		 * which then traps and emulates every write to it. A one-byte
+		 * write inside an entry is one the host does not take for a
+		 * page-table update: it lets go of the page at once. Left to
+		 * the next user, the first write could be an aligned store
+		 * (emulated, and the page stays shadowed) or a `rep stosb`,
+		 * emulated a byte at a time: up to 1024 bytes, ~1 ms, when the
+		 * page was a root the host still caches. */
+		((volatile uint8_t *)phys_to_virt(pfn * PAGE_SIZE))[1] = 0;
+		set(pt_map, pfn, false);
+	}
 	if (zero && test(dirty_map, pfn))
 		memset(phys_to_virt(pfn * PAGE_SIZE), 0, PAGE_SIZE);
 	set(dirty_map, pfn, true);
@@ -299,16 +312,26 @@ uint64_t pmem_alloc_pt(void)
 void pmem_free_pt(uint64_t pa)
 {
 	release(pa);
+	set(pt_map, pa / PAGE_SIZE, true);
 }
 
 /* Memory programs ask for (their pages, their files in tmpfs, their
  * threads) stops short of the last 1/64 of RAM (at least 1 MiB), which stays
  * for the kernel's own needs: a program that eats all memory gets ENOMEM,
  * and the kernel can still run the rest of the guest. */
-bool pmem_user_ok(size_t npages)
+static bool user_room(size_t npages)
 {
 	size_t reserve = MAX(total_count / 64, 256);
 	return free_count > reserve && free_count - reserve >= npages;
+}
+
+/* Memory kept for programs yet to run goes first. */
+bool pmem_user_ok(size_t npages)
+{
+	if (user_room(npages))
+		return true;
+	keep_shrink();
+	return user_room(npages);
 }
 
 uint64_t pmem_alloc_user(bool zero)

@@ -52,13 +52,17 @@ SYSCALL_DEFINE(brk)
 struct file_pages {
 	struct inode *ip;
 	uint64_t first; /* page index in the file */
+	uint32_t prot;
 };
 
+/* Code (a shared library's text) comes with the syscall sites other
+ * processes rewrote (vm_text.c). */
 static uint64_t file_page(void *ctx, uint64_t i)
 {
 	struct file_pages *fp = ctx;
+	uint64_t pa = vfs_inode_page(fp->ip, fp->first + i);
 
-	return vfs_inode_page(fp->ip, fp->first + i);
+	return pa && (fp->prot & PROT_EXEC) ? vm_text_page(pa) : pa;
 }
 
 /* Map a file's pages: in place where the image has them, else copies of
@@ -79,7 +83,7 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t pr
 	ip = file_inode(f);
 	if (!S_ISREG(vfs_inode_mode(ip)))
 		return -ENODEV;
-	fp = (struct file_pages){ip, off / PAGE_SIZE};
+	fp = (struct file_pages){ip, off / PAGE_SIZE, prot};
 	err = vm_map_pages(as, addr, len, prot | PROT_WRITE, VMA_ANON, file_page, &fp);
 	if (err)
 		return err;

@@ -2,8 +2,10 @@
 /* The syscall table, built at boot from every SYSCALL_DEFINE, and the count
  * of calls we could not serve (printed at exit with kiln.stats=1). */
 #include "errno_k.h"
+#include "kcpu.h"
 #include "printk.h"
 #include "proc.h"
+#include "sched.h"
 #include "signal_k.h"
 #include "trapframe.h"
 #include "syscall.h"
@@ -49,6 +51,11 @@ bool exit_to_user(struct trapframe *tf)
 	bool dirty;
 
 	for (;;) {
+		/* An interrupt that came while the library OS ran only set its
+		 * bit: serve it now (a timer's signal, a wakeup), or a program
+		 * that never blocks might not see it until it next sleeps. */
+		if (kcpu0.irq_pending)
+			irq_poll();
 		if (t->proc->exiting)
 			thread_exit(0);
 		if (sched_need_resched()) {
@@ -82,7 +89,7 @@ long syscall_entry(struct trapframe *tf)
 	tf->error = tf->rax; /* the number, for restarts */
 	t->syscall_tf = tf;
 	tf->rax = (uint64_t)syscall_dispatch(tf);
-	if (likely(!(t->pending | p->shared_pending | t->tf_dirty | p->exiting |
+	if (likely(!(t->pending | p->shared_pending | t->tf_dirty | p->exiting | kcpu0.irq_pending |
 	             sched_need_resched() | is_restart(tf->rax))))
 		return 0;
 	return exit_to_user(tf);

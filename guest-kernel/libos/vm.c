@@ -52,6 +52,7 @@ static void build_sled(uint8_t *p)
 void vm_init(const struct bootinfo *bi)
 {
 	boot_pml4 = bi->pml4;
+	keep_forget();
 	sled_pa = pmem_alloc(false);
 	if (!sled_pa)
 		kpanic("no memory for the syscall sled");
@@ -93,7 +94,7 @@ struct aspace *aspace_create(void)
 		aspace_destroy(as);
 		return NULL;
 	}
-	*sled_pte = sled_pa | PTE_P | PTE_U;
+	*sled_pte = sled_pa | PTE_P | PTE_U | PTE_A;
 	as->mmap_top = 0x7f0000000000ULL;
 	as->refs = 1;
 	return as;
@@ -107,23 +108,28 @@ struct aspace *aspace_get(struct aspace *as)
 
 /* Free everything without writing a single entry: on PVM hosts every
  * write to a page table the hardware has shadowed traps, and nobody will
- * look at these tables again. Every page above the sled is the program's
- * (a huge page may span several mappings: walk the tables, not them). */
+ * look at these tables again. Unless they are kept, perhaps with the
+ * pages, for the next process that runs the same program (vm_keep.c).
+ * Every page above the sled is the program's (a huge page may span
+ * several mappings: walk the tables, not them). */
 static void aspace_destroy(struct aspace *as)
 {
 	uint64_t *e, size;
 
-	for (uint64_t va = SLED_VA + PAGE_SIZE; (e = pt_next(as, &va, USER_TOP, &size)); va += size)
-		if (size == HUGE_SIZE)
-			pmem_free_huge(*e & HUGE_ADDR);
-		else
-			put_page(*e);
+	if (!keep_tables(as->root)) {
+		for (uint64_t va = SLED_VA + PAGE_SIZE; (e = pt_next(as, &va, USER_TOP, &size));
+		     va += size)
+			if (size == HUGE_SIZE)
+				pmem_free_huge(*e & HUGE_ADDR);
+			else
+				put_page(*e);
+		pt_free_tables(as->root, 4);
+	}
 	while (as->vmas) {
 		struct vma *n = as->vmas->next;
 		kfree(as->vmas);
 		as->vmas = n;
 	}
-	pt_free_tables(as->root, 4);
 	kfree(as->patched);
 	kfree(as);
 }
@@ -158,14 +164,20 @@ void aspace_reap(void)
 	}
 }
 
-/* Copy one present page of src into dst at va; a borrowed page is shared. */
+/* Copy one present page of src into dst at va; a borrowed page is shared
+ * (code as its copy with the syscall sites rewritten, if it has one: the
+ * child of a shell would otherwise take the slow path at each one again,
+ * and switch to the copy then). */
 static int copy_page(struct aspace *dst, uint64_t va, uint64_t src_pte)
 {
 	uint64_t *pte = pt_walk(dst, va, true);
 	uint64_t pa;
 
 	if (pte && (src_pte & PTE_BORROWED)) {
-		*pte = src_pte;
+		pa = src_pte & PTE_ADDR;
+		if (!(src_pte & PTE_NX))
+			pa = vm_text_page(pa);
+		*pte = pa | (src_pte & ~PTE_ADDR);
 		dst->nr_pages++;
 		return 0;
 	}
@@ -222,6 +234,7 @@ struct aspace *aspace_copy(struct aspace *src)
 	as->arg_end = src->arg_end;
 	as->env_start = src->env_start;
 	as->env_end = src->env_end;
+	aspace_keep_tables(as);
 	return as;
 fail:
 	aspace_destroy(as);
@@ -472,14 +485,22 @@ bool vm_is_borrowed(struct aspace *as, uint64_t va)
 	return e && size == PAGE_SIZE && (*e & PTE_BORROWED);
 }
 
-/* Replace a borrowed page by a private copy with protection prot. */
-static int unborrow(struct aspace *as, uint64_t *pte, uint32_t prot)
+/* Replace the borrowed page at va by a private copy with protection prot.
+ * The syscall sites rewritten in a shared copy of code stay known as ours. */
+static int unborrow(struct aspace *as, uint64_t va, uint64_t *pte, uint32_t prot)
 {
-	uint64_t pa = pmem_alloc_user(false);
+	uint64_t pa = pmem_alloc_user(false), old = *pte & PTE_ADDR;
 
 	if (!pa)
 		return -ENOMEM;
-	memcpy(phys_to_virt(pa), phys_to_virt(*pte & PTE_ADDR), PAGE_SIZE);
+	memcpy(phys_to_virt(pa), phys_to_virt(old), PAGE_SIZE);
+	if (text_is_copy(old))
+		for (unsigned off = 0; off < PAGE_SIZE - 1; off++)
+			if (text_site_patched(old + off) &&
+			    remember_patch(as, ALIGN_DOWN(va, PAGE_SIZE) + off)) {
+				pmem_free(pa);
+				return -ENOMEM;
+			}
 	*pte = pa | pte_flags(prot);
 	return 0;
 }
@@ -544,7 +565,7 @@ int vm_fault(struct aspace *as, uint64_t addr, uint32_t error)
 		return -EFAULT;
 	/* No TLB flush: the fault itself dropped the translation of addr
 	 * (SDM 4.10.4.1), and nothing touched addr since. */
-	return unborrow(as, pte, v->prot);
+	return unborrow(as, addr, pte, v->prot);
 }
 
 uint64_t vm_translate_write(struct aspace *as, uint64_t va)
@@ -557,7 +578,7 @@ uint64_t vm_translate_write(struct aspace *as, uint64_t va)
 	if (!e || !v)
 		return ~0ULL;
 	if (*e & PTE_BORROWED) {
-		if (unborrow(as, e, v->prot))
+		if (unborrow(as, va, e, v->prot))
 			return ~0ULL;
 		pt_flush(as);
 	}
@@ -686,7 +707,7 @@ static uint64_t own_page(struct aspace *as, uint64_t va)
 	uint64_t size, *e = pt_leaf(as, va, &size);
 	struct vma *v = vm_find_vma(as, va);
 
-	if (!e || ((*e & PTE_BORROWED) && (!v || unborrow(as, e, v->prot))))
+	if (!e || ((*e & PTE_BORROWED) && (!v || unborrow(as, va, e, v->prot))))
 		return ~0ULL;
 	return (*e & PTE_ADDR & ~(size - 1)) | (va & (size - 1));
 }
@@ -696,7 +717,8 @@ static size_t slot_of(uint64_t site, size_t cap)
 	return (size_t)((site * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
 }
 
-bool vm_is_patched(const struct aspace *as, uint64_t site)
+/* In as's own record (sites patched in private copies)? */
+static bool patched_here(const struct aspace *as, uint64_t site)
 {
 	if (!as->patched_cap)
 		return false;
@@ -706,6 +728,16 @@ bool vm_is_patched(const struct aspace *as, uint64_t site)
 		if (!as->patched[i])
 			return false;
 	}
+}
+
+bool vm_is_patched(struct aspace *as, uint64_t site)
+{
+	uint64_t pa;
+
+	if (patched_here(as, site))
+		return true;
+	pa = vm_translate(as, site);
+	return pa != ~0ULL && text_site_patched(pa);
 }
 
 static void set_insert(uint64_t *set, size_t cap, uint64_t site)
@@ -719,7 +751,7 @@ static void set_insert(uint64_t *set, size_t cap, uint64_t site)
 
 static int remember_patch(struct aspace *as, uint64_t site)
 {
-	if (vm_is_patched(as, site))
+	if (patched_here(as, site))
 		return 0;
 	if ((as->patched_n + 1) * 2 > as->patched_cap) {
 		size_t cap = as->patched_cap ? as->patched_cap * 2 : 64;
@@ -751,16 +783,23 @@ int vm_patch_syscall(struct aspace *as, uint64_t site)
 		return 0;
 	if (*b0 != 0x0f || *b1 != 0x05)
 		return -EINVAL;
+	if (vm_is_borrowed(as, site) && vm_is_borrowed(as, site + 1)) {
+		uint64_t size, *pte = pt_leaf(as, site, &size);
+
+		/* Code mapped from the image: rewrite it for everyone. */
+		if (!text_patch(as, pte, site))
+			return 0;
+	}
 	if (vm_is_borrowed(as, site) || vm_is_borrowed(as, site + 1)) {
-		/* Code mapped from the image: patch a private copy. Until the
-		 * TLB forgets the old page, the site may run unpatched once
-		 * more, which only takes the slow path again. */
+		/* Code mapped from the image: patch a private copy, and make
+		 * the program see it (see text_patch). */
 		p0 = own_page(as, site);
 		p1 = own_page(as, site + 1);
 		if (p0 == ~0ULL || p1 == ~0ULL)
 			return -ENOMEM;
 		b0 = phys_to_virt(p0);
 		b1 = phys_to_virt(p1);
+		pt_flush(as);
 	}
 	/* Without a record of the site a later bad syscall number there would
 	 * look like a wild call: leave such a site unpatched (it still works,

@@ -103,7 +103,7 @@ int huge_split(struct aspace *as, uint64_t *pde)
 		t[i] = huge_pte(*pde, i);
 	/* Same translations as before: the TLB may keep the 2 MiB one until
 	 * the caller changes some of them and flushes. */
-	*pde = pt | PTE_P | PTE_W | PTE_U;
+	*pde = pt | PTE_TABLE;
 	as->nr_huge--;
 	return 0;
 }

@@ -45,7 +45,7 @@ static bool fill(uint64_t *e, bool create)
 
 	if (!create || !(pa = pmem_alloc_pt()))
 		return false;
-	*e = pa | PTE_P | PTE_W | PTE_U;
+	*e = pa | PTE_TABLE;
 	return true;
 }
 

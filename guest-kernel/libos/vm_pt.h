@@ -24,6 +24,10 @@
 #define PTE_BORROWED (1ULL << 9) /* software bit: not ours, see vm.c */
 #define PTE_ADDR     0x000ffffffffff000ULL
 #define HUGE_ADDR    0x000fffffffe00000ULL
+/* An entry pointing to a table. Accessed already: the host would set the
+ * bit itself at the first walk through it (and a kept table would then
+ * differ from a new one, see vm_keep.c). */
+#define PTE_TABLE (PTE_P | PTE_W | PTE_U | PTE_A)
 /* The first touch of a lazy 4 KiB page maps the pages around it too. */
 #define FAULT_AROUND (16 * PAGE_SIZE)
 
@@ -81,5 +85,24 @@ void huge_unmap(struct aspace *as, uint64_t *pde);
  * page. -EAGAIN if there is no 2 MiB block to spare (copy it page by page
  * instead), -ENOMEM if a page table cannot be had. */
 int huge_copy(struct aspace *dst, uint64_t va, uint64_t src_pde);
+
+/* The page tables of a dead address space, kept for the next process
+ * that runs the same program (vm_keep.c): keep the tree under root if it
+ * maps image pages, perhaps with the pages it maps; true if kept (then
+ * neither the tables nor the pages are to be freed). */
+bool keep_tables(uint64_t root);
+/* Forget every kept tree, its memory being no longer ours (vm_init). */
+void keep_forget(void);
+
+/* Shared copies of code pages with rewritten syscall sites (vm_text.c). */
+/* Is the page at pa such a copy? */
+bool text_is_copy(uint64_t pa);
+/* Rewrite the syscall at site, which the borrowed 4 KiB page of entry pte
+ * maps, in the page's shared copy (made now if need be; then pte maps it).
+ * -EINVAL if the site straddles two pages, -ENOMEM if no copy can be made:
+ * the caller patches a private copy instead. */
+int text_patch(struct aspace *as, uint64_t *pte, uint64_t site);
+/* Is pa the address of a syscall site rewritten in a shared copy? */
+bool text_site_patched(uint64_t pa);
 
 #endif

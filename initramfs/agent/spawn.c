@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kiln-agent: starting a command. The child runs between fork and execve
+ * kiln-agent: starting a command. The child runs between vfork and execve
  * only here: new session, signals back to their defaults, stdio (pipes or a
  * terminal), working directory, uid, then a PATH search with the command's
  * own environment. A failure before execve is written to the CLOEXEC status
  * pipe as a native int errno followed by a message; success closes the pipe
  * with nothing written, so the parent learns the outcome from one read.
+ *
+ * vfork, not fork: the child borrows the agent's memory until it execs, so
+ * starting a command copies nothing (in a kiln guest a fork copies the
+ * agent's pages and page tables, most of the cost of an exec request). The
+ * child therefore writes no memory the agent uses after vfork returns (its
+ * own stack frames lie below the agent's), and signals stay blocked until
+ * it has put every handler back to the default: until then an agent
+ * handler would run on the agent's memory.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -108,6 +116,7 @@ static __attribute__((noreturn)) void child(const struct spawn_req *r)
 	int sfd = r->status_fd;
 	char num[16];
 
+	/* Signals are blocked (see spawn): reset, then unblock. */
 	for (size_t i = 0; i < sizeof(agent_signals) / sizeof(agent_signals[0]); i++)
 		sigaction(agent_signals[i], &sa, NULL);
 	sigemptyset(&none);
@@ -149,16 +158,21 @@ static __attribute__((noreturn)) void child(const struct spawn_req *r)
 	child_fail(sfd, exec_search(r->argv, r->envp), "cannot run", r->argv[0]);
 }
 
-/* Fork a child that runs r; returns its pid or -errno. */
+/* Start a child that runs r; returns its pid or -errno. */
 pid_t spawn(const struct spawn_req *r)
 {
-	pid_t pid = fork();
+	sigset_t all, old;
+	pid_t pid;
+	int err;
 
-	if (pid < 0)
-		return -errno;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pid = vfork();
 	if (pid == 0)
 		child(r);
-	return pid;
+	err = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return pid < 0 ? -err : pid;
 }
 
 static size_t env_name_len(const char *e)

@@ -5,7 +5,8 @@
  * buffer of this test. Page faults are simulated by calling vm_fault the
  * way trap.c does; what a program would read is read through the page
  * tables (vm_translate). Covers 2 MiB pages: when they are made, and every
- * operation that splits, moves, copies or frees them.
+ * operation that splits, moves, copies or frees them; and the page tables
+ * (and pages) kept for the next process running the same program.
  */
 #include <check.h>
 #include <stdio.h>
@@ -436,6 +437,117 @@ START_TEST(exit_frees_everything)
 }
 END_TEST
 
+/* ---- page tables (and pages) kept for the next run of a program */
+
+#define PROG 0x400000ULL
+
+static uint64_t image_page(void *ctx, uint64_t i)
+{
+	return *(uint64_t *)ctx;
+}
+
+/* A process running "program" img: its code page (borrowed from the
+ * image) at PROG, its own data page after it holding val. */
+static struct aspace *run_program(uint64_t img, uint8_t val)
+{
+	struct aspace *a = aspace_create();
+
+	ck_assert_ptr_nonnull(a);
+	ck_assert_int_eq(
+	    vm_map_pages(a, PROG, PAGE_SIZE, PROT_READ | PROT_EXEC, 0, image_page, &img), 0);
+	ck_assert_int_eq(vm_map_anon(a, PROG + PAGE_SIZE, PAGE_SIZE, RW, 0), 0);
+	*byte_at(a, PROG + PAGE_SIZE) = val;
+	return a;
+}
+
+START_TEST(kept_tables_and_pages_are_reused)
+{
+	uint64_t img = pmem_alloc(true), root, data;
+	struct aspace *a = run_program(img, 'A'), *b;
+
+	ram[img] = 'I';
+	root = a->root;
+	data = vm_translate(a, PROG + PAGE_SIZE);
+	aspace_release(a); /* kept, with its data page */
+	b = run_program(img, 'B');
+	ck_assert_int_eq(vm_map_anon(b, PROG + 2 * PAGE_SIZE, PAGE_SIZE, RW, 0), 0);
+	ck_assert_uint_ne(b->root, root);
+	aspace_keep_tables(b);
+	ck_assert_uint_eq(b->root, root);
+	ck_assert_uint_eq(vm_translate(b, PROG + PAGE_SIZE), data);
+	ck_assert_int_eq(peek(b, PROG + PAGE_SIZE), 'B');
+	ck_assert_int_eq(peek(b, PROG), 'I');
+	ck_assert_int_eq(peek(b, PROG + 2 * PAGE_SIZE), 0);
+	ck_assert(vm_is_borrowed(b, PROG));
+	aspace_release(b);
+	keep_shrink();
+	pmem_free(img);
+	aspace_release(as);
+	as = NULL;
+	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+}
+END_TEST
+
+START_TEST(kept_only_for_the_same_program)
+{
+	uint64_t img1 = pmem_alloc(true), img2 = pmem_alloc(true), root;
+	struct aspace *a = run_program(img1, 'A'), *b;
+
+	root = a->root;
+	aspace_release(a);
+	b = run_program(img2, 'B');
+	aspace_keep_tables(b);
+	ck_assert_uint_ne(b->root, root);
+	ck_assert_int_eq(peek(b, PROG + PAGE_SIZE), 'B');
+	aspace_release(b);
+	keep_shrink();
+	pmem_free(img1);
+	pmem_free(img2);
+	aspace_release(as);
+	as = NULL;
+	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+}
+END_TEST
+
+START_TEST(fork_takes_over_a_dead_childs_tables)
+{
+	uint64_t img = pmem_alloc(true), root;
+	struct aspace *parent = run_program(img, 'P'), *child;
+
+	child = aspace_copy(parent);
+	root = child->root;
+	aspace_release(child);
+	child = aspace_copy(parent);
+	ck_assert_uint_eq(child->root, root);
+	ck_assert_int_eq(peek(child, PROG + PAGE_SIZE), 'P');
+	ck_assert_uint_ne(vm_translate(child, PROG + PAGE_SIZE),
+	                  vm_translate(parent, PROG + PAGE_SIZE));
+	aspace_release(child);
+	aspace_release(parent);
+	keep_shrink();
+	pmem_free(img);
+	aspace_release(as);
+	as = NULL;
+	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+}
+END_TEST
+
+START_TEST(kept_pages_given_back_when_short)
+{
+	uint64_t img = pmem_alloc(true);
+	size_t before;
+
+	aspace_release(run_program(img, 'A'));
+	before = pmem_free_pages();
+	ck_assert(!pmem_user_ok(pmem_total_pages())); /* cannot be: but drops what is kept */
+	ck_assert_uint_gt(pmem_free_pages(), before);
+	pmem_free(img);
+	aspace_release(as);
+	as = NULL;
+	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+}
+END_TEST
+
 static Suite *vm_suite(void)
 {
 	Suite *s = suite_create("vm");
@@ -473,6 +585,14 @@ static Suite *vm_suite(void)
 	tcase_add_test(t, fork_copies_huge_pages);
 	tcase_add_test(t, fork_without_huge_blocks_copies_pages);
 	tcase_add_test(t, exit_frees_everything);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("keep");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, kept_tables_and_pages_are_reused);
+	tcase_add_test(t, kept_only_for_the_same_program);
+	tcase_add_test(t, fork_takes_over_a_dead_childs_tables);
+	tcase_add_test(t, kept_pages_given_back_when_short);
 	suite_add_tcase(s, t);
 	return s;
 }

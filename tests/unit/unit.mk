@@ -52,7 +52,7 @@ UNIT_SRCS_test_virtio_state := vmm/virtio/mmio.c vmm/virtio/mmio_state.c vmm/vir
 
 # The guest's page allocator and address spaces, 2 MiB pages included.
 UNIT_TESTS += test_vm
-UNIT_SRCS_test_vm := guest-kernel/libos/vm.c guest-kernel/libos/vm_pt.c \
+UNIT_SRCS_test_vm := guest-kernel/libos/vm.c guest-kernel/libos/vm_pt.c guest-kernel/libos/vm_text.c guest-kernel/libos/vm_keep.c \
 	guest-kernel/libos/vm_huge.c guest-kernel/libos/pmem.c
 
 UNIT_TESTS += test_snapshot
