@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "spare.h"
 #include "util.h"
@@ -64,12 +65,25 @@ static unsigned count(const struct sandbox *sb)
 	return n;
 }
 
+/* Spares are a luxury: with many sandboxes they would take descriptors
+ * that clients and VMMs need. Keep them while every sandbox's spares fit
+ * in a quarter of kilnd's descriptor limit. */
+static bool room_for_spares(const struct kilnd *kd)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return false;
+	return rl.rlim_cur == RLIM_INFINITY ||
+	       (rlim_t)kd->nsandboxes * SPARE_STREAMS <= rl.rlim_cur / 4;
+}
+
 static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
 {
 	struct sandbox *sb = w->data;
 
 	ev_idle_stop(loop, w);
-	if (sb->state != SB_RUNNING)
+	if (sb->state != SB_RUNNING || !room_for_spares(sb->kd))
 		return;
 	for (unsigned n = count(sb); n < SPARE_STREAMS; n++) {
 		struct spare *s = calloc(1, sizeof(*s));

@@ -10,7 +10,9 @@
  * has gone out): opening one while a command runs would take guest time
  * from it. A spare is checked before use (agent_unused) and belongs to the
  * VMM process it was opened to: after a pause and resume, or a VMM that
- * died, old spares are dropped, never used. */
+ * died, old spares are dropped, never used. With many sandboxes (their
+ * spares would take more than a quarter of kilnd's descriptor limit)
+ * none are kept. */
 #ifndef KILND_SPARE_H
 #define KILND_SPARE_H
 
