@@ -56,12 +56,24 @@ static const struct agent_conn_ops spare_ops = {
     .on_close = spare_closed,
 };
 
-static unsigned count(const struct sandbox *sb)
+/* Close the spares of a former VMM of sb (before a pause, say); count the rest. */
+static unsigned prune(struct sandbox *sb)
 {
+	struct spare **pp = &sb->spares;
 	unsigned n = 0;
 
-	for (const struct spare *s = sb->spares; s; s = s->next)
-		n++;
+	while (*pp) {
+		struct spare *s = *pp;
+
+		if (s->pid == sb->rec.pid) {
+			n++;
+			pp = &s->next;
+			continue;
+		}
+		*pp = s->next;
+		agent_close(s->a);
+		free(s);
+	}
 	return n;
 }
 
@@ -85,7 +97,7 @@ static void on_idle(struct ev_loop *loop, ev_idle *w, int revents)
 	ev_idle_stop(loop, w);
 	if (sb->state != SB_RUNNING || !room_for_spares(sb->kd))
 		return;
-	for (unsigned n = count(sb); n < SPARE_STREAMS; n++) {
+	for (unsigned n = prune(sb); n < SPARE_STREAMS; n++) {
 		struct spare *s = calloc(1, sizeof(*s));
 
 		if (!s)
