@@ -28,10 +28,14 @@ struct agent_conn {
 	ev_io rw, ww;
 	ev_timer timer;
 	struct buf in, out;
+	void (*on_free)(void *arg);
+	void *free_arg;
 };
 
 static void conn_free(struct agent_conn *c)
 {
+	if (c->on_free)
+		c->on_free(c->free_arg);
 	buf_free(&c->in);
 	buf_free(&c->out);
 	free(c);
@@ -315,6 +319,30 @@ void agent_shutdown_write(struct agent_conn *c)
 {
 	c->want_shut = true;
 	agent_flush(c);
+}
+
+void agent_adopt(struct agent_conn *c, const struct agent_conn_ops *ops, void *ctx)
+{
+	c->ops = ops;
+	c->ctx = ctx;
+}
+
+bool agent_unused(struct agent_conn *c)
+{
+	char byte;
+
+	if (c->state == ST_DEAD || buf_avail(&c->in) || buf_avail(&c->out))
+		return false;
+	/* Before the OK line arrives there is nothing to tell; after it, the
+	 * agent sends nothing before a HELLO: any byte (or EOF) ends it. */
+	return c->state == ST_HANDSHAKE ||
+	       (recv(c->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) < 0 && errno == EAGAIN);
+}
+
+void agent_on_free(struct agent_conn *c, void (*fn)(void *arg), void *arg)
+{
+	c->on_free = fn;
+	c->free_arg = arg;
 }
 
 void agent_pause(struct agent_conn *c, bool paused)

@@ -46,6 +46,15 @@ void agent_close(struct agent_conn *c);
 /* Half-close our side once queued output is written. */
 void agent_shutdown_write(struct agent_conn *c);
 
+/* Spare streams (spare.c). Hand c, connected but unused, to a new owner. */
+void agent_adopt(struct agent_conn *c, const struct agent_conn_ops *ops, void *ctx);
+/* c is open (or still connecting) and nothing was sent or received on it:
+ * true. The agent sends nothing before a HELLO, so anything it did send
+ * (ERROR EBUSY, or end of file) makes c useless. */
+bool agent_unused(struct agent_conn *c);
+/* fn(arg) runs once when c is freed, however it ended. */
+void agent_on_free(struct agent_conn *c, void (*fn)(void *arg), void *arg);
+
 /* Connect timeout covering connect + handshake, seconds. */
 #define AGENT_CONNECT_TIMEOUT 5.0
 

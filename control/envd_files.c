@@ -19,6 +19,7 @@
 
 #include "agent_client.h"
 #include "envd.h"
+#include "spare.h"
 #include "jsonutil.h"
 #include "proxy.h"
 #include "util.h"
@@ -171,7 +172,7 @@ static void mkdir_done(void *ctx, int err, const char *msg, const struct fs_ent 
 		return;
 	}
 	u->hello = false;
-	u->a = agent_open(u->kd->loop, sb->vsock_path, KILN_AGENT_PORT, &a_ops, u);
+	u->a = spare_take(sb, &a_ops, u);
 	if (!u->a) {
 		up_fail(u, 503, "cannot reach the agent of sandbox %s", u->id);
 		return;

@@ -20,6 +20,7 @@
 #include "agent_client.h"
 #include "connectrpc.h"
 #include "envd.h"
+#include "spare.h"
 #include "util.h"
 
 #define LIST_MAX_ENTRIES 100000
@@ -169,7 +170,7 @@ struct fsop *fsop_start(struct sandbox *sb, uint32_t op, const char *path, uint3
 	o->op = op;
 	o->cb = cb;
 	o->ctx = ctx;
-	o->a = agent_open(sb->kd->loop, sb->vsock_path, KILN_AGENT_PORT, &fsop_ops, o);
+	o->a = spare_take(sb, &fsop_ops, o);
 	if (!o->a) {
 		int e = errno;
 

@@ -30,6 +30,7 @@
 #include "agent_client.h"
 #include "connectrpc.h"
 #include "envd.h"
+#include "spare.h"
 #include "util.h"
 
 #define PTY_MAX_DIM    4096
@@ -559,7 +560,7 @@ static int spawn(struct envd_proc *p)
 	    .keep = true,
 	};
 
-	p->a = agent_open(sb->kd->loop, sb->vsock_path, KILN_AGENT_PORT, &agent_ops, p);
+	p->a = spare_take(sb, &agent_ops, p);
 	if (!p->a)
 		return -errno;
 	if (agent_msg_hello(agent_out(p->a), p->pty ? KILN_STREAM_PTY : KILN_STREAM_EXEC) ||

@@ -26,6 +26,7 @@
 
 #include "envd.h"
 #include "sandbox_int.h"
+#include "spare.h"
 #include "template.h"
 #include "util.h"
 #include "vmm_api.h"
@@ -317,6 +318,7 @@ static void pause_reattached(struct sandbox *sb)
 	if (sb->state != SB_RESUMING)
 		return; /* (the resume failed meanwhile: envd_reattach_cancel) */
 	sb->state = SB_RUNNING;
+	spare_fill(sb);
 	sb->rec.end_ms = now_ms() + sb->resume_timeout * 1000;
 	sb->rec.snap_bytes = 0;
 	sb->rec.resumes++;

@@ -5,6 +5,7 @@
 
 #include "jsonutil.h"
 #include "proxy.h"
+#include "spare.h"
 #include "util.h"
 
 struct agent_conn *proxy_open(struct kilnd *kd, struct http_conn *c, struct sandbox *sb,
@@ -19,7 +20,7 @@ struct agent_conn *proxy_open(struct kilnd *kd, struct http_conn *c, struct sand
 		http_respond_error(c, 409, "%s", msg);
 		return NULL;
 	}
-	a = agent_open(kd->loop, sb->vsock_path, KILN_AGENT_PORT, ops, ctx);
+	a = spare_take(sb, ops, ctx);
 	if (!a) {
 		http_respond_error(c, 503, "cannot reach the agent of sandbox %s: %s", sb->rec.id,
 		                   strerror(errno));

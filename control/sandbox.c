@@ -16,6 +16,7 @@
 #include "agent_client.h"
 #include "envd.h"
 #include "sandbox_int.h"
+#include "spare.h"
 #include "template.h"
 #include "util.h"
 #include "vmm_api.h"
@@ -138,6 +139,7 @@ static void sb_free(struct sandbox *sb)
 		close(sb->pidfd);
 	}
 	agent_close(sb->probe);
+	spare_drop(sb);
 	vmm_call_cancel(sb->call);
 	json_decref(sb->env);
 	json_decref(sb->metadata);
@@ -305,6 +307,7 @@ static void probe_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		}
 		sb->state = SB_RUNNING;
 		sb_save(sb);
+		spare_fill(sb);
 		log_info("sandbox %s: running (agent %s, pid %d)", sb->rec.id, sb->agent_version,
 		         sb->rec.pid);
 		notify_ready(sb, 0, NULL);

@@ -42,6 +42,7 @@ typedef void (*sb_ready_fn)(void *ctx, struct sandbox *sb, int err, const char *
 
 struct sb_waiter;
 struct vmm_call;
+struct spare;
 
 struct sandbox {
 	struct kilnd *kd;
@@ -61,6 +62,8 @@ struct sandbox {
 	ev_timer life, boot;
 	ev_tstamp boot_deadline;
 	struct agent_conn *probe;
+	struct spare *spares; /* spare.c: agent streams opened ahead */
+	ev_idle spare_idle;
 	sb_ready_fn ready_cb;
 	void *ready_ctx;
 	char agent_version[64];

@@ -15,7 +15,12 @@
  * Every stream starts with KILN_MSG_HELLO from the host naming the stream
  * kind; the agent answers KILN_MSG_HELLO (its version) or KILN_MSG_ERROR.
  * With 64 streams open, the agent answers a new connection with ERROR EBUSY
- * at once, before reading its HELLO.
+ * at once, before reading its HELLO. Before its HELLO the agent sends
+ * nothing else, and waits for it without a time limit: a host may open
+ * connections ahead of need (kilnd keeps a few spare) and start streams on
+ * them later. A host sends the frames of a request together (HELLO, START,
+ * its input, STDIN_EOF) and the agent batches what it has to say: a
+ * command that ends quickly gets STARTED, its output and EXIT in one write.
  *
  * After its last frame (EXIT, DONE, INFO or ERROR) the agent shuts down its
  * sending side, so the host reads EOF, and discards anything the host still

@@ -114,6 +114,37 @@ static int exec_read_output(struct conn *c, int fd, uint16_t type)
 	return -1;
 }
 
+/*
+ * A short command has often finished by the time the agent runs again (to
+ * report its start, or its output's end): reap it and read its pipes to
+ * their end right away, so that STARTED, the output and EXIT leave in one
+ * write rather than one per wake-up of the loop.
+ */
+static void exec_catch_up(struct conn *c)
+{
+	struct proc *p = c->priv;
+	int *fds[2] = {&p->out_fd, &p->err_fd};
+	static const uint16_t types[2] = {KILN_MSG_STDOUT, KILN_MSG_STDERR};
+	int st;
+
+	if (p->phase != PROC_RUNNING || c->state != CONN_OPEN)
+		return;
+	if (!p->exited) {
+		if (waitpid(p->pid, &st, WNOHANG) != p->pid)
+			return;
+		p->exited = true;
+		p->wstatus = st;
+	}
+	for (int i = 0; i < 2 && !p->pty; i++) {
+		int r = 1;
+
+		while (*fds[i] >= 0 && c->state == CONN_OPEN && conn_has_room(c) && r > 0)
+			r = exec_read_output(c, *fds[i], types[i]);
+		if (!r)
+			proc_close(fds[i]);
+	}
+}
+
 static void exec_write_input(struct proc *p)
 {
 	while (p->input.len) {
@@ -168,6 +199,7 @@ static void exec_status(struct conn *c)
 		return;
 	}
 	p->phase = PROC_RUNNING;
+	exec_catch_up(c);
 	exec_check_done(c);
 }
 
@@ -188,6 +220,7 @@ static void exec_output(struct conn *c, int *fd, uint16_t type)
 		kbuf_free(&p->input);
 	} else {
 		proc_close(fd);
+		exec_catch_up(c);
 	}
 	exec_check_done(c);
 }
@@ -286,6 +319,9 @@ static void exec_start(struct conn *c, const uint8_t *buf, uint32_t len)
 	p->keep = c->rx_flags & KILN_FRAME_KEEP;
 	if (s.timeout_ms)
 		p->deadline = now_ms() + s.timeout_ms;
+	/* The child may have reached execve already (always, were it started
+	 * with vfork): then STARTED goes out with the HELLO answer. */
+	exec_status(c);
 out:
 	strv_free(s.argv);
 	strv_free(s.env);

@@ -692,8 +692,9 @@ wait_pool() { # NAME N [SOCK]: until N pool clones run (10 s at most)
 	return 1
 }
 
-vmms() { # DATA_DIR: how many VMMs run there
-	pgrep -f -- "--vsock [0-9]+,$1/sandboxes/" | wc -l
+vmms() { # DATA_DIR: how many VMMs run there (process groups: the fake VMM
+	# forks a process per connection, and kilnd keeps some open)
+	pgrep -f -- "--vsock [0-9]+,$1/sandboxes/" | xargs -r ps -o pgid= -p | sort -u | wc -l
 }
 
 t_pool() {

@@ -173,6 +173,11 @@ static void post(unsigned q, unsigned slot)
 	__atomic_store_n(&a[1], htole16(gq[q].avail), __ATOMIC_RELEASE);
 }
 
+static uint16_t used_flags(unsigned q)
+{
+	return le16toh(((uint16_t *)gp(QAREA(q) + 0x2000, 4))[0]);
+}
+
 static uint16_t used_idx(unsigned q)
 {
 	return le16toh(((uint16_t *)gp(QAREA(q) + 0x2000, 4))[1]);
@@ -1571,6 +1576,23 @@ START_TEST(small_rx_buffers)
 }
 END_TEST
 
+/* The device asks for receive-buffer kicks only while a packet waits. */
+START_TEST(rx_kicks_only_while_waiting)
+{
+	gsend_to(300, 999, VSOCK_OP_RW, VSOCK_TYPE_STREAM); /* owed an RST */
+	run(10);
+	ck_assert_uint_eq(used_flags(VSOCK_RXQ), 0);
+	rx_len = 4096;
+	rx_fill();
+	WAIT_FOR(count_op(VSOCK_OP_RST) == 1);
+	run(10);
+	ck_assert_uint_eq(used_flags(VSOCK_RXQ), 1); /* VIRTQ_USED_F_NO_NOTIFY */
+	gsend_to(301, 999, VSOCK_OP_RW, VSOCK_TYPE_STREAM);
+	WAIT_FOR(count_op(VSOCK_OP_RST) == 2); /* found the posted buffers unasked */
+	ck_assert_uint_eq(used_flags(VSOCK_RXQ), 1);
+}
+END_TEST
+
 static Suite *vsock_suite(void)
 {
 	Suite *s = suite_create("virtio-vsock");
@@ -1603,6 +1625,7 @@ static Suite *vsock_suite(void)
 	suite_add_tcase(s, t);
 	tcase_add_checked_fixture(n, setup_norx, teardown);
 	tcase_add_test(n, small_rx_buffers);
+	tcase_add_test(n, rx_kicks_only_while_waiting);
 	suite_add_tcase(s, n);
 	return s;
 }

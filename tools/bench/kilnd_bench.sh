@@ -1,9 +1,11 @@
 #!/bin/bash
 # kilnd latency: the round trip of `true` through POST /sandboxes/{id}/exec
-# (median over KILND_BENCH_EXECS, default 100, after 5 warm-ups), and the
-# time from POST /sandboxes to the end of the first exec in the new sandbox
-# (median over KILND_BENCH_CREATES, default 20). Times are curl's own
-# (connect to last byte), so process start-up of the client is not counted.
+# (median over KILND_BENCH_EXECS, default 100, after 5 warm-ups), the round
+# trip of an agent request that starts no process (GET .../metrics: the
+# agent's info stream) over as many, and the time from POST /sandboxes to
+# the end of the first exec in the new sandbox (median over
+# KILND_BENCH_CREATES, default 20). Times are curl's own (connect to last
+# byte), so process start-up of the client is not counted.
 #
 #   bash tools/bench/kilnd_bench.sh
 #
@@ -66,6 +68,12 @@ for _ in $(seq "$EXECS"); do
 	grep -q '"exitCode":0' "$T/body" || { echo "kilnd_bench: exec failed: $(cat "$T/body")"; exit 1; }
 done
 echo "exec round trip of true:   $(stats <"$T/exec")"
+: >"$T/info"
+for _ in $(seq "$EXECS"); do
+	timed "http://k/sandboxes/$ID/metrics" >>"$T/info"
+	grep -q '"memTotal"' "$T/body" || { echo "kilnd_bench: metrics failed: $(cat "$T/body")"; exit 1; }
+done
+echo "agent info round trip:     $(stats <"$T/info")"
 curl -s --unix-socket "$SOCK" -X DELETE "http://k/sandboxes/$ID" >/dev/null
 
 : >"$T/first"

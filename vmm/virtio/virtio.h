@@ -76,6 +76,10 @@ int virtq_pop(const struct guest_mem *mem, struct virtq *q, struct virtq_chain *
 void virtq_unpop(struct virtq *q);
 /* Return a chain to the driver with `len` bytes written into it. */
 void virtq_push(const struct guest_mem *mem, struct virtq *q, uint16_t head, uint32_t len);
+/* Ask the driver to notify new buffers (on) or to leave them unannounced
+ * (VIRTQ_USED_F_NO_NOTIFY; a hint it may ignore). With on, true if buffers
+ * are available already: no kick will come for those. No-op with event idx. */
+bool virtq_want_kicks(const struct guest_mem *mem, struct virtq *q, bool on);
 /* True if the driver wants an interrupt for what was pushed since the last
  * one (honours VIRTQ_AVAIL_F_NO_INTERRUPT and used_event). */
 bool virtq_need_irq(const struct guest_mem *mem, struct virtq *q);

@@ -16,6 +16,7 @@
 #define VIRTQ_DESC_F_WRITE         2
 #define VIRTQ_DESC_F_INDIRECT      4
 #define VIRTQ_AVAIL_F_NO_INTERRUPT 1
+#define VIRTQ_USED_F_NO_NOTIFY     1
 
 struct vdesc {
 	uint64_t addr;
@@ -240,6 +241,24 @@ void virtq_push(const struct guest_mem *mem, struct virtq *q, uint16_t head, uin
 	/* Release: the element must be visible before the index that
 	 * publishes it. */
 	__atomic_store_n(&r.used->idx, htole16(q->used_idx), __ATOMIC_RELEASE);
+}
+
+bool virtq_want_kicks(const struct guest_mem *mem, struct virtq *q, bool on)
+{
+	struct rings r;
+
+	/* With event idx the driver looks at avail_event, which virtq_pop()
+	 * keeps asking for the next buffer. */
+	if (!q->ready || q->broken || q->event_idx || map_rings(mem, q, &r) < 0)
+		return false;
+	if (ld16(&r.used->flags) != (on ? 0 : VIRTQ_USED_F_NO_NOTIFY))
+		st16(&r.used->flags, on ? 0 : VIRTQ_USED_F_NO_NOTIFY);
+	if (!on)
+		return false;
+	/* Store-load ordering against the driver's avail->idx: a buffer it
+	 * made available before it could see the flag cleared gets no kick. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return avail_idx(&r) != q->last_avail;
 }
 
 bool virtq_need_irq(const struct guest_mem *mem, struct virtq *q)

@@ -163,6 +163,7 @@ void vsock_rx_pump(struct vsock *v)
 	struct virtq *q = &dev->vq[VSOCK_RXQ];
 	struct virtq_chain chain;
 	struct vsock_conn *c;
+	bool waiting;
 	unsigned n;
 	int r, len;
 
@@ -204,7 +205,11 @@ void vsock_rx_pump(struct vsock *v)
 		}
 	}
 	virtio_dev_notify(dev, VSOCK_RXQ);
-	if (n == q->size && (v->rst_len || !TAILQ_EMPTY(&v->rxq)))
+	/* Kicks for new receive buffers only while packets wait for one: the
+	 * driver refills after every interrupt, and each kick is an exit (and
+	 * a wake-up here) on the way to the reader it is waking. */
+	waiting = v->rst_len || !TAILQ_EMPTY(&v->rxq);
+	if (virtq_want_kicks(&dev->vm->mem, q, waiting) || (waiting && n == q->size))
 		virtio_dev_kick(dev, VSOCK_RXQ);
 	if (v->tx_stalled && v->rst_len < VSOCK_RST_RING) {
 		v->tx_stalled = false;

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* Spare agent streams: a running sandbox keeps SPARE_STREAMS connections to
+ * its agent open ahead of need, their set-up done (connect, the hybrid
+ * vsock "CONNECT"/"OK" exchange, the guest's REQUEST/RESPONSE), so that a
+ * request's stream starts with its first frame. A spare carries nothing
+ * until it is taken; the agent waits for its HELLO indefinitely.
+ *
+ * Spares are opened when the sandbox starts running and replaced when the
+ * stream that took one ends (from the loop's idle time, after the answer
+ * has gone out): opening one while a command runs would take guest time
+ * from it. A spare is checked before use (agent_unused) and belongs to the
+ * VMM process it was opened to: after a pause and resume, or a VMM that
+ * died, old spares are dropped, never used. With many sandboxes (their
+ * spares would take more than a quarter of kilnd's descriptor limit)
+ * none are kept. */
+#ifndef KILND_SPARE_H
+#define KILND_SPARE_H
+
+#include "agent_client.h"
+#include "sandbox.h"
+
+#define SPARE_STREAMS 2
+
+/* A stream to sb's agent (a spare if there is one, else a new connection),
+ * owned by ops/ctx like agent_open()'s. NULL with errno if none could be
+ * opened. */
+struct agent_conn *spare_take(struct sandbox *sb, const struct agent_conn_ops *ops, void *ctx);
+/* Open spares up to SPARE_STREAMS, from the loop's idle time (sb must be
+ * running then). */
+void spare_fill(struct sandbox *sb);
+/* Close sb's spares (it is being freed). */
+void spare_drop(struct sandbox *sb);
+
+#endif
