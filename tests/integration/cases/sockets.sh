@@ -9,20 +9,22 @@ expect_same inetsock -- /bin/inetsock
 guest_case inetsock-unreach 0 --out '^inetsock unreach: all ok$' --no-out 'FAIL' \
 	-- /bin/inetsock unreach
 
-# Ports below the ephemeral range, so as not to meet the host's own sockets.
+# Ports below the ephemeral range, so as not to meet the host's own sockets,
+# picked by the shell's pid so that test runs side by side do not share one.
 # The client retries until the listener is up (a loaded host can take longer
 # than any fixed sleep).
 # shellcheck disable=SC2016 # the shell in the guest (or on the host) expands these
 expect_same sock-busybox-nc -- /bin/sh -c \
-	'busybox nc -l -p 23541 >tmp/nc.out & i=0;
-	until echo hello over nc | busybox nc 127.0.0.1 23541 2>/dev/null; do
+	'p=$((20000 + $$ % 10000)); busybox nc -l -p $p >tmp/nc.out & i=0;
+	until echo hello over nc | busybox nc 127.0.0.1 $p 2>/dev/null; do
 		i=$((i + 1)); [ $i -lt 50 ] || break; sleep 0.1; done;
 	wait; cat tmp/nc.out'
 # shellcheck disable=SC2016
 expect_same sock-busybox-httpd -- /bin/sh -c \
-	'busybox httpd -f -p 127.0.0.1:23542 -h data & pid=$!; sleep 0.3;
-	busybox wget -q -O - http://127.0.0.1:23542/table.txt;
-	busybox wget -q -O - http://127.0.0.1:23542/missing 2>&1; echo "wget status $?";
+	'p=$((20000 + $$ % 10000)); busybox httpd -f -p 127.0.0.1:$p -h data & pid=$!; i=0;
+	until busybox wget -q -O - http://127.0.0.1:$p/table.txt 2>/dev/null; do
+		i=$((i + 1)); [ $i -lt 50 ] || break; sleep 0.1; done;
+	busybox wget -q -O - http://127.0.0.1:$p/missing 2>&1; echo "wget status $?";
 	kill $pid; wait'
 
 if [ ! -f build/images/base.erofs ]; then
