@@ -506,6 +506,11 @@ out:
 	return kb;
 }
 
+static double ms_since(const struct vm *vm, uint64_t t)
+{
+	return (double)(t - vm->t.start) / 1e6;
+}
+
 static void print_stats(const struct vm *vm)
 {
 	char line[256];
@@ -521,6 +526,16 @@ static void print_stats(const struct vm *vm)
 	        (double)(vm->t.first_run - vm->t.start) / ms,
 	        vm->t.first_output ? (double)(vm->t.first_output - vm->t.start) / ms : 0.0,
 	        (double)(vm->t.stopped - vm->t.start) / ms);
+	if (!vm->cfg.restore_path)
+		fprintf(
+		    stderr,
+		    "kiln-vmm: boot: memory %.2f, kernel loaded %.2f, boot area %.2f, vm created "
+		    "%.2f, devices %.2f, vcpus %.2f, device tree %.2f, vcpu threads %.2f ms "
+		    "(from main)\n",
+		    ms_since(vm, vm->t.mem_ready), ms_since(vm, vm->t.kernel_loaded),
+		    ms_since(vm, vm->t.boot_area), ms_since(vm, vm->t.vm_created),
+		    ms_since(vm, vm->t.devices), ms_since(vm, vm->t.vcpus),
+		    ms_since(vm, vm->t.fdt_built), ms_since(vm, vm->t.vcpus_started));
 	if (vm->cfg.restore_path) {
 		static const char *const modes[] = {"eager", "lazy", "template"};
 
@@ -578,9 +593,12 @@ static void prepare_boot(struct vm *vm)
 	if (err)
 		die("cannot allocate %llu MiB of guest memory: %s",
 		    (unsigned long long)(vm->cfg.mem_size / MIB), strerror(-err));
+	vm->t.mem_ready = vm_now_ns();
 	load_images(vm);
 	map_image(vm);
+	vm->t.kernel_loaded = vm_now_ns();
 	err = x86_build_boot_area(vm);
+	vm->t.boot_area = vm_now_ns();
 	if (err || vm->boot_area_end > vm->kernel.pa_start)
 		die("kernel image '%s': its lowest segment leaves no room for the boot page tables",
 		    vm->cfg.kernel_path);
@@ -666,6 +684,7 @@ int main(int argc, char **argv)
 		err = vm_commit_irq_routes(&vm);
 	if (err)
 		die("setting up device interrupts failed: %s", strerror(-err));
+	vm.t.devices = vm_now_ns();
 
 	vm.nr_vcpus = vm.cfg.nr_cpus;
 	vm.vcpus = calloc((size_t)vm.nr_vcpus, sizeof(*vm.vcpus));
@@ -676,12 +695,14 @@ int main(int argc, char **argv)
 		if (err)
 			die("creating vCPU %d failed: %s", i, strerror(-err));
 	}
+	vm.t.vcpus = vm_now_ns();
 	if (vm.cfg.restore_path) {
 		if (vm_restore_check(&vm, true, why, sizeof(why)) ||
 		    vm_restore_state(&vm, why, sizeof(why)))
 			die("cannot restore: %s", why);
 	} else {
 		build_fdt(&vm);
+		vm.t.fdt_built = vm_now_ns();
 		for (int i = 0; i < vm.nr_vcpus; i++) {
 			err = x86_setup_vcpu(&vm.vcpus[i], vm.fdt_pa);
 			if (err)
@@ -696,6 +717,7 @@ int main(int argc, char **argv)
 		if (err)
 			die("starting vCPU %d failed: %s", i, strerror(-err));
 	}
+	vm.t.vcpus_started = vm_now_ns();
 
 	ev_run(vm.loop, 0);
 

@@ -204,9 +204,14 @@ struct vm {
 	struct vm_snap snap;
 	struct vm_api *api;
 
-	/* Milestones (CLOCK_MONOTONIC ns) for --stats and benchmarks. */
+	/* Milestones (CLOCK_MONOTONIC ns) for --stats and benchmarks: main
+	 * entered, guest memory mapped, kernel loaded, boot area built, VM
+	 * created (memory slots, irqchip), devices created, vCPUs created,
+	 * device tree built (the guest's clock reference), vCPU threads
+	 * started, first guest instruction, first console byte, stop. */
 	struct {
-		uint64_t start, vm_created, first_run, first_output, stopped;
+		uint64_t start, mem_ready, kernel_loaded, boot_area, vm_created, devices, vcpus,
+		    fdt_built, vcpus_started, first_run, first_output, stopped;
 	} t;
 
 	/* Set once, by whichever thread stops the VM first. */
