@@ -22,11 +22,13 @@
 #define PTE_U       (1ULL << 2)
 #define PTE_PWT     (1ULL << 3)
 #define PTE_PCD     (1ULL << 4)
+#define PTE_A       (1ULL << 5)
+#define PTE_D       (1ULL << 6)
 #define PTE_PS      (1ULL << 7)
 #define PTE_G       (1ULL << 8)
 #define PTE_NX      (1ULL << 63)
 #define PTE_ADDR    0x000ffffffffff000ULL
-#define TABLE_FLAGS (PTE_P | PTE_W | PTE_U) /* leaves decide */
+#define TABLE_FLAGS (PTE_P | PTE_W | PTE_U | PTE_A) /* leaves decide */
 
 /* Boot area (guest-physical), below KILN_GPA_KERNEL_MIN. */
 #define GDT_PA     0x1000ULL
@@ -80,12 +82,24 @@ static int walk(struct boot_builder *b, uint64_t va, int level, uint64_t **out)
 	return 0;
 }
 
+/*
+ * Leaves are made accessed, and dirty where writable: KVM's shadow paging
+ * then need not write those bits into the guest's tables on the first
+ * touch of each page, and it fills the shadow entries of up to 8
+ * neighbouring pages on each fault, which it only does for entries
+ * already accessed.
+ */
+static uint64_t leaf(uint64_t pa, uint64_t flags)
+{
+	return pa | flags | PTE_P | PTE_A | ((flags & PTE_W) ? PTE_D : 0);
+}
+
 static int map_4k(struct boot_builder *b, uint64_t va, uint64_t pa, uint64_t flags)
 {
 	uint64_t *e;
 	int err = walk(b, va, 1, &e);
 	if (!err)
-		*e = pa | flags | PTE_P;
+		*e = leaf(pa, flags);
 	return err;
 }
 
@@ -100,7 +114,7 @@ static int map_direct(struct boot_builder *b)
 		int err = walk(b, KILN_VA_DIRECT_MAP + pa, 2, &e);
 		if (err)
 			return err;
-		*e = pa | flags;
+		*e = leaf(pa, flags);
 	}
 	return 0;
 }
@@ -129,7 +143,7 @@ static int map_pmem(struct boot_builder *b)
 		int err = walk(b, KILN_VA_DIRECT_MAP + KILN_GPA_PMEM + off, 2, &e);
 		if (err)
 			return err;
-		*e = (KILN_GPA_PMEM + off) | flags;
+		*e = leaf(KILN_GPA_PMEM + off, flags);
 	}
 	return 0;
 }
