@@ -24,8 +24,11 @@ $(DEPS_STAMP): mk/deps.sh
 	$(V)mkdir -p $(BUILD) && touch $@
 
 # ---------------------------------------------------------------- kiln-vmm
-VMM_SRCS := $(wildcard vmm/*.c vmm/virtio/*.c)
+# The guest's cpio parser too: the VMM builds the initramfs index with it.
+VMM_SRCS := $(wildcard vmm/*.c vmm/virtio/*.c) guest-kernel/libos/cpio.c
 VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/host/%.o)
+$(BUILD)/host/guest-kernel/libos/cpio.o: HOST_CFLAGS += -iquote guest-kernel/include -DKILN_HOSTED
+$(BUILD)/host/vmm/initrd_index.o: HOST_CFLAGS += -iquote guest-kernel/libos -iquote guest-kernel/include -DKILN_HOSTED
 
 $(BUILD)/host/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

@@ -618,6 +618,9 @@ static int prepare_boot(struct vm *vm)
 	if (err || vm->boot_area_end > vm->kernel.pa_start)
 		die("kernel image '%s': its lowest segment leaves no room for the boot page tables",
 		    vm->cfg.kernel_path);
+	/* After the device tree, leaving the guest MIN_FREE_MEM. */
+	initrd_index_build(vm, vm->fdt_pa + KILN_FDT_MAX_SIZE,
+	                   vm->mem.low_size - MIN_FREE_MEM - (vm->fdt_pa + KILN_FDT_MAX_SIZE));
 	if (threaded)
 		pthread_join(creator, NULL);
 	else

@@ -184,6 +184,7 @@ struct vm {
 	/* Filled by the kernel loader. */
 	struct kernel_info kernel;
 	uint64_t initrd_pa, initrd_size;
+	uint64_t initrd_index_pa, initrd_index_size; /* size 0: no index */
 	uint64_t fdt_pa;
 	uint64_t boot_area_end; /* boot area is [0x1000, boot_area_end) */
 	uint64_t xcr0;          /* XCR0 given to the guest */
@@ -237,6 +238,11 @@ void mem_destroy(struct guest_mem *mem);
 void *gpa_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len);
 /* True if gpa is RAM (len 1). */
 bool gpa_is_ram(const struct guest_mem *mem, uint64_t gpa);
+
+/* The initramfs index, at most room bytes at pa, in guest RAM: built if the
+ * archive is valid and it fits, else initrd_index_size stays 0
+ * (vmm/initrd_index.c). */
+void initrd_index_build(struct vm *vm, uint64_t pa, uint64_t room);
 
 /* KVM plumbing (vmm/kvm.c). */
 int vm_create(struct vm *vm);

@@ -234,6 +234,14 @@ struct kiln_boot_image {
  *      kiln,argv           init's argv as a string list (absent: none)
  *      linux,initrd-start  u64 GPA of the cpio archive (absent: none)
  *      linux,initrd-end    u64 GPA one past its end
+ *      kiln,initrd-index-start
+ *                          u64 GPA of the archive's index in reserved RAM
+ *                          (absent: none): its members without their data,
+ *                          so that unpacking it need not touch every page
+ *                          holding a header; records as in
+ *                          guest-kernel/libos/cpio.h
+ *      kiln,initrd-index-size
+ *                          u64 bytes in the index
  *      kiln,pmem-start     u64 GPA of the pmem window, KILN_GPA_PMEM
  *                          (absent: no image)
  *      kiln,pmem-size      u64 bytes in the window (a multiple of 2 MiB)
