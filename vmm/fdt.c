@@ -141,6 +141,9 @@ int fdt_build(struct vm *vm, const struct fdt_params *p, void *buf, size_t size)
 		CHECK(fdt_property(buf, "reg", r, sizeof(r)));
 		CHECK(fdt_property_u32(buf, "interrupts", d->vector));
 		CHECK(fdt_property_u32(buf, "kiln,device-id", d->ops->device_id));
+		CHECK(prop_u64(buf, "kiln,device-features",
+		               d->ops->features | (1ULL << VIRTIO_F_VERSION_1)));
+		CHECK(fdt_property_u32(buf, "kiln,queue-max", d->ops->queue_max));
 		CHECK(fdt_end_node(buf));
 	}
 

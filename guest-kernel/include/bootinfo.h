@@ -35,6 +35,8 @@ struct bootinfo {
 		uint64_t base;
 		uint32_t vector;
 		uint32_t device_id;
+		uint64_t features; /* offered by the device */
+		uint32_t queue_max;
 	} virtio[KILN_MMIO_MAX_DEVICES];
 	int nr_virtio;
 };

@@ -142,15 +142,19 @@ static int parse_devices(const void *fdt, struct bootinfo *bi, const char **err)
 
 		if (fdt_node_check_compatible(fdt, node, "virtio,mmio"))
 			continue;
-		reg = fdt_getprop(fdt, node, "reg", &len);
-		if (!reg || len != 16 || get_u32(fdt, node, "interrupts", &vec) || vec > 255 ||
-		    get_u32(fdt, node, "kiln,device-id", &bi->virtio[bi->nr_virtio].device_id)) {
-			*err =
-			    "virtio,mmio node without a 64-bit reg, interrupt vector or device id";
-			return -EINVAL;
-		}
 		if (bi->nr_virtio == KILN_MMIO_MAX_DEVICES) {
 			*err = "too many virtio devices";
+			return -EINVAL;
+		}
+		reg = fdt_getprop(fdt, node, "reg", &len);
+		if (!reg || len != 16 || get_u32(fdt, node, "interrupts", &vec) || vec > 255 ||
+		    get_u32(fdt, node, "kiln,device-id", &bi->virtio[bi->nr_virtio].device_id) ||
+		    get_u64(fdt, node, "kiln,device-features",
+		            &bi->virtio[bi->nr_virtio].features) ||
+		    get_u32(fdt, node, "kiln,queue-max", &bi->virtio[bi->nr_virtio].queue_max)) {
+			*err =
+			    "virtio,mmio node without a 64-bit reg, interrupt vector, device id, "
+			    "features or queue size";
 			return -EINVAL;
 		}
 		bi->virtio[bi->nr_virtio].base = fdt64_ld(&reg[0]);

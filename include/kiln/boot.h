@@ -258,6 +258,9 @@ struct kiln_boot_image {
  *  /cpus/cpu@N    reg = <N> (x2APIC id)
  *  /virtio_mmio@ADDR  compatible = "virtio,mmio"; reg = <ADDR 0x1000>;
  *                 kiln,device-id = <virtio device ID> (saves probing);
+ *                 kiln,device-features = u64 features the device offers
+ *                 and kiln,queue-max = <QueueNumMax of every queue> (save
+ *                 reading them: each MMIO access is a VM exit);
  *                 interrupts = <vector> (delivered as an MSI to CPU 0,
  *                 edge-triggered; the InterruptStatus register is kept
  *                 up to date but need not be acknowledged)
