@@ -188,6 +188,8 @@ struct vm {
 	uint64_t fdt_pa;
 	uint64_t boot_area_end; /* boot area is [0x1000, boot_area_end) */
 	uint64_t xcr0;          /* XCR0 given to the guest */
+	/* The host's KVM_GET_SUPPORTED_CPUID (x86_pick_xcr0), or NULL. */
+	struct kvm_cpuid2 *supported_cpuid;
 
 	/* Devices, in MMIO slot order. */
 	struct virtio_dev *devs[KILN_MMIO_MAX_DEVICES];

@@ -391,12 +391,15 @@ static int set_lapic(struct vcpu *c)
 static int cpuid_table(struct vm *vm, int id, struct kvm_cpuid2 **out)
 {
 	int n = 128;
-	struct kvm_cpuid2 *cp = calloc(1, sizeof(*cp) + n * sizeof(cp->entries[0]));
+	size_t size = sizeof(**out) + n * sizeof((*out)->entries[0]);
+	struct kvm_cpuid2 *cp = calloc(1, size);
 
 	if (!cp)
 		return -ENOMEM;
 	cp->nent = n;
-	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cp) < 0) {
+	if (vm->supported_cpuid) {
+		memcpy(cp, vm->supported_cpuid, size);
+	} else if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cp) < 0) {
 		int err = -errno;
 		free(cp);
 		return err;
@@ -481,7 +484,8 @@ int x86_setup_vcpu(struct vcpu *c, uint64_t fdt_pa)
 	return ioctl(c->fd, KVM_SET_REGS, &r) < 0 ? -errno : 0;
 }
 
-/* XCR0 for the guest: x87, SSE, AVX and AVX-512 state if the host has them. */
+/* XCR0 for the guest: x87, SSE, AVX and AVX-512 state if the host has them.
+ * The host's CPUID table (~0.1 ms to get) is kept for the vCPUs' tables. */
 void x86_pick_xcr0(struct vm *vm)
 {
 	int n = 128;
@@ -491,10 +495,13 @@ void x86_pick_xcr0(struct vm *vm)
 	if (!cp)
 		return;
 	cp->nent = n;
-	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cp) == 0) {
-		for (unsigned i = 0; i < cp->nent; i++)
-			if (cp->entries[i].function == 0xd && cp->entries[i].index == 0)
-				vm->xcr0 = cp->entries[i].eax & 0xe7;
+	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cp) < 0) {
+		free(cp);
+		return;
 	}
-	free(cp);
+	for (unsigned i = 0; i < cp->nent; i++)
+		if (cp->entries[i].function == 0xd && cp->entries[i].index == 0)
+			vm->xcr0 = cp->entries[i].eax & 0xe7;
+	free(vm->supported_cpuid);
+	vm->supported_cpuid = cp;
 }
