@@ -9,6 +9,7 @@
  * archive gets one only if the guest would accept it.
  */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cpio.h"
 #include "vm.h"
@@ -26,17 +27,21 @@ static int add_member(void *ctx, const struct cpio_entry *e)
 {
 	struct builder *b = ctx;
 	const uint8_t *hdr = b->archive + e->hdr_off;
-	/* The header and the name up to its NUL, as they are in the archive. */
+	/* The header and the name up to its NUL, as they are in the archive,
+	 * and a link's target (read when the link is made). */
 	size_t n = (size_t)((const uint8_t *)e->name + e->namelen + 1 - hdr);
-	size_t rec =
-	    (CPIO_INDEX_OFF_LEN + n + CPIO_INDEX_ALIGN - 1) & ~(size_t)(CPIO_INDEX_ALIGN - 1);
+	size_t target = S_ISLNK(e->mode) ? e->size : 0;
+	size_t used = CPIO_INDEX_OFF_LEN + n + target;
+	size_t rec = (used + CPIO_INDEX_ALIGN - 1) & ~(size_t)(CPIO_INDEX_ALIGN - 1);
 	uint64_t off = e->hdr_off;
+	uint8_t *p = b->out + b->len;
 
-	if (rec > b->cap - b->len)
+	if (target > b->cap || rec > b->cap - b->len)
 		return 1;
-	memcpy(b->out + b->len, &off, sizeof(off));
-	memcpy(b->out + b->len + CPIO_INDEX_OFF_LEN, hdr, n);
-	memset(b->out + b->len + CPIO_INDEX_OFF_LEN + n, 0, rec - CPIO_INDEX_OFF_LEN - n);
+	memcpy(p, &off, sizeof(off));
+	memcpy(p + CPIO_INDEX_OFF_LEN, hdr, n);
+	memcpy(p + CPIO_INDEX_OFF_LEN + n, e->data, target);
+	memset(p + used, 0, rec - used);
 	b->len += rec;
 	return 0;
 }

@@ -13,6 +13,7 @@
 #define CPIO_TRAILER   "TRAILER!!!"
 #define CPIO_S_IFMT    0170000
 #define CPIO_S_IFREG   0100000
+#define CPIO_S_IFLNK   0120000
 
 enum cpio_field {
 	F_INO,
@@ -150,12 +151,13 @@ static int check_name(struct cpio_walk *w, size_t off, const char *name, size_t 
 
 /*
  * Parses and checks the member at off, whose header and name are read from
- * h (avail bytes; off + avail <= len when h is in the archive). Sets *next
- * to the offset after its padding and *trailer if it is the end-of-archive
- * marker.
+ * h (avail bytes; off + avail <= len when h is in the archive), and a
+ * symbolic link's target too when h is an index record (in_index). Sets
+ * *next to the offset after its padding and *trailer if it is the
+ * end-of-archive marker.
  */
 static int parse_entry(struct cpio_walk *w, size_t off, const uint8_t *h, size_t avail,
-                       struct cpio_entry *e, size_t *next, bool *trailer)
+                       bool in_index, struct cpio_entry *e, size_t *next, bool *trailer)
 {
 	uint32_t f[F_COUNT];
 	size_t name_off = off + CPIO_HDR_LEN, data_off, end;
@@ -209,6 +211,11 @@ static int parse_entry(struct cpio_walk *w, size_t off, const uint8_t *h, size_t
 	e->rdevminor = f[F_RDEVMINOR];
 	e->data = w->buf + data_off;
 	e->size = f[F_FILESIZE];
+	if (in_index && (f[F_MODE] & CPIO_S_IFMT) == CPIO_S_IFLNK) {
+		if (f[F_FILESIZE] > avail - CPIO_HDR_LEN - f[F_NAMESIZE])
+			return fail(w, data_off, "cpio index: link target truncated");
+		e->data = h + CPIO_HDR_LEN + f[F_NAMESIZE];
+	}
 	return 0;
 }
 
@@ -242,7 +249,7 @@ static int walk(struct cpio_walk *w, cpio_cb cb, void *ctx)
 
 		if (off == w->len)
 			return fail(w, off, "cpio: archive ends without TRAILER!!! (truncated?)");
-		r = parse_entry(w, off, w->buf + off, w->len - off, &e, &off, &trailer);
+		r = parse_entry(w, off, w->buf + off, w->len - off, false, &e, &off, &trailer);
 		if (r)
 			return r;
 		if (trailer) {
@@ -287,6 +294,7 @@ static int walk_index(struct cpio_walk *w, const uint8_t *index, size_t index_le
 
 	while (i < index_len) {
 		size_t avail = index_len - i - CPIO_INDEX_OFF_LEN, next;
+		const uint8_t *end;
 		struct cpio_entry e;
 		uint64_t off;
 		bool trailer;
@@ -296,16 +304,18 @@ static int walk_index(struct cpio_walk *w, const uint8_t *index, size_t index_le
 		memcpy(&off, index + i, sizeof(off));
 		if (off > w->len || w->len - off < CPIO_HDR_LEN)
 			return fail(w, 0, "cpio index: member outside the archive");
-		r = parse_entry(w, (size_t)off, index + i + CPIO_INDEX_OFF_LEN, avail, &e, &next,
-		                &trailer);
+		r = parse_entry(w, (size_t)off, index + i + CPIO_INDEX_OFF_LEN, avail, true, &e,
+		                &next, &trailer);
 		if (r)
 			return r;
 		if (trailer)
 			return fail(w, (size_t)off, "cpio index: lists a trailer");
-		/* The name ends inside the index (parse_entry checked); so
-		 * must the record's padding. */
-		i = ALIGN_UP((size_t)((const uint8_t *)e.name - index) + e.namelen + 1,
-		             CPIO_INDEX_ALIGN);
+		/* The name (and a link's target) ends inside the index
+		 * (parse_entry checked); so must the record's padding. */
+		end = (const uint8_t *)e.name + e.namelen + 1;
+		if ((e.mode & CPIO_S_IFMT) == CPIO_S_IFLNK)
+			end = (const uint8_t *)e.data + e.size;
+		i = ALIGN_UP((size_t)(end - index), CPIO_INDEX_ALIGN);
 		if (i > index_len)
 			return fail(w, 0, "cpio index: record truncated");
 		if (cb && (r = cb(ctx, &e)))

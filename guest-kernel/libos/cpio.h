@@ -56,7 +56,8 @@ int cpio_parse(const void *buf, size_t len, cpio_cb cb, void *ctx, const char **
  * members without their data, so that walking them touches the index and
  * not every page of the archive holding a header. Each record: the u64
  * offset in the archive of a member's header (trailers are not listed),
- * then a copy of that header and name, padded to CPIO_INDEX_ALIGN.
+ * then a copy of that header and name, then for a symbolic link a copy of
+ * its target (its data), padded to CPIO_INDEX_ALIGN.
  */
 #define CPIO_INDEX_OFF_LEN 8
 #define CPIO_INDEX_ALIGN   8
@@ -64,7 +65,8 @@ int cpio_parse(const void *buf, size_t len, cpio_cb cb, void *ctx, const char **
 /*
  * cpio_parse() for an archive whose index is index[0, index_len): the same
  * checks of every listed member (data in the archive, sizes, names, 070702
- * checksums), the same callbacks, with name pointing into the index. The
+ * checksums), the same callbacks, with name and a link's data pointing into
+ * the index. The
  * archive's own structure (trailers, padding) is not checked again: whoever
  * built the index did.
  */
