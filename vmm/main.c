@@ -580,6 +580,27 @@ static void check_host_thp(const struct vm_config *cfg)
 	fclose(f);
 }
 
+/* RAM the guest allocates first: from the end of the boot area up. */
+#define EARLY_RAM (512 << 10)
+
+/*
+ * Under shadow paging each page the guest touches first costs it a fault
+ * (15-25 us). KVM fills the shadow entries of up to 8 neighbouring pages
+ * on a fault, but only for pages the VMM has mapped. So the kernel (its
+ * pages exist already) and the RAM the guest allocates first are mapped
+ * here (MADV_POPULATE_WRITE, best effort): a boot of hello-musl takes 56
+ * shadow faults instead of 93, and its RAM grows by ~256 KB (pages the
+ * guest would mostly take anyway).
+ */
+static void prefault_boot_memory(struct vm *vm)
+{
+	const struct kernel_info *k = &vm->kernel;
+
+	madvise(gpa_ptr(&vm->mem, k->pa_start, 0), k->pa_end - k->pa_start, MADV_POPULATE_WRITE);
+	if (vm->boot_area_end + EARLY_RAM <= k->pa_start)
+		madvise(gpa_ptr(&vm->mem, vm->boot_area_end, 0), EARLY_RAM, MADV_POPULATE_WRITE);
+}
+
 static int create_err;
 
 /* Creating the KVM VM and its memory slots (~0.7 ms) needs the memory
@@ -618,6 +639,7 @@ static int prepare_boot(struct vm *vm)
 	if (err || vm->boot_area_end > vm->kernel.pa_start)
 		die("kernel image '%s': its lowest segment leaves no room for the boot page tables",
 		    vm->cfg.kernel_path);
+	prefault_boot_memory(vm);
 	/* After the device tree, leaving the guest MIN_FREE_MEM. */
 	initrd_index_build(vm, vm->fdt_pa + KILN_FDT_MAX_SIZE,
 	                   vm->mem.low_size - MIN_FREE_MEM - (vm->fdt_pa + KILN_FDT_MAX_SIZE));
