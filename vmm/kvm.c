@@ -70,6 +70,8 @@ void vm_destroy(struct vm *vm)
 	vm->fd = vm->kvm_fd = -1;
 	free(vm->routes);
 	vm->routes = NULL;
+	free(vm->supported_cpuid);
+	vm->supported_cpuid = NULL;
 }
 
 /* GSIs above the IOAPIC's 24 pins, one per MSI route. */

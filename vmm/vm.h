@@ -184,9 +184,12 @@ struct vm {
 	/* Filled by the kernel loader. */
 	struct kernel_info kernel;
 	uint64_t initrd_pa, initrd_size;
+	uint64_t initrd_index_pa, initrd_index_size; /* size 0: no index */
 	uint64_t fdt_pa;
 	uint64_t boot_area_end; /* boot area is [0x1000, boot_area_end) */
 	uint64_t xcr0;          /* XCR0 given to the guest */
+	/* The host's KVM_GET_SUPPORTED_CPUID (x86_pick_xcr0), or NULL. */
+	struct kvm_cpuid2 *supported_cpuid;
 
 	/* Devices, in MMIO slot order. */
 	struct virtio_dev *devs[KILN_MMIO_MAX_DEVICES];
@@ -204,9 +207,14 @@ struct vm {
 	struct vm_snap snap;
 	struct vm_api *api;
 
-	/* Milestones (CLOCK_MONOTONIC ns) for --stats and benchmarks. */
+	/* Milestones (CLOCK_MONOTONIC ns) for --stats and benchmarks: main
+	 * entered, guest memory mapped, kernel loaded, boot area built, VM
+	 * created (memory slots, irqchip), devices created, vCPUs created,
+	 * device tree built (the guest's clock reference), vCPU threads
+	 * started, first guest instruction, first console byte, stop. */
 	struct {
-		uint64_t start, vm_created, first_run, first_output, stopped;
+		uint64_t start, mem_ready, kernel_loaded, boot_area, vm_created, devices, vcpus,
+		    fdt_built, vcpus_started, first_run, first_output, stopped;
 	} t;
 
 	/* Set once, by whichever thread stops the VM first. */
@@ -232,6 +240,11 @@ void mem_destroy(struct guest_mem *mem);
 void *gpa_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len);
 /* True if gpa is RAM (len 1). */
 bool gpa_is_ram(const struct guest_mem *mem, uint64_t gpa);
+
+/* The initramfs index, at most room bytes at pa, in guest RAM: built if the
+ * archive is valid and it fits, else initrd_index_size stays 0
+ * (vmm/initrd_index.c). */
+void initrd_index_build(struct vm *vm, uint64_t pa, uint64_t room);
 
 /* KVM plumbing (vmm/kvm.c). */
 int vm_create(struct vm *vm);

@@ -22,11 +22,13 @@
 #define PTE_U       (1ULL << 2)
 #define PTE_PWT     (1ULL << 3)
 #define PTE_PCD     (1ULL << 4)
+#define PTE_A       (1ULL << 5)
+#define PTE_D       (1ULL << 6)
 #define PTE_PS      (1ULL << 7)
 #define PTE_G       (1ULL << 8)
 #define PTE_NX      (1ULL << 63)
 #define PTE_ADDR    0x000ffffffffff000ULL
-#define TABLE_FLAGS (PTE_P | PTE_W | PTE_U) /* leaves decide */
+#define TABLE_FLAGS (PTE_P | PTE_W | PTE_U | PTE_A) /* leaves decide */
 
 /* Boot area (guest-physical), below KILN_GPA_KERNEL_MIN. */
 #define GDT_PA     0x1000ULL
@@ -80,12 +82,24 @@ static int walk(struct boot_builder *b, uint64_t va, int level, uint64_t **out)
 	return 0;
 }
 
+/*
+ * Leaves are made accessed, and dirty where writable: KVM's shadow paging
+ * then need not write those bits into the guest's tables on the first
+ * touch of each page, and it fills the shadow entries of up to 8
+ * neighbouring pages on each fault, which it only does for entries
+ * already accessed.
+ */
+static uint64_t leaf(uint64_t pa, uint64_t flags)
+{
+	return pa | flags | PTE_P | PTE_A | ((flags & PTE_W) ? PTE_D : 0);
+}
+
 static int map_4k(struct boot_builder *b, uint64_t va, uint64_t pa, uint64_t flags)
 {
 	uint64_t *e;
 	int err = walk(b, va, 1, &e);
 	if (!err)
-		*e = pa | flags | PTE_P;
+		*e = leaf(pa, flags);
 	return err;
 }
 
@@ -100,7 +114,7 @@ static int map_direct(struct boot_builder *b)
 		int err = walk(b, KILN_VA_DIRECT_MAP + pa, 2, &e);
 		if (err)
 			return err;
-		*e = pa | flags;
+		*e = leaf(pa, flags);
 	}
 	return 0;
 }
@@ -129,7 +143,7 @@ static int map_pmem(struct boot_builder *b)
 		int err = walk(b, KILN_VA_DIRECT_MAP + KILN_GPA_PMEM + off, 2, &e);
 		if (err)
 			return err;
-		*e = (KILN_GPA_PMEM + off) | flags;
+		*e = leaf(KILN_GPA_PMEM + off, flags);
 	}
 	return 0;
 }
@@ -377,12 +391,15 @@ static int set_lapic(struct vcpu *c)
 static int cpuid_table(struct vm *vm, int id, struct kvm_cpuid2 **out)
 {
 	int n = 128;
-	struct kvm_cpuid2 *cp = calloc(1, sizeof(*cp) + n * sizeof(cp->entries[0]));
+	size_t size = sizeof(**out) + n * sizeof((*out)->entries[0]);
+	struct kvm_cpuid2 *cp = calloc(1, size);
 
 	if (!cp)
 		return -ENOMEM;
 	cp->nent = n;
-	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cp) < 0) {
+	if (vm->supported_cpuid) {
+		memcpy(cp, vm->supported_cpuid, size);
+	} else if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cp) < 0) {
 		int err = -errno;
 		free(cp);
 		return err;
@@ -467,7 +484,8 @@ int x86_setup_vcpu(struct vcpu *c, uint64_t fdt_pa)
 	return ioctl(c->fd, KVM_SET_REGS, &r) < 0 ? -errno : 0;
 }
 
-/* XCR0 for the guest: x87, SSE, AVX and AVX-512 state if the host has them. */
+/* XCR0 for the guest: x87, SSE, AVX and AVX-512 state if the host has them.
+ * The host's CPUID table (~0.1 ms to get) is kept for the vCPUs' tables. */
 void x86_pick_xcr0(struct vm *vm)
 {
 	int n = 128;
@@ -477,10 +495,13 @@ void x86_pick_xcr0(struct vm *vm)
 	if (!cp)
 		return;
 	cp->nent = n;
-	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cp) == 0) {
-		for (unsigned i = 0; i < cp->nent; i++)
-			if (cp->entries[i].function == 0xd && cp->entries[i].index == 0)
-				vm->xcr0 = cp->entries[i].eax & 0xe7;
+	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cp) < 0) {
+		free(cp);
+		return;
 	}
-	free(cp);
+	for (unsigned i = 0; i < cp->nent; i++)
+		if (cp->entries[i].function == 0xd && cp->entries[i].index == 0)
+			vm->xcr0 = cp->entries[i].eax & 0xe7;
+	free(vm->supported_cpuid);
+	vm->supported_cpuid = cp;
 }

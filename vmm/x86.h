@@ -7,6 +7,8 @@
 /* Page tables, GDT, TSS and IDT in the boot area (after kernel_load). */
 int x86_build_boot_area(struct vm *vm);
 uint64_t x86_pml4_pa(void);
+/* The guest's XCR0, and the host's CPUID table kept in vm->supported_cpuid
+ * for every vCPU's. */
 void x86_pick_xcr0(struct vm *vm);
 /* Registers, MSRs, LAPIC and CPUID of one vCPU, ready to enter the kernel. */
 int x86_setup_vcpu(struct vcpu *c, uint64_t fdt_pa);

@@ -21,6 +21,8 @@ struct bootinfo {
 	const char *argv;     /* init's argv: argc NUL-terminated strings */
 	int argc;
 	uint64_t initrd_start, initrd_end;
+	/* The archive's index (cpio.h) in reserved RAM; size 0: none. */
+	uint64_t initrd_index, initrd_index_size;
 	/* The pmem window (kiln,pmem-*); size 0: no image. image_size <= size. */
 	uint64_t pmem_start, pmem_size, pmem_image_size;
 	uint8_t rng_seed[32];
@@ -33,6 +35,8 @@ struct bootinfo {
 		uint64_t base;
 		uint32_t vector;
 		uint32_t device_id;
+		uint64_t features; /* offered by the device */
+		uint32_t queue_max;
 	} virtio[KILN_MMIO_MAX_DEVICES];
 	int nr_virtio;
 };

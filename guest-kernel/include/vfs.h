@@ -35,10 +35,12 @@ struct poll_table;
 
 /* The root: "/", "/dev" with its devices, "/tmp", "/proc". 0 or -ENOMEM. */
 int vfs_init(void);
-/* Add the members of a cpio newc archive to the root. buf must stay valid
- * and unchanged forever: regular files keep pointing into it until they are
- * first written. Returns 0, or -errno with *err set to a message. */
-int vfs_unpack_initramfs(const void *buf, size_t len, const char **err);
+/* Add the members of a cpio newc archive to the root, walking its index
+ * (cpio.h) when index_len is not 0. buf must stay valid and unchanged
+ * forever: regular files keep pointing into it until they are first
+ * written. Returns 0, or -errno with *err set to a message. */
+int vfs_unpack_initramfs(const void *buf, size_t len, const void *index, size_t index_len,
+                         const char **err);
 
 /* Put the erofs image img[0, len) under the root (unionfs.c): its
  * directories appear in the tree as they are first looked into, its files

@@ -57,6 +57,16 @@ static int parse_memory(const void *fdt, struct bootinfo *bi, const char **err)
 	return 0;
 }
 
+/* Whether [base, base + size) is non-empty and inside one of r[0, n). */
+static bool in_ranges(const struct mem_range *r, int n, uint64_t base, uint64_t size)
+{
+	for (int i = 0; i < n; i++)
+		if (size && base >= r[i].base && base - r[i].base <= r[i].size &&
+		    size <= r[i].size - (base - r[i].base))
+			return true;
+	return false;
+}
+
 static int parse_chosen(const void *fdt, struct bootinfo *bi, const char **err)
 {
 	int node = fdt_path_offset(fdt, "/chosen"), len;
@@ -85,6 +95,14 @@ static int parse_chosen(const void *fdt, struct bootinfo *bi, const char **err)
 	    (get_u64(fdt, node, "linux,initrd-end", &bi->initrd_end) ||
 	     bi->initrd_end < bi->initrd_start)) {
 		*err = "bad linux,initrd-end";
+		return -EINVAL;
+	}
+	if (!get_u64(fdt, node, "kiln,initrd-index-start", &bi->initrd_index) &&
+	    (!bi->initrd_end ||
+	     get_u64(fdt, node, "kiln,initrd-index-size", &bi->initrd_index_size) ||
+	     !in_ranges(bi->ram, bi->nr_ram, bi->initrd_index, bi->initrd_index_size) ||
+	     !in_ranges(bi->reserved, bi->nr_reserved, bi->initrd_index, bi->initrd_index_size))) {
+		*err = "bad kiln,initrd-index-start or kiln,initrd-index-size";
 		return -EINVAL;
 	}
 	if (!get_u64(fdt, node, "kiln,pmem-start", &bi->pmem_start) &&
@@ -124,15 +142,19 @@ static int parse_devices(const void *fdt, struct bootinfo *bi, const char **err)
 
 		if (fdt_node_check_compatible(fdt, node, "virtio,mmio"))
 			continue;
-		reg = fdt_getprop(fdt, node, "reg", &len);
-		if (!reg || len != 16 || get_u32(fdt, node, "interrupts", &vec) || vec > 255 ||
-		    get_u32(fdt, node, "kiln,device-id", &bi->virtio[bi->nr_virtio].device_id)) {
-			*err =
-			    "virtio,mmio node without a 64-bit reg, interrupt vector or device id";
-			return -EINVAL;
-		}
 		if (bi->nr_virtio == KILN_MMIO_MAX_DEVICES) {
 			*err = "too many virtio devices";
+			return -EINVAL;
+		}
+		reg = fdt_getprop(fdt, node, "reg", &len);
+		if (!reg || len != 16 || get_u32(fdt, node, "interrupts", &vec) || vec > 255 ||
+		    get_u32(fdt, node, "kiln,device-id", &bi->virtio[bi->nr_virtio].device_id) ||
+		    get_u64(fdt, node, "kiln,device-features",
+		            &bi->virtio[bi->nr_virtio].features) ||
+		    get_u32(fdt, node, "kiln,queue-max", &bi->virtio[bi->nr_virtio].queue_max)) {
+			*err =
+			    "virtio,mmio node without a 64-bit reg, interrupt vector, device id, "
+			    "features or queue size";
 			return -EINVAL;
 		}
 		bi->virtio[bi->nr_virtio].base = fdt64_ld(&reg[0]);

@@ -13,6 +13,7 @@
 #define CPIO_TRAILER   "TRAILER!!!"
 #define CPIO_S_IFMT    0170000
 #define CPIO_S_IFREG   0100000
+#define CPIO_S_IFLNK   0120000
 
 enum cpio_field {
 	F_INO,
@@ -99,15 +100,14 @@ static const char *magic_err(const uint8_t *h)
 	return "cpio: bad magic, not a newc (070701/070702) archive";
 }
 
-/* Reads the header at off; *crc tells whether c_check is a checksum. */
-static int read_header(struct cpio_walk *w, size_t off, uint32_t f[F_COUNT], bool *crc)
+/* Reads the header of the member at off from h (avail bytes there: the
+ * archive itself, or an index record); *crc tells whether c_check is a
+ * checksum. */
+static int read_header(struct cpio_walk *w, size_t off, const uint8_t *h, size_t avail,
+                       uint32_t f[F_COUNT], bool *crc)
 {
-	size_t avail = w->len - off;
-	const uint8_t *h;
-
 	if (avail < CPIO_MAGIC_LEN)
 		return fail(w, off, "cpio: header truncated");
-	h = w->buf + off;
 	if (memcmp(h, "070701", CPIO_MAGIC_LEN) == 0)
 		*crc = false;
 	else if (memcmp(h, "070702", CPIO_MAGIC_LEN) == 0)
@@ -134,11 +134,12 @@ static uint32_t checksum(const uint8_t *p, size_t n)
 	return sum;
 }
 
-static int check_name(struct cpio_walk *w, size_t off, const char *name, size_t namesize)
+static int check_name(struct cpio_walk *w, size_t off, const char *name, size_t namesize,
+                      size_t avail)
 {
 	if (namesize == 0)
 		return fail(w, off + field_off(F_NAMESIZE), "cpio: c_namesize is 0");
-	if (namesize > w->len - (off + CPIO_HDR_LEN))
+	if (namesize > w->len - (off + CPIO_HDR_LEN) || namesize > avail - CPIO_HDR_LEN)
 		return fail(w, off + field_off(F_NAMESIZE),
 		            "cpio: name extends past end of archive");
 	if (name[namesize - 1] != '\0')
@@ -149,11 +150,14 @@ static int check_name(struct cpio_walk *w, size_t off, const char *name, size_t 
 }
 
 /*
- * Parses and checks the member at off. Sets *next to the offset after its
- * padding and *trailer if it is the end-of-archive marker.
+ * Parses and checks the member at off, whose header and name are read from
+ * h (avail bytes; off + avail <= len when h is in the archive), and a
+ * symbolic link's target too when h is an index record (in_index). Sets
+ * *next to the offset after its padding and *trailer if it is the
+ * end-of-archive marker.
  */
-static int parse_entry(struct cpio_walk *w, size_t off, struct cpio_entry *e, size_t *next,
-                       bool *trailer)
+static int parse_entry(struct cpio_walk *w, size_t off, const uint8_t *h, size_t avail,
+                       bool in_index, struct cpio_entry *e, size_t *next, bool *trailer)
 {
 	uint32_t f[F_COUNT];
 	size_t name_off = off + CPIO_HDR_LEN, data_off, end;
@@ -161,11 +165,11 @@ static int parse_entry(struct cpio_walk *w, size_t off, struct cpio_entry *e, si
 	bool crc;
 	int r;
 
-	r = read_header(w, off, f, &crc);
+	r = read_header(w, off, h, avail, f, &crc);
 	if (r)
 		return r;
-	name = (const char *)w->buf + name_off;
-	r = check_name(w, off, name, f[F_NAMESIZE]);
+	name = (const char *)h + CPIO_HDR_LEN;
+	r = check_name(w, off, name, f[F_NAMESIZE], avail);
 	if (r)
 		return r;
 	/* name_off + namesize <= len, so these sums cannot wrap. */
@@ -186,6 +190,7 @@ static int parse_entry(struct cpio_walk *w, size_t off, struct cpio_entry *e, si
 	*trailer = f[F_NAMESIZE] == sizeof(CPIO_TRAILER) &&
 	           memcmp(name, CPIO_TRAILER, sizeof(CPIO_TRAILER)) == 0;
 	*next = end;
+	e->hdr_off = off;
 	e->name = name;
 	e->namelen = f[F_NAMESIZE] - 1;
 	if (e->namelen >= 2 && name[0] == '.' && name[1] == '/') {
@@ -206,6 +211,11 @@ static int parse_entry(struct cpio_walk *w, size_t off, struct cpio_entry *e, si
 	e->rdevminor = f[F_RDEVMINOR];
 	e->data = w->buf + data_off;
 	e->size = f[F_FILESIZE];
+	if (in_index && (f[F_MODE] & CPIO_S_IFMT) == CPIO_S_IFLNK) {
+		if (f[F_FILESIZE] > avail - CPIO_HDR_LEN - f[F_NAMESIZE])
+			return fail(w, data_off, "cpio index: link target truncated");
+		e->data = h + CPIO_HDR_LEN + f[F_NAMESIZE];
+	}
 	return 0;
 }
 
@@ -239,7 +249,7 @@ static int walk(struct cpio_walk *w, cpio_cb cb, void *ctx)
 
 		if (off == w->len)
 			return fail(w, off, "cpio: archive ends without TRAILER!!! (truncated?)");
-		r = parse_entry(w, off, &e, &off, &trailer);
+		r = parse_entry(w, off, w->buf + off, w->len - off, false, &e, &off, &trailer);
 		if (r)
 			return r;
 		if (trailer) {
@@ -268,6 +278,64 @@ int cpio_parse(const void *buf, size_t len, cpio_cb cb, void *ctx, const char **
 		r = walk(&w, NULL, NULL);
 	if (r == 0 && cb)
 		r = walk(&w, cb, ctx);
+	if (err)
+		*err = w.err;
+	if (err_off)
+		*err_off = w.err_off;
+	return r;
+}
+
+/* Index records: the header's offset (u64), its header and name, padded. */
+static int walk_index(struct cpio_walk *w, const uint8_t *index, size_t index_len, cpio_cb cb,
+                      void *ctx)
+{
+	size_t i = 0;
+	int r;
+
+	while (i < index_len) {
+		size_t avail = index_len - i - CPIO_INDEX_OFF_LEN, next;
+		const uint8_t *end;
+		struct cpio_entry e;
+		uint64_t off;
+		bool trailer;
+
+		if (index_len - i < CPIO_INDEX_OFF_LEN + CPIO_HDR_LEN)
+			return fail(w, 0, "cpio index: record truncated");
+		memcpy(&off, index + i, sizeof(off));
+		if (off > w->len || w->len - off < CPIO_HDR_LEN)
+			return fail(w, 0, "cpio index: member outside the archive");
+		r = parse_entry(w, (size_t)off, index + i + CPIO_INDEX_OFF_LEN, avail, true, &e,
+		                &next, &trailer);
+		if (r)
+			return r;
+		if (trailer)
+			return fail(w, (size_t)off, "cpio index: lists a trailer");
+		/* The name (and a link's target) ends inside the index
+		 * (parse_entry checked); so must the record's padding. */
+		end = (const uint8_t *)e.name + e.namelen + 1;
+		if ((e.mode & CPIO_S_IFMT) == CPIO_S_IFLNK)
+			end = (const uint8_t *)e.data + e.size;
+		i = ALIGN_UP((size_t)(end - index), CPIO_INDEX_ALIGN);
+		if (i > index_len)
+			return fail(w, 0, "cpio index: record truncated");
+		if (cb && (r = cb(ctx, &e)))
+			return r;
+	}
+	return 0;
+}
+
+int cpio_parse_index(const void *buf, size_t len, const void *index, size_t index_len, cpio_cb cb,
+                     void *ctx, const char **err, size_t *err_off)
+{
+	struct cpio_walk w = {.buf = buf, .len = len};
+	int r;
+
+	if (!buf || !index)
+		r = fail(&w, 0, "cpio: no archive");
+	else
+		r = walk_index(&w, index, index_len, NULL, NULL);
+	if (r == 0 && cb)
+		r = walk_index(&w, index, index_len, cb, ctx);
 	if (err)
 		*err = w.err;
 	if (err_off)

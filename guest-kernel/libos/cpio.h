@@ -30,6 +30,7 @@ struct cpio_entry {
 	uint32_t devmajor, devminor, rdevmajor, rdevminor;
 	const void *data; /* file contents, or a symlink's target */
 	size_t size;
+	size_t hdr_off; /* where the member's header is in the archive */
 };
 
 /* Called once per member in archive order; a nonzero return stops the
@@ -49,6 +50,28 @@ typedef int (*cpio_cb)(void *ctx, const struct cpio_entry *e);
  */
 int cpio_parse(const void *buf, size_t len, cpio_cb cb, void *ctx, const char **err,
                size_t *err_off);
+
+/*
+ * An index of an archive (built by the VMM, include/kiln/boot.h) lists its
+ * members without their data, so that walking them touches the index and
+ * not every page of the archive holding a header. Each record: the u64
+ * offset in the archive of a member's header (trailers are not listed),
+ * then a copy of that header and name, then for a symbolic link a copy of
+ * its target (its data), padded to CPIO_INDEX_ALIGN.
+ */
+#define CPIO_INDEX_OFF_LEN 8
+#define CPIO_INDEX_ALIGN   8
+
+/*
+ * cpio_parse() for an archive whose index is index[0, index_len): the same
+ * checks of every listed member (data in the archive, sizes, names, 070702
+ * checksums), the same callbacks, with name and a link's data pointing into
+ * the index. The
+ * archive's own structure (trailers, padding) is not checked again: whoever
+ * built the index did.
+ */
+int cpio_parse_index(const void *buf, size_t len, const void *index, size_t index_len, cpio_cb cb,
+                     void *ctx, const char **err, size_t *err_off);
 
 /*
  * Whether name[0, len) is an acceptable relative path: 1..CPIO_NAME_MAX

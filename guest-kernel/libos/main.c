@@ -132,7 +132,8 @@ void libos_main(uint64_t fdt_pa)
 	}
 	if (bi->initrd_end > bi->initrd_start &&
 	    vfs_unpack_initramfs(phys_to_virt(bi->initrd_start), bi->initrd_end - bi->initrd_start,
-	                         &err))
+	                         bi->initrd_index_size ? phys_to_virt(bi->initrd_index) : NULL,
+	                         bi->initrd_index_size, &err))
 		kpanic("initramfs: %s", err ? err : "cannot unpack");
 	boot_mark(4);
 	parse_boot_args(bi, &argc, &argv);

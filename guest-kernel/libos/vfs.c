@@ -408,7 +408,8 @@ static int check_member(void *ctx, const struct cpio_entry *e)
 	return cpio_name_ok(e->name, e->namelen) ? 0 : 1;
 }
 
-int vfs_unpack_initramfs(const void *buf, size_t len, const char **err)
+int vfs_unpack_initramfs(const void *buf, size_t len, const void *index, size_t index_len,
+                         const char **err)
 {
 	struct unpack u = {0};
 	const char *msg = NULL;
@@ -417,13 +418,16 @@ int vfs_unpack_initramfs(const void *buf, size_t len, const char **err)
 	if (!vfs.root)
 		return -EINVAL;
 	/* Check every name first so that a bad archive changes nothing. */
-	r = cpio_parse(buf, len, check_member, NULL, &msg, NULL);
+	r = index_len ? cpio_parse_index(buf, len, index, index_len, check_member, NULL, &msg, NULL)
+	              : cpio_parse(buf, len, check_member, NULL, &msg, NULL);
 	if (r == 1) {
 		msg = "bad member name";
 		r = -EINVAL;
 	}
 	if (!r) {
-		r = cpio_parse(buf, len, unpack_member, &u, &msg, NULL);
+		r = index_len ? cpio_parse_index(buf, len, index, index_len, unpack_member, &u,
+		                                 &msg, NULL)
+		              : cpio_parse(buf, len, unpack_member, &u, &msg, NULL);
 		if (r == -ENOMEM)
 			msg = "out of memory";
 	}

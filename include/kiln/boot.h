@@ -234,6 +234,14 @@ struct kiln_boot_image {
  *      kiln,argv           init's argv as a string list (absent: none)
  *      linux,initrd-start  u64 GPA of the cpio archive (absent: none)
  *      linux,initrd-end    u64 GPA one past its end
+ *      kiln,initrd-index-start
+ *                          u64 GPA of the archive's index in reserved RAM
+ *                          (absent: none): its members without their data,
+ *                          so that unpacking it need not touch every page
+ *                          holding a header; records as in
+ *                          guest-kernel/libos/cpio.h
+ *      kiln,initrd-index-size
+ *                          u64 bytes in the index
  *      kiln,pmem-start     u64 GPA of the pmem window, KILN_GPA_PMEM
  *                          (absent: no image)
  *      kiln,pmem-size      u64 bytes in the window (a multiple of 2 MiB)
@@ -250,6 +258,9 @@ struct kiln_boot_image {
  *  /cpus/cpu@N    reg = <N> (x2APIC id)
  *  /virtio_mmio@ADDR  compatible = "virtio,mmio"; reg = <ADDR 0x1000>;
  *                 kiln,device-id = <virtio device ID> (saves probing);
+ *                 kiln,device-features = u64 features the device offers
+ *                 and kiln,queue-max = <QueueNumMax of every queue> (save
+ *                 reading them: each MMIO access is a VM exit);
  *                 interrupts = <vector> (delivered as an MSI to CPU 0,
  *                 edge-triggered; the InterruptStatus register is kept
  *                 up to date but need not be acknowledged)

@@ -809,6 +809,118 @@ START_TEST(test_name_ok)
 }
 END_TEST
 
+/* ------------------------------------------------------------ index */
+
+struct index {
+	const uint8_t *archive;
+	uint8_t b[16384];
+	size_t len;
+};
+
+/* An index record per member, as the VMM writes them (vmm/initrd_index.c). */
+static int index_member(void *ctx, const struct cpio_entry *e)
+{
+	struct index *x = ctx;
+	const uint8_t *hdr = x->archive + e->hdr_off;
+	size_t n = (size_t)((const uint8_t *)e->name + e->namelen + 1 - hdr);
+	size_t target = (e->mode & 0170000) == 0120000 ? e->size : 0;
+	uint64_t off = e->hdr_off;
+
+	ck_assert_uint_le(x->len + CPIO_INDEX_OFF_LEN + n + target + CPIO_INDEX_ALIGN,
+	                  sizeof(x->b));
+	memcpy(x->b + x->len, &off, sizeof(off));
+	memcpy(x->b + x->len + CPIO_INDEX_OFF_LEN, hdr, n);
+	memcpy(x->b + x->len + CPIO_INDEX_OFF_LEN + n, e->data, target);
+	x->len = ALIGN_UP(x->len + CPIO_INDEX_OFF_LEN + n + target, CPIO_INDEX_ALIGN);
+	return 0;
+}
+
+static void make_index(const struct ar *a, struct index *x)
+{
+	memset(x, 0, sizeof(*x));
+	x->archive = a->b;
+	ck_assert_int_eq(cpio_parse(a->b, a->len, index_member, x, NULL, NULL), 0);
+}
+
+START_TEST(test_index_same_members)
+{
+	struct seen s1 = {0}, s2 = {0};
+	struct index x;
+	struct ar a;
+	const char *err = "unset";
+
+	small_archive(&a);
+	a.len = ALIGN_UP(a.len, 512); /* zero padding, then a second archive */
+	ar_file(&a, "second", "2");
+	ar_trailer(&a);
+	make_index(&a, &x);
+	ck_assert_int_eq(cpio_parse(a.b, a.len, collect, &s1, NULL, NULL), 0);
+	ck_assert_int_eq(cpio_parse_index(a.b, a.len, x.b, x.len, collect, &s2, &err, NULL), 0);
+	ck_assert_ptr_null(err);
+	ck_assert_int_eq(s2.n, 6);
+	ck_assert_int_eq(s1.n, s2.n);
+	for (int i = 0; i < s1.n; i++) {
+		ck_assert_str_eq(s1.name[i], s2.name[i]);
+		ck_assert_uint_eq(s1.e[i].mode, s2.e[i].mode);
+		ck_assert_uint_eq(s1.e[i].size, s2.e[i].size);
+		ck_assert_uint_eq(s1.e[i].hdr_off, s2.e[i].hdr_off);
+		ck_assert_mem_eq(s1.data[i], s2.data[i], s1.e[i].size);
+	}
+	/* A link's target is read from the index, not the archive. */
+	ck_assert_int_eq(find(&s1, "link"), 3);
+	memset(a.b + ALIGN_UP(s1.e[3].hdr_off + HDR_LEN + sizeof("link"), 4), 'x', 8);
+	s2.n = 0;
+	ck_assert_int_eq(cpio_parse_index(a.b, a.len, x.b, x.len, collect, &s2, &err, NULL), 0);
+	ck_assert_mem_eq(s2.data[3], "dir/file", 8);
+}
+END_TEST
+
+START_TEST(test_index_bad)
+{
+	struct seen s = {0};
+	struct index x;
+	struct ar a;
+	const char *err;
+	uint64_t off;
+	int boundaries = 0;
+
+	small_archive(&a);
+	make_index(&a, &x);
+	/* Cut anywhere but between records: refused before any callback. */
+	for (size_t n = 1; n < x.len; n++) {
+		int r = cpio_parse_index(a.b, a.len, x.b, n, collect, &s, &err, NULL);
+		ck_assert_msg(r == 0 || r == -EINVAL, "cut at %zu: %d", n, r);
+		if (r)
+			ck_assert_int_eq(s.n, 0);
+		else
+			boundaries++;
+		s.n = 0;
+	}
+	ck_assert_int_eq(boundaries, 4); /* between the 5 records */
+	/* A member outside the archive. */
+	off = a.len - 10;
+	memcpy(x.b, &off, sizeof(off));
+	err = NULL;
+	ck_assert_int_eq(cpio_parse_index(a.b, a.len, x.b, x.len, collect, &s, &err, NULL),
+	                 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "outside the archive"));
+	/* Data past the end of the archive: the first member made huge. */
+	make_index(&a, &x);
+	memcpy(x.b + CPIO_INDEX_OFF_LEN + FIELD_OFF(F_FILESIZE), "00100000", 8);
+	ck_assert_int_eq(cpio_parse_index(a.b, a.len, x.b, x.len, collect, &s, &err, NULL),
+	                 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "past end of archive"));
+	/* A name longer than its record. */
+	make_index(&a, &x);
+	memcpy(x.b + CPIO_INDEX_OFF_LEN + FIELD_OFF(F_NAMESIZE), "00000100", 8);
+	ck_assert_int_eq(cpio_parse_index(a.b, a.len, x.b, CPIO_INDEX_OFF_LEN + HDR_LEN + 8,
+	                                  collect, &s, &err, NULL),
+	                 -EINVAL);
+	ck_assert_int_eq(s.n, 0);
+	ck_assert_int_eq(cpio_parse_index(NULL, 0, x.b, x.len, NULL, NULL, &err, NULL), -EINVAL);
+}
+END_TEST
+
 static Suite *cpio_suite(void)
 {
 	Suite *s = suite_create("cpio");
@@ -843,6 +955,8 @@ static Suite *cpio_suite(void)
 	tcase_add_test(bad, test_random_garbage);
 	tcase_add_test(bad, test_mutations);
 	tcase_add_test(bad, test_null_args);
+	tcase_add_test(ok, test_index_same_members);
+	tcase_add_test(bad, test_index_bad);
 	tcase_add_checked_fixture(real, make_tree, remove_tree);
 	tcase_add_test(real, test_real_cpio);
 	tcase_set_timeout(real, 30);

@@ -115,6 +115,30 @@ START_TEST(round_trip_pmem)
 }
 END_TEST
 
+/* The initramfs index: reserved, named, and refused outside RAM. */
+START_TEST(round_trip_initrd_index)
+{
+	struct bootinfo bi;
+	const char *err = NULL;
+
+	setup_vm(256 * MIB, 0, NULL, "");
+	build_and_parse(&bi);
+	ck_assert_uint_eq(bi.initrd_index_size, 0);
+	vm.initrd_index_pa = 0x410000;
+	vm.initrd_index_size = 5000;
+	build_and_parse(&bi);
+	ck_assert_uint_eq(bi.initrd_index, 0x410000);
+	ck_assert_uint_eq(bi.initrd_index_size, 5000);
+	ck_assert_int_eq(bi.nr_reserved, 4);
+	ck_assert_uint_eq(bi.reserved[3].base, 0x410000);
+	ck_assert_uint_eq(bi.reserved[3].size, 5000);
+	vm.initrd_index_pa = 256 * MIB - 4096;
+	ck_assert_int_eq(fdt_build(&vm, &params, fdt, sizeof(fdt)), 0);
+	ck_assert_int_eq(bootinfo_parse(fdt, &bi, &err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "kiln,initrd-index"));
+}
+END_TEST
+
 START_TEST(round_trip_above_4g)
 {
 	struct bootinfo bi;
@@ -220,6 +244,7 @@ static Suite *suite(void)
 	tcase_add_test(t, round_trip_small);
 	tcase_add_test(t, round_trip_pmem);
 	tcase_add_test(t, round_trip_above_4g);
+	tcase_add_test(t, round_trip_initrd_index);
 	tcase_add_test(t, argv_exact);
 	tcase_add_test(t, no_argv);
 	tcase_add_test(t, split_limits);

@@ -1208,7 +1208,7 @@ START_TEST(initramfs)
 	ar_add(&a, "ird/sh/x", S_IFREG | 0644, 13, 1, 0, 0, "under a file");
 	buf = ar_seal(&a, &len);
 	klog[0] = '\0';
-	ck_assert_int_eq(vfs_unpack_initramfs(buf, len, &err), 0);
+	ck_assert_int_eq(vfs_unpack_initramfs(buf, len, NULL, 0, &err), 0);
 	ck_assert_ptr_null(err);
 	ck_assert_ptr_nonnull(strstr(klog, "ird/sh/x"));
 
@@ -1277,10 +1277,10 @@ START_TEST(initramfs_bad_name)
 	ar_add(&a, "bad1", S_IFDIR | 0755, 1, 2, 0, 0, NULL);
 	ar_add(&a, "bad1/../../evil", S_IFREG | 0644, 2, 1, 0, 0, "x");
 	buf = ar_seal(&a, &len);
-	ck_assert_int_eq(vfs_unpack_initramfs(buf, len, &err), -EINVAL);
+	ck_assert_int_eq(vfs_unpack_initramfs(buf, len, NULL, 0, &err), -EINVAL);
 	ck_assert_ptr_nonnull(err);
 	ck_assert_int_eq(stat_err("/bad1"), -ENOENT); /* nothing was added */
-	ck_assert_int_eq(vfs_unpack_initramfs("070701", 6, &err), -EINVAL);
+	ck_assert_int_eq(vfs_unpack_initramfs("070701", 6, NULL, 0, &err), -EINVAL);
 	ck_assert_ptr_nonnull(err);
 }
 END_TEST
