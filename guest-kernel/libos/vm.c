@@ -386,21 +386,38 @@ nomem:
 	return -ENOMEM;
 }
 
-/* Give the pages of [start, end) protection prot (2 MiB pages lie wholly
- * inside). */
-static void protect_pages(struct aspace *as, uint64_t start, uint64_t end, uint32_t prot)
+/* Does entry `now` take away a right entry `was` gave (write, execute)? */
+static bool restricts(uint64_t was, uint64_t now)
 {
-	uint64_t *e, size;
+	return ((was & PTE_W) && !(now & PTE_W)) || (!(was & PTE_NX) && (now & PTE_NX));
+}
 
-	for (uint64_t va = start; (e = pt_next(as, &va, end, &size)); va += size)
+/* Give the pages of [start, end) protection prot (2 MiB pages lie wholly
+ * inside); true if a page lost a right, which the TLB may still grant. An
+ * entry that does not change is not written: on PVM hosts the first write
+ * to a shadowed table costs a host fault. A right added needs no flush:
+ * a fault on a stale translation makes the host walk the tables again. */
+static bool protect_pages(struct aspace *as, uint64_t start, uint64_t end, uint32_t prot)
+{
+	uint64_t *e, size, want;
+	bool restricted = false;
+
+	for (uint64_t va = start; (e = pt_next(as, &va, end, &size)); va += size) {
 		if (size == HUGE_SIZE)
-			*e = (*e & HUGE_ADDR) | pte_flags(prot) | PTE_PS;
+			want = (*e & HUGE_ADDR) | pte_flags(prot) | PTE_PS;
 		else
-			*e = pte_make(*e, prot);
+			want = pte_make(*e, prot);
+		if (*e == want)
+			continue;
+		restricted |= restricts(*e, want);
+		*e = want;
+	}
+	return restricted;
 }
 
 int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot)
 {
+	bool flush = false;
 	uint64_t end;
 
 	if (!range_ok(start, len))
@@ -434,9 +451,10 @@ int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot)
 		} else {
 			v->prot = prot;
 		}
-		protect_pages(as, s, e, prot);
+		flush |= protect_pages(as, s, e, prot);
 	}
-	pt_flush(as);
+	if (flush)
+		pt_flush(as);
 	return 0;
 }
 
