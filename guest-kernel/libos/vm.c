@@ -296,11 +296,11 @@ static int vma_set(struct aspace *as, uint64_t start, uint64_t end, struct vma *
 	return 0;
 }
 
-/* Unmap and free the pages of [start, end). -ENOMEM (and nothing changed)
- * if a 2 MiB page it covers in part cannot be split. */
-static int unmap_pages(struct aspace *as, uint64_t start, uint64_t end)
+/* Unmap and free the pages of [start, end); *flush becomes true if there
+ * were any, whose translations the caller must then flush. -ENOMEM (and
+ * nothing changed) if a 2 MiB page it covers in part cannot be split. */
+static int unmap_pages(struct aspace *as, uint64_t start, uint64_t end, bool *flush)
 {
-	bool any = false;
 	uint64_t *e, size;
 
 	if (huge_split_edges(as, start, end))
@@ -313,10 +313,8 @@ static int unmap_pages(struct aspace *as, uint64_t start, uint64_t end)
 			*e = 0;
 			as->nr_pages--;
 		}
-		any = true;
+		*flush = true;
 	}
-	if (any)
-		pt_flush(as);
 	return 0;
 }
 
@@ -328,11 +326,15 @@ static bool range_ok(uint64_t start, uint64_t len)
 
 int vm_unmap(struct aspace *as, uint64_t start, uint64_t len)
 {
+	bool flush = false;
+
 	if (!range_ok(start, len))
 		return -EINVAL;
 	len = ALIGN_UP(len, PAGE_SIZE);
-	if (unmap_pages(as, start, start + len))
+	if (unmap_pages(as, start, start + len, &flush))
 		return -ENOMEM;
+	if (flush)
+		pt_flush(as);
 	return vma_set(as, start, start + len, NULL);
 }
 
@@ -344,7 +346,7 @@ int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, 
 int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
                  vm_page_fn page, void *ctx)
 {
-	bool lazy = (flags & VMA_LAZY) && !page;
+	bool lazy = (flags & VMA_LAZY) && !page, flush = false;
 	struct vma *v;
 	uint64_t end, va;
 
@@ -352,10 +354,13 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 		return -EINVAL;
 	end = start + ALIGN_UP(len, PAGE_SIZE);
 	v = kmalloc(sizeof(*v));
-	if (!v || unmap_pages(as, start, end)) {
+	if (!v || unmap_pages(as, start, end, &flush)) {
 		kfree(v);
 		return -ENOMEM;
 	}
+	/* The flush of the old translations comes after the new entries are
+	 * written: the host then keeps its shadow of an entry that maps the
+	 * same page again (a library's segment mapped over its reservation). */
 	for (va = start; !lazy && va < end; va += PAGE_SIZE) {
 		uint64_t *pte = pt_walk(as, va, true);
 		uint64_t pa =
@@ -378,9 +383,13 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 	v->flags = lazy ? flags : flags & ~VMA_LAZY;
 	if (vma_set(as, start, end, v))
 		goto nomem;
+	if (flush)
+		pt_flush(as);
 	return 0;
 nomem:
-	unmap_pages(as, start, va);
+	unmap_pages(as, start, va, &flush);
+	if (flush)
+		pt_flush(as);
 	vma_set(as, start, end, NULL);
 	kfree(v);
 	return -ENOMEM;
@@ -572,14 +581,15 @@ static bool access_ok(uint32_t prot, uint32_t error)
 int vm_fault(struct aspace *as, uint64_t addr, uint32_t error)
 {
 	struct vma *v = vm_find_vma(as, addr);
-	uint64_t *pte;
+	uint64_t size, *pte;
 
 	if (!v || !access_ok(v->prot, error))
 		return -EFAULT;
-	if (!(error & PF_PRESENT) && (v->flags & VMA_LAZY))
+	/* (A stale entry, see vm_pt.h, faults as present.) */
+	pte = pt_leaf(as, addr, &size);
+	if ((!(error & PF_PRESENT) || !pte) && (v->flags & VMA_LAZY))
 		return populate(as, v, addr);
-	pte = pt_walk(as, addr, false);
-	if (!(error & PF_WRITE) || !pte || !(*pte & PTE_P) || !(*pte & PTE_BORROWED))
+	if (!(error & PF_WRITE) || !pte || size != PAGE_SIZE || !(*pte & PTE_BORROWED))
 		return -EFAULT;
 	/* No TLB flush: the fault itself dropped the translation of addr
 	 * (SDM 4.10.4.1), and nothing touched addr since. */
@@ -695,7 +705,7 @@ int vm_move_pages(struct aspace *as, uint64_t from, uint64_t to, uint64_t len)
 		uint64_t *dst = size == HUGE_SIZE ? pt_pde(as, to + (va - from), false)
 		                                  : pt_walk(as, to + (va - from), false);
 
-		if (*dst & PTE_P) {
+		if ((*dst & PTE_P) && !pte_stale(*dst)) {
 			put_page(*dst);
 			as->nr_pages--;
 		}

@@ -107,6 +107,11 @@ else
 		--mem "$PY_MEM" --cmdline kiln.borrow=0 -- /usr/bin/python3 -c 'import numpy; print("ok")'
 	image_case image-python-mmap 0 "$IMG_BASE" --out '^mmap ok$' -- \
 		/usr/bin/python3 -c "$(cat "$DATA/mmap_cow.py")"
+	# shellcheck disable=SC2016 # the guest's shell expands these
+	image_case image-python-stale-map 0 "$IMG_BASE" --out '^write: -1 14$' \
+		--out '^status 139$' --no-out 'read an unmapped page' -- /bin/sh -c \
+		'a=$(python3 -c "$0" map) && python3 -c "$0" "$a"; echo "status $?"' \
+		"$(cat "$DATA/stale_map.py")"
 	image_case image-python-threads 0 "$IMG_BASE" --out '^True 244999650000 1f646c20b86da694$' -- \
 		/usr/bin/python3 -c '
 import concurrent.futures as cf, hashlib, threading
