@@ -41,8 +41,8 @@
 #include "vm_pt.h"
 
 #define KEEP_MAX       8
-#define KEEP_PAGES     256  /* pages of one process, at most */
-#define KEEP_PAGES_ALL 1024 /* of all kept processes */
+#define KEEP_PAGES     2048 /* pages of one process, at most */
+#define KEEP_PAGES_ALL 2048 /* of all kept processes */
 #define ENTRIES        512
 
 struct kept {
