@@ -296,10 +296,17 @@ static int vma_set(struct aspace *as, uint64_t start, uint64_t end, struct vma *
 	return 0;
 }
 
-/* Unmap and free the pages of [start, end); *flush becomes true if there
- * were any, whose translations the caller must then flush. -ENOMEM (and
- * nothing changed) if a 2 MiB page it covers in part cannot be split. */
-static int unmap_pages(struct aspace *as, uint64_t start, uint64_t end, bool *flush)
+/* Does entry `now` take away a right entry `was` gave (write, execute)? */
+static bool restricts(uint64_t was, uint64_t now)
+{
+	return ((was & PTE_W) && !(now & PTE_W)) || (!(was & PTE_NX) && (now & PTE_NX));
+}
+
+/* Unmap and free the pages of [start, end), only the 2 MiB ones if
+ * huge_only; *flush becomes true if there were any, whose translations the
+ * caller must then flush. -ENOMEM (and nothing changed) if a 2 MiB page it
+ * covers in part cannot be split. */
+static int unmap_pages(struct aspace *as, uint64_t start, uint64_t end, bool huge_only, bool *flush)
 {
 	uint64_t *e, size;
 
@@ -308,6 +315,8 @@ static int unmap_pages(struct aspace *as, uint64_t start, uint64_t end, bool *fl
 	for (uint64_t va = start; (e = pt_next(as, &va, end, &size)); va += size) {
 		if (size == HUGE_SIZE) {
 			huge_unmap(as, e);
+		} else if (huge_only) {
+			continue;
 		} else {
 			put_page(*e);
 			*e = 0;
@@ -331,7 +340,7 @@ int vm_unmap(struct aspace *as, uint64_t start, uint64_t len)
 	if (!range_ok(start, len))
 		return -EINVAL;
 	len = ALIGN_UP(len, PAGE_SIZE);
-	if (unmap_pages(as, start, start + len, &flush))
+	if (unmap_pages(as, start, start + len, false, &flush))
 		return -ENOMEM;
 	if (flush)
 		pt_flush(as);
@@ -354,27 +363,34 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 		return -EINVAL;
 	end = start + ALIGN_UP(len, PAGE_SIZE);
 	v = kmalloc(sizeof(*v));
-	if (!v || unmap_pages(as, start, end, &flush)) {
+	if (!v || unmap_pages(as, start, end, !lazy, &flush)) {
 		kfree(v);
 		return -ENOMEM;
 	}
-	/* The flush of the old translations comes after the new entries are
-	 * written: the host then keeps its shadow of an entry that maps the
-	 * same page again (a library's segment mapped over its reservation). */
+	/* Old 4 KiB entries are replaced in place, and the flush of their
+	 * translations comes after: the host then keeps its shadow of an entry
+	 * that maps the same page again (a library's segment mapped over its
+	 * reservation), and the same page with no right taken needs no flush. */
 	for (va = start; !lazy && va < end; va += PAGE_SIZE) {
-		uint64_t *pte = pt_walk(as, va, true);
+		uint64_t *pte = pt_walk(as, va, true), want;
 		uint64_t pa =
 		    page && pte && vm_borrow_pages ? page(ctx, (va - start) / PAGE_SIZE) : 0;
 
-		if (pa) {
-			*pte = pte_make(pa | PTE_BORROWED, prot);
-			as->nr_pages++;
-			continue;
-		}
-		pa = pte ? pmem_alloc_user(true) : 0;
-		if (!pa)
+		if (pa)
+			want = pte_make(pa | PTE_BORROWED, prot);
+		else if (pte && (pa = pmem_alloc_user(true)))
+			want = pa | pte_flags(prot);
+		else
 			goto nomem;
-		*pte = pa | pte_flags(prot);
+		if ((*pte & PTE_P) && !pte_stale(*pte)) {
+			bool same = (*pte & PTE_ADDR) == pa;
+
+			flush |= !same || restricts(*pte, want);
+			if (!same)
+				put_page(*pte);
+			as->nr_pages--;
+		}
+		*pte = want;
 		as->nr_pages++;
 	}
 	v->start = start;
@@ -387,18 +403,13 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 		pt_flush(as);
 	return 0;
 nomem:
-	unmap_pages(as, start, va, &flush);
+	/* (The new pages, and the old ones not yet replaced.) */
+	unmap_pages(as, start, end, false, &flush);
 	if (flush)
 		pt_flush(as);
 	vma_set(as, start, end, NULL);
 	kfree(v);
 	return -ENOMEM;
-}
-
-/* Does entry `now` take away a right entry `was` gave (write, execute)? */
-static bool restricts(uint64_t was, uint64_t now)
-{
-	return ((was & PTE_W) && !(now & PTE_W)) || (!(was & PTE_NX) && (now & PTE_NX));
 }
 
 /* Give the pages of [start, end) protection prot (2 MiB pages lie wholly
