@@ -72,7 +72,7 @@ static uint64_t no_page(void *ctx, uint64_t i)
 }
 
 /* Map a file's pages: in place where the image has them, else copies of
- * its bytes in fresh pages (writable while we fill them). */
+ * its bytes in fresh pages. */
 static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t prot, int fd,
                      uint64_t off)
 {
@@ -93,8 +93,8 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t pr
 	/* A writable private mapping of a library is its data segment, which
 	 * the loader's relocations write nearly all of: copies now cost less
 	 * than a copy-on-write fault per page later. */
-	err = vm_map_pages(as, addr, len, prot | PROT_WRITE, VMA_ANON,
-	                   prot & PROT_WRITE ? no_page : file_page, &fp);
+	err = vm_map_pages(as, addr, len, prot, VMA_ANON, prot & PROT_WRITE ? no_page : file_page,
+	                   &fp);
 	if (err)
 		return err;
 	inode_get(ip);
@@ -148,17 +148,13 @@ SYSCALL_DEFINE(mmap)
 		if (!addr)
 			return -ENOMEM;
 	}
-	/* Write access while we fill it; the final protection comes after. */
+	/* With its final protection at once: we fill it through the direct
+	 * map, and a later vm_protect would cost a TLB flush. */
 	if (flags & MAP_ANONYMOUS)
-		err =
-		    vm_map_anon(as, addr, len, prot | PROT_WRITE, anon_flags(len, prot, VMA_ANON));
+		err = vm_map_anon(as, addr, len, prot, anon_flags(len, prot, VMA_ANON));
 	else
 		err = map_file(as, addr, len, prot, (int)a4, off);
-	if (err)
-		return err;
-	if (!(prot & PROT_WRITE))
-		vm_protect(as, addr, len, prot);
-	return (long)addr;
+	return err ? err : (long)addr;
 }
 
 SYSCALL_DEFINE(munmap)

@@ -296,11 +296,18 @@ static int vma_set(struct aspace *as, uint64_t start, uint64_t end, struct vma *
 	return 0;
 }
 
-/* Unmap and free the pages of [start, end). -ENOMEM (and nothing changed)
- * if a 2 MiB page it covers in part cannot be split. */
-static int unmap_pages(struct aspace *as, uint64_t start, uint64_t end)
+/* Does entry `now` take away a right entry `was` gave (write, execute)? */
+static bool restricts(uint64_t was, uint64_t now)
 {
-	bool any = false;
+	return ((was & PTE_W) && !(now & PTE_W)) || (!(was & PTE_NX) && (now & PTE_NX));
+}
+
+/* Unmap and free the pages of [start, end), only the 2 MiB ones if
+ * huge_only; *flush becomes true if there were any, whose translations the
+ * caller must then flush. -ENOMEM (and nothing changed) if a 2 MiB page it
+ * covers in part cannot be split. */
+static int unmap_pages(struct aspace *as, uint64_t start, uint64_t end, bool huge_only, bool *flush)
+{
 	uint64_t *e, size;
 
 	if (huge_split_edges(as, start, end))
@@ -308,15 +315,15 @@ static int unmap_pages(struct aspace *as, uint64_t start, uint64_t end)
 	for (uint64_t va = start; (e = pt_next(as, &va, end, &size)); va += size) {
 		if (size == HUGE_SIZE) {
 			huge_unmap(as, e);
+		} else if (huge_only) {
+			continue;
 		} else {
 			put_page(*e);
 			*e = 0;
 			as->nr_pages--;
 		}
-		any = true;
+		*flush = true;
 	}
-	if (any)
-		pt_flush(as);
 	return 0;
 }
 
@@ -328,11 +335,15 @@ static bool range_ok(uint64_t start, uint64_t len)
 
 int vm_unmap(struct aspace *as, uint64_t start, uint64_t len)
 {
+	bool flush = false;
+
 	if (!range_ok(start, len))
 		return -EINVAL;
 	len = ALIGN_UP(len, PAGE_SIZE);
-	if (unmap_pages(as, start, start + len))
+	if (unmap_pages(as, start, start + len, false, &flush))
 		return -ENOMEM;
+	if (flush)
+		pt_flush(as);
 	return vma_set(as, start, start + len, NULL);
 }
 
@@ -344,7 +355,7 @@ int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, 
 int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
                  vm_page_fn page, void *ctx)
 {
-	bool lazy = (flags & VMA_LAZY) && !page;
+	bool lazy = (flags & VMA_LAZY) && !page, flush = false;
 	struct vma *v;
 	uint64_t end, va;
 
@@ -352,24 +363,34 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 		return -EINVAL;
 	end = start + ALIGN_UP(len, PAGE_SIZE);
 	v = kmalloc(sizeof(*v));
-	if (!v || unmap_pages(as, start, end)) {
+	if (!v || unmap_pages(as, start, end, !lazy, &flush)) {
 		kfree(v);
 		return -ENOMEM;
 	}
+	/* Old 4 KiB entries are replaced in place, and the flush of their
+	 * translations comes after: the host then keeps its shadow of an entry
+	 * that maps the same page again (a library's segment mapped over its
+	 * reservation), and the same page with no right taken needs no flush. */
 	for (va = start; !lazy && va < end; va += PAGE_SIZE) {
-		uint64_t *pte = pt_walk(as, va, true);
+		uint64_t *pte = pt_walk(as, va, true), want;
 		uint64_t pa =
 		    page && pte && vm_borrow_pages ? page(ctx, (va - start) / PAGE_SIZE) : 0;
 
-		if (pa) {
-			*pte = pte_make(pa | PTE_BORROWED, prot);
-			as->nr_pages++;
-			continue;
-		}
-		pa = pte ? pmem_alloc_user(true) : 0;
-		if (!pa)
+		if (pa)
+			want = pte_make(pa | PTE_BORROWED, prot);
+		else if (pte && (pa = pmem_alloc_user(true)))
+			want = pa | pte_flags(prot);
+		else
 			goto nomem;
-		*pte = pa | pte_flags(prot);
+		if ((*pte & PTE_P) && !pte_stale(*pte)) {
+			bool same = (*pte & PTE_ADDR) == pa;
+
+			flush |= !same || restricts(*pte, want);
+			if (!same)
+				put_page(*pte);
+			as->nr_pages--;
+		}
+		*pte = want;
 		as->nr_pages++;
 	}
 	v->start = start;
@@ -378,29 +399,45 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 	v->flags = lazy ? flags : flags & ~VMA_LAZY;
 	if (vma_set(as, start, end, v))
 		goto nomem;
+	if (flush)
+		pt_flush(as);
 	return 0;
 nomem:
-	unmap_pages(as, start, va);
+	/* (The new pages, and the old ones not yet replaced.) */
+	unmap_pages(as, start, end, false, &flush);
+	if (flush)
+		pt_flush(as);
 	vma_set(as, start, end, NULL);
 	kfree(v);
 	return -ENOMEM;
 }
 
 /* Give the pages of [start, end) protection prot (2 MiB pages lie wholly
- * inside). */
-static void protect_pages(struct aspace *as, uint64_t start, uint64_t end, uint32_t prot)
+ * inside); true if a page lost a right, which the TLB may still grant. An
+ * entry that does not change is not written: on PVM hosts the first write
+ * to a shadowed table costs a host fault. A right added needs no flush:
+ * a fault on a stale translation makes the host walk the tables again. */
+static bool protect_pages(struct aspace *as, uint64_t start, uint64_t end, uint32_t prot)
 {
-	uint64_t *e, size;
+	uint64_t *e, size, want;
+	bool restricted = false;
 
-	for (uint64_t va = start; (e = pt_next(as, &va, end, &size)); va += size)
+	for (uint64_t va = start; (e = pt_next(as, &va, end, &size)); va += size) {
 		if (size == HUGE_SIZE)
-			*e = (*e & HUGE_ADDR) | pte_flags(prot) | PTE_PS;
+			want = (*e & HUGE_ADDR) | pte_flags(prot) | PTE_PS;
 		else
-			*e = pte_make(*e, prot);
+			want = pte_make(*e, prot);
+		if (*e == want)
+			continue;
+		restricted |= restricts(*e, want);
+		*e = want;
+	}
+	return restricted;
 }
 
 int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot)
 {
+	bool flush = false;
 	uint64_t end;
 
 	if (!range_ok(start, len))
@@ -434,9 +471,10 @@ int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot)
 		} else {
 			v->prot = prot;
 		}
-		protect_pages(as, s, e, prot);
+		flush |= protect_pages(as, s, e, prot);
 	}
-	pt_flush(as);
+	if (flush)
+		pt_flush(as);
 	return 0;
 }
 
@@ -554,14 +592,15 @@ static bool access_ok(uint32_t prot, uint32_t error)
 int vm_fault(struct aspace *as, uint64_t addr, uint32_t error)
 {
 	struct vma *v = vm_find_vma(as, addr);
-	uint64_t *pte;
+	uint64_t size, *pte;
 
 	if (!v || !access_ok(v->prot, error))
 		return -EFAULT;
-	if (!(error & PF_PRESENT) && (v->flags & VMA_LAZY))
+	/* (A stale entry, see vm_pt.h, faults as present.) */
+	pte = pt_leaf(as, addr, &size);
+	if ((!(error & PF_PRESENT) || !pte) && (v->flags & VMA_LAZY))
 		return populate(as, v, addr);
-	pte = pt_walk(as, addr, false);
-	if (!(error & PF_WRITE) || !pte || !(*pte & PTE_P) || !(*pte & PTE_BORROWED))
+	if (!(error & PF_WRITE) || !pte || size != PAGE_SIZE || !(*pte & PTE_BORROWED))
 		return -EFAULT;
 	/* No TLB flush: the fault itself dropped the translation of addr
 	 * (SDM 4.10.4.1), and nothing touched addr since. */
@@ -677,7 +716,7 @@ int vm_move_pages(struct aspace *as, uint64_t from, uint64_t to, uint64_t len)
 		uint64_t *dst = size == HUGE_SIZE ? pt_pde(as, to + (va - from), false)
 		                                  : pt_walk(as, to + (va - from), false);
 
-		if (*dst & PTE_P) {
+		if ((*dst & PTE_P) && !pte_stale(*dst)) {
 			put_page(*dst);
 			as->nr_pages--;
 		}

@@ -83,7 +83,7 @@ uint64_t *pt_leaf(struct aspace *as, uint64_t va, uint64_t *size)
 	}
 	pte = &table(*pde)[idx(va, 1)];
 	*size = PAGE_SIZE;
-	return (*pte & PTE_P) ? pte : NULL;
+	return (*pte & PTE_P) && !pte_stale(*pte) ? pte : NULL;
 }
 
 uint64_t *pt_next(struct aspace *as, uint64_t *va, uint64_t end, uint64_t *size)
@@ -109,7 +109,7 @@ uint64_t *pt_next(struct aspace *as, uint64_t *va, uint64_t end, uint64_t *size)
 			continue;
 		}
 		pte = &t[idx(*va, 1)];
-		if (*pte & PTE_P) {
+		if ((*pte & PTE_P) && !pte_stale(*pte)) {
 			*size = PAGE_SIZE;
 			return pte;
 		}

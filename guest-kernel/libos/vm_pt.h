@@ -24,6 +24,19 @@
 #define PTE_BORROWED (1ULL << 9) /* software bit: not ours, see vm.c */
 #define PTE_ADDR     0x000ffffffffff000ULL
 #define HUGE_ADDR    0x000fffffffe00000ULL
+/* A level-1 entry left from a dead process that ran the same program
+ * (vm_keep.c): an image page it mapped where this process maps nothing,
+ * without PTE_U so that no access of the program (or of the library OS)
+ * reaches it, but present, so that the host keeps its shadow of it (a
+ * change of rights keeps a host's shadow entry, a non-present entry does
+ * not). The loader mapping the same library at the same address again
+ * sets PTE_U, and the host maps the page without a fault. Everything
+ * but vm_keep.c treats it as absent: pt_leaf and pt_next skip it. */
+static inline bool pte_stale(uint64_t e)
+{
+	return (e & (PTE_P | PTE_U)) == PTE_P;
+}
+
 /* An entry pointing to a table. Accessed already: the host would set the
  * bit itself at the first walk through it (and a kept table would then
  * differ from a new one, see vm_keep.c). */
@@ -56,10 +69,10 @@ uint64_t *pt_pde(struct aspace *as, uint64_t va, bool create);
  * in a 2 MiB page (see huge_split) or a table is missing. */
 uint64_t *pt_walk(struct aspace *as, uint64_t va, bool create);
 /* The present entry that maps va, its size (PAGE_SIZE or HUGE_SIZE) in
- * *size; NULL if va is not mapped. */
+ * *size; NULL if va is not mapped (or its entry is stale). */
 uint64_t *pt_leaf(struct aspace *as, uint64_t va, uint64_t *size);
-/* The first present entry for an address in [*va, end), skipping missing
- * tables whole (a reservation of terabytes has none); NULL if none. *va
+/* The first present entry (not stale) for an address in [*va, end),
+ * skipping missing tables whole (a reservation of terabytes has none); NULL if none. *va
  * becomes the address it maps from (2 MiB-aligned for a huge page, so
  * possibly below the *va passed in) and *size its size. */
 uint64_t *pt_next(struct aspace *as, uint64_t *va, uint64_t end, uint64_t *size);

@@ -107,6 +107,44 @@ else
 		--mem "$PY_MEM" --cmdline kiln.borrow=0 -- /usr/bin/python3 -c 'import numpy; print("ok")'
 	image_case image-python-mmap 0 "$IMG_BASE" --out '^mmap ok$' -- \
 		/usr/bin/python3 -c "$(cat "$DATA/mmap_cow.py")"
+	# A library one python3 process mapped must not be readable in the next
+	# ones, which run the same program but do not map it (vm_keep.c keeps
+	# the dead process's entries of image pages as stale entries, which no
+	# access may reach): "map" loads _bz2 and prints the address of its code;
+	# "probe" reads there through the kernel (EFAULT) and directly (SIGSEGV);
+	# "fill" maps the free range around it, lazily, and finds zeroes there.
+	# shellcheck disable=SC2016 # the guest's shell expands these
+	image_case image-python-stale-map 0 "$IMG_BASE" --out '^write: -1 14$' \
+		--out '^status 139$' --no-out 'read an unmapped page' --out '^fill: zeroes AAAA$' \
+		-- /bin/sh -c 'a=$(python3 -c "$0" map) && python3 -c "$0" probe "$a";
+			echo "status $?"; python3 -c "$0" fill "$a"' '
+import ctypes, sys
+if sys.argv[1] == "map":
+    import _bz2
+    lib = ctypes.CDLL(_bz2.__file__)
+    print(ctypes.cast(lib.PyInit__bz2, ctypes.c_void_p).value)
+    sys.exit(0)
+addr, lo, hi = int(sys.argv[2]), 0, 1 << 47
+for line in open("/proc/self/maps"):
+    a, b = (int(x, 16) for x in line.split()[0].split("-"))
+    if a <= addr < b:
+        sys.exit("mapped again: the test proves nothing")
+    lo, hi = (max(lo, b), hi) if b <= addr else (lo, min(hi, a) if a > addr else hi)
+libc = ctypes.CDLL(None, use_errno=True)
+if sys.argv[1] == "probe":
+    n = libc.write(1, ctypes.c_void_p(addr), 1)
+    print("write:", n, ctypes.get_errno(), flush=True)
+    ctypes.string_at(addr, 1)
+    sys.exit("read an unmapped page")
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t] + [ctypes.c_int] * 3 + [ctypes.c_long]
+# PROT_NONE first: the range is mapped lazily, page by page on first touch.
+if libc.mmap(lo, hi - lo, 0, 0x32, -1, 0) != lo or libc.mprotect(ctypes.c_void_p(lo), hi - lo, 3):
+    sys.exit("mmap or mprotect failed")
+page = addr & ~4095
+zero = ctypes.string_at(page, 4096) == bytes(4096) and ctypes.string_at(lo, hi - lo) == bytes(hi - lo)
+ctypes.memset(page, 65, 4)
+print("fill:", "zeroes" if zero else "old bytes", ctypes.string_at(page, 4).decode())'
 	image_case image-python-threads 0 "$IMG_BASE" --out '^True 244999650000 1f646c20b86da694$' -- \
 		/usr/bin/python3 -c '
 import concurrent.futures as cf, hashlib, threading
