@@ -6,7 +6,11 @@
  * The file is mapped MAP_SHARED, so every VM on the host booted from one
  * image reads the same page-cache pages; nothing is read or allocated up
  * front, whatever the file's size. The VMM itself never touches the mapping:
- * only KVM does, through a read-only memslot made in vm_create().
+ * only KVM does, through a read-only memslot made in vm_create(). Populating
+ * it (MADV_POPULATE_READ of the cached pages, so that the shadow MMU's
+ * prefetch finds them mapped) was measured to change no shadow fault count
+ * of a first python3 run, while costing ~0.2 ms of CPU and 2 KiB of page
+ * tables per MiB of image: it is not done.
  *
  * Pages wholly past the end of the file would fault in KVM (SIGBUS for a
  * process), so the window is backed by the file only up to its last page;
