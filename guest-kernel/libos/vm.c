@@ -296,10 +296,12 @@ static int vma_set(struct aspace *as, uint64_t start, uint64_t end, struct vma *
 	return 0;
 }
 
-/* Does entry `now` take away a right entry `was` gave (write, execute)? */
+/* Does entry `now` take away a right entry `was` gave (write, execute, any
+ * access: PROT_NONE)? */
 static bool restricts(uint64_t was, uint64_t now)
 {
-	return ((was & PTE_W) && !(now & PTE_W)) || (!(was & PTE_NX) && (now & PTE_NX));
+	return ((was & PTE_W) && !(now & PTE_W)) || (!(was & PTE_NX) && (now & PTE_NX)) ||
+	       ((was & PTE_U) && !(now & PTE_U));
 }
 
 /* Unmap and free the pages of [start, end), only the 2 MiB ones if

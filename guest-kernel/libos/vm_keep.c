@@ -192,7 +192,7 @@ static uint64_t merge_page(uint64_t *ke, uint64_t ne)
 static uint64_t retire(uint64_t ke, bool pages)
 {
 	if ((ke & PTE_P) && (ke & PTE_BORROWED))
-		return ke & ~PTE_U;
+		return ke & ~(PTE_U | PTE_PROTNONE);
 	if (pages && is_own_page(ke))
 		put_page(ke);
 	return 0;

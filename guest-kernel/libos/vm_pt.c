@@ -15,6 +15,8 @@ uint64_t pte_flags(uint32_t prot)
 {
 	uint64_t f = PTE_P | PTE_U | PTE_A | PTE_D;
 
+	if (!(prot & (PROT_READ | PROT_WRITE | PROT_EXEC)))
+		return PTE_P | PTE_PROTNONE | PTE_A | PTE_D | PTE_NX;
 	if (prot & PROT_WRITE)
 		f |= PTE_W;
 	if (!(prot & PROT_EXEC))

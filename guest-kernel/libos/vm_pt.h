@@ -22,19 +22,25 @@
 #define PTE_PS       (1ULL << 7)
 #define PTE_NX       (1ULL << 63)
 #define PTE_BORROWED (1ULL << 9) /* software bit: not ours, see vm.c */
+/* Software bit: a page of this process with protection PROT_NONE (a guard
+ * page made so after it was filled). Present, so that every walk finds it
+ * (munmap frees it, fork copies it, mprotect gives its bytes back), but
+ * without PTE_U, so that every access of the program or of the library OS
+ * faults; vm_fault refuses it (the mapping allows no access). */
+#define PTE_PROTNONE (1ULL << 10)
 #define PTE_ADDR     0x000ffffffffff000ULL
 #define HUGE_ADDR    0x000fffffffe00000ULL
 /* A level-1 entry left from a dead process that ran the same program
  * (vm_keep.c): an image page it mapped where this process maps nothing,
- * without PTE_U so that no access of the program (or of the library OS)
- * reaches it, but present, so that the host keeps its shadow of it (a
+ * without PTE_U (nor PTE_PROTNONE) so that no access of the program (or
+ * of the library OS) reaches it, but present, so that the host keeps its shadow of it (a
  * change of rights keeps a host's shadow entry, a non-present entry does
  * not). The loader mapping the same library at the same address again
  * sets PTE_U, and the host maps the page without a fault. Everything
  * but vm_keep.c treats it as absent: pt_leaf and pt_next skip it. */
 static inline bool pte_stale(uint64_t e)
 {
-	return (e & (PTE_P | PTE_U)) == PTE_P;
+	return (e & (PTE_P | PTE_U | PTE_PROTNONE)) == PTE_P;
 }
 
 /* An entry pointing to a table. Accessed already: the host would set the

@@ -23,6 +23,8 @@ PROGS_PLAIN    := fileio memtouch exitcode fault getpid_bench forkbench stress p
 # Lazily mapped memory (reservations, first touch, running out), 2 MiB pages,
 # and what a first touch costs (make bench).
 PROGS_PLAIN    += lazymem hugemem firsttouch
+# PROT_NONE pages that were filled (guard pages).
+PROGS_PLAIN    += protnone
 PROGS_VARIANTS := hello auxv
 PROGS_MUSL     := $(PROGS_VARIANTS) fileio memtouch
 # Pipes, poll/select, epoll, eventfd, timerfd and interval timers.

@@ -6,6 +6,9 @@ expect_same hugemem -- /bin/hugemem
 expect_same hugemem-thp --vmm '--mem-backing thp' -- /bin/hugemem
 expect_same hugemem-always --vmm '--cmdline kiln.thp=always' -- /bin/hugemem
 expect_same hugemem-never --vmm '--cmdline kiln.thp=never' -- /bin/hugemem
+# PROT_NONE on filled pages, 4 KiB and 2 MiB (tests/integration/progs/protnone.c).
+expect_same protnone -- /bin/protnone
+expect_same protnone-always --vmm '--cmdline kiln.thp=always' -- /bin/protnone
 expect_same lazymem-thp --vmm '--mem 256M --mem-backing thp' -- /bin/lazymem
 # Running short: 4 KiB pages after the 2 MiB ones, for programs and for the
 # copies fork makes.
