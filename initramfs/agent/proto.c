@@ -12,6 +12,57 @@
 #define KBUF_MIN      4096
 #define ERROR_MSG_MAX 2048 /* longer messages (long paths) are truncated */
 
+/*
+ * Spare buffers: every request allocates the same few buffers (a 64 KiB read
+ * buffer, a 4 KiB output queue) and frees them when its connection ends. The
+ * allocator would hand those back to the kernel each time, and in the guest
+ * every munmap is a TLB flush through the supervisor and every fresh page a
+ * shadow fault. A few freed buffers are kept instead, bounded in count and in
+ * bytes so that a flood of connections cannot make the cache grow.
+ */
+#define SPARE_SLOTS    4
+#define SPARE_MAX_CAP  (160u << 10) /* larger buffers go back to the allocator */
+#define SPARE_MAX_SIZE (256u << 10) /* bytes kept in all spare buffers together */
+
+static struct {
+	uint8_t *data[SPARE_SLOTS];
+	size_t cap[SPARE_SLOTS];
+	size_t bytes;
+} spare;
+
+/* The smallest spare buffer of at least `want` bytes (its size in *cap), or NULL. */
+static uint8_t *spare_take(size_t want, size_t *cap)
+{
+	int best = -1;
+
+	for (int i = 0; i < SPARE_SLOTS; i++)
+		if (spare.data[i] && spare.cap[i] >= want &&
+		    (best < 0 || spare.cap[i] < spare.cap[best]))
+			best = i;
+	if (best < 0)
+		return NULL;
+	uint8_t *d = spare.data[best];
+	*cap = spare.cap[best];
+	spare.data[best] = NULL;
+	spare.bytes -= *cap;
+	return d;
+}
+
+static void spare_give(uint8_t *d, size_t cap)
+{
+	if (d && cap <= SPARE_MAX_CAP && spare.bytes + cap <= SPARE_MAX_SIZE) {
+		for (int i = 0; i < SPARE_SLOTS; i++) {
+			if (!spare.data[i]) {
+				spare.data[i] = d;
+				spare.cap[i] = cap;
+				spare.bytes += cap;
+				return;
+			}
+		}
+	}
+	free(d);
+}
+
 int kbuf_reserve(struct kbuf *b, size_t room)
 {
 	if (b->cap - b->off - b->len >= room)
@@ -24,12 +75,14 @@ int kbuf_reserve(struct kbuf *b, size_t room)
 	size_t cap = b->cap ? b->cap : KBUF_MIN;
 	while (cap - b->len < room)
 		cap *= 2;
-	uint8_t *d = malloc(cap);
+	uint8_t *d = spare_take(cap, &cap);
+	if (!d)
+		d = malloc(cap);
 	if (!d)
 		return -ENOMEM;
 	if (b->len)
 		memcpy(d, b->data + b->off, b->len);
-	free(b->data);
+	spare_give(b->data, b->cap);
 	b->data = d;
 	b->cap = cap;
 	b->off = 0;
@@ -61,7 +114,7 @@ void kbuf_trim(struct kbuf *b, size_t keep_cap)
 
 void kbuf_free(struct kbuf *b)
 {
-	free(b->data);
+	spare_give(b->data, b->cap);
 	b->data = NULL;
 	b->off = b->len = b->cap = 0;
 }
