@@ -323,6 +323,9 @@ int agent_parse_stat(const void *p, uint32_t n, struct agent_stat *st)
 	st->mtime = (int64_t)agent_get_u64(&r);
 	agent_get_str(&r, &st->name, &st->name_len);
 	agent_get_str(&r, &st->target, &st->target_len);
+	st->mtime_ns = r.off < r.len ? agent_get_u32(&r) : 0;
+	if (st->mtime_ns > 999999999)
+		return -EPROTO;
 	return agent_rd_done(&r);
 }
 

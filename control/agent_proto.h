@@ -74,6 +74,7 @@ struct agent_stat {
 	uint32_t mode;
 	uint64_t size;
 	int64_t mtime;
+	uint32_t mtime_ns; /* 0 from agents that do not send it */
 	const char *name, *target;
 	uint32_t name_len, target_len;
 };

@@ -285,10 +285,10 @@ static const struct method methods[] = {
     {"/filesystem.Filesystem/Move", false, SMALL, envd_fs_move},
     {"/filesystem.Filesystem/ListDir", false, SMALL, envd_fs_list_dir},
     {"/filesystem.Filesystem/Remove", false, SMALL, envd_fs_remove},
-    {"/filesystem.Filesystem/WatchDir", true, SMALL, NULL},
-    {"/filesystem.Filesystem/CreateWatcher", false, SMALL, NULL},
-    {"/filesystem.Filesystem/GetWatcherEvents", false, SMALL, NULL},
-    {"/filesystem.Filesystem/RemoveWatcher", false, SMALL, NULL},
+    {"/filesystem.Filesystem/WatchDir", true, SMALL, envd_watch_dir},
+    {"/filesystem.Filesystem/CreateWatcher", false, SMALL, envd_watch_create},
+    {"/filesystem.Filesystem/GetWatcherEvents", false, SMALL, envd_watch_get_events},
+    {"/filesystem.Filesystem/RemoveWatcher", false, SMALL, envd_watch_remove},
 };
 
 struct rpc_pending {
@@ -455,9 +455,7 @@ static void rpc_route(struct kilnd *kd, struct http_conn *c, struct http_req *re
 	if (!m->fn) {
 		/* the body is not needed: the answer goes out now */
 		rpc_fail(c, m, CRPC_UNIMPLEMENTED,
-		         !strcmp(m->path, "/process.Process/StreamInput")
-		             ? "StreamInput (client streaming) is not implemented; use SendInput"
-		             : "watching directories is not implemented by kiln");
+		         "StreamInput (client streaming) is not implemented; use SendInput");
 		return;
 	}
 	tmo = crpc_timeout_ms(req);

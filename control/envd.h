@@ -13,6 +13,7 @@
  *                 SDK started, each an agent exec/pty stream kept open, with
  *                 any number of HTTP streams attached (Start, Connect)
  *   envd_fs.c     filesystem.Filesystem, as sequences of agent file ops
+ *   envd_watch.c  its WatchDir and watchers, on envd_scan.c's polling scans
  *   envd_files.c  GET/POST /files (download, multipart or raw upload) */
 #ifndef KILND_ENVD_H
 #define KILND_ENVD_H
@@ -84,6 +85,13 @@ void envd_fs_move(struct envd_req *r);
 void envd_fs_list_dir(struct envd_req *r);
 void envd_fs_remove(struct envd_req *r);
 
+void envd_watch_dir(struct envd_req *r);
+void envd_watch_create(struct envd_req *r);
+void envd_watch_get_events(struct envd_req *r);
+void envd_watch_remove(struct envd_req *r);
+/* The sandbox stopped: its watches end (envd_sandbox_down calls it). */
+void envd_watch_sandbox_down(struct kilnd *kd, const char *sb_id);
+
 /* Called at headers time. */
 void envd_files_get(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb,
                     const char *path);
@@ -103,6 +111,7 @@ struct fs_ent {
 	uint32_t mode;
 	uint64_t size;
 	int64_t mtime;
+	uint32_t mtime_ns;
 	char *name, *target;
 };
 struct fsop;

@@ -86,6 +86,7 @@ static int add_ent(struct fsop *o, const uint8_t *p, uint32_t n)
 	e->mode = st.mode;
 	e->size = st.size;
 	e->mtime = st.mtime;
+	e->mtime_ns = st.mtime_ns;
 	e->name = strndup(st.name, st.name_len);
 	e->target = st.target_len ? strndup(st.target, st.target_len) : NULL;
 	if (!e->name || (st.target_len && !e->target)) {

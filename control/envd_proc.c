@@ -673,6 +673,7 @@ void envd_sandbox_down(struct sandbox *sb)
 {
 	struct envd_sb *es = sb->envd;
 
+	envd_watch_sandbox_down(sb->kd, sb->rec.id);
 	if (!es)
 		return;
 	es->reattached = NULL;

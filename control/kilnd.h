@@ -39,6 +39,8 @@ struct sandbox;
 struct template;
 struct tmpl_build;
 struct bootfile;
+struct envd_watcher;
+struct watch_stream;
 
 struct kilnd {
 	struct ev_loop *loop;
@@ -48,10 +50,12 @@ struct kilnd {
 	struct http_server *http;
 	struct sandbox *sandboxes; /* live list, newest first */
 	struct template *templates;
-	struct tmpl_build *builds;  /* templates being built */
-	struct bootfile *bootfiles; /* pinned copies of the kernel and initramfs */
-	char *envd_secret;          /* keys the sandboxes' envd access tokens */
-	unsigned nsandboxes;        /* with a VMM: starting, running, pausing, resuming */
+	struct tmpl_build *builds;     /* templates being built */
+	struct bootfile *bootfiles;    /* pinned copies of the kernel and initramfs */
+	char *envd_secret;             /* keys the sandboxes' envd access tokens */
+	struct envd_watcher *watchers; /* envd_watch.c */
+	struct watch_stream *watch_streams;
+	unsigned nsandboxes; /* with a VMM: starting, running, pausing, resuming */
 	ev_timer housekeeping;
 	ev_timer pool_timer; /* pool.c: refills */
 };

@@ -150,7 +150,8 @@ enum kiln_msg {
 	KILN_MSG_DONE,
 	/* Agent: u32 mode (st_mode, Linux values), u64 size, i64 mtime
 	 * (seconds), string name (basename; "/" for the root), string symlink
-	 * target (empty if not a symlink). */
+	 * target (empty if not a symlink), u32 nanoseconds of mtime (a
+	 * compatible addition: older agents end the frame before it). */
 	KILN_MSG_STAT,
 	/* Agent: same layout as STAT, one per directory entry. */
 	KILN_MSG_ENTRY,

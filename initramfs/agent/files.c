@@ -67,6 +67,7 @@ static void put_stat(struct conn *c, uint16_t type, const struct stat *st, const
 	put_u32(&c->out, &m, name_len);
 	put_bytes(&c->out, &m, name, name_len);
 	put_str(&c->out, &m, link);
+	put_u32(&c->out, &m, (uint32_t)st->st_mtim.tv_nsec);
 	if (frame_end(&c->out, &m))
 		conn_nomem(c);
 }

@@ -17,7 +17,10 @@ $(E2E_BIN)/kiln-hostile: tests/e2e/hostile.c control/ws.c control/buf.c | $(DEPS
 	@mkdir -p $(dir $@)
 	$(V)$(CC) $(HOST_CFLAGS) -Icontrol -o $@ $^ -lnettle
 
-E2E_PROGS := $(BIN)/kilnd $(BIN)/kiln $(E2E_BIN)/fake-vmm $(E2E_BIN)/kiln-hostile
+# The fake VMM relays to the host build of the agent when it exists: keep
+# it current.
+E2E_PROGS := $(BIN)/kilnd $(BIN)/kiln $(E2E_BIN)/fake-vmm $(E2E_BIN)/kiln-hostile \
+	$(BUILD)/tests/agent/kiln-agent-host
 
 .PHONY: e2e e2e-build
 e2e-build: $(E2E_PROGS)

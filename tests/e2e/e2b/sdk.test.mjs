@@ -697,9 +697,89 @@ async function main() {
     assert.equal(bad.status, 400)
   })
 
-  await test('watchDir fails cleanly (not implemented)', async () => {
-    const e = await rejects(sbx.files.watchDir(G, () => {}))
-    assert.match(String(e), /not implemented|unimplemented/i)
+  // kilnd polls the directory (control/envd_scan.c): events come within a
+  // scan period (100 ms for small trees), so each step waits for its event.
+  const watchEvents = () => {
+    const seen = []
+    const waitFor = async (type, name, ms = 5000) => {
+      for (const end = Date.now() + ms; Date.now() < end; await sleep(20)) {
+        const i = seen.findIndex((e) => e.type === type && e.name === name)
+        if (i >= 0) return seen.splice(i, 1)[0]
+      }
+      throw new Error(`no ${type} event for ${name}; seen ${JSON.stringify(seen)}`)
+    }
+    return { seen, waitFor, onEvent: (e) => { seen.push(e) } }
+  }
+
+  await test('watchDir: create, write (same size), chmod, rename, remove', async () => {
+    const dir = `${G}/watch`
+    await sbx.files.makeDir(dir)
+    const w = watchEvents()
+    const h = await sbx.files.watchDir(dir, w.onEvent, { includeEntry: true })
+    try {
+      await sbx.files.write(`${dir}/a.txt`, 'one')
+      const c = await w.waitFor('create', 'a.txt')
+      assert.equal(c.entry.name, 'a.txt')
+      assert.equal(c.entry.path, `${dir}/a.txt`)
+      assert.equal(c.entry.type, 'file')
+      // same size, within the same second: only the nanoseconds move
+      await sbx.commands.run(`printf two > ${dir}/a.txt`)
+      await w.waitFor('write', 'a.txt')
+      await sbx.commands.run(`chmod 600 ${dir}/a.txt`)
+      const m = await w.waitFor('chmod', 'a.txt')
+      assert.equal(m.entry.mode, 0o600)
+      await sbx.files.rename(`${dir}/a.txt`, `${dir}/b.txt`)
+      await w.waitFor('remove', 'a.txt')
+      await w.waitFor('create', 'b.txt')
+      await sbx.files.remove(`${dir}/b.txt`)
+      const r = await w.waitFor('remove', 'b.txt')
+      assert.equal(r.entry, undefined)
+      await sleep(300)
+      assert.deepEqual(w.seen, [], 'no other events')
+    } finally {
+      await h.stop()
+    }
+  })
+
+  await test('watchDir recursive: subdirectories, names relative to the watched one', async () => {
+    const dir = `${G}/watch-r`
+    await sbx.files.makeDir(`${dir}/old`)
+    const flat = watchEvents()
+    const w = watchEvents()
+    const h = await sbx.files.watchDir(dir, w.onEvent, { recursive: true })
+    const hf = await sbx.files.watchDir(dir, flat.onEvent)
+    try {
+      await sbx.commands.run(`mkdir -p ${dir}/sub/deep && echo x > ${dir}/sub/deep/f && echo y > ${dir}/old/g`)
+      await w.waitFor('create', 'sub')
+      await w.waitFor('create', 'sub/deep')
+      await w.waitFor('create', 'sub/deep/f')
+      await w.waitFor('create', 'old/g')
+      await flat.waitFor('create', 'sub')
+      await sleep(300)
+      assert.deepEqual(flat.seen.filter((e) => e.name.includes('/')), [], 'not recursive: no deeper events')
+      await sbx.commands.run(`rm -rf ${dir}/sub`)
+      await w.waitFor('remove', 'sub/deep/f')
+      await w.waitFor('remove', 'sub')
+    } finally {
+      await h.stop()
+      await hf.stop()
+    }
+  })
+
+  await test('watchDir of a missing path or of a file: clear errors', async () => {
+    let e = await rejects(sbx.files.watchDir(`${G}/no-such-dir`, () => {}))
+    assert.ok(e instanceof FileNotFoundError || /not found|no such/i.test(String(e)), String(e))
+    await sbx.files.write(`${G}/plain`, 'x')
+    e = await rejects(sbx.files.watchDir(`${G}/plain`, () => {}))
+    assert.match(String(e), /not a directory/)
+  })
+
+  await test('watchDir ends at its timeout (onExit is told)', async () => {
+    let exited
+    const h = await sbx.files.watchDir(G, () => {}, { timeoutMs: 1500, onExit: (err) => { exited = err || 'clean' } })
+    for (let i = 0; i < 50 && !exited; i++) await sleep(100)
+    assert.ok(exited, 'onExit was called')
+    await h.stop()
   })
 
 
@@ -719,6 +799,35 @@ async function main() {
     assert.equal(err, 'err')
     assert.deepEqual(events.at(-1).end, { exitCode: 4, exited: true, status: 'exit status 4' })
     assert.deepEqual(end, {})
+  })
+
+  await test('raw watchers: CreateWatcher, GetWatcherEvents, RemoveWatcher', async () => {
+    H = H || await envdHeaders(sbx.sandboxId)
+    const dir = `${G}/watcher`
+    await sbx.files.makeDir(dir)
+    let u = await rpcUnary(H, 'filesystem.Filesystem/CreateWatcher', { path: dir, recursive: true })
+    assert.equal(u.status, 200, JSON.stringify(u.body))
+    const id = u.body.watcherId
+    assert.match(id, /^[0-9a-f]{16}$/)
+    await sbx.files.write(`${dir}/n.txt`, 'n')
+    let events = []
+    for (let i = 0; i < 50 && !events.length; i++) {
+      await sleep(100)
+      u = await rpcUnary(H, 'filesystem.Filesystem/GetWatcherEvents', { watcherId: id })
+      assert.equal(u.status, 200, JSON.stringify(u.body))
+      events = u.body.events || []
+    }
+    assert.deepEqual(events, [{ name: 'n.txt', type: 'EVENT_TYPE_CREATE' }])
+    u = await rpcUnary(H, 'filesystem.Filesystem/GetWatcherEvents', { watcher_id: id })
+    assert.deepEqual(u.body.events || [], [], 'collected events are gone')
+    u = await rpcUnary(H, 'filesystem.Filesystem/RemoveWatcher', { watcherId: id })
+    assert.equal(u.status, 200)
+    u = await rpcUnary(H, 'filesystem.Filesystem/GetWatcherEvents', { watcherId: id })
+    assert.deepEqual([u.status, u.body.code], [404, 'not_found'])
+    u = await rpcUnary(H, 'filesystem.Filesystem/CreateWatcher', { path: `${dir}/missing` })
+    assert.deepEqual([u.status, u.body.code], [404, 'not_found'])
+    u = await rpcUnary(H, 'filesystem.Filesystem/CreateWatcher', { path: 7 })
+    assert.deepEqual([u.status, u.body.code], [400, 'invalid_argument'])
   })
 
   await test('raw Start: keepalive events after Keepalive-Ping-Interval', async () => {

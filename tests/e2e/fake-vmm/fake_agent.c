@@ -245,6 +245,7 @@ static void put_stat(struct msg *m, const struct stat *st, const char *name, con
 	put_u64(m, (uint64_t)st->st_mtime);
 	put_str(m, name, strlen(name));
 	put_str(m, target, strlen(target));
+	put_u32(m, (uint32_t)st->st_mtim.tv_nsec);
 }
 
 static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *f)

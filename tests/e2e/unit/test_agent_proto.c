@@ -153,7 +153,8 @@ START_TEST(oversized_string_is_refused_cleanly)
 }
 END_TEST
 
-static struct buf stat_payload(uint32_t name_len, const char *name, uint32_t tlen)
+/* nsec < 0: without the optional mtime nanoseconds (older agents). */
+static struct buf stat_payload(uint32_t name_len, const char *name, uint32_t tlen, long long nsec)
 {
 	struct buf b = {0};
 	struct agent_wr w;
@@ -165,6 +166,8 @@ static struct buf stat_payload(uint32_t name_len, const char *name, uint32_t tle
 	agent_put_u32(&w, name_len);
 	agent_put_bytes(&w, name, strlen(name));
 	agent_put_u32(&w, tlen);
+	if (nsec >= 0)
+		agent_put_u32(&w, (uint32_t)nsec);
 	ck_assert_int_eq(agent_end(&w), 0);
 	return b;
 }
@@ -172,11 +175,12 @@ static struct buf stat_payload(uint32_t name_len, const char *name, uint32_t tle
 START_TEST(stat_parsing)
 {
 	struct agent_stat st;
-	struct buf b = stat_payload(4, "file", 0);
+	struct buf b = stat_payload(4, "file", 0, -1);
 
 	ck_assert_int_eq(agent_parse_stat(buf_head(&b) + 8, (uint32_t)buf_avail(&b) - 8, &st), 0);
 	ck_assert_uint_eq(st.size, 12345);
 	ck_assert_int_eq(st.mtime, -1);
+	ck_assert_uint_eq(st.mtime_ns, 0);
 	ck_assert(st.name_len == 4 && !memcmp(st.name, "file", 4));
 	/* trailing garbage, truncation, a name longer than the payload */
 	ck_assert_int_eq(agent_parse_stat(buf_head(&b) + 8, (uint32_t)buf_avail(&b) - 7, &st),
@@ -184,11 +188,22 @@ START_TEST(stat_parsing)
 	ck_assert_int_eq(agent_parse_stat(buf_head(&b) + 8, (uint32_t)buf_avail(&b) - 9, &st),
 	                 -EPROTO);
 	buf_free(&b);
-	b = stat_payload(0xffffffffu, "file", 0);
+	b = stat_payload(0xffffffffu, "file", 0, -1);
 	ck_assert_int_eq(agent_parse_stat(buf_head(&b) + 8, (uint32_t)buf_avail(&b) - 8, &st),
 	                 -EPROTO);
 	buf_free(&b);
-	b = stat_payload(4, "fi\0e", 0);
+	b = stat_payload(4, "fi\0e", 0, -1);
+	ck_assert_int_eq(agent_parse_stat(buf_head(&b) + 8, (uint32_t)buf_avail(&b) - 8, &st),
+	                 -EPROTO);
+	buf_free(&b);
+	/* with the mtime's nanoseconds; out of range, or cut short */
+	b = stat_payload(4, "file", 0, 999999999);
+	ck_assert_int_eq(agent_parse_stat(buf_head(&b) + 8, (uint32_t)buf_avail(&b) - 8, &st), 0);
+	ck_assert_uint_eq(st.mtime_ns, 999999999);
+	ck_assert_int_eq(agent_parse_stat(buf_head(&b) + 8, (uint32_t)buf_avail(&b) - 9, &st),
+	                 -EPROTO);
+	buf_free(&b);
+	b = stat_payload(4, "file", 0, 1000000000);
 	ck_assert_int_eq(agent_parse_stat(buf_head(&b) + 8, (uint32_t)buf_avail(&b) - 8, &st),
 	                 -EPROTO);
 	buf_free(&b);
