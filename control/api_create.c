@@ -103,6 +103,11 @@ static int resolve(struct kilnd *kd, const char *tmpl, const char *image, struct
 		*tp = t;
 		return 0;
 	}
+	if (!t && tmpl && !strcmp(name, IMG_CI_TEMPLATE) && img_resolve(kd, name, image_path)) {
+		free(*image_path);
+		*image_path = NULL;
+		name = IMG_CI_IMAGE;
+	}
 	if (!img_resolve(kd, name, image_path)) {
 		const char *initrd = *image_path ? kd->cfg.image_initrd : kd->cfg.initrd;
 

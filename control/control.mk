@@ -10,3 +10,14 @@ $(BIN)/kilnd: $(KILND_OBJS)
 	$(V)$(CC) -o $@ $^ -lev -lhttp_parser -ljansson -lsqlite3 -lnettle
 
 all: $(BIN)/kilnd
+
+# The code interpreter's Python kernel, embedded in kilnd as a C string.
+CODEINT_KERNEL_H := $(BUILD)/host/control/gen/codeint_kernel.h
+$(CODEINT_KERNEL_H): control/codeint_kernel.py control/control.mk
+	@mkdir -p $(dir $@)
+	$(V){ echo '/* generated from control/codeint_kernel.py */'; \
+	  echo 'static const char codeint_kernel_py[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $<; \
+	  echo '    ;'; } >$@.tmp && mv $@.tmp $@
+$(BUILD)/host/control/codeint.o: $(CODEINT_KERNEL_H)
+$(BUILD)/host/control/codeint.o: HOST_CFLAGS += -I$(BUILD)/host/control/gen

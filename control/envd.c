@@ -13,6 +13,7 @@
 #include <nettle/hmac.h>
 #include <nettle/sha2.h>
 
+#include "codeint.h"
 #include "connectrpc.h"
 #include "envd.h"
 #include "jsonutil.h"
@@ -638,11 +639,12 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 
 		port = *end || p > 65535 ? 0 : (unsigned)p;
 	}
-	if (port != ENVD_PORT) {
+	if (port != ENVD_PORT && port != CI_PORT) {
 		/* E2B forwards any port of the sandbox; kiln has no guest
-		 * networking to forward to (the code interpreter's 49999 too). */
+		 * networking to forward to. */
 		json_t *j = json_pack("{s:i,s:s}", "code", 502, "message",
-		                      "kiln serves only the envd port (49983) of a sandbox");
+		                      "kiln serves only the envd (49983) and code interpreter "
+		                      "(49999) ports of a sandbox");
 
 		http_respond_json(c, 502, j);
 		return;
@@ -651,6 +653,18 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 		sb = sb_find(kd, id);
 	if (sb && sb->rec.flags & SB_F_POOL)
 		sb = NULL; /* not a user's until taken from its pool */
+	if (port == CI_PORT) {
+		if (!sb || !servable(sb))
+			sandbox_gone(c, id ? id : "",
+			             !id   ? "no sandbox: send the E2b-Sandbox-Id header"
+			             : !sb ? "sandbox not found"
+			                   : "the sandbox is not running");
+		else if (http_header(req, "X-Access-Token") && !token_ok(kd, req, sb))
+			unauthorized(c, NULL, "wrong X-Access-Token");
+		else
+			codeint_route(c, req, kd, sb);
+		return;
+	}
 	if (!strncmp(req->path, "/process.Process/", 17) ||
 	    !strncmp(req->path, "/filesystem.Filesystem/", 23)) {
 		for (size_t i = 0; i < ARRAY_SIZE(methods); i++)

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "agent_client.h"
+#include "codeint.h"
 #include "connectrpc.h"
 #include "envd.h"
 #include "spare.h"
@@ -674,6 +675,7 @@ void envd_sandbox_down(struct sandbox *sb)
 	struct envd_sb *es = sb->envd;
 
 	envd_watch_sandbox_down(sb->kd, sb->rec.id);
+	codeint_sandbox_down(sb->kd, sb->rec.id);
 	if (!es)
 		return;
 	es->reattached = NULL;

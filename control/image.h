@@ -13,6 +13,11 @@
 #include "kilnd.h"
 
 #define IMG_BUILTIN "busybox"
+/* The code interpreter SDK's default template: when no template or image
+ * has that name, the image IMG_CI_IMAGE (python and its data stack) stands
+ * in for it. */
+#define IMG_CI_TEMPLATE "code-interpreter-v1"
+#define IMG_CI_IMAGE    "base"
 
 /* The image named `name`: *path gets the real path of its file (malloc'd;
  * NULL for IMG_BUILTIN, which has none). 0, or -ENOENT if there is no such

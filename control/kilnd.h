@@ -41,6 +41,7 @@ struct tmpl_build;
 struct bootfile;
 struct envd_watcher;
 struct watch_stream;
+struct ci_ctx;
 
 struct kilnd {
 	struct ev_loop *loop;
@@ -55,7 +56,8 @@ struct kilnd {
 	char *envd_secret;             /* keys the sandboxes' envd access tokens */
 	struct envd_watcher *watchers; /* envd_watch.c */
 	struct watch_stream *watch_streams;
-	unsigned nsandboxes; /* with a VMM: starting, running, pausing, resuming */
+	struct ci_ctx *ci_ctxs; /* codeint.c: code contexts */
+	unsigned nsandboxes;    /* with a VMM: starting, running, pausing, resuming */
 	ev_timer housekeeping;
 	ev_timer pool_timer; /* pool.c: refills */
 };

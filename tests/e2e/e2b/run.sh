@@ -9,10 +9,13 @@
 set -eu
 cd "$(dirname "$0")"
 command -v node >/dev/null || { echo "e2b: node is required"; exit 1; }
-want=$(node -p 'require("./package.json").dependencies.e2b')
-have=$(node -p 'try { require("./node_modules/e2b/package.json").version } catch { "" }')
+# every pinned package at its version, else npm ci
+want=$(node -p 'JSON.stringify(require("./package.json").dependencies)')
+have=$(node -p 'const d = require("./package.json").dependencies; JSON.stringify(Object.fromEntries(
+	Object.keys(d).map((k) => { try { return [k, require(`./node_modules/${k}/package.json`).version] }
+	                           catch { return [k, ""] } })))')
 if [ "$have" != "$want" ]; then
-	echo "e2b: installing e2b@$want into $(pwd)/node_modules"
+	echo "e2b: installing $want into $(pwd)/node_modules"
 	npm ci --no-audit --no-fund --loglevel=error >/dev/null ||
 		npm install --no-audit --no-fund --loglevel=error >/dev/null
 fi

@@ -69,6 +69,7 @@ delete process.env.E2B_DOMAIN
 
 const e2b = await import('e2b')
 const { Sandbox, CommandExitError, FileNotFoundError, SandboxError, TimeoutError } = e2b
+const { Sandbox: CiSandbox } = await import('@e2b/code-interpreter')
 
 // ---------------------------------------------------------------- kilnd
 
@@ -783,6 +784,119 @@ async function main() {
   })
 
 
+  // ------------------------------------------------------------ code interpreter (port 49999)
+
+  let ci
+  await test('code interpreter: Sandbox.create() with its default template', async () => {
+    ci = await CiSandbox.create({ envs: FAKE ? { HOME: `${T}/home` } : {} })
+    const info = await ci.getInfo()
+    assert.equal(info.templateId, 'code-interpreter-v1')
+  }, 60000, FILTER.includes('runCode') || FILTER.includes('code context'))
+
+  if (ci) {
+    await test('runCode: state kept, main result, stdout and stderr as they come', async () => {
+      const out = []
+      let ex = await ci.runCode('x = 6 * 7\nprint("hi")\nimport sys\nprint("err", file=sys.stderr)\nx',
+        { onStdout: (m) => out.push(m.line) })
+      assert.equal(ex.text, '42')
+      assert.deepEqual(ex.logs, { stdout: ['hi\n'], stderr: ['err\n'] })
+      assert.deepEqual(out, ['hi\n'])
+      assert.equal(ex.error, undefined)
+      ex = await ci.runCode('x + 1')
+      assert.equal(ex.text, '43')
+      assert.ok(ex.executionCount >= 2)
+      ex = await ci.runCode('y = 1')
+      assert.deepEqual(ex.results, [])
+    }, 60000)
+
+    await test('runCode: errors have name, value and traceback; the context goes on', async () => {
+      const ex = await ci.runCode('def f():\n    return 1 / 0\nf()')
+      assert.equal(ex.error.name, 'ZeroDivisionError')
+      assert.equal(ex.error.value, 'division by zero')
+      assert.match(ex.error.traceback, /in f\n.*1 \/ 0/s)
+      assert.doesNotMatch(ex.error.traceback, /codeint|kernel/)
+      assert.equal((await ci.runCode('x')).text, '42')
+      const se = await ci.runCode('def g(:')
+      assert.equal(se.error.name, 'SyntaxError')
+    })
+
+    await test('runCode: output of subprocesses and C code is caught', async () => {
+      const ex = await ci.runCode('import os, subprocess\nsubprocess.run(["echo", "sub"])\nos.write(1, b"raw\\n")\nNone')
+      assert.equal(ex.logs.stdout.join(''), 'sub\nraw\n')
+    })
+
+    await test('runCode: display() formats; matplotlib figures as PNG', async () => {
+      let ex = await ci.runCode('class H:\n    def _repr_html_(self): return "<b>h</b>"\n    def __repr__(self): return "H()"\ndisplay(H())\nH()')
+      assert.equal(ex.results.length, 2)
+      assert.equal(ex.results[0].isMainResult, false)
+      assert.equal(ex.results[0].html, '<b>h</b>')
+      assert.equal(ex.results[1].isMainResult, true)
+      assert.equal(ex.results[1].text, 'H()')
+      assert.deepEqual(ex.results[1].formats(), ['html'])
+      if (FAKE) return // the host's python may lack matplotlib; the base image has it
+      ex = await ci.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.title("t")\nprint("plotted")')
+      assert.equal(ex.error, undefined, ex.error && ex.error.traceback)
+      assert.equal(ex.results.length, 1)
+      const png = Buffer.from(ex.results[0].png, 'base64')
+      assert.equal(png.subarray(1, 4).toString(), 'PNG')
+      assert.ok(png.length > 5000)
+      assert.match(ex.results[0].text, /Figure/)
+    }, 120000)
+
+    await test('runCode: env vars for one execution; Python only', async () => {
+      assert.equal((await ci.runCode('import os\nos.environ["CI_V"]', { envs: { CI_V: 'v' } })).text, "'v'")
+      assert.equal((await ci.runCode('repr(os.environ.get("CI_V"))')).text, "'None'")
+      const e = await rejects(ci.runCode('1', { language: 'r' }))
+      assert.match(String(e), /400/)
+    })
+
+    await test('runCode: a client timeout interrupts the code', async () => {
+      const t0 = Date.now()
+      await rejects(ci.runCode('import time\ntime.sleep(60)', { timeoutMs: 1000 }))
+      const ex = await ci.runCode('1 + 1')
+      assert.equal(ex.text, '2')
+      assert.ok(Date.now() - t0 < 20000, 'the sleep was interrupted')
+    }, 60000)
+
+    await test('code contexts: create, own state and cwd, list, restart, remove', async () => {
+      const ctx = await ci.createCodeContext({ cwd: `${G}/ctx` })
+      assert.equal(ctx.language, 'python')
+      assert.equal(ctx.cwd, `${G}/ctx`)
+      assert.equal((await ci.runCode('import os\nos.getcwd()', { context: ctx })).text, `'${G}/ctx'`)
+      await ci.runCode('z = 5', { context: ctx })
+      assert.equal((await ci.runCode('z', { context: ctx })).text, '5')
+      assert.equal((await ci.runCode('z')).error.name, 'NameError', 'the default context is another')
+      const ids = (await ci.listCodeContexts()).map((c) => c.id)
+      assert.ok(ids.includes(ctx.id) && ids.includes('default-python'), JSON.stringify(ids))
+      await ci.restartCodeContext(ctx)
+      assert.equal((await ci.runCode('z', { context: ctx })).error.name, 'NameError')
+      await ci.removeCodeContext(ctx)
+      assert.ok(!(await ci.listCodeContexts()).some((c) => c.id === ctx.id))
+      const e = await rejects(ci.runCode('1', { context: ctx }))
+      assert.match(String(e), /not found/)
+    }, 60000)
+
+    await test('runCode: a context whose process died starts afresh', async () => {
+      const ctx = await ci.createCodeContext()
+      await ci.runCode('w = 1', { context: ctx })
+      const died = await ci.runCode('import os\nos._exit(3)', { context: ctx })
+      assert.equal(died.error.name, 'KernelDied')
+      const ex = await ci.runCode('w', { context: ctx })
+      assert.equal(ex.error.name, 'NameError')
+      assert.match(ex.logs.stderr.join(''), /KernelRestarted/)
+      await ci.removeCodeContext(ctx)
+    }, 60000)
+
+    if (!FAKE) {
+      await test('runCode: variables survive pause and resume', async () => {
+        await ci.runCode('kept = [1, 2, 3]')
+        await ci.pause()
+        assert.equal((await ci.runCode('sum(kept)')).text, '6')
+      }, 120000)
+    }
+    await ci.kill()
+  }
+
   // ------------------------------------------------------------ envd protocol, raw
 
   let H
@@ -887,11 +1001,20 @@ async function main() {
     assert.equal(r.end.error.code, 'unimplemented')
   })
 
-  await test('raw: unknown sandbox and other ports answer 502', async () => {
+  await test('raw: unknown sandbox and other ports answer 502, 49999 checks its input', async () => {
     let r = await fetch(`${SANDBOX_URL}/health`, { headers: { 'E2b-Sandbox-Id': 'nosuch' } })
     assert.equal(r.status, 502)
-    r = await fetch(`${SANDBOX_URL}/health`, { headers: { ...H, 'E2b-Sandbox-Port': '49999' } })
+    r = await fetch(`${SANDBOX_URL}/health`, { headers: { ...H, 'E2b-Sandbox-Port': '8080' } })
     assert.equal(r.status, 502)
+    // 49999 is the code interpreter's: it has no /health
+    r = await fetch(`${SANDBOX_URL}/health`, { headers: { ...H, 'E2b-Sandbox-Port': '49999' } })
+    assert.equal(r.status, 404)
+    r = await fetch(`${SANDBOX_URL}/contexts`, { headers: { ...H, 'E2b-Sandbox-Port': '49999', 'X-Access-Token': 'wrong' } })
+    assert.equal(r.status, 401)
+    r = await fetch(`${SANDBOX_URL}/execute`, { method: 'POST', headers: { ...H, 'E2b-Sandbox-Port': '49999' }, body: '{"code": 7}' })
+    assert.equal(r.status, 400)
+    r = await fetch(`${SANDBOX_URL}/execute`, { method: 'POST', headers: { ...H, 'E2b-Sandbox-Port': '49999' }, body: '[' })
+    assert.equal(r.status, 400)
     r = await fetch(`${SANDBOX_URL}/health`)
     assert.equal(r.status, 502)
   })
