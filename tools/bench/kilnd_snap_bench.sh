@@ -3,7 +3,8 @@
 # against a clone of a template and against a clone taken from the
 # template's warm pool (started and primed ahead); the first pandas result of a cold boot
 # against a clone of a template whose warm-up left an interpreter with
-# pandas imported; pause and resume through kilnd; fork. Medians of
+# pandas imported; the code interpreter's runCode, first and warm; pause
+# and resume through kilnd; fork. Medians of
 # KILND_SNAP_RUNS (default 10) runs, times measured by curl (connect to
 # last byte), so the client's own start-up is not counted.
 #
@@ -138,6 +139,31 @@ while True:
 	line "first pandas result, base, cold boot" "$T/times"
 	create_exec '{"templateID":"pyrepl"}' "$ask" "$RUNS"
 	line "first pandas result, warm interpreter clone" "$T/times"
+
+	# The code interpreter (E2B's port 49999, control/codeint.c): a fresh
+	# sandbox's first runCode starts its Python process; later ones reuse it.
+	run_code() { # ID CODE_JSON
+		curl -s --unix-socket "$SOCK" -o "$T/body" -w '%{time_total}\n' \
+			-H "E2b-Sandbox-Id: $1" -H 'E2b-Sandbox-Port: 49999' -d "$2" http://k/execute
+	}
+	: >"$T/times"
+	for i in $(seq "$RUNS"); do
+		t1=$(post /sandboxes '{"image":"base"}')
+		id=$(new_id)
+		[ -n "$id" ] || fail "create base"
+		t2=$(run_code "$id" '{"code":"1 + 1"}')
+		grep -q '"text": *"2"' "$T/body" || fail "runCode in $id"
+		awk -v a="$t1" -v b="$t2" 'BEGIN { print a + b }' >>"$T/times"
+		[ "$i" = "$RUNS" ] || del "$id" # the last one stays for the next figure
+	done
+	line "create -> first runCode (1 + 1), base" "$T/times"
+	: >"$T/times"
+	for _ in $(seq $((RUNS * 5))); do
+		run_code "$id" '{"code":"1 + 1"}' >>"$T/times"
+		grep -q '"text": *"2"' "$T/body" || fail "runCode in $id"
+	done
+	line "runCode (1 + 1) round trip, warm context" "$T/times"
+	del "$id"
 fi
 
 # pause_resume NAME CREATE_BODY: pause and resume one sandbox RUNS times
