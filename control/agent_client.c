@@ -87,20 +87,30 @@ static void update_watchers(struct agent_conn *c)
 		ev_io_stop(c->loop, &c->ww);
 }
 
-static void do_write(struct agent_conn *c)
+/* Send what the socket takes: 0, or -errno if the connection broke. */
+static int send_out(struct agent_conn *c)
 {
 	while (buf_avail(&c->out)) {
-		ssize_t n = send(c->fd, buf_head(&c->out), buf_avail(&c->out), MSG_NOSIGNAL);
+		ssize_t n =
+		    send(c->fd, buf_head(&c->out), buf_avail(&c->out), MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN)
-				break;
-			conn_fail(c, -errno);
-			return;
+			return errno == EAGAIN ? 0 : -errno;
 		}
 		buf_consume(&c->out, (size_t)n);
+	}
+	return 0;
+}
+
+static void do_write(struct agent_conn *c)
+{
+	int err = send_out(c);
+
+	if (err) {
+		conn_fail(c, err);
+		return;
 	}
 	if (!buf_avail(&c->out) && c->want_shut && !c->shut_wr) {
 		shutdown(c->fd, SHUT_WR);
@@ -308,10 +318,15 @@ void agent_flush(struct agent_conn *c)
 {
 	if (c->state == ST_DEAD)
 		return;
+	/* Send what the socket takes now (a request then reaches the VMM a
+	 * loop turn and two epoll_ctl calls sooner), unless a drain is awaited
+	 * (on_drain comes from do_write). The rest, and any failure, is left
+	 * to the loop: a failed write calls on_close, which must not run
+	 * inside the owner's own call. */
+	if (c->state == ST_OPEN && !c->above_high)
+		(void)send_out(c);
 	if (buf_avail(&c->out) >= AGENT_OUT_HIGH)
 		c->above_high = true;
-	/* Write from the loop, never from here: a failed write calls on_close,
-	 * which must not run inside the owner's own call. */
 	update_watchers(c);
 }
 

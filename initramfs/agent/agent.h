@@ -162,6 +162,7 @@ struct spawn_req {
 /* The most a child writes to its status pipe: one atomic pipe write. */
 #define SPAWN_STATUS_MAX 512
 pid_t spawn(const struct spawn_req *r);
+/* The environment of a command (spawn.c); valid until the next call. */
 char **spawn_env(char *const *req_env, bool pty);
 
 #endif

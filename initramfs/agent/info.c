@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* kiln-agent: the info stream — INFO right after the HELLO answer, then close. */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/syscall.h>
 #include <sys/sysinfo.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent.h"
 
@@ -17,19 +20,40 @@ static uint64_t uptime_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Best effort: the numeric entries of /proc, 0 without procfs. */
+/* The start of a getdents64 record (struct linux_dirent64). */
+struct dent64 {
+	uint64_t ino;
+	int64_t off;
+	uint16_t reclen;
+	uint8_t type;
+	char name[];
+};
+
+/* Best effort: the numeric entries of /proc, 0 without procfs. Read with
+ * getdents64 into a stack buffer: opendir() would allocate a DIR that
+ * musl's allocator maps and unmaps around every request (~90 us in a
+ * guest). */
 static uint32_t count_procs(void)
 {
+	char buf[4096] __attribute__((aligned(8)));
 	uint32_t n = 0;
-	struct dirent *e;
-	DIR *d = opendir("/proc");
+	long len;
+	int fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	if (!d)
+	if (fd < 0)
 		return 0;
-	while ((e = readdir(d)))
-		if (isdigit((unsigned char)e->d_name[0]))
-			n++;
-	closedir(d);
+	while ((len = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0) {
+		for (long off = 0; off + (long)offsetof(struct dent64, name) < len;) {
+			const struct dent64 *e = (const struct dent64 *)(buf + off);
+
+			if (e->reclen <= offsetof(struct dent64, name) || e->reclen > len - off)
+				break;
+			if (isdigit((unsigned char)e->name[0]))
+				n++;
+			off += e->reclen;
+		}
+	}
+	close(fd);
 	return n;
 }
 

@@ -45,10 +45,8 @@ static int spawn_with(struct proc *p, const struct start_req *s, struct spawn_re
 	r->envp = spawn_env(s->env, p->pty);
 	if (!r->envp)
 		return -ENOMEM;
-	if (pipe2(st, O_CLOEXEC) < 0) {
-		err = -errno;
-		goto out;
-	}
+	if (pipe2(st, O_CLOEXEC) < 0)
+		return -errno;
 	r->status_fd = st[1];
 	pid_t pid = spawn(r);
 	close(st[1]);
@@ -57,13 +55,11 @@ static int spawn_with(struct proc *p, const struct start_req *s, struct spawn_re
 		close(st[0]);
 		if (pid > 0)
 			kill(pid, SIGKILL);
-		goto out;
+		return err;
 	}
 	p->pid = pid;
 	p->status_fd = st[0];
-out:
-	free(r->envp);
-	return err;
+	return 0;
 }
 
 int pipes_spawn(struct proc *p, const struct start_req *s)
