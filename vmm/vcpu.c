@@ -17,6 +17,9 @@
 #include "virtio/virtio.h"
 
 #define SIG_KICK SIGUSR1
+/* KILN_PORT_POPULATE: at most one guest huge page's worth at a time. */
+#define POPULATE_PAGE 4096ULL
+#define POPULATE_MAX  (2ULL << 20)
 
 static const char *vector_name(uint64_t v)
 {
@@ -104,6 +107,25 @@ static void port_fatal(struct vcpu *c, const struct kvm_regs *r)
 	        (unsigned long long)r->r11, (unsigned long long)r->r12);
 }
 
+/* The guest is about to use a range of fresh RAM: make the host memory
+ * behind it present now, so that its first touches do not each cost a host
+ * fault (the host maps present neighbours along). Only for memfd RAM:
+ * anonymous RAM comes in huge pages, and lazily restored RAM is the uffd
+ * thread's to fill. A hint: a range that is not page-aligned RAM is
+ * ignored. */
+static void port_populate(struct vcpu *c, const struct kvm_regs *r)
+{
+	struct guest_mem *mem = &c->vm->mem;
+	void *host;
+
+	if (mem->anon || atomic_load(&mem->lazy) || !r->rsi || r->rsi > POPULATE_MAX ||
+	    (r->rdi | r->rsi) % POPULATE_PAGE)
+		return;
+	host = gpa_ptr(mem, r->rdi, r->rsi);
+	if (host)
+		madvise(host, r->rsi, MADV_POPULATE_WRITE);
+}
+
 static void handle_io(struct vcpu *c)
 {
 	struct kvm_run *run = c->run;
@@ -136,6 +158,9 @@ static void handle_io(struct vcpu *c)
 		break;
 	case KILN_PORT_FATAL:
 		port_fatal(c, &r);
+		break;
+	case KILN_PORT_POPULATE:
+		port_populate(c, &r);
 		break;
 	}
 }

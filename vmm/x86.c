@@ -218,11 +218,12 @@ static void build_tss(struct vm *vm)
 	for (int i = 0; i < 7; i++)
 		put64(tss + 36 + 8 * i, img->ist[i]);
 	memcpy(tss + 102, &iomap_base, 2);
-	/* Deny all ports to CPL3 except kiln's own exit, log and fatal (the
-	 * quiesce port is the supervisor's). */
+	/* Deny all ports to CPL3 except kiln's own (the quiesce port is the
+	 * supervisor's). */
 	memset(iomap, 0xff, 8192 + 1);
-	for (int p = KILN_PORT_BASE; p <= KILN_PORT_FATAL; p++)
-		iomap[p / 8] &= (uint8_t) ~(1u << (p % 8));
+	for (int p = KILN_PORT_BASE; p < KILN_PORT_BASE + KILN_PORT_COUNT; p++)
+		if (p != KILN_PORT_QUIESCE)
+			iomap[p / 8] &= (uint8_t) ~(1u << (p % 8));
 }
 
 static void build_idt(struct vm *vm)

@@ -58,6 +58,9 @@ void keep_shrink(void);
 uint64_t pmem_alloc_pt(void);
 void pmem_free_pt(uint64_t pa);
 size_t pmem_free_pages(void);
+/* Have the VMM make the host memory behind [pa, pa + len) present (a hint:
+ * see pmem.c). */
+void host_populate(uint64_t pa, uint64_t len);
 size_t pmem_total_pages(void);
 
 /* Kernel heap for library-OS objects. kmalloc never returns memory that

@@ -3,10 +3,11 @@
  * kiln boot ABI: what kiln-vmm promises kiln-kernel at the first instruction,
  * and what the kernel image must tell the VMM about itself.
  *
- * Version 2 (2 added the snapshot quiesce point: KILN_VEC_QUIESCE and
- * KILN_PORT_QUIESCE). Any change to a layout, constant or meaning below bumps
- * KILN_BOOT_VERSION; the VMM refuses images that carry another version, and
- * refuses to restore a snapshot taken with another one.
+ * Version 3 (2 added the snapshot quiesce point: KILN_VEC_QUIESCE and
+ * KILN_PORT_QUIESCE, 3 KILN_PORT_POPULATE). Any change to a layout, constant
+ * or meaning below bumps KILN_BOOT_VERSION; the VMM refuses images that
+ * carry another version, and refuses to restore a snapshot taken with
+ * another one.
  *
  * Why so much is done by the VMM: on PVM hosts every guest CPL0 instruction
  * is emulated (0.3-1 us each, see shared/probes/RESULTS.md), so page tables,
@@ -18,7 +19,7 @@
 #ifndef KILN_BOOT_H
 #define KILN_BOOT_H
 
-#define KILN_BOOT_VERSION 2
+#define KILN_BOOT_VERSION 3
 
 /* 64-bit constants usable from C and assembly. */
 #ifdef __ASSEMBLER__
@@ -114,7 +115,7 @@
  *    CR4 = PAE|PGE|OSFXSR|OSXMMEXCPT|FSGSBASE, EFER = SCE|LME|LMA|NXE.
  *  - GDT: KILN_SEL_* below; TSS loaded with RSP0 and ISTs from the image's
  *    kiln_boot_image and an I/O bitmap that lets CPL3 use the KILN_PORT_*
- *    ports up to KILN_PORT_FATAL (and nothing else).
+ *    ports but KILN_PORT_QUIESCE (and nothing else).
  *  - IDT: built from kiln_boot_image.vector[]; loaded.
  *  - x2APIC enabled, software-enabled (SVR), LVT timer in TSC-deadline mode
  *    on KILN_VEC_TIMER; other LVTs masked.
@@ -142,8 +143,8 @@
 #define KILN_VEC_QUIESCE 0xf0
 
 /* ---------------------------------------------------------------------------
- * I/O ports (PIO, all handled by the VMM; EXIT, LOG and FATAL are usable
- * from CPL0 and CPL3, QUIESCE from CPL0 only)
+ * I/O ports (PIO, all handled by the VMM; all are usable from CPL0 and
+ * CPL3 but QUIESCE, from CPL0 only)
  *
  * Arguments travel in general registers, read by the VMM at the exit.
  */
@@ -178,7 +179,16 @@
  * another host); the handler records its own TSC just before the `out`.
  */
 #define KILN_PORT_QUIESCE (KILN_PORT_BASE + 3)
-#define KILN_PORT_COUNT   4
+/*
+ * out to POPULATE (CPL0 and CPL3): RDI = guest-physical address, RSI =
+ * length (both page-aligned, at most 2 MiB) of RAM the guest is about to
+ * use. A hint: the VMM may make the host memory behind it present now, and
+ * ignores a range that is not RAM. (On PVM hosts the first touch of a guest
+ * page is a host fault, ~15 us when the host has yet to allocate the page;
+ * of pages it has, the host maps the 8 around a fault at once.)
+ */
+#define KILN_PORT_POPULATE (KILN_PORT_BASE + 4)
+#define KILN_PORT_COUNT    5
 /*
  * RDX at resume from the quiesce point. RESTORED: this is a new VM, restored
  * from a snapshot; devices were reset where the host side could not be kept

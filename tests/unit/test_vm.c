@@ -57,6 +57,19 @@ void kfree(void *p)
 	free(p);
 }
 
+/* The VMM's side: the chunks asked for, in order. */
+static uint64_t populated[64];
+static unsigned npopulated;
+
+void host_populate(uint64_t pa, uint64_t len)
+{
+	ck_assert_uint_eq(len, 16 * 4096);
+	ck_assert_uint_eq(pa % len, 0);
+	if (npopulated < 64)
+		populated[npopulated] = pa;
+	npopulated++;
+}
+
 static void setup(void)
 {
 	struct bootinfo bi = {.nr_ram = 1, .ram = {{0, RAM}}};
@@ -180,6 +193,39 @@ START_TEST(contig_first_fit)
 	quad = ALIGN_UP(end, 64 * PAGE_SIZE);
 	ck_assert_uint_eq(pmem_alloc_contig(4, 64, false),
 	                  quad == huge ? quad + 64 * PAGE_SIZE : quad);
+}
+END_TEST
+
+/* Once 16 MiB are in use, the first frame handed out of a chunk of 16
+ * fresh ones comes with a request to populate the chunk; frames used
+ * before, and a guest using less, come without. */
+START_TEST(fresh_chunks_populated_when_busy)
+{
+	size_t busy = 16 * MIB / PAGE_SIZE;
+	uint64_t pa = 0, reused;
+
+	npopulated = 0;
+	while (pmem_total_pages() - pmem_free_pages() < busy)
+		ck_assert_uint_ne(pmem_alloc(false), 0);
+	ck_assert_uint_eq(npopulated, 0);
+	for (int i = 0; i < 16; i++) {
+		pa = pmem_alloc(false);
+		if (pa % (16 * PAGE_SIZE) == 0)
+			break;
+	}
+	ck_assert_uint_eq(pa % (16 * PAGE_SIZE), 0);
+	ck_assert_uint_eq(npopulated, 1);
+	ck_assert_uint_eq(populated[0], pa);
+	for (int i = 1; i < 16; i++) /* the rest of the chunk */
+		ck_assert_uint_eq(pmem_alloc(false), pa + i * PAGE_SIZE);
+	ck_assert_uint_eq(npopulated, 1);
+	pmem_free(pa);
+	reused = pmem_alloc(true);
+	ck_assert_uint_eq(reused, pa);
+	ck_assert_uint_eq(npopulated, 1);
+	ck_assert_uint_eq(pmem_alloc(false), pa + 16 * PAGE_SIZE);
+	ck_assert_uint_eq(npopulated, 2);
+	ck_assert_uint_eq(populated[1], pa + 16 * PAGE_SIZE);
 }
 END_TEST
 
@@ -583,6 +629,7 @@ static Suite *vm_suite(void)
 	tcase_add_test(t, huge_block_reuse_is_zeroed);
 	tcase_add_test(t, huge_blocks_only_while_plentiful);
 	tcase_add_test(t, contig_first_fit);
+	tcase_add_test(t, fresh_chunks_populated_when_busy);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("policy");
