@@ -4,7 +4,7 @@
  *
  * Workers claim chunks from a shared counter and classify each one: absent
  * (a diff, not dirty), zero (inside a hole of the memfd, or all zero bytes),
- * or data, compressed with ZSTD_compressCCtx into the worker's own buffer
+ * or data, compressed (page-sized zstd blocks, new_cctx()) into the worker's own buffer
  * (stored raw if zstd does not shrink it). File offsets are then handed out
  * in chunk order under a lock, so chunks land at increasing offsets and the
  * file reads front to back on restore; the pwrite itself runs outside the
@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_c_maxBlockSize */
 #include <zstd.h>
 
 #include "internal.h"
@@ -333,7 +334,7 @@ static int encode(struct cjob *j, struct wbuf *w, uint64_t i, struct enc_out *o,
 		o->content = content;
 	}
 	o->kind = K_DATA;
-	r = ZSTD_compressCCtx(w->cctx, w->buf, w->cap, src, n, j->level);
+	r = ZSTD_compress2(w->cctx, w->buf, w->cap, src, n);
 	if (ZSTD_isError(r)) {
 		*what = "zstd failed";
 		return -EIO;
@@ -354,6 +355,28 @@ static int encode(struct cjob *j, struct wbuf *w, uint64_t i, struct enc_out *o,
 	return 0;
 }
 
+/* Level j->level with blocks of at most a page: zstd keeps one set of
+ * entropy tables per block, and guest memory changes kind (text, code,
+ * pointers, random bytes) from one page to the next, so page-sized blocks
+ * each get tables of their own. On `snaptest touch 40` that stores 14%
+ * fewer bytes (0.43 -> 0.37 of the data chunks) for about a quarter more
+ * compression time and the same decompression speed; 16 KiB blocks save
+ * 11%, and zstd levels 2-6 with the default 128 KiB blocks at most 5% at
+ * 2-8 times the time (see writer.c). A libzstd without the parameter
+ * still works, with its default blocks. */
+static ZSTD_CCtx *new_cctx(int level)
+{
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+
+	if (c && ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level))) {
+		ZSTD_freeCCtx(c);
+		return NULL;
+	}
+	if (c)
+		ZSTD_CCtx_setParameter(c, ZSTD_c_maxBlockSize, SNAP_PAGE_SIZE);
+	return c;
+}
+
 static void *worker(void *arg)
 {
 	struct cjob *j = ((struct cworker *)arg)->job;
@@ -362,7 +385,7 @@ static void *worker(void *arg)
 
 	if (w.cap < j->chunk_size)
 		w.cap = j->chunk_size;
-	w.cctx = ZSTD_createCCtx();
+	w.cctx = new_cctx(j->level);
 	w.buf = malloc(w.cap);
 	w.bounce = malloc(j->chunk_size);
 	if (j->in->holes_from_ref)
