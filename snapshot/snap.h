@@ -26,6 +26,15 @@ struct snap_err {
 
 /* XXH64 (seed 0 is the format's). */
 uint64_t snap_xxh64(const void *buf, size_t len, uint64_t seed);
+/* The same over data given in pieces: init, update per piece, digest. */
+struct snap_xxh64_state {
+	uint64_t v[4], seed, total;
+	uint8_t buf[32]; /* a stripe not complete yet */
+	unsigned nbuf;
+};
+void snap_xxh64_init(struct snap_xxh64_state *st, uint64_t seed);
+void snap_xxh64_update(struct snap_xxh64_state *st, const void *buf, size_t len);
+uint64_t snap_xxh64_digest(const struct snap_xxh64_state *st);
 /* Identity of a boot file for snap_vm_config.kernel/initrd (XXH64 of buf). */
 void snap_image_id_from_buf(struct snap_image_id *id, const void *buf, size_t len);
 

@@ -238,6 +238,29 @@ START_TEST(xxh64_vectors)
 }
 END_TEST
 
+/* Any cut of the input into pieces hashes like the whole. */
+START_TEST(xxh64_pieces)
+{
+	static const size_t cuts[][3] = {{0, 0, 100},  {1, 30, 100}, {31, 32, 33},
+	                                 {32, 64, 96}, {5, 5, 99},   {63, 64, 65}};
+	uint8_t b[100];
+
+	for (int i = 0; i < 100; i++)
+		b[i] = (uint8_t)(i * 7 + 3);
+	for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+		struct snap_xxh64_state st;
+		size_t prev = 0;
+
+		snap_xxh64_init(&st, 5);
+		for (int k = 0; k < 3; k++) {
+			snap_xxh64_update(&st, b + prev, cuts[c][k] - prev);
+			prev = cuts[c][k];
+		}
+		ck_assert_uint_eq(snap_xxh64_digest(&st), snap_xxh64(b, prev, 5));
+	}
+}
+END_TEST
+
 START_TEST(chunks_from_pages)
 {
 	uint64_t pages[4] = {0}, chunks[1] = {0};
@@ -1269,6 +1292,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(basics, xxh64_vectors);
+	tcase_add_test(basics, xxh64_pieces);
 	tcase_add_test(basics, chunks_from_pages);
 	suite_add_tcase(s, basics);
 
