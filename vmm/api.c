@@ -291,8 +291,10 @@ static void client_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 		if (c->discard)
 			c->discard = false;
-		else if (line)
+		else if (line) {
 			reply(c, handle(c->api->vm, c->buf, line));
+			vm_snapshot_retire(c->api->vm);
+		}
 		memmove(c->buf, nl + 1, c->len - line - 1);
 		c->len -= line + 1;
 		if (atomic_load(&c->api->vm->stop) != VM_RUNNING)

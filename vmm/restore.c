@@ -252,6 +252,7 @@ int vm_restore_state(struct vm *vm, char *why, size_t len)
 void vm_restore_close(struct vm *vm)
 {
 	uffd_stop(vm);
+	vm_snapshot_retire(vm);
 	/* A diff holds on to its parent: close it first. */
 	if (vm->snap.src)
 		snap_close(vm->snap.src);

@@ -29,6 +29,8 @@ int vm_snap_config(struct vm *vm, struct snap_vm_config *c, char *why, size_t le
 /* Write a snapshot of the paused VM (every vCPU parked). Main thread. */
 int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_write_stats *st,
                 char *why, size_t len);
+/* Close what the last vm_snapshot() left to close; after its reply. */
+void vm_snapshot_retire(struct vm *vm);
 
 /*
  * Restore, in the order main() calls them; each fills why on failure.

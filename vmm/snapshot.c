@@ -185,6 +185,13 @@ static void remember_last(struct vm *vm, const char *path, uint64_t id)
 	vm->snap.last_id = id;
 }
 
+void vm_snapshot_retire(struct vm *vm)
+{
+	if (vm->snap.retired)
+		snap_close(vm->snap.retired);
+	vm->snap.retired = NULL;
+}
+
 int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_write_stats *st,
                 char *why, size_t len)
 {
@@ -199,6 +206,7 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	struct snap_err serr;
 	int err;
 
+	vm_snapshot_retire(vm);
 	err = vm_snap_config(vm, &cfg, why, len);
 	if (err)
 		return err;
@@ -281,8 +289,7 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	vm->snap.last_ms = (vm_now_ns() - t0) / 1000000;
 	if (!err)
 		remember_last(vm, o->path, st->id);
-	if (last)
-		snap_close(last);
+	vm->snap.retired = last;
 out:
 	for (int i = 0; i < vm->nr_devs; i++)
 		free((void *)devs[i].data);
