@@ -175,6 +175,10 @@ uint64_t snap_chunk_len(const struct snap *s, uint64_t idx);
 /* Check every stored chunk: checksum, and (decompress) that it yields
  * exactly its length. Nothing is written anywhere. */
 int snap_verify(const struct snap *s, unsigned threads, struct snap_err *err);
+/* Only the checksums of the stored bytes of every chunk the memory is made
+ * of (through attached parents), without decompressing: what a restore
+ * that loads memory while the guest runs checks before it starts. */
+int snap_check_chunks(const struct snap *s, unsigned threads, struct snap_err *err);
 
 /* ---------------------------------------------------------------------------
  * Memory restore.

@@ -54,11 +54,20 @@ void vm_restore_close(struct vm *vm);
  * shared by every clone (vmm/template.c). Returns an fd to map privately. */
 int template_open(struct vm *vm, const struct snap *s, char *why, size_t len);
 
-/* Lazy restore: guest RAM filled from the snapshot on first touch
- * (vmm/uffd.c). Register before anything touches RAM. */
-int uffd_start(struct vm *vm, const struct snap *s, char *why, size_t len);
+/* Guest RAM filled from the snapshot while the guest runs, by loader
+ * threads and on first touch (vmm/uffd.c): eager starts a loader per CPU
+ * at once, lazy one after a grace period. Register before anything touches
+ * RAM. */
+int uffd_start(struct vm *vm, const struct snap *s, bool eager, char *why, size_t len);
+/* Start the loaders (none without uffd_start()): once the vCPUs run, which
+ * they then do not compete with for a CPU. On failure memory still comes
+ * in, as it is touched. */
+int uffd_load(struct vm *vm);
 void uffd_stop(struct vm *vm);
-/* Chunks filled so far and faults served, for metrics. */
-void uffd_stats(struct vm *vm, uint64_t *filled, uint64_t *faults, uint64_t *total);
+struct uffd_stats {
+	uint64_t filled, faults, chunks; /* chunks filled so far, faults served, all chunks */
+	uint64_t resident_ns;            /* from the start of main to all memory in; 0: not yet */
+};
+void uffd_stats(const struct vm *vm, struct uffd_stats *st);
 
 #endif

@@ -327,6 +327,7 @@ START_TEST(round_trip_eager)
 	ck_assert_int_eq(memcmp(out.mem, img.mem, MEM_SIZE), 0);
 	ck_assert_int_eq(snap_restore_mem(s, out.mem, MEM_SIZE - 1, 2, 0, &err), -EINVAL);
 	ck_assert_msg(snap_verify(s, 0, &err) == 0, "%s", err.msg);
+	ck_assert_msg(snap_check_chunks(s, 2, &err) == 0, "%s", err.msg);
 	image_free(&out);
 	snap_close(s);
 }
@@ -1146,6 +1147,8 @@ START_TEST(damaged_chunk)
 
 	s = open_ok(path);
 	ck_assert_int_eq(snap_verify(s, 0, &err), -EIO);
+	ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
+	ck_assert_int_eq(snap_check_chunks(s, 2, &err), -EIO);
 	ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
 	image_new(&out, MEM_SIZE);
 	ck_assert_int_eq(snap_restore_mem(s, out.mem, MEM_SIZE, 2, 0, &err), -EIO);
