@@ -92,6 +92,13 @@ struct snap_save {
 	 * so nothing here faults on memory that userfaultfd still serves.
 	 * Needs ref's chunk size. */
 	bool holes_from_ref;
+	/* With holes_from_ref, or NULL: a bitmap of the chunks (at ref's chunk
+	 * size) loaded in whole already, whose holes are zero pages: only
+	 * the other chunks' holes are ref's. A restore that leaves the zero
+	 * pages of a chunk out (vmm/uffd.c) passes it, so that its loaded
+	 * chunks are hashed where they lie instead of being rebuilt from
+	 * ref. */
+	const uint64_t *loaded;
 	/* Diff snapshot: the parent (open), and a bitmap of chunks (at the
 	 * parent's chunk size) that may differ from it; see
 	 * snap_chunks_from_pages(). Both NULL for a full snapshot. */

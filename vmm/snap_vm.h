@@ -69,5 +69,8 @@ struct uffd_stats {
 	uint64_t resident_ns;            /* from the start of main to all memory in; 0: not yet */
 };
 void uffd_stats(const struct vm *vm, struct uffd_stats *st);
+/* A bitmap of the chunks in whole by now (snap_save.loaded; free() it),
+ * or NULL if none is known. */
+uint64_t *uffd_loaded(const struct vm *vm);
 
 #endif

@@ -200,7 +200,7 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	struct snap_vcpu_state *vcpus = NULL;
 	struct snap_dev_blob devs[KILN_MMIO_MAX_DEVICES] = {{0}};
 	const struct snap *base = vm->snap.src_parent ? vm->snap.src_parent : vm->snap.src;
-	uint64_t *dirty = NULL, *held = NULL, t0 = vm_now_ns();
+	uint64_t *dirty = NULL, *held = NULL, *loaded = NULL, t0 = vm_now_ns();
 	struct snap *last = NULL;
 	struct snap_save in = {0};
 	struct snap_err serr;
@@ -255,15 +255,18 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	in.vm = &vms;
 	in.devs = devs;
 	in.mem = vm->mem.host;
-	/* A clone's writes are not in the file at all. Holes in a lazily
-	 * restored memfd are pages not loaded yet, not zeros: they are taken
-	 * from the snapshot being loaded, never read through the mapping,
-	 * where each page would wait on the userfaultfd thread (and a hang
-	 * there was reported). Once loading is done the holes are zero chunks
-	 * (lazy is cleared after the last chunk with data is in), and either
-	 * reading is right. */
+	/* A clone's writes are not in the file at all. Holes in a memfd
+	 * still loading (eager or lazy restore) are pages not loaded yet, not
+	 * zeros: they are taken from the snapshot being loaded, never read
+	 * through the mapping, where each page would wait on the userfaultfd
+	 * thread (and a hang there was reported); except in the chunks loaded
+	 * in whole by now, whose holes are zero pages. Once loading is done
+	 * the holes are zero pages everywhere (lazy is cleared after the last
+	 * chunk is in), and either reading is right. */
 	in.mem_fd = vm->mem.private ? -1 : vm->mem.fd;
 	in.holes_from_ref = !vm->mem.private && atomic_load(&vm->mem.lazy);
+	if (in.holes_from_ref)
+		in.loaded = loaded = uffd_loaded(vm);
 	/* Chunks that did not change since the last snapshot written or the
 	 * one restored from are copied from it, not compressed again. */
 	if (!in.holes_from_ref)
@@ -296,5 +299,6 @@ out:
 	free(vcpus);
 	free(dirty);
 	free(held);
+	free(loaded);
 	return err;
 }

@@ -486,6 +486,22 @@ void uffd_stats(const struct vm *vm, struct uffd_stats *st)
 	st->resident_ns = atomic_load(&u->resident_ns);
 }
 
+uint64_t *uffd_loaded(const struct vm *vm)
+{
+	const struct uffd *u = vm->snap.uffd;
+	uint64_t *bits;
+
+	if (!u || !(bits = calloc((u->nchunks + 63) / 64, 8)))
+		return NULL;
+	for (uint64_t i = 0; i < u->nchunks; i++) {
+		uint8_t st = atomic_load(&u->state[i]);
+
+		if (st == C_FILLED || st == C_ZERO)
+			bits[i / 64] |= 1ULL << (i % 64);
+	}
+	return bits;
+}
+
 void uffd_stop(struct vm *vm)
 {
 	struct uffd *u = vm->snap.uffd;
