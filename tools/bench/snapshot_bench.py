@@ -14,7 +14,7 @@ with "echo <line>". Measured, medians of --runs:
                that did not change since the one before)
   re-pause     a VM restored eagerly / lazily from that snapshot, paused to
                a file right away (resume false), as kilnd pauses a sandbox
-               it resumed: the lazy one while its memory is still loading
+               it resumed: both while their memory is still loading
   resume       eager and lazy restores of that snapshot: kiln-vmm start to
                the first guest instruction, to the first console byte of
                the guest's answer to a line that waits on its stdin, and
