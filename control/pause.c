@@ -6,10 +6,10 @@
  *            VMM's API socket, then the VMM is killed: a paused sandbox is
  *            its snapshot file and no process.
  *   resume   a new kiln-vmm --restore DIR/snapshot (--resume-mode, eager by
- *            default: as fast as lazy for the snapshots of small guests,
- *            and a lazily restored VM pauses ~40x slower), with the files
- *            the sandbox was booted with; once its agent answers, the
- *            snapshot is deleted.
+ *            default: the guest runs at once and all of its memory is in a
+ *            decompression time later; lazy loads it mostly as it is
+ *            touched), with the files the sandbox was booted with; once its
+ *            agent answers, the snapshot is deleted (the VMM keeps it open).
  *   snapshot of a running sandbox for fork and templates.
  *
  * One transition at a time per sandbox: a request that arrives while one

@@ -50,31 +50,74 @@ static inline uint64_t merge(uint64_t acc, uint64_t v)
 	return acc * P1 + P4;
 }
 
-uint64_t snap_xxh64(const void *buf, size_t len, uint64_t seed)
+void snap_xxh64_init(struct snap_xxh64_state *st, uint64_t seed)
 {
-	const uint8_t *p = buf, *end = p + len;
+	memset(st, 0, sizeof(*st));
+	st->v[0] = seed + P1 + P2;
+	st->v[1] = seed + P2;
+	st->v[2] = seed;
+	st->v[3] = seed - P1;
+	st->seed = seed;
+}
+
+/* The whole 32-byte stripes of p[0, n) into the four lanes; returns the
+ * bytes consumed. */
+static size_t stripes(uint64_t v[4], const uint8_t *p, size_t n)
+{
+	uint64_t v1 = v[0], v2 = v[1], v3 = v[2], v4 = v[3];
+	size_t done = 0;
+
+	for (; n - done >= 32; done += 32) {
+		v1 = round64(v1, rd64(p + done));
+		v2 = round64(v2, rd64(p + done + 8));
+		v3 = round64(v3, rd64(p + done + 16));
+		v4 = round64(v4, rd64(p + done + 24));
+	}
+	v[0] = v1;
+	v[1] = v2;
+	v[2] = v3;
+	v[3] = v4;
+	return done;
+}
+
+void snap_xxh64_update(struct snap_xxh64_state *st, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	size_t done;
+
+	st->total += len;
+	if (st->nbuf) {
+		size_t take = 32 - st->nbuf < len ? 32 - st->nbuf : len;
+
+		memcpy(st->buf + st->nbuf, p, take);
+		st->nbuf += (unsigned)take;
+		p += take;
+		len -= take;
+		if (st->nbuf < 32)
+			return;
+		stripes(st->v, st->buf, 32);
+		st->nbuf = 0;
+	}
+	done = stripes(st->v, p, len);
+	memcpy(st->buf, p + done, len - done);
+	st->nbuf = (unsigned)(len - done);
+}
+
+uint64_t snap_xxh64_digest(const struct snap_xxh64_state *st)
+{
+	const uint8_t *p = st->buf, *end = p + st->nbuf;
 	uint64_t acc;
 
-	if (len >= 32) {
-		uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
-		const uint8_t *limit = end - 32;
+	if (st->total >= 32) {
+		const uint64_t *v = st->v;
 
-		do {
-			v1 = round64(v1, rd64(p));
-			v2 = round64(v2, rd64(p + 8));
-			v3 = round64(v3, rd64(p + 16));
-			v4 = round64(v4, rd64(p + 24));
-			p += 32;
-		} while (p <= limit);
-		acc = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
-		acc = merge(acc, v1);
-		acc = merge(acc, v2);
-		acc = merge(acc, v3);
-		acc = merge(acc, v4);
+		acc = rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18);
+		for (int i = 0; i < 4; i++)
+			acc = merge(acc, v[i]);
 	} else {
-		acc = seed + P5;
+		acc = st->seed + P5;
 	}
-	acc += (uint64_t)len;
+	acc += st->total;
 
 	while (end - p >= 8) {
 		acc ^= round64(0, rd64(p));
@@ -98,6 +141,15 @@ uint64_t snap_xxh64(const void *buf, size_t len, uint64_t seed)
 	acc *= P3;
 	acc ^= acc >> 32;
 	return acc;
+}
+
+uint64_t snap_xxh64(const void *buf, size_t len, uint64_t seed)
+{
+	struct snap_xxh64_state st;
+
+	snap_xxh64_init(&st, seed);
+	snap_xxh64_update(&st, buf, len);
+	return snap_xxh64_digest(&st);
 }
 
 void snap_image_id_from_buf(struct snap_image_id *id, const void *buf, size_t len)

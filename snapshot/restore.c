@@ -59,6 +59,38 @@ static int chunk_err(const struct snap *s, struct snap_err *err, int ret, uint64
 	return snap_errf(err, ret, "snapshot '%s': chunk %llu: %s", s->path, U(idx), what);
 }
 
+static int read_err(const struct snap *s, struct snap_err *err, int ret, uint64_t idx)
+{
+	char what[96];
+
+	snprintf(what, sizeof(what), "read: %s", ret == -ENODATA ? "file shrank" : strerror(-ret));
+	return chunk_err(s, err, -EIO, idx, what);
+}
+
+/* Chunk idx's stored bytes into ctx->cbuf, their checksum checked. */
+static int read_stored(const struct snap *s, struct snap_chunk_ctx *ctx, uint64_t idx,
+                       struct snap_err *err)
+{
+	const struct snap_chunk *c = &s->chunks[idx];
+	int ret;
+
+	if (ctx->cap < c->stored_len) {
+		free(ctx->cbuf);
+		ctx->cap = s->max_stored > c->stored_len ? s->max_stored : c->stored_len;
+		ctx->cbuf = malloc(ctx->cap);
+		if (!ctx->cbuf) {
+			ctx->cap = 0;
+			return chunk_err(s, err, -ENOMEM, idx, "out of memory");
+		}
+	}
+	ret = snap_pread(s->fd, ctx->cbuf, c->stored_len, c->offset);
+	if (ret < 0)
+		return read_err(s, err, ret, idx);
+	if (snap_xxh64(ctx->cbuf, c->stored_len, 0) != c->checksum)
+		return chunk_err(s, err, -EIO, idx, "checksum mismatch");
+	return 0;
+}
+
 int snap_decode_chunk(const struct snap *s, struct snap_chunk_ctx *ctx, uint64_t idx, void *dst,
                       struct snap_err *err)
 {
@@ -71,25 +103,14 @@ int snap_decode_chunk(const struct snap *s, struct snap_chunk_ctx *ctx, uint64_t
 	if (c->enc == SNAP_ENC_RAW) {
 		ret = snap_pread(s->fd, dst, len, c->offset);
 		if (ret < 0)
-			goto io;
+			return read_err(s, err, ret, idx);
 		if (snap_xxh64(dst, len, 0) != c->checksum)
 			return chunk_err(s, err, -EIO, idx, "checksum mismatch");
 		return 0;
 	}
-	if (ctx->cap < c->stored_len) {
-		free(ctx->cbuf);
-		ctx->cap = s->max_stored > c->stored_len ? s->max_stored : c->stored_len;
-		ctx->cbuf = malloc(ctx->cap);
-		if (!ctx->cbuf) {
-			ctx->cap = 0;
-			return chunk_err(s, err, -ENOMEM, idx, "out of memory");
-		}
-	}
-	ret = snap_pread(s->fd, ctx->cbuf, c->stored_len, c->offset);
+	ret = read_stored(s, ctx, idx, err);
 	if (ret < 0)
-		goto io;
-	if (snap_xxh64(ctx->cbuf, c->stored_len, 0) != c->checksum)
-		return chunk_err(s, err, -EIO, idx, "checksum mismatch");
+		return ret;
 	r = ZSTD_decompressDCtx(ctx->dctx, dst, len, ctx->cbuf, c->stored_len);
 	if (ZSTD_isError(r)) {
 		snprintf(what, sizeof(what), "zstd: %s", ZSTD_getErrorName(r));
@@ -100,9 +121,6 @@ int snap_decode_chunk(const struct snap *s, struct snap_chunk_ctx *ctx, uint64_t
 		return chunk_err(s, err, -EIO, idx, what);
 	}
 	return 0;
-io:
-	snprintf(what, sizeof(what), "read: %s", ret == -ENODATA ? "file shrank" : strerror(-ret));
-	return chunk_err(s, err, -EIO, idx, what);
 }
 
 int snap_read_chunk(const struct snap *s, struct snap_chunk_ctx *ctx, uint64_t idx, void *buf,
@@ -133,6 +151,7 @@ struct rjob {
 	const struct snap *s;
 	uint8_t *dst; /* NULL: verify only, or into fd */
 	int fd;       /* >= 0: pwrite into this file (known empty) */
+	bool sums;    /* only check the stored bytes' checksums */
 	unsigned flags;
 	atomic_uint_fast64_t next;
 	atomic_int failed;
@@ -193,6 +212,12 @@ static int restore_one(struct rjob *j, struct snap_chunk_ctx *ctx, uint64_t i, s
 	uint8_t *dst = j->dst ? j->dst + i * s->chunk_size : NULL;
 	int ret;
 
+	if (j->sums) {
+		if (!(h = snap_holder(s, i)))
+			return chunk_err(s, err, -ENOENT, i,
+			                 "not in this diff and no parent attached");
+		return bm_test(h->zero, i) ? 0 : read_stored(h, ctx, i, err);
+	}
 	if (!dst && j->fd >= 0) { /* into a file: every chunk, zero ones left as holes */
 		if (!(h = snap_holder(s, i)))
 			return chunk_err(s, err, -ENOENT, i,
@@ -268,10 +293,10 @@ static void *rworker(void *arg)
 	return NULL;
 }
 
-static int run(const struct snap *s, uint8_t *dst, int fd, unsigned threads, unsigned flags,
-               struct snap_err *err)
+static int run(const struct snap *s, uint8_t *dst, int fd, bool sums, unsigned threads,
+               unsigned flags, struct snap_err *err)
 {
-	struct rjob j = {.s = s, .dst = dst, .fd = fd, .flags = flags};
+	struct rjob j = {.s = s, .dst = dst, .fd = fd, .sums = sums, .flags = flags};
 	struct rworker w[256];
 
 	if (!threads)
@@ -303,12 +328,17 @@ int snap_restore_mem(const struct snap *s, void *dst, uint64_t dst_size, unsigne
 		return snap_errf(err, -EINVAL,
 		                 "snapshot '%s': a diff snapshot needs its parent attached",
 		                 s->path);
-	return run(s, dst, -1, threads, flags, err);
+	return run(s, dst, -1, false, threads, flags, err);
 }
 
 int snap_verify(const struct snap *s, unsigned threads, struct snap_err *err)
 {
-	return run(s, NULL, -1, threads, 0, err);
+	return run(s, NULL, -1, false, threads, 0, err);
+}
+
+int snap_check_chunks(const struct snap *s, unsigned threads, struct snap_err *err)
+{
+	return run(s, NULL, -1, true, threads, 0, err);
 }
 
 int snap_restore_file(const struct snap *s, int fd, unsigned threads, struct snap_err *err)
@@ -317,7 +347,7 @@ int snap_restore_file(const struct snap *s, int fd, unsigned threads, struct sna
 		return snap_errf(err, -EINVAL,
 		                 "snapshot '%s': a diff snapshot needs its parent attached",
 		                 s->path);
-	return run(s, NULL, fd, threads, 0, err);
+	return run(s, NULL, fd, false, threads, 0, err);
 }
 
 int snap_restore_template(const struct snap *s, int memfd, unsigned threads, bool seal,

@@ -26,6 +26,15 @@ struct snap_err {
 
 /* XXH64 (seed 0 is the format's). */
 uint64_t snap_xxh64(const void *buf, size_t len, uint64_t seed);
+/* The same over data given in pieces: init, update per piece, digest. */
+struct snap_xxh64_state {
+	uint64_t v[4], seed, total;
+	uint8_t buf[32]; /* a stripe not complete yet */
+	unsigned nbuf;
+};
+void snap_xxh64_init(struct snap_xxh64_state *st, uint64_t seed);
+void snap_xxh64_update(struct snap_xxh64_state *st, const void *buf, size_t len);
+uint64_t snap_xxh64_digest(const struct snap_xxh64_state *st);
 /* Identity of a boot file for snap_vm_config.kernel/initrd (XXH64 of buf). */
 void snap_image_id_from_buf(struct snap_image_id *id, const void *buf, size_t len);
 
@@ -83,6 +92,13 @@ struct snap_save {
 	 * so nothing here faults on memory that userfaultfd still serves.
 	 * Needs ref's chunk size. */
 	bool holes_from_ref;
+	/* With holes_from_ref, or NULL: a bitmap of the chunks (at ref's chunk
+	 * size) loaded in whole already, whose holes are zero pages: only
+	 * the other chunks' holes are ref's. A restore that leaves the zero
+	 * pages of a chunk out (vmm/uffd.c) passes it, so that its loaded
+	 * chunks are hashed where they lie instead of being rebuilt from
+	 * ref. */
+	const uint64_t *loaded;
 	/* Diff snapshot: the parent (open), and a bitmap of chunks (at the
 	 * parent's chunk size) that may differ from it; see
 	 * snap_chunks_from_pages(). Both NULL for a full snapshot. */
@@ -166,6 +182,10 @@ uint64_t snap_chunk_len(const struct snap *s, uint64_t idx);
 /* Check every stored chunk: checksum, and (decompress) that it yields
  * exactly its length. Nothing is written anywhere. */
 int snap_verify(const struct snap *s, unsigned threads, struct snap_err *err);
+/* Only the checksums of the stored bytes of every chunk the memory is made
+ * of (through attached parents), without decompressing: what a restore
+ * that loads memory while the guest runs checks before it starts. */
+int snap_check_chunks(const struct snap *s, unsigned threads, struct snap_err *err);
 
 /* ---------------------------------------------------------------------------
  * Memory restore.

@@ -20,7 +20,11 @@
  * bytes; only the optimal parsers (16 and up) reach 0.41, 70 times slower.
  * Chunk size at level 1: 64 KiB 0.51, 256 KiB 0.49, 2 MiB 0.48. So level 1
  * stays, and the time goes instead into not compressing what an older
- * snapshot already holds (snap_save.ref, compress.c).
+ * snapshot already holds (snap_save.ref, compress.c). Smaller zstd blocks
+ * (16 KiB, compress.c, new_cctx()) store 12% fewer bytes of this memory
+ * at level 1, and cost nothing in size on a real Python heap; with 4 KiB
+ * blocks, level 2 and 5 store only 2% and 3% less than level 1, for twice
+ * and four times the time.
  *
  * fsync: kept by default. After a pause the VMM is killed and this file is
  * the sandbox's only copy, so it must survive a host crash. On the dev

@@ -220,7 +220,7 @@ static void rss(json_t *r)
 
 static json_t *op_metrics(struct vm *vm, json_t *req)
 {
-	uint64_t filled, faults, total;
+	struct uffd_stats us;
 	json_t *r =
 	    json_pack("{s:b,s:s,s:I,s:I,s:I,s:I,s:I}", "ok", 1, "state", state_name(vm), "pauses",
 	              (json_int_t)vm->pause.count, "last_pause_us",
@@ -234,12 +234,15 @@ static json_t *op_metrics(struct vm *vm, json_t *req)
 		json_object_set_new(r, "restored_from", json_string(vm->cfg.restore_path));
 		json_object_set_new(r, "restore_mode", json_string(modes[vm->cfg.restore_mode]));
 		json_object_set_new(r, "restore_ms", json_real(vm->snap.restore_ns / 1e6));
-		uffd_stats(vm, &filled, &faults, &total);
-		if (vm->cfg.restore_mode == RESTORE_LAZY)
+		uffd_stats(vm, &us);
+		if (us.chunks)
 			json_object_set_new(
-			    r, "lazy",
-			    json_pack("{s:I,s:I,s:I}", "chunks_filled", (json_int_t)filled,
-			              "faults", (json_int_t)faults, "chunks", (json_int_t)total));
+			    r, "loading",
+			    json_pack("{s:I,s:I,s:I,s:o}", "chunks_filled", (json_int_t)us.filled,
+			              "faults", (json_int_t)us.faults, "chunks",
+			              (json_int_t)us.chunks, "resident_ms",
+			              us.resident_ns ? json_real(us.resident_ns / 1e6)
+			                             : json_null()));
 	}
 	rss(r);
 	return r;
@@ -291,8 +294,10 @@ static void client_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 		if (c->discard)
 			c->discard = false;
-		else if (line)
+		else if (line) {
 			reply(c, handle(c->api->vm, c->buf, line));
+			vm_snapshot_retire(c->api->vm);
+		}
 		memmove(c->buf, nl + 1, c->len - line - 1);
 		c->len -= line + 1;
 		if (atomic_load(&c->api->vm->stop) != VM_RUNNING)

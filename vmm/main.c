@@ -85,8 +85,10 @@ static void usage(FILE *f)
 	        "taken, devices as then, --mem may be left out):\n"
 	        "  --restore FILE   the snapshot\n"
 	        "  --restore-mode eager|lazy|template\n"
-	        "                   eager: all memory now, in parallel (default); lazy: each\n"
-	        "                   chunk on first touch (userfaultfd); template: a private\n"
+	        "                   eager: all memory at once on every CPU, the guest running\n"
+	        "                   meanwhile (default); lazy: each chunk mostly on first\n"
+	        "                   touch (both userfaultfd; eager without it: all memory\n"
+	        "                   before the guest runs); template: a private\n"
 	        "                   copy-on-write mapping of memory shared by every clone of\n"
 	        "                   the snapshot\n"
 	        "  --parent FILE    the full snapshot a diff snapshot was taken against\n"
@@ -537,11 +539,22 @@ static void print_stats(const struct vm *vm)
 	if (vm->cfg.restore_path) {
 		static const char *const modes[] = {"eager", "lazy", "template"};
 
+		struct uffd_stats us;
+
+		uffd_stats(vm, &us);
 		fprintf(stderr,
 		        "kiln-vmm: restore (%s): checked %.2f ms, memory %.2f ms, state restored "
 		        "%.2f ms (from main)\n",
 		        modes[vm->cfg.restore_mode], (double)vm->snap.restore_checked_ns / ms,
 		        (double)vm->snap.restore_mem_ns / ms, (double)vm->snap.restore_ns / ms);
+		if (us.chunks)
+			fprintf(stderr,
+			        "kiln-vmm: restore: memory loaded while the guest ran: %llu chunks "
+			        "with data of %llu, "
+			        "%llu faults, all in at %.2f ms%s\n",
+			        (unsigned long long)us.filled, (unsigned long long)us.chunks,
+			        (unsigned long long)us.faults, (double)us.resident_ns / ms,
+			        us.resident_ns ? "" : " (not yet)");
 	}
 	if (!f)
 		return;
@@ -803,6 +816,11 @@ int main(int argc, char **argv)
 			die("starting vCPU %d failed: %s", i, strerror(-err));
 	}
 	vm.t.vcpus_started = vm_now_ns();
+	if ((err = uffd_load(&vm)))
+		fprintf(stderr,
+		        "kiln-vmm: restore: starting the threads that load memory: %s; memory "
+		        "comes in as the guest touches it\n",
+		        strerror(-err));
 
 	ev_run(vm.loop, 0);
 

@@ -10,9 +10,10 @@
  *     the devices slot by slot;
  *   - every vCPU section, the VM section and every device blob is checked
  *     before a single one is applied;
- *   - memory: eager (every chunk now, in parallel), lazy (on first touch,
- *     vmm/uffd.c) or template (a private mapping of shared memory,
- *     vmm/template.c);
+ *   - memory: eager (every chunk, in parallel, while the guest already
+ *     runs; or before it starts without userfaultfd), lazy (mostly on first
+ *     touch; both vmm/uffd.c) or template (a private mapping of shared
+ *     memory, vmm/template.c);
  *   - VM state (irqchip, clock), vCPU state (vmm/vcpu_state.c), device
  *     state, then each device's restored hook (vsock resets its
  *     connections) and a kick of every ready queue.
@@ -180,7 +181,7 @@ static int fill_memory(struct vm *vm, char *why, size_t len)
 
 	switch (vm->cfg.restore_mode) {
 	case RESTORE_LAZY:
-		return uffd_start(vm, s, why, len);
+		return uffd_start(vm, s, false, why, len);
 	case RESTORE_TEMPLATE:
 		if (!snap_is_diff(s))
 			return 0;
@@ -189,15 +190,28 @@ static int fill_memory(struct vm *vm, char *why, size_t len)
 		flags |= SNAP_RESTORE_PRESENT_ONLY;
 		break;
 	case RESTORE_EAGER:
-		/* Straight into the (empty) memfd: no page faults, and pages
-		 * of zeros are never allocated. */
-		if (vm->mem.fd >= 0) {
-			ret = snap_restore_file(s, vm->mem.fd, 0, &err);
-			if (ret)
-				snprintf(why, len, "%s", err.msg);
+		if (vm->mem.fd < 0)
+			break;
+		/* Loaded while the guest already runs, if userfaultfd can
+		 * serve its touches first (vmm/uffd.c). A damaged chunk is
+		 * still refused before the guest runs: every checksum is
+		 * checked first (a few ms; decompressing is what takes long). */
+		ret = snap_check_chunks(s, 0, &err);
+		if (ret) {
+			snprintf(why, len, "%s", err.msg);
 			return ret;
 		}
-		break;
+		atomic_store(&vm->mem.lazy, true);
+		if (uffd_start(vm, s, true, why, len) == 0)
+			return 0;
+		uffd_stop(vm);
+		atomic_store(&vm->mem.lazy, false);
+		/* Else now, straight into the (empty) memfd: no page faults,
+		 * and pages of zeros are never allocated. */
+		ret = snap_restore_file(s, vm->mem.fd, 0, &err);
+		if (ret)
+			snprintf(why, len, "%s", err.msg);
+		return ret;
 	}
 	ret = snap_restore_mem(s, vm->mem.host, vm->mem.size, 0, flags, &err);
 	if (ret)
@@ -252,6 +266,7 @@ int vm_restore_state(struct vm *vm, char *why, size_t len)
 void vm_restore_close(struct vm *vm)
 {
 	uffd_stop(vm);
+	vm_snapshot_retire(vm);
 	/* A diff holds on to its parent: close it first. */
 	if (vm->snap.src)
 		snap_close(vm->snap.src);

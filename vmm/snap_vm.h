@@ -29,6 +29,8 @@ int vm_snap_config(struct vm *vm, struct snap_vm_config *c, char *why, size_t le
 /* Write a snapshot of the paused VM (every vCPU parked). Main thread. */
 int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_write_stats *st,
                 char *why, size_t len);
+/* Close what the last vm_snapshot() left to close; after its reply. */
+void vm_snapshot_retire(struct vm *vm);
 
 /*
  * Restore, in the order main() calls them; each fills why on failure.
@@ -52,11 +54,23 @@ void vm_restore_close(struct vm *vm);
  * shared by every clone (vmm/template.c). Returns an fd to map privately. */
 int template_open(struct vm *vm, const struct snap *s, char *why, size_t len);
 
-/* Lazy restore: guest RAM filled from the snapshot on first touch
- * (vmm/uffd.c). Register before anything touches RAM. */
-int uffd_start(struct vm *vm, const struct snap *s, char *why, size_t len);
+/* Guest RAM filled from the snapshot while the guest runs, by loader
+ * threads and on first touch (vmm/uffd.c): eager starts a loader per CPU
+ * at once, lazy one after a grace period. Register before anything touches
+ * RAM. */
+int uffd_start(struct vm *vm, const struct snap *s, bool eager, char *why, size_t len);
+/* Start the loaders (none without uffd_start()): once the vCPUs run, which
+ * they then do not compete with for a CPU. On failure memory still comes
+ * in, as it is touched. */
+int uffd_load(struct vm *vm);
 void uffd_stop(struct vm *vm);
-/* Chunks filled so far and faults served, for metrics. */
-void uffd_stats(struct vm *vm, uint64_t *filled, uint64_t *faults, uint64_t *total);
+struct uffd_stats {
+	uint64_t filled, faults, chunks; /* chunks filled so far, faults served, all chunks */
+	uint64_t resident_ns;            /* from the start of main to all memory in; 0: not yet */
+};
+void uffd_stats(const struct vm *vm, struct uffd_stats *st);
+/* A bitmap of the chunks in whole by now (snap_save.loaded; free() it),
+ * or NULL if none is known. */
+uint64_t *uffd_loaded(const struct vm *vm);
 
 #endif

@@ -185,6 +185,13 @@ static void remember_last(struct vm *vm, const char *path, uint64_t id)
 	vm->snap.last_id = id;
 }
 
+void vm_snapshot_retire(struct vm *vm)
+{
+	if (vm->snap.retired)
+		snap_close(vm->snap.retired);
+	vm->snap.retired = NULL;
+}
+
 int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_write_stats *st,
                 char *why, size_t len)
 {
@@ -193,12 +200,13 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	struct snap_vcpu_state *vcpus = NULL;
 	struct snap_dev_blob devs[KILN_MMIO_MAX_DEVICES] = {{0}};
 	const struct snap *base = vm->snap.src_parent ? vm->snap.src_parent : vm->snap.src;
-	uint64_t *dirty = NULL, *held = NULL, t0 = vm_now_ns();
+	uint64_t *dirty = NULL, *held = NULL, *loaded = NULL, t0 = vm_now_ns();
 	struct snap *last = NULL;
 	struct snap_save in = {0};
 	struct snap_err serr;
 	int err;
 
+	vm_snapshot_retire(vm);
 	err = vm_snap_config(vm, &cfg, why, len);
 	if (err)
 		return err;
@@ -247,15 +255,18 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	in.vm = &vms;
 	in.devs = devs;
 	in.mem = vm->mem.host;
-	/* A clone's writes are not in the file at all. Holes in a lazily
-	 * restored memfd are pages not loaded yet, not zeros: they are taken
-	 * from the snapshot being loaded, never read through the mapping,
-	 * where each page would wait on the userfaultfd thread (and a hang
-	 * there was reported). Once loading is done the holes are zero chunks
-	 * (lazy is cleared after the last chunk with data is in), and either
-	 * reading is right. */
+	/* A clone's writes are not in the file at all. Holes in a memfd
+	 * still loading (eager or lazy restore) are pages not loaded yet, not
+	 * zeros: they are taken from the snapshot being loaded, never read
+	 * through the mapping, where each page would wait on the userfaultfd
+	 * thread (and a hang there was reported); except in the chunks loaded
+	 * in whole by now, whose holes are zero pages. Once loading is done
+	 * the holes are zero pages everywhere (lazy is cleared after the last
+	 * chunk is in), and either reading is right. */
 	in.mem_fd = vm->mem.private ? -1 : vm->mem.fd;
 	in.holes_from_ref = !vm->mem.private && atomic_load(&vm->mem.lazy);
+	if (in.holes_from_ref)
+		in.loaded = loaded = uffd_loaded(vm);
 	/* Chunks that did not change since the last snapshot written or the
 	 * one restored from are copied from it, not compressed again. */
 	if (!in.holes_from_ref)
@@ -281,13 +292,13 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	vm->snap.last_ms = (vm_now_ns() - t0) / 1000000;
 	if (!err)
 		remember_last(vm, o->path, st->id);
-	if (last)
-		snap_close(last);
+	vm->snap.retired = last;
 out:
 	for (int i = 0; i < vm->nr_devs; i++)
 		free((void *)devs[i].data);
 	free(vcpus);
 	free(dirty);
 	free(held);
+	free(loaded);
 	return err;
 }

@@ -1,24 +1,33 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Lazy restore: guest RAM (a memfd, mapped shared) starts empty and
- * registered with userfaultfd; the first touch of a page, by a vCPU through
- * KVM or by the VMM's own device code, stops that thread until this file's
- * thread has decompressed the page's chunk from the snapshot and put it in
- * place with UFFDIO_COPY (UFFDIO_ZEROPAGE for a page of an all-zero chunk,
- * which costs nothing more). When no fault is waiting, the same thread
- * prefetches the chunks that hold data, in order, after a short grace period
- * that leaves the CPU to the guest's first steps; once all of them are in,
- * the range is unregistered and the thread ends (the remaining holes are
- * all-zero chunks, which a plain fault gets right).
+ * Restoring guest RAM while the guest already runs: RAM (a memfd, mapped
+ * shared) starts empty and registered with userfaultfd, and loader threads
+ * decompress every chunk with data from the snapshot and put its non-zero
+ * pages in place with UFFDIO_COPY, in order. The first touch of a page not
+ * there yet, by a vCPU through KVM or by the VMM's own device code, stops
+ * that thread until this file's fault thread has put the page in: it
+ * decompresses the page's chunk itself (a loader may be on it too: pages
+ * already there are skipped) or, for a page of an all-zero chunk or a zero
+ * page of a loaded one, maps a zero page (UFFDIO_ZEROPAGE). Once every chunk
+ * is in, the range is unregistered and the threads end: the holes left are
+ * zero pages, which plain faults get right.
  *
- * The thread never touches guest memory itself: it would fault on its own
- * range. Nor does anything that must not wait on it: a snapshot of a VM
+ * Eager restore (the default) starts as many loaders as there are CPUs at
+ * once: the guest runs from the start, and all of its memory is there a
+ * decompression time later. Lazy restore starts one, after a short grace
+ * period that leaves the CPU to the guest's first steps, so memory comes in
+ * mostly as it is touched.
+ *
+ * No thread here touches guest memory itself: it would fault on its own
+ * range. Nor does anything that must not wait on them: a snapshot of a VM
  * still loading takes the pages not loaded yet from the snapshot being
  * loaded (snap_save.holes_from_ref), not through the mapping. Whenever the
- * thread ends, early or not, the range is unregistered and the userfaultfd
- * closed, so no fault is ever left waiting on a thread that has ended. Needs userfaultfd for kernel-mode faults (KVM's): root,
+ * fault thread ends, early or not, the range is unregistered and the
+ * userfaultfd closed, so no fault is ever left waiting on a thread that has
+ * ended. Needs userfaultfd for kernel-mode faults (KVM's): root,
  * CAP_SYS_PTRACE, vm.unprivileged_userfaultfd=1 or access to
- * /dev/userfaultfd.
+ * /dev/userfaultfd; without it an eager restore fills memory before the
+ * guest starts instead (vmm/restore.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,32 +41,54 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "snap_vm.h"
 
 #define PAGE             4096ULL
-#define PREFETCH_WAIT_MS 100 /* after the start, before prefetching */
+#define PREFETCH_WAIT_MS 100 /* lazy: after the start, before loading */
+#define MAX_LOADERS      16
+#define LOADER_NICE      10 /* a tenth of a vCPU's share of a busy CPU */
+
+/* A thread's scratch: a chunk, and a zstd context. */
+struct filler {
+	void *buf;
+	struct snap_chunk_ctx *ctx;
+};
+
+struct loader {
+	struct uffd *u;
+	pthread_t thread;
+	bool running;
+	struct filler f;
+};
 
 struct uffd {
 	struct vm *vm;
 	const struct snap *s;
-	int fd, stop_fd;
+	int fd, stop_fd, done_fd;
 	pthread_t thread;
 	bool running;
 	uint8_t *base;
 	uint64_t size, chunk_size, nchunks;
-	uint8_t *state;               /* per chunk: enum below */
-	uint64_t next_prefetch, left; /* chunks still C_MISSING */
-	void *buf;
-	struct snap_chunk_ctx *ctx;
-	atomic_uint_fast64_t filled, faults;
+	_Atomic uint8_t *state;    /* per chunk: enum below */
+	atomic_uint_fast64_t next; /* the next chunk a loader takes */
+	atomic_uint_fast64_t left; /* chunks not C_FILLED or C_ZERO yet */
+	atomic_bool quit;
+	unsigned wait_ms;     /* loaders start after that */
+	struct filler f;      /* the fault thread's */
+	pthread_mutex_t lock; /* loaders[].running, against uffd_load() */
+	struct loader loaders[MAX_LOADERS];
+	unsigned nloaders;
+	atomic_uint_fast64_t filled, faults, resident_ns;
 };
 
 enum {
 	C_MISSING, /* not looked at yet */
-	C_FILLED,  /* copied in whole */
+	C_BUSY,    /* a loader is on it */
+	C_FILLED,  /* its non-zero pages are in; the others are zero */
 	C_ZERO,    /* all zero: its pages are zero-filled as they are touched */
 };
 
@@ -141,49 +172,81 @@ static int fill_zero(struct uffd *u, uint64_t off)
 	int r = zero_page(u, off);
 
 	if (r < 0)
-		vm_stop(u->vm, VM_STOP_ERROR, 1, "lazy restore: UFFDIO_ZEROPAGE at %llu: %s",
+		vm_stop(u->vm, VM_STOP_ERROR, 1, "restoring memory: UFFDIO_ZEROPAGE at %llu: %s",
 		        (unsigned long long)off, strerror(-r));
 	return r;
 }
 
-/* Bring in chunk idx (fault: the page at off in it is wanted now). */
-static int fill(struct uffd *u, uint64_t idx, bool fault, uint64_t off)
+/* Copy in the pages of src that are not all zero: a zero page is left a
+ * hole (a fault on it gets a zero page), as a file restore leaves it. */
+static int copy_data(struct uffd *u, uint64_t off, const uint8_t *src, uint64_t len)
+{
+	static const uint8_t zeros[PAGE];
+	uint64_t p = 0;
+
+	while (p < len) {
+		uint64_t run;
+		int r;
+
+		for (; p < len && !memcmp(src + p, zeros, PAGE); p += PAGE)
+			;
+		for (run = p; run < len && memcmp(src + run, zeros, PAGE); run += PAGE)
+			;
+		if (run > p && (r = copy_range(u, off + p, src + p, run - p)) < 0)
+			return r;
+		p = run;
+	}
+	return 0;
+}
+
+/* Chunk idx is in (state C_FILLED or C_ZERO). */
+static void chunk_done(struct uffd *u, uint64_t idx, uint8_t state)
+{
+	uint64_t one = 1;
+
+	atomic_store(&u->state[idx], state);
+	if (state == C_FILLED)
+		atomic_fetch_add(&u->filled, 1);
+	if (atomic_fetch_sub(&u->left, 1) == 1) {
+		atomic_store(&u->resident_ns, vm_now_ns() - u->vm->t.start);
+		if (write(u->done_fd, &one, sizeof(one)) < 0)
+			perror("kiln-vmm: restore: signalling the end of loading");
+	}
+}
+
+/* Bring in chunk idx, with f's scratch. A loader (fault false) takes it
+ * unless someone else has; the fault thread (fault true: the page at off
+ * is wanted now) loads it even if a loader is on it, and then makes sure
+ * that page is there and its waiter woken. */
+static int fill(struct uffd *u, struct filler *f, uint64_t idx, bool fault, uint64_t off)
 {
 	uint64_t start = idx * u->chunk_size, len = snap_chunk_len(u->s, idx);
+	uint8_t state = atomic_load(&u->state[idx]);
 	struct snap_err err;
+	bool mine;
 	int r;
 
-	if (u->state[idx] == C_FILLED) {
-		if (fault)
-			wake(u, off);
+	/* In already: a page missing there is a zero page (zero_page()
+	 * wakes the waiter of one that is there). */
+	if (state == C_FILLED || state == C_ZERO)
+		return fault ? fill_zero(u, off) : 0;
+	mine = state == C_MISSING &&
+	       atomic_compare_exchange_strong(&u->state[idx], &state, (uint8_t)C_BUSY);
+	if (!mine && !fault)
 		return 0;
-	}
-	if (u->state[idx] == C_ZERO)
-		return fault ? fill_zero(u, off) : 0;
-	r = snap_read_chunk(u->s, u->ctx, idx, u->buf, &err);
-	if (r == SNAP_CHUNK_ZERO) {
-		u->state[idx] = C_ZERO;
-		u->left--;
-		return fault ? fill_zero(u, off) : 0;
-	}
+	r = snap_read_chunk(u->s, f->ctx, idx, f->buf, &err);
 	if (r < 0) {
-		vm_stop(u->vm, VM_STOP_ERROR, 1, "lazy restore: %s", err.msg);
+		vm_stop(u->vm, VM_STOP_ERROR, 1, "restoring memory: %s", err.msg);
 		return r;
 	}
-	r = copy_range(u, start, u->buf, len);
-	if (r < 0) {
-		vm_stop(u->vm, VM_STOP_ERROR, 1, "lazy restore: UFFDIO_COPY of chunk %llu: %s",
+	if (r == SNAP_CHUNK_DATA && (r = copy_data(u, start, f->buf, len)) < 0) {
+		vm_stop(u->vm, VM_STOP_ERROR, 1, "restoring memory: UFFDIO_COPY of chunk %llu: %s",
 		        (unsigned long long)idx, strerror(-r));
 		return r;
 	}
-	/* Pages that were there already (EEXIST) got no wake-up from the
-	 * copy: make sure the faulting thread does. */
-	if (fault)
-		wake(u, off);
-	u->state[idx] = C_FILLED;
-	u->left--;
-	atomic_fetch_add(&u->filled, 1);
-	return 0;
+	if (mine)
+		chunk_done(u, idx, r == SNAP_CHUNK_ZERO ? C_ZERO : C_FILLED);
+	return fault ? fill_zero(u, off) : 0;
 }
 
 static int serve_faults(struct uffd *u)
@@ -209,26 +272,37 @@ static int serve_faults(struct uffd *u)
 				continue;
 			}
 			atomic_fetch_add(&u->faults, 1);
-			if (fill(u, off / u->chunk_size, true, off) < 0)
+			if (fill(u, &u->f, off / u->chunk_size, true, off) < 0)
 				return -1;
 		}
 	}
 	if (n < 0 && errno != EAGAIN && errno != EINTR) {
-		vm_stop(u->vm, VM_STOP_ERROR, 1, "lazy restore: reading the userfaultfd: %s",
+		vm_stop(u->vm, VM_STOP_ERROR, 1, "restoring memory: reading the userfaultfd: %s",
 		        strerror(errno));
 		return -1;
 	}
 	return 0;
 }
 
-/* The next chunk with data, or false when there is none left. */
-static bool prefetch_one(struct uffd *u)
+static void *loader_thread(void *arg)
 {
-	while (u->next_prefetch < u->nchunks && u->state[u->next_prefetch] != C_MISSING)
-		u->next_prefetch++;
-	if (u->next_prefetch >= u->nchunks)
-		return false;
-	return fill(u, u->next_prefetch, false, 0) == 0;
+	struct loader *l = arg;
+	struct uffd *u = l->u;
+	struct pollfd stop = {.fd = u->stop_fd, .events = POLLIN};
+
+	/* The guest's vCPUs and the fault thread come first: a loader
+	 * at the same priority would hold back the guest's first steps by
+	 * tens of milliseconds on a host with few CPUs. */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), LOADER_NICE);
+	if (u->wait_ms && poll(&stop, 1, (int)u->wait_ms) != 0)
+		return NULL;
+	while (!atomic_load(&u->quit)) {
+		uint64_t idx = atomic_fetch_add(&u->next, 1);
+
+		if (idx >= u->nchunks || fill(u, &l->f, idx, false, 0) < 0)
+			break;
+	}
+	return NULL;
 }
 
 /* Stop serving: faults waiting now and later are filled by the kernel, zero
@@ -236,12 +310,23 @@ static bool prefetch_one(struct uffd *u)
  * an error the VM is stopping anyway and must not hang in a fault). The
  * userfaultfd is closed too, which unregisters and wakes everything even
  * if UFFDIO_UNREGISTER failed: nothing may be left waiting on a thread
- * that has ended. */
+ * that has ended. A loader still at work (after an error) gets ENOENT and
+ * stops the VM, which is stopping then anyway. */
 static void unregister(struct uffd *u)
 {
 	struct uffdio_range r = {.start = (uint64_t)(uintptr_t)u->base, .len = u->size};
 
 	ioctl(u->fd, UFFDIO_UNREGISTER, &r);
+	/* No loader may use the descriptor once it is closed (its number
+	 * could be another file's by then). */
+	pthread_mutex_lock(&u->lock);
+	atomic_store(&u->quit, true);
+	for (unsigned i = 0; i < u->nloaders; i++) {
+		if (u->loaders[i].running)
+			pthread_join(u->loaders[i].thread, NULL);
+		u->loaders[i].running = false;
+	}
+	pthread_mutex_unlock(&u->lock);
 	close(u->fd);
 	u->fd = -1;
 }
@@ -249,24 +334,24 @@ static void unregister(struct uffd *u)
 static void *uffd_thread(void *arg)
 {
 	struct uffd *u = arg;
-	uint64_t t0 = vm_now_ns();
-	struct pollfd p[2] = {{.fd = u->fd, .events = POLLIN},
-	                      {.fd = u->stop_fd, .events = POLLIN}};
+	struct pollfd p[3] = {{.fd = u->fd, .events = POLLIN},
+	                      {.fd = u->stop_fd, .events = POLLIN},
+	                      {.fd = u->done_fd, .events = POLLIN}};
 
-	while (u->left) {
-		uint64_t waited = (vm_now_ns() - t0) / 1000000;
-		int timeout = waited < PREFETCH_WAIT_MS ? (int)(PREFETCH_WAIT_MS - waited) : 0;
-		int r = poll(p, 2, timeout);
+	while (atomic_load(&u->left)) {
+		int r = poll(p, 3, -1);
 
 		if (r < 0 && errno != EINTR) {
-			vm_stop(u->vm, VM_STOP_ERROR, 1, "lazy restore: poll: %s", strerror(errno));
+			vm_stop(u->vm, VM_STOP_ERROR, 1, "restoring memory: poll: %s",
+			        strerror(errno));
 			unregister(u);
 			return NULL;
 		}
 		if (p[1].revents)
 			return NULL; /* uffd_stop() closes the userfaultfd */
 		if (p[0].revents & (POLLERR | POLLHUP | POLLNVAL)) {
-			vm_stop(u->vm, VM_STOP_ERROR, 1, "lazy restore: the userfaultfd failed");
+			vm_stop(u->vm, VM_STOP_ERROR, 1,
+			        "restoring memory: the userfaultfd failed");
 			unregister(u);
 			return NULL;
 		}
@@ -274,18 +359,39 @@ static void *uffd_thread(void *arg)
 			unregister(u);
 			return NULL;
 		}
-		if (r == 0 && timeout == 0 && !prefetch_one(u)) {
-			unregister(u);
-			return NULL;
-		}
 	}
-	/* Holes left are all-zero chunks: plain faults get them right. */
+	/* Holes left are zero pages: plain faults get them right. */
 	atomic_store(&u->vm->mem.lazy, false);
 	unregister(u);
 	return NULL;
 }
 
-int uffd_start(struct vm *vm, const struct snap *s, char *why, size_t len)
+static int new_filler(struct filler *f, const struct snap *s, uint64_t chunk_size)
+{
+	f->buf = malloc(chunk_size);
+	f->ctx = snap_chunk_ctx_new(s);
+	return f->buf && f->ctx ? 0 : -ENOMEM;
+}
+
+static void free_filler(struct filler *f)
+{
+	snap_chunk_ctx_free(f->ctx);
+	free(f->buf);
+}
+
+static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int err;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	err = -pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return err;
+}
+
+int uffd_start(struct vm *vm, const struct snap *s, bool eager, char *why, size_t len)
 {
 	struct snap_mem_info mi;
 	struct uffdio_api api = {.api = UFFD_API, .features = UFFD_FEATURE_MISSING_SHMEM};
@@ -294,7 +400,7 @@ int uffd_start(struct vm *vm, const struct snap *s, char *why, size_t len)
 	    .mode = UFFDIO_REGISTER_MODE_MISSING,
 	};
 	struct uffd *u = calloc(1, sizeof(*u));
-	sigset_t all, old;
+	unsigned cpus = snap_default_threads();
 	int err;
 
 	if (!u)
@@ -306,12 +412,13 @@ int uffd_start(struct vm *vm, const struct snap *s, char *why, size_t len)
 	u->size = vm->mem.size;
 	u->chunk_size = mi.chunk_size;
 	u->nchunks = mi.nchunks;
-	u->left = mi.nchunks;
-	u->stop_fd = -1;
+	atomic_init(&u->left, mi.nchunks);
+	u->wait_ms = eager ? 0 : PREFETCH_WAIT_MS;
+	u->nloaders = eager ? (cpus < MAX_LOADERS ? cpus : MAX_LOADERS) : 1;
+	u->stop_fd = u->done_fd = -1;
+	pthread_mutex_init(&u->lock, NULL);
 	u->fd = open_uffd();
 	u->state = calloc(mi.nchunks, 1);
-	u->buf = malloc(mi.chunk_size);
-	u->ctx = snap_chunk_ctx_new(s);
 	vm->snap.uffd = u;
 	if (u->fd < 0) {
 		err = -errno;
@@ -321,9 +428,14 @@ int uffd_start(struct vm *vm, const struct snap *s, char *why, size_t len)
 		         strerror(errno));
 		return err;
 	}
-	if (!u->state || !u->buf || !u->ctx) {
-		snprintf(why, len, "lazy restore: out of memory");
-		return -ENOMEM;
+	err = u->state ? new_filler(&u->f, s, mi.chunk_size) : -ENOMEM;
+	for (unsigned i = 0; i < u->nloaders && !err; i++) {
+		u->loaders[i].u = u;
+		err = new_filler(&u->loaders[i].f, s, mi.chunk_size);
+	}
+	if (err) {
+		snprintf(why, len, "restoring memory: out of memory");
+		return err;
 	}
 	if (ioctl(u->fd, UFFDIO_API, &api) < 0 || !(api.features & UFFD_FEATURE_MISSING_SHMEM) ||
 	    ioctl(u->fd, UFFDIO_REGISTER, &reg) < 0) {
@@ -332,30 +444,62 @@ int uffd_start(struct vm *vm, const struct snap *s, char *why, size_t len)
 		return err;
 	}
 	u->stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (u->stop_fd < 0) {
+	u->done_fd = eventfd(0, EFD_CLOEXEC);
+	if (u->stop_fd < 0 || u->done_fd < 0) {
 		err = -errno;
-		snprintf(why, len, "lazy restore: eventfd: %s", strerror(errno));
+		snprintf(why, len, "restoring memory: eventfd: %s", strerror(errno));
 		return err;
 	}
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = -pthread_create(&u->thread, NULL, uffd_thread, u);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err) {
-		snprintf(why, len, "lazy restore: thread: %s", strerror(-err));
-		return err;
-	}
-	u->running = true;
-	return 0;
+	err = start_thread(&u->thread, uffd_thread, u);
+	u->running = !err;
+	if (err)
+		snprintf(why, len, "restoring memory: thread: %s", strerror(-err));
+	return err;
 }
 
-void uffd_stats(struct vm *vm, uint64_t *filled, uint64_t *faults, uint64_t *total)
+int uffd_load(struct vm *vm)
+{
+	struct uffd *u = vm->snap.uffd;
+	int err = 0;
+
+	if (!u)
+		return 0;
+	pthread_mutex_lock(&u->lock);
+	for (unsigned i = 0; i < u->nloaders && !err && !atomic_load(&u->quit); i++) {
+		err = start_thread(&u->loaders[i].thread, loader_thread, &u->loaders[i]);
+		u->loaders[i].running = !err;
+	}
+	pthread_mutex_unlock(&u->lock);
+	return err;
+}
+
+void uffd_stats(const struct vm *vm, struct uffd_stats *st)
 {
 	struct uffd *u = vm->snap.uffd;
 
-	*filled = u ? atomic_load(&u->filled) : 0;
-	*faults = u ? atomic_load(&u->faults) : 0;
-	*total = u ? u->nchunks : 0;
+	memset(st, 0, sizeof(*st));
+	if (!u)
+		return;
+	st->filled = atomic_load(&u->filled);
+	st->faults = atomic_load(&u->faults);
+	st->chunks = u->nchunks;
+	st->resident_ns = atomic_load(&u->resident_ns);
+}
+
+uint64_t *uffd_loaded(const struct vm *vm)
+{
+	const struct uffd *u = vm->snap.uffd;
+	uint64_t *bits;
+
+	if (!u || !(bits = calloc((u->nchunks + 63) / 64, 8)))
+		return NULL;
+	for (uint64_t i = 0; i < u->nchunks; i++) {
+		uint8_t st = atomic_load(&u->state[i]);
+
+		if (st == C_FILLED || st == C_ZERO)
+			bits[i / 64] |= 1ULL << (i % 64);
+	}
+	return bits;
 }
 
 void uffd_stop(struct vm *vm)
@@ -365,18 +509,25 @@ void uffd_stop(struct vm *vm)
 
 	if (!u)
 		return;
-	if (u->running) {
-		if (write(u->stop_fd, &one, sizeof(one)) < 0)
-			perror("kiln-vmm: lazy restore: stopping");
+	atomic_store(&u->quit, true);
+	if (u->stop_fd >= 0 && write(u->stop_fd, &one, sizeof(one)) < 0)
+		perror("kiln-vmm: restoring memory: stopping");
+	if (u->running)
 		pthread_join(u->thread, NULL);
+	for (unsigned i = 0; i < u->nloaders; i++) {
+		if (u->loaders[i].running)
+			pthread_join(u->loaders[i].thread, NULL);
+		free_filler(&u->loaders[i].f);
 	}
 	if (u->fd >= 0)
 		close(u->fd);
 	if (u->stop_fd >= 0)
 		close(u->stop_fd);
-	snap_chunk_ctx_free(u->ctx);
-	free(u->buf);
-	free(u->state);
+	if (u->done_fd >= 0)
+		close(u->done_fd);
+	free_filler(&u->f);
+	free((void *)u->state);
+	pthread_mutex_destroy(&u->lock);
 	free(u);
 	vm->snap.uffd = NULL;
 }

@@ -167,6 +167,10 @@ struct vm_snap {
 	 * not keep its space. */
 	char *last_path;
 	uint64_t last_id;
+	/* The older snapshot the last one reused, still open: closing a file
+	 * that was replaced frees its pages (milliseconds for a few MiB), so
+	 * that waits until the reply is out (vm_snapshot_retire()). */
+	struct snap *retired;
 	struct uffd *uffd; /* lazy restore (vmm/uffd.c) */
 	/* Restore milestones, ns from the start of main: checked against
 	 * this VMM, memory filled (eager) or mapped, state applied. */

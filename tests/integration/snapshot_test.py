@@ -300,10 +300,10 @@ def sum_line(vm, w, n):
 
 
 def case_lazy():
-    """Lazy restores snapshotted again, LAZY_CYCLES times: once right after
-    the restore (memory still loading from the snapshot, most of it not
-    there yet) and once after the guest ran; the next cycle restores one of
-    the two. A hang (the VMM waiting on its own userfaultfd) fails by the
+    """Lazy and eager restores (both load memory while the guest runs)
+    snapshotted again, LAZY_CYCLES times: once right after the restore
+    (memory still loading from the snapshot, much of it not there yet) and
+    once after the guest ran; the next cycle restores one of the two. A hang (the VMM waiting on its own userfaultfd) fails by the
     API timeout; the guest's memory must hash the same every time."""
     name = "lazy"
     r, w = os.pipe()
@@ -322,7 +322,7 @@ def case_lazy():
     early_reused = 0
     for cycle in range(LAZY_CYCLES):
         r, w = os.pipe()
-        vm = restore(snap, "lazy", stdin=r)
+        vm = restore(snap, "eager" if cycle % 2 else "lazy", stdin=r)
         os.close(r)
         snaps = []
         try:
@@ -364,7 +364,8 @@ def case_lazy():
     # from the snapshot being loaded instead of compressing them.
     if early_reused == 0:
         return fail(name, "no chunk was reused from the snapshot being loaded")
-    ok("%s (%d lazy restores, each snapshotted while loading and after; %d chunks reused)"
+    ok("%s (%d lazy and eager restores, each snapshotted while loading and after; "
+       "%d chunks reused)"
        % (name, LAZY_CYCLES, early_reused))
 
 

@@ -238,6 +238,29 @@ START_TEST(xxh64_vectors)
 }
 END_TEST
 
+/* Any cut of the input into pieces hashes like the whole. */
+START_TEST(xxh64_pieces)
+{
+	static const size_t cuts[][3] = {{0, 0, 100},  {1, 30, 100}, {31, 32, 33},
+	                                 {32, 64, 96}, {5, 5, 99},   {63, 64, 65}};
+	uint8_t b[100];
+
+	for (int i = 0; i < 100; i++)
+		b[i] = (uint8_t)(i * 7 + 3);
+	for (size_t c = 0; c < sizeof(cuts) / sizeof(cuts[0]); c++) {
+		struct snap_xxh64_state st;
+		size_t prev = 0;
+
+		snap_xxh64_init(&st, 5);
+		for (int k = 0; k < 3; k++) {
+			snap_xxh64_update(&st, b + prev, cuts[c][k] - prev);
+			prev = cuts[c][k];
+		}
+		ck_assert_uint_eq(snap_xxh64_digest(&st), snap_xxh64(b, prev, 5));
+	}
+}
+END_TEST
+
 START_TEST(chunks_from_pages)
 {
 	uint64_t pages[4] = {0}, chunks[1] = {0};
@@ -304,6 +327,7 @@ START_TEST(round_trip_eager)
 	ck_assert_int_eq(memcmp(out.mem, img.mem, MEM_SIZE), 0);
 	ck_assert_int_eq(snap_restore_mem(s, out.mem, MEM_SIZE - 1, 2, 0, &err), -EINVAL);
 	ck_assert_msg(snap_verify(s, 0, &err) == 0, "%s", err.msg);
+	ck_assert_msg(snap_check_chunks(s, 2, &err) == 0, "%s", err.msg);
 	image_free(&out);
 	snap_close(s);
 }
@@ -560,6 +584,7 @@ START_TEST(lazy_holes)
 	struct image lazy, want, out;
 	struct stat before, after;
 	struct snap_save sv;
+	uint64_t *loaded = calloc(MEM_SIZE / CHUNK / 64 + 1, 8);
 	char path[160];
 	uint64_t n = 0;
 
@@ -571,10 +596,21 @@ START_TEST(lazy_holes)
 
 		if (all_zero(img.mem + o, CHUNK) && c % 5)
 			continue;
-		switch (n++ % 4) {
+		switch (n++ % 5) {
 		case 0: /* loaded whole */
 			ck_assert_int_eq(pwrite(lazy.fd, img.mem + o, CHUNK, (off_t)o),
 			                 (ssize_t)CHUNK);
+			break;
+		case 4: /* loaded without its zero pages, and said so: a hole
+		         * there is zero, whatever ref holds (page 0 is left
+		         * out, and zero in want) */
+			memset(want.mem + o, 0, 4096);
+			for (uint64_t p = 4096; p < CHUNK; p += 4096)
+				if (!all_zero(img.mem + o + p, 4096))
+					ck_assert_int_eq(
+					    pwrite(lazy.fd, img.mem + o + p, 4096, (off_t)(o + p)),
+					    4096);
+			loaded[c / 64] |= 1ULL << (c % 64);
 			break;
 		case 1: /* two pages touched, one of them written since */
 			ck_assert_int_eq(
@@ -594,6 +630,7 @@ START_TEST(lazy_holes)
 	sv = save_of(&lazy);
 	sv.ref = base;
 	sv.holes_from_ref = true;
+	sv.loaded = loaded;
 	snprintf(path, sizeof(path), "%s/lazy.snap", dir);
 	fstat(lazy.fd, &before);
 	write_ok(path, &sv, &st);
@@ -614,6 +651,7 @@ START_TEST(lazy_holes)
 	image_free(&out);
 	image_free(&want);
 	image_free(&lazy);
+	free(loaded);
 	snap_close(s);
 	snap_close(base);
 	unlink(path);
@@ -1124,6 +1162,8 @@ START_TEST(damaged_chunk)
 	s = open_ok(path);
 	ck_assert_int_eq(snap_verify(s, 0, &err), -EIO);
 	ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
+	ck_assert_int_eq(snap_check_chunks(s, 2, &err), -EIO);
+	ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
 	image_new(&out, MEM_SIZE);
 	ck_assert_int_eq(snap_restore_mem(s, out.mem, MEM_SIZE, 2, 0, &err), -EIO);
 	ck_assert_msg(strstr(err.msg, want), "%s", err.msg);
@@ -1269,6 +1309,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(basics, xxh64_vectors);
+	tcase_add_test(basics, xxh64_pieces);
 	tcase_add_test(basics, chunks_from_pages);
 	suite_add_tcase(s, basics);
 
