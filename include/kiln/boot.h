@@ -3,8 +3,9 @@
  * kiln boot ABI: what kiln-vmm promises kiln-kernel at the first instruction,
  * and what the kernel image must tell the VMM about itself.
  *
- * Version 2 (2 added the snapshot quiesce point: KILN_VEC_QUIESCE and
- * KILN_PORT_QUIESCE). Any change to a layout, constant or meaning below bumps
+ * Version 3 (2 added the snapshot quiesce point: KILN_VEC_QUIESCE and
+ * KILN_PORT_QUIESCE; 3 the batched device-register port KILN_PORT_MMIO).
+ * Any change to a layout, constant or meaning below bumps
  * KILN_BOOT_VERSION; the VMM refuses images that carry another version, and
  * refuses to restore a snapshot taken with another one.
  *
@@ -18,7 +19,7 @@
 #ifndef KILN_BOOT_H
 #define KILN_BOOT_H
 
-#define KILN_BOOT_VERSION 2
+#define KILN_BOOT_VERSION 3
 
 /* 64-bit constants usable from C and assembly. */
 #ifdef __ASSEMBLER__
@@ -143,7 +144,7 @@
 
 /* ---------------------------------------------------------------------------
  * I/O ports (PIO, all handled by the VMM; EXIT, LOG and FATAL are usable
- * from CPL0 and CPL3, QUIESCE from CPL0 only)
+ * from CPL0 and CPL3, QUIESCE and MMIO from CPL0 only)
  *
  * Arguments travel in general registers, read by the VMM at the exit.
  */
@@ -178,7 +179,28 @@
  * another host); the handler records its own TSC just before the `out`.
  */
 #define KILN_PORT_QUIESCE (KILN_PORT_BASE + 3)
-#define KILN_PORT_COUNT   4
+/*
+ * out to MMIO: RSI = guest-physical address of an array of RCX (at most
+ * KILN_MMIO_BATCH_MAX) struct kiln_mmio_op, RDI = guest-physical base of a
+ * virtio-mmio window. The VMM does the 32-bit register accesses in order,
+ * exactly as that many single MMIO accesses, and stores what each read
+ * returns in its op (all-ones where nothing answers). One exit for a whole
+ * device set-up instead of one per register. The array lies in guest RAM.
+ */
+#define KILN_PORT_MMIO      (KILN_PORT_BASE + 4)
+#define KILN_PORT_COUNT     5
+#define KILN_MMIO_BATCH_MAX 64
+#define KILN_MMIO_WRITE     0x80000000U
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+
+/* One 8-byte word per access, so the guest builds it with one store. */
+struct kiln_mmio_op {
+	uint32_t off;   /* register offset from the base (< 4096), | KILN_MMIO_WRITE */
+	uint32_t value; /* written, or filled in by the VMM for reads */
+};
+#endif
 /*
  * RDX at resume from the quiesce point. RESTORED: this is a new VM, restored
  * from a snapshot; devices were reset where the host side could not be kept
