@@ -604,17 +604,24 @@ static void prefault_boot_memory(struct vm *vm)
 }
 
 static int create_err;
+static atomic_bool create_claimed;
 
 /* Creating the KVM VM and its memory slots (~0.7 ms) needs the memory
- * mapped, not filled: it runs while the main thread loads the kernel. */
-static void *create_thread(void *arg)
+ * mapped, not filled, so a thread does it while the main thread loads the
+ * kernel. On a busy host that thread may not get a CPU for milliseconds:
+ * whichever of the two comes to the job first does it. */
+static void create_vm(struct vm *vm)
 {
-	struct vm *vm = arg;
-
 	create_err = vm_create(vm);
 	if (!create_err)
 		x86_pick_xcr0(vm);
 	vm->t.vm_created = vm_now_ns();
+}
+
+static void *create_thread(void *arg)
+{
+	if (!atomic_exchange(&create_claimed, true))
+		create_vm(arg);
 	return NULL;
 }
 
@@ -645,10 +652,13 @@ static int prepare_boot(struct vm *vm)
 	/* After the device tree, leaving the guest MIN_FREE_MEM. */
 	initrd_index_build(vm, vm->fdt_pa + KILN_FDT_MAX_SIZE,
 	                   vm->mem.low_size - MIN_FREE_MEM - (vm->fdt_pa + KILN_FDT_MAX_SIZE));
-	if (threaded)
+	if (!atomic_exchange(&create_claimed, true)) {
+		create_vm(vm);
+		if (threaded)
+			pthread_detach(creator);
+	} else {
 		pthread_join(creator, NULL);
-	else
-		create_thread(vm);
+	}
 	return create_err;
 }
 
