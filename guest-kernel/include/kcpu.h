@@ -46,6 +46,7 @@
 #define SV_FLUSH_TLB 3 /* reload CR3 */
 #define SV_SET_CR3   4 /* RSI = new page-table root (physical) */
 #define SV_TIMER     5 /* RSI = TSC deadline, 0 = disarm */
+#define SV_INVLPG    6 /* RSI = virtual address whose translation changed */
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>

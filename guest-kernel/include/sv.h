@@ -50,6 +50,13 @@ static inline void sv_flush_tlb(void)
 	sv_call3(SV_FLUSH_TLB, 0, 0);
 }
 
+/* One page's translation changed: cheaper than a whole flush, which makes
+ * a shadow MMU fault every page in again. */
+static inline void sv_invlpg(uint64_t va)
+{
+	sv_call3(SV_INVLPG, va, 0);
+}
+
 static inline void sv_set_cr3(uint64_t root)
 {
 	sv_call3(SV_SET_CR3, root, 0);

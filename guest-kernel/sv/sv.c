@@ -52,6 +52,9 @@ uint64_t sv_call(uint64_t op, uint64_t a, uint64_t b, uint64_t c)
 	case SV_TIMER:
 		wrmsr(MSR_TSC_DEADLINE, a);
 		return 0;
+	case SV_INVLPG:
+		asm volatile("invlpg (%0)" ::"r"(a) : "memory");
+		return 0;
 	case SV_SET_CR3:
 		asm volatile("mov %0, %%cr3" ::"r"(a) : "memory");
 		return 0;
