@@ -805,8 +805,6 @@ int main(int argc, char **argv)
 			die("disk '%s': %s", vm.cfg.disk_path, why ? why : strerror(-err));
 	}
 	err = vm_pause_init(&vm);
-	if (!err)
-		err = vm_commit_irq_routes(&vm);
 	if (err)
 		die("setting up device interrupts failed: %s", strerror(-err));
 	vm.t.devices = vm_now_ns();
