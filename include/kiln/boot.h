@@ -261,7 +261,10 @@ struct kiln_boot_image {
  *                          (absent: none): its members without their data,
  *                          so that unpacking it need not touch every page
  *                          holding a header; records as in
- *                          guest-kernel/libos/cpio.h
+ *                          guest-kernel/libos/cpio.h. Given only for an
+ *                          archive whose every member name passes
+ *                          cpio_name_ok(), which the guest then need not
+ *                          check again
  *      kiln,initrd-index-size
  *                          u64 bytes in the index
  *      kiln,pmem-start     u64 GPA of the pmem window, KILN_GPA_PMEM
