@@ -6,7 +6,8 @@
  * header, and each first touch of a page costs it 15-25 us under shadow
  * paging (test.cpio: 53 pages, ~1 ms); the index is a few pages. It is
  * built with the guest's own parser (guest-kernel/libos/cpio.c), so an
- * archive gets one only if the guest would accept it.
+ * archive gets one only if the guest would accept it, names included: the
+ * guest then skips its own pass over the names.
  */
 #include <string.h>
 #include <sys/stat.h>
@@ -36,7 +37,7 @@ static int add_member(void *ctx, const struct cpio_entry *e)
 	uint64_t off = e->hdr_off;
 	uint8_t *p = b->out + b->len;
 
-	if (target > b->cap || rec > b->cap - b->len)
+	if (!cpio_name_ok(e->name, e->namelen) || target > b->cap || rec > b->cap - b->len)
 		return 1;
 	memcpy(p, &off, sizeof(off));
 	memcpy(p + CPIO_INDEX_OFF_LEN, hdr, n);

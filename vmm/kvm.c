@@ -30,6 +30,52 @@ static int set_slot(struct vm *vm, uint32_t slot, uint64_t gpa, uint64_t size, c
 	return ioctl(vm->fd, KVM_SET_USER_MEMORY_REGION, &r) < 0 ? -errno : 0;
 }
 
+/* GSIs above the IOAPIC's 24 pins: one MSI route per device vector, then
+ * one for KILN_VEC_QUIESCE. */
+#define MSI_GSI_BASE 32
+#define NR_MSI_GSIS  (KILN_MMIO_MAX_DEVICES + 1)
+
+static int msi_gsi(unsigned vector)
+{
+	if (vector == KILN_VEC_QUIESCE)
+		return MSI_GSI_BASE + KILN_MMIO_MAX_DEVICES;
+	if (vector >= KILN_VEC_DEVICE0 && vector < KILN_VEC_DEVICE0 + KILN_MMIO_MAX_DEVICES)
+		return MSI_GSI_BASE + (int)(vector - KILN_VEC_DEVICE0);
+	return -EINVAL;
+}
+
+/*
+ * The MSI route of every vector a device or the pause code may raise,
+ * installed once with the VM: each KVM_SET_GSI_ROUTING waits for an SRCU
+ * grace period (milliseconds on a busy host), which this way is paid by
+ * whoever creates the VM (a helper thread at boot), not by device set-up.
+ */
+static int set_msi_routes(struct vm *vm)
+{
+	struct kvm_irq_routing *r = calloc(1, sizeof(*r) + NR_MSI_GSIS * sizeof(r->entries[0]));
+	int err = 0;
+
+	if (!r)
+		return -ENOMEM;
+	for (unsigned v = 0; v < 256; v++) {
+		int gsi = msi_gsi(v);
+		struct kvm_irq_routing_entry *e;
+
+		if (gsi < 0)
+			continue;
+		e = &r->entries[r->nr++];
+		e->gsi = (uint32_t)gsi;
+		e->type = KVM_IRQ_ROUTING_MSI;
+		/* Fixed delivery, physical destination APIC 0, edge. */
+		e->u.msi.address_lo = 0xfee00000;
+		e->u.msi.data = v;
+	}
+	if (ioctl(vm->fd, KVM_SET_GSI_ROUTING, r) < 0)
+		err = -errno;
+	free(r);
+	return err;
+}
+
 int vm_create(struct vm *vm)
 {
 	uint64_t high = vm->mem.size - vm->mem.low_size;
@@ -58,6 +104,8 @@ int vm_create(struct vm *vm)
 		               KVM_MEM_READONLY);
 	if (!err && ioctl(vm->fd, KVM_CREATE_IRQCHIP, 0) < 0)
 		err = -errno;
+	if (!err)
+		err = set_msi_routes(vm);
 	return err;
 }
 
@@ -68,59 +116,29 @@ void vm_destroy(struct vm *vm)
 	if (vm->kvm_fd >= 0)
 		close(vm->kvm_fd);
 	vm->fd = vm->kvm_fd = -1;
-	free(vm->routes);
-	vm->routes = NULL;
 	free(vm->supported_cpuid);
 	vm->supported_cpuid = NULL;
 }
 
-/* GSIs above the IOAPIC's 24 pins, one per MSI route. */
-#define MSI_GSI_BASE 32
-
 int vm_msi_irqfd(struct vm *vm, unsigned vector)
 {
-	struct kvm_irq_routing *r;
-	struct kvm_irq_routing_entry *e;
 	struct kvm_irqfd irqfd;
-	int n = vm->nr_routes + 1, fd;
+	int gsi = msi_gsi(vector), fd;
 
-	r = realloc(vm->routes, sizeof(*r) + n * sizeof(r->entries[0]));
-	if (!r)
-		return -ENOMEM;
-	vm->routes = r;
-	e = &r->entries[n - 1];
-	memset(e, 0, sizeof(*e));
-	e->gsi = MSI_GSI_BASE + n - 1;
-	e->type = KVM_IRQ_ROUTING_MSI;
-	/* Fixed delivery, physical destination APIC 0, edge. */
-	e->u.msi.address_lo = 0xfee00000;
-	e->u.msi.data = vector & 0xff;
-	r->nr = n;
-	r->flags = 0;
-	vm->nr_routes = n;
-
+	if (gsi < 0)
+		return gsi;
 	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	memset(&irqfd, 0, sizeof(irqfd));
 	irqfd.fd = (uint32_t)fd;
-	irqfd.gsi = e->gsi;
+	irqfd.gsi = (uint32_t)gsi;
 	if (ioctl(vm->fd, KVM_IRQFD, &irqfd) < 0) {
 		int err = -errno;
 		close(fd);
 		return err;
 	}
 	return fd;
-}
-
-/* Hand the MSI routes to KVM, once all devices exist: each routing update
- * waits for an SRCU grace period. An irqfd whose route comes later is fine,
- * KVM looks routes up when the irqfd fires. */
-int vm_commit_irq_routes(struct vm *vm)
-{
-	if (!vm->nr_routes)
-		return 0;
-	return ioctl(vm->fd, KVM_SET_GSI_ROUTING, vm->routes) < 0 ? -errno : 0;
 }
 
 int vm_ioeventfd(struct vm *vm, uint64_t gpa, unsigned len, bool match, uint64_t data)

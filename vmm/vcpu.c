@@ -126,6 +126,35 @@ static void port_populate(struct vcpu *c, const struct kvm_regs *r)
 		madvise(host, r->rsi, MADV_POPULATE_WRITE);
 }
 
+/* KILN_PORT_MMIO: a batch of device-register accesses in one exit. */
+static void port_mmio(struct vcpu *c, const struct kvm_regs *r)
+{
+	struct vm *vm = c->vm;
+	uint64_t n = r->rcx, bytes = n * sizeof(struct kiln_mmio_op);
+	struct kiln_mmio_op *ops = gpa_ptr(&vm->mem, r->rsi, bytes);
+
+	if (n > KILN_MMIO_BATCH_MAX || !ops) {
+		guest_warn(c, "MMIO batch of %llu accesses at %#llx ignored", (unsigned long long)n,
+		           (unsigned long long)r->rsi);
+		return;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		/* The guest may change its memory under us: read each op once. */
+		uint32_t off = __atomic_load_n(&ops[i].off, __ATOMIC_RELAXED);
+		uint32_t value = __atomic_load_n(&ops[i].value, __ATOMIC_RELAXED);
+		bool write = off & KILN_MMIO_WRITE;
+		uint64_t gpa = r->rdi + (off & 0xfff);
+
+		if (virtio_mmio_access(vm, gpa, (uint8_t *)&value, 4, write) == -ENOENT) {
+			value = 0xffffffff;
+			guest_warn(c, "ignored batched MMIO %s at %#llx", write ? "write" : "read",
+			           (unsigned long long)gpa);
+		}
+		if (!write)
+			__atomic_store_n(&ops[i].value, value, __ATOMIC_RELAXED);
+	}
+}
+
 static void handle_io(struct vcpu *c)
 {
 	struct kvm_run *run = c->run;
@@ -161,6 +190,9 @@ static void handle_io(struct vcpu *c)
 		break;
 	case KILN_PORT_POPULATE:
 		port_populate(c, &r);
+		break;
+	case KILN_PORT_MMIO:
+		port_mmio(c, &r);
 		break;
 	}
 }

@@ -199,10 +199,6 @@ struct vm {
 	struct virtio_dev *devs[KILN_MMIO_MAX_DEVICES];
 	int nr_devs;
 
-	/* MSI routes handed to KVM (KVM_SET_GSI_ROUTING replaces the table). */
-	struct kvm_irq_routing *routes;
-	int nr_routes;
-
 	/* Event loop for device I/O; runs on the main thread. */
 	struct ev_loop *loop;
 	struct ev_async *stop_async;
@@ -253,10 +249,9 @@ void initrd_index_build(struct vm *vm, uint64_t pa, uint64_t room);
 /* KVM plumbing (vmm/kvm.c). */
 int vm_create(struct vm *vm);
 void vm_destroy(struct vm *vm);
-/* An eventfd that, when written, raises `vector` on CPU 0 as an MSI. */
+/* An eventfd that, when written, raises `vector` (a device's or
+ * KILN_VEC_QUIESCE) on CPU 0 as an MSI; vm_create installed the routes. */
 int vm_msi_irqfd(struct vm *vm, unsigned vector);
-/* Install the MSI routes of every vm_msi_irqfd() so far. */
-int vm_commit_irq_routes(struct vm *vm);
 /* An eventfd signalled when the guest writes `len` bytes to MMIO `gpa`
  * (with datamatch `data` when match is true), without a VM exit. */
 int vm_ioeventfd(struct vm *vm, uint64_t gpa, unsigned len, bool match, uint64_t data);

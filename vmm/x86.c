@@ -94,13 +94,21 @@ static uint64_t leaf(uint64_t pa, uint64_t flags)
 	return pa | flags | PTE_P | PTE_A | ((flags & PTE_W) ? PTE_D : 0);
 }
 
-static int map_4k(struct boot_builder *b, uint64_t va, uint64_t pa, uint64_t flags)
+/* Map [va, va + len) to pa onwards in 4 KiB pages: one walk per page
+ * table, not per page (the initramfs alone takes thousands). */
+static int map_4k(struct boot_builder *b, uint64_t va, uint64_t pa, uint64_t len, uint64_t flags)
 {
-	uint64_t *e;
-	int err = walk(b, va, 1, &e);
-	if (!err)
-		*e = leaf(pa, flags);
-	return err;
+	uint64_t *e = NULL;
+
+	for (uint64_t off = 0; off < len; off += PAGE) {
+		if (!e || !(((va + off) / PAGE) & 511)) {
+			int err = walk(b, va + off, 1, &e);
+			if (err)
+				return err;
+		}
+		*e++ = leaf(pa + off, flags);
+	}
+	return 0;
 }
 
 static int map_direct(struct boot_builder *b)
@@ -121,15 +129,8 @@ static int map_direct(struct boot_builder *b)
 
 static int map_initrd(struct boot_builder *b)
 {
-	uint64_t flags = PTE_U | PTE_NX | PTE_G;
-
-	for (uint64_t off = 0; off < b->vm->mem.initrd_map_size; off += PAGE) {
-		int err = map_4k(b, KILN_VA_DIRECT_MAP + KILN_GPA_INITRD + off,
-		                 KILN_GPA_INITRD + off, flags);
-		if (err)
-			return err;
-	}
-	return 0;
+	return map_4k(b, KILN_VA_DIRECT_MAP + KILN_GPA_INITRD, KILN_GPA_INITRD,
+	              b->vm->mem.initrd_map_size, PTE_U | PTE_NX | PTE_G);
 }
 
 /* The image is read in place, so 2 MiB pages: the window is 2 MiB-aligned
@@ -150,14 +151,8 @@ static int map_pmem(struct boot_builder *b)
 
 static int map_mmio(struct boot_builder *b)
 {
-	uint64_t flags = PTE_W | PTE_U | PTE_NX | PTE_PCD | PTE_PWT | PTE_G;
-
-	for (uint64_t off = 0; off < KILN_MMIO_MAX_DEVICES * KILN_MMIO_SIZE; off += PAGE) {
-		int err = map_4k(b, KILN_VA_MMIO + off, KILN_GPA_MMIO_BASE + off, flags);
-		if (err)
-			return err;
-	}
-	return 0;
+	return map_4k(b, KILN_VA_MMIO, KILN_GPA_MMIO_BASE, KILN_MMIO_MAX_DEVICES * KILN_MMIO_SIZE,
+	              PTE_W | PTE_U | PTE_NX | PTE_PCD | PTE_PWT | PTE_G);
 }
 
 static int map_kernel(struct boot_builder *b)
@@ -167,6 +162,7 @@ static int map_kernel(struct boot_builder *b)
 	for (int i = 0; i < ki->nr_seg; i++) {
 		const struct kernel_seg *s = &ki->seg[i];
 		uint64_t flags = PTE_G;
+		int err;
 
 		if (s->flags & 2 /* PF_W */)
 			flags |= PTE_W;
@@ -174,11 +170,9 @@ static int map_kernel(struct boot_builder *b)
 			flags |= PTE_NX;
 		if (s->vaddr >= KILN_VA_LIBOS_START)
 			flags |= PTE_U;
-		for (uint64_t off = 0; off < s->memsz; off += PAGE) {
-			int err = map_4k(b, s->vaddr + off, s->paddr + off, flags);
-			if (err)
-				return err;
-		}
+		err = map_4k(b, s->vaddr, s->paddr, s->memsz, flags);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -218,11 +212,11 @@ static void build_tss(struct vm *vm)
 	for (int i = 0; i < 7; i++)
 		put64(tss + 36 + 8 * i, img->ist[i]);
 	memcpy(tss + 102, &iomap_base, 2);
-	/* Deny all ports to CPL3 except kiln's own (the quiesce port is the
-	 * supervisor's). */
+	/* Deny all ports to CPL3 except kiln's own (the quiesce and device
+	 * batch ports are the supervisor's). */
 	memset(iomap, 0xff, 8192 + 1);
 	for (int p = KILN_PORT_BASE; p < KILN_PORT_BASE + KILN_PORT_COUNT; p++)
-		if (p != KILN_PORT_QUIESCE)
+		if (p != KILN_PORT_QUIESCE && p != KILN_PORT_MMIO)
 			iomap[p / 8] &= (uint8_t) ~(1u << (p % 8));
 }
 

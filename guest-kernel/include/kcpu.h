@@ -42,10 +42,11 @@
 /* Supervisor calls: `int3` from library-OS code with RDI = op and RSI, RDX,
  * RCX = arguments; result in RAX. All caller-saved registers are clobbered. */
 #define SV_HALT      1 /* RSI = TSC deadline or 0: sleep until an interrupt */
-#define SV_MMIO      2 /* RSI = struct sv_mmio_op array, RDX = count, RCX = base */
+#define SV_MMIO      2 /* RSI = kiln_mmio_op array, RDX = count, RCX = base (all physical) */
 #define SV_FLUSH_TLB 3 /* reload CR3 */
 #define SV_SET_CR3   4 /* RSI = new page-table root (physical) */
 #define SV_TIMER     5 /* RSI = TSC deadline, 0 = disarm */
+#define SV_INVLPG    6 /* RSI = virtual address whose translation changed */
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
@@ -72,15 +73,6 @@ _Static_assert(__builtin_offsetof(struct kcpu, resume_seq) == KCPU_RESUME_SEQ, "
 
 struct trap_hw_frame {
 	uint64_t vector, error, rip, cs, rflags, rsp, ss;
-};
-
-/* One 32-bit device-register access done by SV_MMIO (at CPL0, where an MMIO
- * exit is up to 7x cheaper than from CPL3). One 8-byte word per access, so
- * the emulated loop does a single memory load for it. */
-#define SV_MMIO_WRITE 0x80000000U
-struct sv_mmio_op {
-	uint32_t off;   /* register offset from the base, | SV_MMIO_WRITE */
-	uint32_t value; /* written, or filled in for reads */
 };
 
 extern struct kcpu kcpu0;

@@ -33,9 +33,11 @@ static inline void sv_halt(uint64_t tsc_deadline)
 	sv_call3(SV_HALT, tsc_deadline, 0);
 }
 
-static inline void sv_mmio(volatile void *base, struct sv_mmio_op *ops, unsigned n)
+/* ops_pa: n (<= KILN_MMIO_BATCH_MAX) struct kiln_mmio_op in guest RAM,
+ * physically contiguous; base_pa: a device's virtio-mmio window. */
+static inline void sv_mmio(uint64_t base_pa, uint64_t ops_pa, unsigned n)
 {
-	sv_call4(SV_MMIO, (uint64_t)ops, n, (uint64_t)base);
+	sv_call4(SV_MMIO, ops_pa, n, base_pa);
 }
 
 static inline void sv_set_timer(uint64_t tsc_deadline)
@@ -46,6 +48,13 @@ static inline void sv_set_timer(uint64_t tsc_deadline)
 static inline void sv_flush_tlb(void)
 {
 	sv_call3(SV_FLUSH_TLB, 0, 0);
+}
+
+/* One page's translation changed: cheaper than a whole flush, which makes
+ * a shadow MMU fault every page in again. */
+static inline void sv_invlpg(uint64_t va)
+{
+	sv_call3(SV_INVLPG, va, 0);
 }
 
 static inline void sv_set_cr3(uint64_t root)

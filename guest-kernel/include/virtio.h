@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Guest side of virtio-mmio: device setup (batched through the supervisor,
- * where an MMIO exit is cheapest) and split virtqueues filled at CPL3.
+ * Guest side of virtio-mmio: register accesses batched through the
+ * supervisor into one exit each (KILN_PORT_MMIO) and split virtqueues
+ * filled at CPL3.
  */
 #ifndef KILN_VIRTIO_H
 #define KILN_VIRTIO_H
@@ -59,7 +60,7 @@ int vio_probe(const struct bootinfo *bi, uint32_t device_id, uint64_t want, unsi
 /* The device-specific configuration: the 32 bits at off (a multiple of 4). */
 uint32_t vio_config_read(struct vio_dev *dev, unsigned off);
 /* InterruptStatus (bit 0: used buffers, bit 1: configuration changed);
- * the bits of ack that are set are acknowledged. One MMIO exit, two if it
+ * the bits of ack that are set are acknowledged. One exit, two if it
  * acknowledges. */
 uint32_t vio_interrupt_status(struct vio_dev *dev, uint32_t ack);
 

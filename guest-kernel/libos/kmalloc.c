@@ -61,6 +61,25 @@ static int refill(int c)
 	return 0;
 }
 
+/* Whole pages with the header in front. Zeroed pages that were never used
+ * cost nothing to zero: kzalloc leaves the pages it does not touch alone. */
+static void *kmalloc_large(size_t n, bool zero)
+{
+	size_t np = (n + sizeof(struct large_hdr) + PAGE_SIZE - 1) / PAGE_SIZE;
+	uint64_t pa;
+	struct large_hdr *h;
+
+	if (n > (1UL << 40))
+		return NULL;
+	pa = pmem_alloc_contig(np, 1, zero);
+	if (!pa)
+		return NULL;
+	h = phys_to_virt(pa);
+	h->magic = LARGE_MAGIC;
+	h->npages = np;
+	return h + 1;
+}
+
 void *kmalloc(size_t n)
 {
 	struct free_obj *o;
@@ -68,21 +87,8 @@ void *kmalloc(size_t n)
 
 	if (n == 0)
 		n = 1;
-	if (n > (1UL << MAX_SHIFT)) {
-		size_t np = (n + sizeof(struct large_hdr) + PAGE_SIZE - 1) / PAGE_SIZE;
-		uint64_t pa;
-		struct large_hdr *h;
-
-		if (n > (1UL << 40))
-			return NULL;
-		pa = pmem_alloc_contig(np, 1, false);
-		if (!pa)
-			return NULL;
-		h = phys_to_virt(pa);
-		h->magic = LARGE_MAGIC;
-		h->npages = np;
-		return h + 1;
-	}
+	if (n > (1UL << MAX_SHIFT))
+		return kmalloc_large(n, false);
 	c = class_of(n);
 	if (!free_list[c] && refill(c))
 		return NULL;
@@ -93,7 +99,11 @@ void *kmalloc(size_t n)
 
 void *kzalloc(size_t n)
 {
-	void *p = kmalloc(n);
+	void *p;
+
+	if (n > (1UL << MAX_SHIFT))
+		return kmalloc_large(n, true);
+	p = kmalloc(n);
 	if (p)
 		memset(p, 0, n);
 	return p;

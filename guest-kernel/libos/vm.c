@@ -257,6 +257,12 @@ void pt_flush(struct aspace *as)
 		sv_flush_tlb();
 }
 
+void pt_flush_page(struct aspace *as, uint64_t va)
+{
+	if (as == active)
+		sv_invlpg(va);
+}
+
 /* Replace [start, end) in the VMA list with a new VMA (or nothing). */
 static int vma_set(struct aspace *as, uint64_t start, uint64_t end, struct vma *nv)
 {
@@ -855,7 +861,10 @@ int vm_patch_syscall(struct aspace *as, uint64_t site)
 	 * is mid-decode, which the single-vCPU kernel never allows. */
 	*b1 = 0xd0;
 	*b0 = 0xff;
-	if (flush)
-		pt_flush(as);
+	if (flush) {
+		pt_flush_page(as, site);
+		if ((site + 1) / PAGE_SIZE != site / PAGE_SIZE)
+			pt_flush_page(as, site + 1);
+	}
 	return 0;
 }

@@ -87,6 +87,8 @@ uint64_t *pt_next(struct aspace *as, uint64_t *va, uint64_t end, uint64_t *size)
 void pt_free_tables(uint64_t pa, int level);
 /* Flush the TLB if as is the address space in use (vm.c). */
 void pt_flush(struct aspace *as);
+/* One page's translation changed in as (cheaper than pt_flush). */
+void pt_flush_page(struct aspace *as, uint64_t va);
 
 /* 2 MiB pages (vm_huge.c). */
 /* Map the 2 MiB around addr, a first touch of lazy memory in v, with one

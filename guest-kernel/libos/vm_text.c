@@ -119,7 +119,7 @@ int text_patch(struct aspace *as, uint64_t *pte, uint64_t site)
 		/* Until the old translation goes, the site runs unpatched from
 		 * the image page; with a shadow MMU that can last until the next
 		 * address-space switch, every call taking the slow path. */
-		pt_flush(as);
+		pt_flush_page(as, site);
 	}
 	b = (uint8_t *)phys_to_virt(pa) + off;
 	/* Second byte first, as vm_patch_syscall does. */

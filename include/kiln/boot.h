@@ -4,10 +4,10 @@
  * and what the kernel image must tell the VMM about itself.
  *
  * Version 3 (2 added the snapshot quiesce point: KILN_VEC_QUIESCE and
- * KILN_PORT_QUIESCE, 3 KILN_PORT_POPULATE). Any change to a layout, constant
- * or meaning below bumps KILN_BOOT_VERSION; the VMM refuses images that
- * carry another version, and refuses to restore a snapshot taken with
- * another one.
+ * KILN_PORT_QUIESCE; 3 KILN_PORT_POPULATE and the batched device-register
+ * port KILN_PORT_MMIO). Any change to a layout, constant or meaning below
+ * bumps KILN_BOOT_VERSION; the VMM refuses images that carry another
+ * version, and refuses to restore a snapshot taken with another one.
  *
  * Why so much is done by the VMM: on PVM hosts every guest CPL0 instruction
  * is emulated (0.3-1 us each, see shared/probes/RESULTS.md), so page tables,
@@ -144,7 +144,7 @@
 
 /* ---------------------------------------------------------------------------
  * I/O ports (PIO, all handled by the VMM; all are usable from CPL0 and
- * CPL3 but QUIESCE, from CPL0 only)
+ * CPL3 but QUIESCE and MMIO, from CPL0 only)
  *
  * Arguments travel in general registers, read by the VMM at the exit.
  */
@@ -188,7 +188,28 @@
  * of pages it has, the host maps the 8 around a fault at once.)
  */
 #define KILN_PORT_POPULATE (KILN_PORT_BASE + 4)
-#define KILN_PORT_COUNT    5
+/*
+ * out to MMIO (CPL0): RSI = guest-physical address of an array of RCX (at most
+ * KILN_MMIO_BATCH_MAX) struct kiln_mmio_op, RDI = guest-physical base of a
+ * virtio-mmio window. The VMM does the 32-bit register accesses in order,
+ * exactly as that many single MMIO accesses, and stores what each read
+ * returns in its op (all-ones where nothing answers). One exit for a whole
+ * device set-up instead of one per register. The array lies in guest RAM.
+ */
+#define KILN_PORT_MMIO      (KILN_PORT_BASE + 5)
+#define KILN_PORT_COUNT     6
+#define KILN_MMIO_BATCH_MAX 64
+#define KILN_MMIO_WRITE     0x80000000U
+
+#ifndef __ASSEMBLER__
+#include <stdint.h>
+
+/* One 8-byte word per access, so the guest builds it with one store. */
+struct kiln_mmio_op {
+	uint32_t off;   /* register offset from the base (< 4096), | KILN_MMIO_WRITE */
+	uint32_t value; /* written, or filled in by the VMM for reads */
+};
+#endif
 /*
  * RDX at resume from the quiesce point. RESTORED: this is a new VM, restored
  * from a snapshot; devices were reset where the host side could not be kept
@@ -249,7 +270,10 @@ struct kiln_boot_image {
  *                          (absent: none): its members without their data,
  *                          so that unpacking it need not touch every page
  *                          holding a header; records as in
- *                          guest-kernel/libos/cpio.h
+ *                          guest-kernel/libos/cpio.h. Given only for an
+ *                          archive whose every member name passes
+ *                          cpio_name_ok(), which the guest then need not
+ *                          check again
  *      kiln,initrd-index-size
  *                          u64 bytes in the index
  *      kiln,pmem-start     u64 GPA of the pmem window, KILN_GPA_PMEM

@@ -328,6 +328,13 @@ mkdir -p "$T/big/bin" && head -c $((40 * 1024 * 1024)) /dev/zero >"$T/big/zeros"
 	(cd "$T/big" && printf 'zeros\nbin\nbin/hello-musl\n' | cpio -o -H newc --quiet) \
 		>"$T/big.cpio" || exit 1
 rm -rf "$T/big"
+# A member named "../x" (written as zz/x, then renamed in place): the guest
+# must refuse the archive, which the VMM then gives no index for.
+mkdir -p "$T/dots/bin" "$T/dots/zz" && cp "$PROGS/hello-musl" "$T/dots/bin/" &&
+	echo hi >"$T/dots/zz/x" &&
+	(cd "$T/dots" && printf 'bin\nbin/hello-musl\nzz\nzz/x\n' | cpio -o -H newc --quiet) |
+	perl -pe 's{zz/x\0}{../x\0}g' >"$T/dots.cpio" || exit 1
+rm -rf "$T/dots"
 # Larger than the 256 MiB window for the initramfs (sparse: costs no disk).
 cp "$INITRD" "$T/huge.cpio" && truncate -s 300M "$T/huge.cpio" || exit 1
 
@@ -428,6 +435,8 @@ vmm_case initrd-junk-header '!0' --any 'cpio' -- \
 	--kernel "$KERNEL" --initrd "$T/junk-header.cpio" -- /bin/hello-musl
 vmm_case initrd-truncated '!0' --any 'cpio' -- \
 	--kernel "$KERNEL" --initrd "$T/truncated.cpio" -- /bin/hello-musl
+vmm_case initrd-bad-name 125 --any 'bad member name' -- \
+	--kernel "$KERNEL" --initrd "$T/dots.cpio" -- /bin/hello-musl
 vmm_case initrd-bigger-than-mem 0 --out 'hello from musl' -- \
 	--kernel "$KERNEL" --initrd "$T/big.cpio" --mem 32M -- /bin/hello-musl
 vmm_case initrd-too-big 1 --err 'larger than' -- \
