@@ -1056,4 +1056,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    rc = main()
+    sys.stdout.flush()
+    # a failed case can leave a reader thread blocked on its socket: do not
+    # wait for it at interpreter exit
+    os._exit(rc)
