@@ -84,13 +84,16 @@ static void exec_free(struct ci_exec *e)
 	free(e);
 }
 
-/* Unlink the first execution of x and free it. */
+/* Unlink the first execution of x and free it. Its client's backpressure
+ * ends with it: the next execution's output must flow. */
 static void pop(struct ci_ctx *x)
 {
 	struct ci_exec *e = x->q;
 
 	x->q = e->next;
 	x->nq--;
+	if (e->running && x->a)
+		agent_pause(x->a, false);
 	exec_free(e);
 }
 
@@ -135,8 +138,10 @@ static void exec_abort(void *ctx)
 
 	e->c = NULL;
 	if (e->running) {
-		/* interrupted; its remaining output is dropped */
+		/* interrupted; its remaining output is dropped, so it must
+		 * flow again (a paused kernel could not even be interrupted) */
 		if (e->x->a && e->x->started) {
+			agent_pause(e->x->a, false);
 			agent_msg_u32(agent_out(e->x->a), KILN_MSG_SIGNAL, SIGINT);
 			agent_flush(e->x->a);
 		}

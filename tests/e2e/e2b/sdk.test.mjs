@@ -858,6 +858,69 @@ async function main() {
       assert.ok(Date.now() - t0 < 20000, 'the sleep was interrupted')
     }, 60000)
 
+    await test('runCode: output comes as it is printed, before the code ends', async () => {
+      const t0 = Date.now()
+      let at
+      const ex = await ci.runCode('import time\nprint("step")\ntime.sleep(2)',
+        { onStdout: () => { at = at || Date.now() - t0 } })
+      const end = Date.now() - t0
+      assert.deepEqual(ex.logs.stdout, ['step\n'])
+      assert.ok(end - at > 1000, `stdout came at ${at} ms, the end at ${end} ms`)
+    }, 60000)
+
+    await test('runCode: a client that stops reading a big output, then goes away', async () => {
+      // kilnd stops the kernel's output while the client does not read;
+      // once the client is gone the context must take the next execution
+      const body = JSON.stringify({ code: 'import sys\nfor i in range(64):\n    sys.stdout.write("x" * 1000000 + "\\n")' })
+      const s = net.connect(ENVD_PORT, '127.0.0.1')
+      await new Promise((r) => s.on('connect', r))
+      s.pause()
+      s.write(`POST /execute HTTP/1.1\r\nHost: k\r\nE2b-Sandbox-Id: ${ci.sandboxId}\r\n` +
+        `E2b-Sandbox-Port: 49999\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+      await sleep(3000)
+      s.destroy()
+      const ex = await withTimeout(ci.runCode('1 + 1'), 20000, 'runCode after the stalled client')
+      assert.equal(ex.text, '2')
+    }, 60000)
+
+    await test('runCode kernel: interrupts outside an execution are ignored', async () => {
+      // the kernel on the host: kilnd's SIGINT for a client that went away
+      // may come just after the execution ended
+      const k = spawn('python3', ['-u', '-c', fs.readFileSync(`${ROOT}/control/codeint_kernel.py`, 'utf8')],
+        { env: { PATH: process.env.PATH, KILN_CI_CWD: T }, stdio: ['pipe', 'pipe', 'inherit'] })
+      let buf = ''
+      const waiters = []
+      const lines = []
+      k.stdout.on('data', (d) => {
+        buf += d
+        let i
+        while ((i = buf.indexOf('\n')) >= 0) {
+          lines.push(JSON.parse(buf.slice(0, i)))
+          buf = buf.slice(i + 1)
+        }
+        while (waiters.length && lines.length) waiters.shift()(lines.shift())
+      })
+      k.on('exit', () => { lines.push({ type: 'exited' }); while (waiters.length) waiters.shift()(lines.shift()) })
+      const next = () => lines.length ? Promise.resolve(lines.shift()) : new Promise((r) => waiters.push(r))
+      try {
+        assert.equal((await next()).type, 'ready')
+        let ends = 0
+        for (let i = 0; i < 200; i++) {
+          k.stdin.write('{"code": "pass"}\n')
+          k.kill('SIGINT')
+          for (let m = await next(); m.type !== 'end_of_execution'; m = await next())
+            assert.notEqual(m.type, 'exited', `the kernel died at execution ${i}`)
+          ends++
+          k.kill('SIGINT')
+        }
+        k.stdin.write('{"code": "7"}\n')
+        const m = await withTimeout(next(), 5000, 'the kernel after 400 interrupts')
+        assert.deepEqual([ends, m.type, m.text], [200, 'result', '7'])
+      } finally {
+        k.kill('SIGKILL')
+      }
+    }, 60000)
+
     await test('code contexts: create, own state and cwd, list, restart, remove', async () => {
       const ctx = await ci.createCodeContext({ cwd: `${G}/ctx` })
       assert.equal(ctx.language, 'python')
