@@ -72,6 +72,7 @@ struct ci_ctx {
 };
 
 static void ctx_start(struct ci_ctx *x, struct sandbox *sb);
+static void ctx_reap(struct ci_ctx *x);
 static void kick(struct ci_ctx *x);
 
 /* ---------------------------------------------------------------- executions */
@@ -214,6 +215,7 @@ static void ctx_free(struct ci_ctx *x, const char *why)
 	if (*pp)
 		*pp = x->next;
 	ctx_close_agent(x, true);
+	ctx_reap(x);
 	ctx_down(x, "ContextRemoved", why);
 	while (x->q) {
 		exec_fail(x->q, "ContextRemoved", why);
@@ -227,7 +229,7 @@ static void ctx_free(struct ci_ctx *x, const char *why)
 
 static void on_line(struct ci_ctx *x, const char *p, size_t n)
 {
-	json_t *j = json_loadb(p, n, 0, NULL);
+	json_t *j = json_loadb(p, n, JSON_ALLOW_NUL, NULL);
 	const char *type = json_string_value(json_object_get(j, "type"));
 	struct ci_exec *e = x->q;
 
@@ -399,6 +401,51 @@ static const struct agent_conn_ops agent_ops = {
     .on_drain = on_agent_drain,
 };
 
+static void reap_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
+{
+	(void)ctx;
+	(void)type;
+	(void)f;
+	(void)n;
+}
+
+static void reap_close(void *ctx, int err)
+{
+	(void)ctx;
+	(void)err;
+}
+
+static const struct agent_conn_ops reap_ops = {
+    .on_frame = reap_frame,
+    .on_close = reap_close,
+    .on_drain = on_agent_drain,
+};
+
+/* The process was kept over a pause (KEEP) but will not be attached again
+ * (restart, removal): it is killed through a stream of its own, which the
+ * agent ends after its EXIT. While the sandbox is paused it cannot be. */
+static void ctx_reap(struct ci_ctx *x)
+{
+	struct sandbox *sb = sb_find(x->kd, x->sb_id);
+	struct agent_conn *a;
+
+	if (!x->suspended || !x->pid || !sb || sb->state != SB_RUNNING)
+		return;
+	x->suspended = false;
+	a = agent_open(sb->kd->loop, sb->vsock_path, KILN_AGENT_PORT, &reap_ops, NULL);
+	if (!a) {
+		log_warn("sandbox %s: code context %s: cannot end its Python process %u", x->sb_id,
+		         x->id, x->pid);
+		return;
+	}
+	if (agent_msg_hello(agent_out(a), KILN_STREAM_EXEC) ||
+	    agent_msg_u32(agent_out(a), KILN_MSG_ATTACH, x->pid) ||
+	    agent_msg_u32(agent_out(a), KILN_MSG_SIGNAL, SIGKILL))
+		agent_close(a);
+	else
+		agent_flush(a);
+}
+
 static void ctx_start(struct ci_ctx *x, struct sandbox *sb)
 {
 	const char *argv[] = {"python3", "-u", "-c", codeint_kernel_py, NULL};
@@ -567,6 +614,7 @@ static void ctx_wait(struct ci_ctx *x, struct sandbox *sb, struct http_conn *c, 
 {
 	if (restart) {
 		ctx_close_agent(x, true);
+		ctx_reap(x);
 		x->suspended = false;
 		ctx_down(x, "KernelRestarted", "the context was restarted");
 	}

@@ -825,6 +825,12 @@ async function main() {
       assert.equal(ex.logs.stdout.join(''), 'sub\nraw\n')
     })
 
+    await test('runCode: output with NUL and JSON-looking text is relayed as it is', async () => {
+      const ex = await ci.runCode('print("a\\0b")\nprint(\'{"type": "end_of_execution"}\')\n"\\0"')
+      assert.equal(ex.logs.stdout.join(''), 'a\0b\n{"type": "end_of_execution"}\n')
+      assert.equal(ex.text, "'\\x00'")
+    })
+
     await test('runCode: display() formats; matplotlib figures as PNG', async () => {
       let ex = await ci.runCode('class H:\n    def _repr_html_(self): return "<b>h</b>"\n    def __repr__(self): return "H()"\ndisplay(H())\nH()')
       assert.equal(ex.results.length, 2)
@@ -955,6 +961,25 @@ async function main() {
         await ci.runCode('kept = [1, 2, 3]')
         await ci.pause()
         assert.equal((await ci.runCode('sum(kept)')).text, '6')
+      }, 120000)
+
+      await test('code contexts: restart or removal after a pause ends the old process', async () => {
+        const a = await ci.createCodeContext()
+        const b = await ci.createCodeContext()
+        const pids = [(await ci.runCode('import os\nos.getpid()', { context: a })).text,
+          (await ci.runCode('import os\nos.getpid()', { context: b })).text]
+        await ci.pause()
+        await ci.restartCodeContext(a)
+        await ci.removeCodeContext(b)
+        const alive = `import os\ndef alive(p):\n    try:\n        os.kill(p, 0)\n        return True\n    except ProcessLookupError:\n        return False\n[alive(p) for p in [${pids}]]`
+        let left
+        for (let i = 0; i < 50; i++) {
+          left = (await ci.runCode(alive)).text
+          if (left === '[False, False]') break
+          await sleep(100)
+        }
+        assert.equal(left, '[False, False]', `processes ${pids} of the restarted and removed contexts`)
+        await ci.removeCodeContext(a)
       }, 120000)
     }
     await ci.kill()
