@@ -64,6 +64,7 @@ struct ci_ctx {
 	bool suspended;    /* the sandbox paused: attach again when used */
 	bool syncing;      /* after an attach: lines dropped up to "pong" */
 	bool restarted;    /* the process was started afresh: say so */
+	bool cut;          /* a pause cut an execution: interrupt it on attach */
 	struct buf in;     /* a partial answer line */
 	struct buf err;    /* the kernel's own stderr, for messages */
 	struct ci_exec *q; /* executions, the running one first */
@@ -384,6 +385,7 @@ static void on_close(void *ctx, int err)
 			exec_fail(x->q, "SandboxPaused",
 			          "the sandbox was paused during the execution");
 			pop(x);
+			x->cut = true;
 		}
 		return;
 	}
@@ -465,16 +467,20 @@ static void ctx_start(struct ci_ctx *x, struct sandbox *sb)
 		return;
 	}
 	if (attach) {
-		/* what it still prints for an execution cut by the pause is
-		 * dropped up to the answer to a ping */
+		/* an execution cut by the pause is interrupted (the ping
+		 * waits for it); what it still prints is dropped up to the
+		 * answer to the ping */
 		x->started = true;
 		x->syncing = true;
 		if (agent_msg_hello(agent_out(x->a), KILN_STREAM_EXEC) ||
 		    agent_msg_u32(agent_out(x->a), KILN_MSG_ATTACH, x->pid) ||
+		    (x->cut && agent_msg_u32(agent_out(x->a), KILN_MSG_SIGNAL, SIGINT)) ||
 		    agent_msg_data(agent_out(x->a), KILN_MSG_STDIN, "{\"ping\":true}\n", 14))
 			goto nomem;
+		x->cut = false;
 	} else {
 		x->pid = 0;
+		x->cut = false;
 		if (agent_msg_hello(agent_out(x->a), KILN_STREAM_EXEC) ||
 		    agent_msg_start(agent_out(x->a), &st))
 			goto nomem;

@@ -963,6 +963,16 @@ async function main() {
         assert.equal((await ci.runCode('sum(kept)')).text, '6')
       }, 120000)
 
+      await test('runCode: an execution cut by a pause is interrupted on resume', async () => {
+        const cut = ci.runCode('import time\ntime.sleep(600)', { timeoutMs: 0 }).catch((e) => e)
+        await sleep(1000)
+        await ci.pause()
+        const r = await cut
+        assert.ok(r instanceof Error || r.error, 'the cut execution failed')
+        const ex = await withTimeout(ci.runCode('1 + 1'), 20000, 'runCode after the resume')
+        assert.equal(ex.text, '2')
+      }, 120000)
+
       await test('code contexts: restart or removal after a pause ends the old process', async () => {
         const a = await ci.createCodeContext()
         const b = await ci.createCodeContext()
