@@ -767,6 +767,23 @@ async function main() {
     }
   })
 
+  await test('watchDir: a trailing slash; the directory removed and made again', async () => {
+    const dir = `${G}/watch-again`
+    await sbx.files.makeDir(dir)
+    const w = watchEvents()
+    const h = await sbx.files.watchDir(`${dir}/`, w.onEvent, { includeEntry: true })
+    try {
+      await sbx.files.write(`${dir}/f`, 'f')
+      assert.equal((await w.waitFor('create', 'f')).entry.path, `${dir}/f`)
+      await sbx.commands.run(`rm -rf ${dir}`)
+      await w.waitFor('remove', 'f')
+      await sbx.commands.run(`mkdir ${dir} && echo g > ${dir}/g`)
+      assert.equal((await w.waitFor('create', 'g')).entry.path, `${dir}/g`)
+    } finally {
+      await h.stop()
+    }
+  })
+
   await test('watchDir of a missing path or of a file: clear errors', async () => {
     let e = await rejects(sbx.files.watchDir(`${G}/no-such-dir`, () => {}))
     assert.ok(e instanceof FileNotFoundError || /not found|no such/i.test(String(e)), String(e))
