@@ -792,6 +792,22 @@ async function main() {
     assert.match(String(e), /not a directory/)
   })
 
+  await test('watchDir of a huge tree is refused; 32 watches at most', async () => {
+    const t0 = Date.now()
+    const e = await rejects(sbx.files.watchDir('/', () => {}, { recursive: true }))
+    assert.match(String(e), /more than 10000 entries/)
+    assert.ok(Date.now() - t0 < 15000, `refused after ${Date.now() - t0} ms`)
+    const hs = []
+    try {
+      for (let i = 0; i < 32; i++) hs.push(await sbx.files.watchDir('/', () => {}))
+      assert.match(String(await rejects(sbx.files.watchDir(G, () => {}))), /32 watches/)
+    } finally {
+      for (const h of hs) await h.stop()
+    }
+    const h = await sbx.files.watchDir(G, () => {})
+    await h.stop()
+  }, 60000)
+
   await test('watchDir ends at its timeout (onExit is told)', async () => {
     let exited
     const h = await sbx.files.watchDir(G, () => {}, { timeoutMs: 1500, onExit: (err) => { exited = err || 'clean' } })
@@ -808,7 +824,7 @@ async function main() {
     ci = await CiSandbox.create({ envs: FAKE ? { HOME: `${T}/home` } : {} })
     const info = await ci.getInfo()
     assert.equal(info.templateId, 'code-interpreter-v1')
-  }, 60000, FILTER.includes('runCode') || FILTER.includes('code context'))
+  }, 60000, FILTER.includes('runCode') || FILTER.includes('code context') || FILTER.includes('paused'))
 
   if (ci) {
     await test('runCode: state kept, main result, stdout and stderr as they come', async () => {
@@ -978,6 +994,21 @@ async function main() {
         await ci.runCode('kept = [1, 2, 3]')
         await ci.pause()
         assert.equal((await ci.runCode('sum(kept)')).text, '6')
+      }, 120000)
+
+      await test('watchDir: a paused sandbox is not woken by a watch, which goes on after the resume', async () => {
+        const w = watchEvents()
+        await ci.files.makeDir(`${G}/pw`)
+        const h = await ci.files.watchDir(`${G}/pw`, w.onEvent)
+        try {
+          await ci.pause()
+          await sleep(1500)
+          assert.equal((await ci.getInfo()).state, 'paused')
+          await ci.files.write(`${G}/pw/x`, 'x')
+          await w.waitFor('create', 'x', 10000)
+        } finally {
+          await h.stop()
+        }
       }, 120000)
 
       await test('runCode: an execution cut by a pause is interrupted on resume', async () => {
