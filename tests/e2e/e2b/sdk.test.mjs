@@ -897,6 +897,12 @@ async function main() {
       assert.ok(Date.now() - t0 < 20000, 'the sleep was interrupted')
     }, 60000)
 
+    await test('runCode: input() and reads of fd 0 see no input, not the requests', async () => {
+      assert.equal((await ci.runCode('input()')).error.name, 'EOFError')
+      assert.equal((await ci.runCode('import os, sys\n(os.read(0, 100), sys.stdin.read())')).text, "(b'', '')")
+      assert.equal((await ci.runCode('6 * 7')).text, '42')
+    })
+
     await test('runCode: output comes as it is printed, before the code ends', async () => {
       const t0 = Date.now()
       let at
@@ -976,6 +982,57 @@ async function main() {
       assert.ok(!(await ci.listCodeContexts()).some((c) => c.id === ctx.id))
       const e = await rejects(ci.runCode('1', { context: ctx }))
       assert.match(String(e), /not found/)
+    }, 60000)
+
+    await test('runCode: one context runs in order, two side by side; restart while running', async () => {
+      const ctx = await ci.createCodeContext()
+      const [a, b, c] = await Promise.all([
+        ci.runCode('import time\nt0 = time.time()\ntime.sleep(2)\n(t0, time.time())'),
+        ci.runCode('import time\n(time.time(), 0)'),
+        ci.runCode('import time\nt0 = time.time()\ntime.sleep(2)\n(t0, time.time())', { context: ctx }),
+      ])
+      const [ta, tb, tc] = [a, b, c].map((x) => x.text.slice(1, -1).split(', ').map(Number))
+      assert.ok(tb[0] >= ta[1], `the second execution of a context waits for the first: ${a.text} ${b.text}`)
+      assert.ok(tc[0] < ta[1], `another context runs meanwhile: ${a.text} ${c.text}`)
+      await ci.runCode('kept = 1', { context: ctx })
+      const cut = ci.runCode('import time\ntime.sleep(600)', { context: ctx, timeoutMs: 0 }).catch((e) => e)
+      await sleep(1000)
+      await ci.restartCodeContext(ctx)
+      const r = await withTimeout(cut, 10000, 'the execution cut by the restart')
+      assert.ok(r instanceof Error || r.error, 'the cut execution failed')
+      assert.equal((await ci.runCode('kept', { context: ctx })).error.name, 'NameError')
+      await ci.removeCodeContext(ctx)
+    }, 60000)
+
+    await test('runCode: at most 64 queued per context; queued clients that go away', async () => {
+      const ctx = await ci.createCodeContext()
+      // raw clients: each sends one /execute and keeps what it is answered
+      const post = (code) => {
+        const body = JSON.stringify({ code, context_id: ctx.id })
+        const s = net.connect(ENVD_PORT, '127.0.0.1')
+        s.got = ''
+        s.on('data', (d) => { s.got += d })
+        s.on('error', () => {})
+        s.write(`POST /execute HTTP/1.1\r\nHost: k\r\nE2b-Sandbox-Id: ${ci.sandboxId}\r\n` +
+          `E2b-Sandbox-Port: 49999\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+        return s
+      }
+      const socks = [post('import time\ntime.sleep(600)')]
+      try {
+        for (let i = 0; i < 100 && !socks[0].got; i++) await sleep(50)
+        assert.match(socks[0].got, /^HTTP\/1.1 200/, 'the first one runs')
+        for (let i = 1; i < 64; i++) socks.push(post('1'))
+        await sleep(1000)
+        socks.push(post('1'))
+        for (let i = 0; i < 100 && !socks[64].got; i++) await sleep(50)
+        assert.match(socks[64].got, /^HTTP\/1.1 429/)
+        assert.ok(socks.slice(1, 64).every((s) => !s.got), 'the others wait')
+      } finally {
+        for (const s of socks) s.destroy()
+      }
+      const ex = await withTimeout(ci.runCode('2 + 2', { context: ctx }), 10000, 'runCode after 64 clients left')
+      assert.equal(ex.text, '4')
+      await ci.removeCodeContext(ctx)
     }, 60000)
 
     await test('runCode: a context whose process died starts afresh', async () => {
