@@ -18,9 +18,10 @@
  *
  * Only Python runs (language "python", or none). The first execution
  * without a context uses the sandbox's default context, made on demand.
- * After a pause the process is attached again (its variables are kept); a
- * process that died is started afresh by the next execution, which then
- * begins with a "KernelRestarted" note on stderr. */
+ * After a pause the process is attached again (its variables are kept); the
+ * pause fails the executions under way and queued, and the one it cut is
+ * interrupted on attach. A process that died is started afresh by the next
+ * execution, which then begins with a "KernelRestarted" note on stderr. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -65,6 +66,7 @@ struct ci_ctx {
 	bool syncing;      /* after an attach: lines dropped up to "pong" */
 	bool restarted;    /* the process was started afresh: say so */
 	bool cut;          /* a pause cut an execution: interrupt it on attach */
+	bool fresh;        /* made by POST /contexts, not ready yet */
 	struct buf in;     /* a partial answer line */
 	struct buf err;    /* the kernel's own stderr, for messages */
 	struct ci_exec *q; /* executions, the running one first */
@@ -243,6 +245,7 @@ static void on_line(struct ci_ctx *x, const char *p, size_t n)
 		}
 	} else if (!strcmp(type, "ready")) {
 		x->ready = true;
+		x->fresh = false;
 		if (x->wait) {
 			http_set_handler(x->wait, NULL, NULL, 0);
 			ctx_answer(x, x->wait);
@@ -375,21 +378,40 @@ static void on_close(void *ctx, int err)
 	struct ci_ctx *x = ctx;
 	struct sandbox *sb = sb_find(x->kd, x->sb_id);
 
+	(void)err;
 	x->a = NULL;
-	if (x->started && sb && (sb->state == SB_PAUSING || sb->state == SB_PAUSED)) {
+	if (!sb || (sb->state != SB_PAUSING && sb->state != SB_PAUSED)) {
+		ctx_down(x, "KernelError", "the agent stream of the code context ended");
+		return;
+	}
+	/* paused: nobody waits for a resume that may never come */
+	while (x->q) {
+		x->cut |= x->q->running;
+		exec_fail(x->q, "SandboxPaused", "the sandbox was paused before the code finished");
+		pop(x);
+	}
+	if (x->wait) {
+		http_set_handler(x->wait, NULL, NULL, 0);
+		if (x->started)
+			ctx_answer(x, x->wait); /* its process is attached on first use */
+		else
+			http_respond_error(x->wait, 503,
+			                   "the sandbox was paused before the process of the code "
+			                   "context started; ask again");
+		x->wait = NULL;
+	}
+	if (x->started) {
 		/* the process stays in the guest (KEEP): attached on next use */
 		x->suspended = true;
 		x->hello = x->ready = false;
 		buf_reset(&x->in);
-		if (x->q && x->q->running) {
-			exec_fail(x->q, "SandboxPaused",
-			          "the sandbox was paused during the execution");
-			pop(x);
-			x->cut = true;
-		}
 		return;
 	}
-	ctx_down(x, "KernelError", "the agent stream of the code context ended");
+	if (x->fresh) {
+		ctx_free(x, "the sandbox was paused");
+		return;
+	}
+	ctx_down(x, "SandboxPaused", "the sandbox was paused");
 }
 
 static void on_agent_drain(void *ctx)
@@ -649,6 +671,7 @@ int ci_context_create(struct kilnd *kd, struct sandbox *sb, struct http_conn *c,
 	x = ctx_new(kd, sb, NULL, cwd ? cwd : CI_DEFAULT_CWD);
 	if (!x)
 		return 500;
+	x->fresh = true;
 	ctx_wait(x, sb, c, false);
 	return 0;
 }

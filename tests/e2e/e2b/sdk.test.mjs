@@ -824,7 +824,7 @@ async function main() {
     ci = await CiSandbox.create({ envs: FAKE ? { HOME: `${T}/home` } : {} })
     const info = await ci.getInfo()
     assert.equal(info.templateId, 'code-interpreter-v1')
-  }, 60000, FILTER.includes('runCode') || FILTER.includes('code context') || FILTER.includes('paused'))
+  }, 60000, FILTER.includes('runCode') || FILTER.includes('code context') || FILTER.includes('paus'))
 
   if (ci) {
     await test('runCode: state kept, main result, stdout and stderr as they come', async () => {
@@ -1076,6 +1076,38 @@ async function main() {
         assert.ok(r instanceof Error || r.error, 'the cut execution failed')
         const ex = await withTimeout(ci.runCode('1 + 1'), 20000, 'runCode after the resume')
         assert.equal(ex.text, '2')
+      }, 120000)
+
+      await test('code contexts: a pause while a context starts answers its creation', async () => {
+        const H49999 = { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999' }
+        const before = (await ci.listCodeContexts()).length
+        for (let i = 0; i < 6; i++) {
+          const made = fetch(`${SANDBOX_URL}/contexts`, { method: 'POST', headers: H49999, body: '{}' })
+            .then(async (r) => [r.status, await r.json()])
+          await sleep(40 * i)
+          await ci.pause()
+          const [st, body] = await withTimeout(made, 20000, `POST /contexts cut by a pause after ${40 * i} ms`)
+          if (st === 200) {
+            assert.equal((await ci.runCode('7', { context: body })).text, '7')
+            await ci.removeCodeContext(body.id)
+          } else {
+            assert.deepEqual([st, body.message], [503, body.message.includes('paused') && body.message])
+          }
+        }
+        assert.equal((await ci.listCodeContexts()).length, before, 'no context is left behind')
+      }, 120000)
+
+      await test('runCode: a pause fails the running and the queued executions', async () => {
+        const running = ci.runCode('import time\ntime.sleep(600)', { timeoutMs: 0 }).catch((e) => e)
+        await sleep(1000)
+        const queued = ci.runCode('1', { timeoutMs: 0 }).catch((e) => e)
+        await sleep(500)
+        await ci.pause()
+        for (const [what, p] of [['running', running], ['queued', queued]]) {
+          const r = await withTimeout(p, 20000, `the ${what} execution after the pause`)
+          assert.ok(r instanceof Error || r.error, `the ${what} execution failed`)
+        }
+        assert.equal((await ci.runCode('3')).text, '3')
       }, 120000)
 
       await test('code contexts: restart or removal after a pause ends the old process', async () => {
