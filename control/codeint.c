@@ -41,7 +41,6 @@
 #define CI_MAX_CONTEXTS 16
 #define CI_MAX_QUEUED   64
 #define CI_MAX_BODY     (16u << 20)
-#define CI_MAX_LINE     (64u << 20) /* one answer line (a big PNG) */
 #define CI_DEFAULT_CWD  "/home/user"
 #define CI_ID_LEN       32
 
@@ -67,6 +66,7 @@ struct ci_ctx {
 	bool restarted;    /* the process was started afresh: say so */
 	bool cut;          /* a pause cut an execution: interrupt it on attach */
 	bool fresh;        /* made by POST /contexts, not ready yet */
+	bool skip;         /* dropping an answer line too long to relay */
 	struct buf in;     /* a partial answer line */
 	struct buf err;    /* the kernel's own stderr, for messages */
 	struct ci_exec *q; /* executions, the running one first */
@@ -195,7 +195,7 @@ static void ctx_close_agent(struct ci_ctx *x, bool kill)
 /* The process is gone (or will be): everything waiting on it fails. */
 static void ctx_down(struct ci_ctx *x, const char *name, const char *why)
 {
-	x->hello = x->started = x->ready = x->syncing = false;
+	x->hello = x->started = x->ready = x->syncing = x->skip = false;
 	x->pid = 0;
 	buf_reset(&x->in);
 	if (x->wait) {
@@ -269,26 +269,43 @@ static void on_line(struct ci_ctx *x, const char *p, size_t n)
 	kick(x);
 }
 
+/* The longest answer line relayed: what a client's connection can queue on
+ * top of the output at which the kernel is paused and one more frame. */
+static size_t line_max(const struct kilnd *kd)
+{
+	size_t out = kd->cfg.http.max_out, room = HTTP_OUT_HIGH + KILN_FRAME_MAX;
+
+	return out > room + (64u << 10) ? out - room : 64u << 10;
+}
+
 static void on_stdout(struct ci_ctx *x, const uint8_t *p, size_t n)
 {
 	while (n) {
 		const uint8_t *nl = memchr(p, '\n', n);
 		size_t k = nl ? (size_t)(nl - p) : n;
 
-		if (buf_avail(&x->in) + k > CI_MAX_LINE) {
-			ctx_close_agent(x, true);
-			ctx_down(x, "KernelError",
-			         "an answer line of the code interpreter is too long");
-			return;
+		if (!x->skip && buf_avail(&x->in) + k > line_max(x->kd)) {
+			/* a result (stdout/stderr come in small pieces) */
+			static const char note[] =
+			    "{\"type\":\"stderr\",\"text\":\"kiln: an output too big to relay "
+			    "(a result of more than a few MiB) was dropped\\n\"}\n";
+
+			if (x->q && x->q->running)
+				exec_write(x->q, note, sizeof(note) - 1);
+			buf_reset(&x->in);
+			x->skip = true;
 		}
-		if (buf_append(&x->in, p, k)) {
+		if (!x->skip && buf_append(&x->in, p, k)) {
 			ctx_close_agent(x, true);
 			ctx_down(x, "KernelError", "out of memory");
 			return;
 		}
 		if (!nl)
 			return;
-		on_line(x, buf_head(&x->in), buf_avail(&x->in));
+		if (x->skip)
+			x->skip = false;
+		else
+			on_line(x, buf_head(&x->in), buf_avail(&x->in));
 		buf_reset(&x->in);
 		p += k + 1;
 		n -= k + 1;
@@ -403,7 +420,7 @@ static void on_close(void *ctx, int err)
 	if (x->started) {
 		/* the process stays in the guest (KEEP): attached on next use */
 		x->suspended = true;
-		x->hello = x->ready = false;
+		x->hello = x->ready = x->skip = false;
 		buf_reset(&x->in);
 		return;
 	}
@@ -479,7 +496,7 @@ static void ctx_start(struct ci_ctx *x, struct sandbox *sb)
 	bool attach = x->suspended && x->pid;
 
 	snprintf(cwd_env, sizeof(cwd_env), "KILN_CI_CWD=%s", x->cwd);
-	x->hello = x->started = x->ready = false;
+	x->hello = x->started = x->ready = x->skip = false;
 	buf_reset(&x->in);
 	buf_reset(&x->err);
 	x->a = attach ? agent_open(sb->kd->loop, sb->vsock_path, KILN_AGENT_PORT, &agent_ops, x)

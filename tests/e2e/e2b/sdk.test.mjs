@@ -903,6 +903,16 @@ async function main() {
       assert.equal((await ci.runCode('6 * 7')).text, '42')
     })
 
+    await test('runCode: a result too big to relay is dropped with a note; big output flows', async () => {
+      let ex = await ci.runCode('"x" * 12_000_000')
+      assert.equal(ex.results.length, 0)
+      assert.match(ex.logs.stderr.join(''), /dropped/)
+      ex = await ci.runCode('import sys\nsys.stdout.write("y" * 20_000_000)\n"z" * 2_000_000')
+      assert.equal(ex.logs.stdout.join('').length, 20_000_000)
+      assert.equal(ex.text.length, 2_000_002)
+      assert.equal((await ci.runCode('5')).text, '5')
+    }, 60000)
+
     await test('runCode: output comes as it is printed, before the code ends', async () => {
       const t0 = Date.now()
       let at
