@@ -360,7 +360,10 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 		x->a = NULL;
 		x->restarted = true;
 		ctx_down(x, "KernelDied", why);
-		kick(x);
+		if (x->fresh) /* its creation failed with why: not kept */
+			ctx_free(x, why);
+		else
+			kick(x);
 		return;
 	case KILN_MSG_ERROR:
 		if (agent_parse_error(f, n, &err, &emsg, &len))
@@ -377,6 +380,10 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 			return;
 		}
 		ctx_down(x, "KernelError", why);
+		if (x->fresh) {
+			ctx_free(x, why);
+			return;
+		}
 		while (x->q) {
 			exec_fail(x->q, "KernelError", why);
 			pop(x);

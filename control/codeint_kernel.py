@@ -25,6 +25,12 @@ import sys
 import threading
 import traceback
 
+# first, so that a failure still goes to the original stderr (kilnd's message)
+_cwd = os.environ.pop("KILN_CI_CWD", "/")
+os.makedirs(_cwd, exist_ok=True)
+os.chdir(_cwd)
+os.environ["PWD"] = _cwd
+
 _proto = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="replace")
 _lock = threading.Lock()
 _SYNC = b"\x00kiln-sync\x00"
@@ -228,10 +234,6 @@ def _execute(req):
 
 
 def main():
-    cwd = os.environ.pop("KILN_CI_CWD", "/")
-    os.makedirs(cwd, exist_ok=True)
-    os.chdir(cwd)
-    os.environ["PWD"] = cwd
     # requests come on a private copy of stdin; the code gets /dev/null
     stdin = os.fdopen(os.dup(0), "rb", buffering=0)
     null = os.open(os.devnull, os.O_RDONLY)

@@ -1045,6 +1045,16 @@ async function main() {
       await ci.removeCodeContext(ctx)
     }, 60000)
 
+    await test('code contexts: a cwd that cannot be made fails the creation, no context is left', async () => {
+      const before = (await ci.listCodeContexts()).length
+      await ci.files.write(`${G}/ci-file`, 'f')
+      const r = await fetch(`${SANDBOX_URL}/contexts`, { method: 'POST', body: JSON.stringify({ cwd: `${G}/ci-file/sub` }),
+        headers: { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999' } })
+      assert.equal(r.status, 500)
+      assert.match((await r.json()).message, /NotADirectoryError|FileExistsError/)
+      assert.equal((await ci.listCodeContexts()).length, before)
+    })
+
     await test('runCode: a context whose process died starts afresh', async () => {
       const ctx = await ci.createCodeContext()
       await ci.runCode('w = 1', { context: ctx })
