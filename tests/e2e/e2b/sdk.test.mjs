@@ -808,6 +808,22 @@ async function main() {
     await h.stop()
   }, 60000)
 
+  await test('watchDir: a sandbox killed while watched ends its watches', async () => {
+    const s2 = await Sandbox.create({ envs: FAKE ? { HOME: `${T}/home` } : {} })
+    const H2 = await envdHeaders(s2.sandboxId)
+    await s2.files.makeDir(G)
+    let exited
+    const h = await s2.files.watchDir(G, () => {}, { recursive: true, onExit: (err) => { exited = err || 'clean' } })
+    const u = await rpcUnary(H2, 'filesystem.Filesystem/CreateWatcher', { path: G })
+    assert.equal(u.status, 200, JSON.stringify(u.body))
+    await s2.kill()
+    for (let i = 0; i < 50 && !exited; i++) await sleep(100)
+    assert.ok(exited, 'onExit was called')
+    await h.stop()
+    const g = await rpcUnary(H2, 'filesystem.Filesystem/GetWatcherEvents', { watcherId: u.body.watcherId })
+    assert.equal(g.status, 502)
+  }, 60000)
+
   await test('watchDir ends at its timeout (onExit is told)', async () => {
     let exited
     const h = await sbx.files.watchDir(G, () => {}, { timeoutMs: 1500, onExit: (err) => { exited = err || 'clean' } })
