@@ -155,8 +155,11 @@ def parse_stat(p):
     o = 24 + n
     m = struct.unpack("<I", p[o:o + 4])[0]
     link = p[o + 4:o + 4 + m].decode()
-    assert o + 4 + m == len(p), "STAT payload length"
-    return dict(mode=mode, size=size, mtime=mtime, name=name, link=link)
+    o += 4 + m
+    assert o + 4 == len(p), "STAT payload length"
+    mtime_ns = struct.unpack("<I", p[o:o + 4])[0]
+    assert mtime_ns < 1000000000, "STAT mtime nanoseconds"
+    return dict(mode=mode, size=size, mtime=mtime, name=name, link=link, mtime_ns=mtime_ns)
 
 
 class Result:
