@@ -18,9 +18,10 @@
  *
  * Only Python runs (language "python", or none). The first execution
  * without a context uses the sandbox's default context, made on demand.
- * After a pause the process is attached again (its variables are kept); a
- * process that died is started afresh by the next execution, which then
- * begins with a "KernelRestarted" note on stderr. */
+ * After a pause the process is attached again (its variables are kept); the
+ * pause fails the executions under way and queued, and the one it cut is
+ * interrupted on attach. A process that died is started afresh by the next
+ * execution, which then begins with a "KernelRestarted" note on stderr. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,7 +41,6 @@
 #define CI_MAX_CONTEXTS 16
 #define CI_MAX_QUEUED   64
 #define CI_MAX_BODY     (16u << 20)
-#define CI_MAX_LINE     (64u << 20) /* one answer line (a big PNG) */
 #define CI_DEFAULT_CWD  "/home/user"
 #define CI_ID_LEN       32
 
@@ -64,6 +64,9 @@ struct ci_ctx {
 	bool suspended;    /* the sandbox paused: attach again when used */
 	bool syncing;      /* after an attach: lines dropped up to "pong" */
 	bool restarted;    /* the process was started afresh: say so */
+	bool cut;          /* a pause cut an execution: interrupt it on attach */
+	bool fresh;        /* made by POST /contexts, not ready yet */
+	bool skip;         /* dropping an answer line too long to relay */
 	struct buf in;     /* a partial answer line */
 	struct buf err;    /* the kernel's own stderr, for messages */
 	struct ci_exec *q; /* executions, the running one first */
@@ -72,6 +75,7 @@ struct ci_ctx {
 };
 
 static void ctx_start(struct ci_ctx *x, struct sandbox *sb);
+static void ctx_reap(struct ci_ctx *x);
 static void kick(struct ci_ctx *x);
 
 /* ---------------------------------------------------------------- executions */
@@ -84,13 +88,16 @@ static void exec_free(struct ci_exec *e)
 	free(e);
 }
 
-/* Unlink the first execution of x and free it. */
+/* Unlink the first execution of x and free it. Its client's backpressure
+ * ends with it: the next execution's output must flow. */
 static void pop(struct ci_ctx *x)
 {
 	struct ci_exec *e = x->q;
 
 	x->q = e->next;
 	x->nq--;
+	if (e->running && x->a)
+		agent_pause(x->a, false);
 	exec_free(e);
 }
 
@@ -135,8 +142,10 @@ static void exec_abort(void *ctx)
 
 	e->c = NULL;
 	if (e->running) {
-		/* interrupted; its remaining output is dropped */
+		/* interrupted; its remaining output is dropped, so it must
+		 * flow again (a paused kernel could not even be interrupted) */
 		if (e->x->a && e->x->started) {
+			agent_pause(e->x->a, false);
 			agent_msg_u32(agent_out(e->x->a), KILN_MSG_SIGNAL, SIGINT);
 			agent_flush(e->x->a);
 		}
@@ -186,7 +195,7 @@ static void ctx_close_agent(struct ci_ctx *x, bool kill)
 /* The process is gone (or will be): everything waiting on it fails. */
 static void ctx_down(struct ci_ctx *x, const char *name, const char *why)
 {
-	x->hello = x->started = x->ready = x->syncing = false;
+	x->hello = x->started = x->ready = x->syncing = x->skip = false;
 	x->pid = 0;
 	buf_reset(&x->in);
 	if (x->wait) {
@@ -209,6 +218,7 @@ static void ctx_free(struct ci_ctx *x, const char *why)
 	if (*pp)
 		*pp = x->next;
 	ctx_close_agent(x, true);
+	ctx_reap(x);
 	ctx_down(x, "ContextRemoved", why);
 	while (x->q) {
 		exec_fail(x->q, "ContextRemoved", why);
@@ -222,7 +232,7 @@ static void ctx_free(struct ci_ctx *x, const char *why)
 
 static void on_line(struct ci_ctx *x, const char *p, size_t n)
 {
-	json_t *j = json_loadb(p, n, 0, NULL);
+	json_t *j = json_loadb(p, n, JSON_ALLOW_NUL, NULL);
 	const char *type = json_string_value(json_object_get(j, "type"));
 	struct ci_exec *e = x->q;
 
@@ -235,6 +245,7 @@ static void on_line(struct ci_ctx *x, const char *p, size_t n)
 		}
 	} else if (!strcmp(type, "ready")) {
 		x->ready = true;
+		x->fresh = false;
 		if (x->wait) {
 			http_set_handler(x->wait, NULL, NULL, 0);
 			ctx_answer(x, x->wait);
@@ -258,26 +269,43 @@ static void on_line(struct ci_ctx *x, const char *p, size_t n)
 	kick(x);
 }
 
+/* The longest answer line relayed: what a client's connection can queue on
+ * top of the output at which the kernel is paused and one more frame. */
+static size_t line_max(const struct kilnd *kd)
+{
+	size_t out = kd->cfg.http.max_out, room = HTTP_OUT_HIGH + KILN_FRAME_MAX;
+
+	return out > room + (64u << 10) ? out - room : 64u << 10;
+}
+
 static void on_stdout(struct ci_ctx *x, const uint8_t *p, size_t n)
 {
 	while (n) {
 		const uint8_t *nl = memchr(p, '\n', n);
 		size_t k = nl ? (size_t)(nl - p) : n;
 
-		if (buf_avail(&x->in) + k > CI_MAX_LINE) {
-			ctx_close_agent(x, true);
-			ctx_down(x, "KernelError",
-			         "an answer line of the code interpreter is too long");
-			return;
+		if (!x->skip && buf_avail(&x->in) + k > line_max(x->kd)) {
+			/* a result (stdout/stderr come in small pieces) */
+			static const char note[] =
+			    "{\"type\":\"stderr\",\"text\":\"kiln: an output too big to relay "
+			    "(a result of more than a few MiB) was dropped\\n\"}\n";
+
+			if (x->q && x->q->running)
+				exec_write(x->q, note, sizeof(note) - 1);
+			buf_reset(&x->in);
+			x->skip = true;
 		}
-		if (buf_append(&x->in, p, k)) {
+		if (!x->skip && buf_append(&x->in, p, k)) {
 			ctx_close_agent(x, true);
 			ctx_down(x, "KernelError", "out of memory");
 			return;
 		}
 		if (!nl)
 			return;
-		on_line(x, buf_head(&x->in), buf_avail(&x->in));
+		if (x->skip)
+			x->skip = false;
+		else
+			on_line(x, buf_head(&x->in), buf_avail(&x->in));
 		buf_reset(&x->in);
 		p += k + 1;
 		n -= k + 1;
@@ -332,7 +360,10 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 		x->a = NULL;
 		x->restarted = true;
 		ctx_down(x, "KernelDied", why);
-		kick(x);
+		if (x->fresh) /* its creation failed with why: not kept */
+			ctx_free(x, why);
+		else
+			kick(x);
 		return;
 	case KILN_MSG_ERROR:
 		if (agent_parse_error(f, n, &err, &emsg, &len))
@@ -349,6 +380,10 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 			return;
 		}
 		ctx_down(x, "KernelError", why);
+		if (x->fresh) {
+			ctx_free(x, why);
+			return;
+		}
 		while (x->q) {
 			exec_fail(x->q, "KernelError", why);
 			pop(x);
@@ -367,20 +402,40 @@ static void on_close(void *ctx, int err)
 	struct ci_ctx *x = ctx;
 	struct sandbox *sb = sb_find(x->kd, x->sb_id);
 
+	(void)err;
 	x->a = NULL;
-	if (x->started && sb && (sb->state == SB_PAUSING || sb->state == SB_PAUSED)) {
-		/* the process stays in the guest (KEEP): attached on next use */
-		x->suspended = true;
-		x->hello = x->ready = false;
-		buf_reset(&x->in);
-		if (x->q && x->q->running) {
-			exec_fail(x->q, "SandboxPaused",
-			          "the sandbox was paused during the execution");
-			pop(x);
-		}
+	if (!sb || (sb->state != SB_PAUSING && sb->state != SB_PAUSED)) {
+		ctx_down(x, "KernelError", "the agent stream of the code context ended");
 		return;
 	}
-	ctx_down(x, "KernelError", "the agent stream of the code context ended");
+	/* paused: nobody waits for a resume that may never come */
+	while (x->q) {
+		x->cut |= x->q->running;
+		exec_fail(x->q, "SandboxPaused", "the sandbox was paused before the code finished");
+		pop(x);
+	}
+	if (x->wait) {
+		http_set_handler(x->wait, NULL, NULL, 0);
+		if (x->started)
+			ctx_answer(x, x->wait); /* its process is attached on first use */
+		else
+			http_respond_error(x->wait, 503,
+			                   "the sandbox was paused before the process of the code "
+			                   "context started; ask again");
+		x->wait = NULL;
+	}
+	if (x->started) {
+		/* the process stays in the guest (KEEP): attached on next use */
+		x->suspended = true;
+		x->hello = x->ready = x->skip = false;
+		buf_reset(&x->in);
+		return;
+	}
+	if (x->fresh) {
+		ctx_free(x, "the sandbox was paused");
+		return;
+	}
+	ctx_down(x, "SandboxPaused", "the sandbox was paused");
 }
 
 static void on_agent_drain(void *ctx)
@@ -394,6 +449,51 @@ static const struct agent_conn_ops agent_ops = {
     .on_drain = on_agent_drain,
 };
 
+static void reap_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
+{
+	(void)ctx;
+	(void)type;
+	(void)f;
+	(void)n;
+}
+
+static void reap_close(void *ctx, int err)
+{
+	(void)ctx;
+	(void)err;
+}
+
+static const struct agent_conn_ops reap_ops = {
+    .on_frame = reap_frame,
+    .on_close = reap_close,
+    .on_drain = on_agent_drain,
+};
+
+/* The process was kept over a pause (KEEP) but will not be attached again
+ * (restart, removal): it is killed through a stream of its own, which the
+ * agent ends after its EXIT. While the sandbox is paused it cannot be. */
+static void ctx_reap(struct ci_ctx *x)
+{
+	struct sandbox *sb = sb_find(x->kd, x->sb_id);
+	struct agent_conn *a;
+
+	if (!x->suspended || !x->pid || !sb || sb->state != SB_RUNNING)
+		return;
+	x->suspended = false;
+	a = agent_open(sb->kd->loop, sb->vsock_path, KILN_AGENT_PORT, &reap_ops, NULL);
+	if (!a) {
+		log_warn("sandbox %s: code context %s: cannot end its Python process %u", x->sb_id,
+		         x->id, x->pid);
+		return;
+	}
+	if (agent_msg_hello(agent_out(a), KILN_STREAM_EXEC) ||
+	    agent_msg_u32(agent_out(a), KILN_MSG_ATTACH, x->pid) ||
+	    agent_msg_u32(agent_out(a), KILN_MSG_SIGNAL, SIGKILL))
+		agent_close(a);
+	else
+		agent_flush(a);
+}
+
 static void ctx_start(struct ci_ctx *x, struct sandbox *sb)
 {
 	const char *argv[] = {"python3", "-u", "-c", codeint_kernel_py, NULL};
@@ -403,7 +503,7 @@ static void ctx_start(struct ci_ctx *x, struct sandbox *sb)
 	bool attach = x->suspended && x->pid;
 
 	snprintf(cwd_env, sizeof(cwd_env), "KILN_CI_CWD=%s", x->cwd);
-	x->hello = x->started = x->ready = false;
+	x->hello = x->started = x->ready = x->skip = false;
 	buf_reset(&x->in);
 	buf_reset(&x->err);
 	x->a = attach ? agent_open(sb->kd->loop, sb->vsock_path, KILN_AGENT_PORT, &agent_ops, x)
@@ -413,16 +513,20 @@ static void ctx_start(struct ci_ctx *x, struct sandbox *sb)
 		return;
 	}
 	if (attach) {
-		/* what it still prints for an execution cut by the pause is
-		 * dropped up to the answer to a ping */
+		/* an execution cut by the pause is interrupted (the ping
+		 * waits for it); what it still prints is dropped up to the
+		 * answer to the ping */
 		x->started = true;
 		x->syncing = true;
 		if (agent_msg_hello(agent_out(x->a), KILN_STREAM_EXEC) ||
 		    agent_msg_u32(agent_out(x->a), KILN_MSG_ATTACH, x->pid) ||
+		    (x->cut && agent_msg_u32(agent_out(x->a), KILN_MSG_SIGNAL, SIGINT)) ||
 		    agent_msg_data(agent_out(x->a), KILN_MSG_STDIN, "{\"ping\":true}\n", 14))
 			goto nomem;
+		x->cut = false;
 	} else {
 		x->pid = 0;
+		x->cut = false;
 		if (agent_msg_hello(agent_out(x->a), KILN_STREAM_EXEC) ||
 		    agent_msg_start(agent_out(x->a), &st))
 			goto nomem;
@@ -562,6 +666,7 @@ static void ctx_wait(struct ci_ctx *x, struct sandbox *sb, struct http_conn *c, 
 {
 	if (restart) {
 		ctx_close_agent(x, true);
+		ctx_reap(x);
 		x->suspended = false;
 		ctx_down(x, "KernelRestarted", "the context was restarted");
 	}
@@ -590,6 +695,7 @@ int ci_context_create(struct kilnd *kd, struct sandbox *sb, struct http_conn *c,
 	x = ctx_new(kd, sb, NULL, cwd ? cwd : CI_DEFAULT_CWD);
 	if (!x)
 		return 500;
+	x->fresh = true;
 	ctx_wait(x, sb, c, false);
 	return 0;
 }

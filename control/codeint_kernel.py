@@ -25,16 +25,30 @@ import sys
 import threading
 import traceback
 
+# first, so that a failure still goes to the original stderr (kilnd's message)
+_cwd = os.environ.pop("KILN_CI_CWD", "/")
+os.makedirs(_cwd, exist_ok=True)
+os.chdir(_cwd)
+os.environ["PWD"] = _cwd
+
 _proto = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="replace")
 _lock = threading.Lock()
 _SYNC = b"\x00kiln-sync\x00"
 
 
-def _send(msg):
-    line = json.dumps(msg, ensure_ascii=False, default=str)
+def _send(*msgs):
+    text = "".join(json.dumps(m, ensure_ascii=False, default=str) + "\n" for m in msgs)
     with _lock:
-        _proto.write(line + "\n")
+        _proto.write(text)
         _proto.flush()
+
+
+def _partial(data):
+    """How many bytes at the end of data may begin a sync marker."""
+    for k in range(min(len(data), len(_SYNC) - 1), 0, -1):
+        if data.endswith(_SYNC[:k]):
+            return k
+    return 0
 
 
 class _Pipe(threading.Thread):
@@ -58,25 +72,25 @@ class _Pipe(threading.Thread):
             data = os.read(self.r, 65536)
             if not data:
                 return
-            pend += data
-            sync = pend.find(_SYNC)
-            if sync >= 0:
-                out, pend = pend[:sync], pend[sync + len(_SYNC):]
-            else:
-                # keep a tail that may be the start of the marker
-                keep = len(_SYNC) - 1
-                out, pend = pend[:-keep], pend[-keep:]
-            text = dec.decode(out)
+            parts = (pend + data).split(_SYNC)
+            pend = parts.pop()
+            # held back: only what may be the start of a marker
+            keep = _partial(pend)
+            text = dec.decode(b"".join(parts) + pend[:len(pend) - keep])
+            pend = pend[len(pend) - keep:]
             if text:
                 _send({"type": self.kind, "text": text})
-            if sync >= 0:
+            if parts:
                 self.synced.set()
 
-    def sync(self, fd):
-        """Wait until everything written to fd so far has been sent."""
-        self.synced.clear()
+
+def _sync():
+    """Wait until everything written to fds 1 and 2 so far has been sent."""
+    for fd, pipe in enumerate(_pipes, 1):
+        pipe.synced.clear()
         os.write(fd, _SYNC)
-        self.synced.wait()
+    for pipe in _pipes:
+        pipe.synced.wait()
 
 
 _pipes = (_Pipe(1, "stdout"), _Pipe(2, "stderr"))
@@ -164,16 +178,30 @@ def _run(code):
             _result(value, True)
 
 
+def _interrupt(signum, frame):
+    # only the code of an execution is interrupted, never the loop around it
+    if _busy:
+        raise KeyboardInterrupt
+
+
+_busy = False
+signal.signal(signal.SIGINT, _interrupt)
+
+
 def _execute(req):
-    global _count
+    global _count, _busy
     _count += 1
     saved = {}
     for k, v in (req.get("env_vars") or {}).items():
         saved[k] = os.environ.get(k)
         os.environ[k] = str(v)
     try:
-        _run(req.get("code", ""))
-        _figures()
+        _busy = True
+        try:
+            _run(req.get("code", ""))
+            _figures()
+        finally:
+            _busy = False
     except BaseException as e:
         if isinstance(e, SystemExit) and not e.code:
             pass
@@ -200,17 +228,12 @@ def _execute(req):
                 stream.flush()
             except Exception:
                 pass
-        _pipes[0].sync(1)
-        _pipes[1].sync(2)
-    _send({"type": "number_of_executions", "execution_count": _count})
-    _send({"type": "end_of_execution"})
+        _sync()
+    _send({"type": "number_of_executions", "execution_count": _count},
+          {"type": "end_of_execution"})
 
 
 def main():
-    cwd = os.environ.pop("KILN_CI_CWD", "/")
-    os.makedirs(cwd, exist_ok=True)
-    os.chdir(cwd)
-    os.environ["PWD"] = cwd
     # requests come on a private copy of stdin; the code gets /dev/null
     stdin = os.fdopen(os.dup(0), "rb", buffering=0)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -220,10 +243,7 @@ def main():
     _send({"type": "ready"})
     buf = b""
     while True:
-        try:
-            chunk = stdin.read(65536)
-        except KeyboardInterrupt:
-            continue  # an interrupt that came between two requests
+        chunk = stdin.read(65536)
         if not chunk:
             return
         buf += chunk
@@ -236,10 +256,7 @@ def main():
             if req.get("ping"):
                 _send({"type": "pong"})
                 continue
-            try:
-                _execute(req)
-            except KeyboardInterrupt:
-                _send({"type": "end_of_execution"})
+            _execute(req)
 
 
 main()

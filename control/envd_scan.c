@@ -118,9 +118,11 @@ static int push_dir(struct scan *s, char *rel)
 
 static char *join(const char *a, const char *b)
 {
+	size_t n = strlen(a);
 	char *p;
 
-	if (asprintf(&p, "%s%s%s", a, *a && *b ? "/" : "", b) < 0)
+	/* no "//" after a root of "/" or with a trailing slash */
+	if (asprintf(&p, "%s%s%s", a, n && a[n - 1] != '/' && *b ? "/" : "", b) < 0)
 		return NULL;
 	return p;
 }

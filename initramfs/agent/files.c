@@ -54,7 +54,8 @@ static void file_done(struct conn *c)
 		conn_finish(c);
 }
 
-/* STAT or ENTRY: u32 mode, u64 size, i64 mtime, string name, string link. */
+/* STAT or ENTRY: u32 mode, u64 size, i64 mtime, string name, string link,
+ * u32 mtime nanoseconds. */
 static void put_stat(struct conn *c, uint16_t type, const struct stat *st, const char *name,
                      size_t name_len, const char *link)
 {

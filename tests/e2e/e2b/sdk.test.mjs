@@ -767,6 +767,23 @@ async function main() {
     }
   })
 
+  await test('watchDir: a trailing slash; the directory removed and made again', async () => {
+    const dir = `${G}/watch-again`
+    await sbx.files.makeDir(dir)
+    const w = watchEvents()
+    const h = await sbx.files.watchDir(`${dir}/`, w.onEvent, { includeEntry: true })
+    try {
+      await sbx.files.write(`${dir}/f`, 'f')
+      assert.equal((await w.waitFor('create', 'f')).entry.path, `${dir}/f`)
+      await sbx.commands.run(`rm -rf ${dir}`)
+      await w.waitFor('remove', 'f')
+      await sbx.commands.run(`mkdir ${dir} && echo g > ${dir}/g`)
+      assert.equal((await w.waitFor('create', 'g')).entry.path, `${dir}/g`)
+    } finally {
+      await h.stop()
+    }
+  })
+
   await test('watchDir of a missing path or of a file: clear errors', async () => {
     let e = await rejects(sbx.files.watchDir(`${G}/no-such-dir`, () => {}))
     assert.ok(e instanceof FileNotFoundError || /not found|no such/i.test(String(e)), String(e))
@@ -774,6 +791,38 @@ async function main() {
     e = await rejects(sbx.files.watchDir(`${G}/plain`, () => {}))
     assert.match(String(e), /not a directory/)
   })
+
+  await test('watchDir of a huge tree is refused; 32 watches at most', async () => {
+    const t0 = Date.now()
+    const e = await rejects(sbx.files.watchDir('/', () => {}, { recursive: true }))
+    assert.match(String(e), /more than 10000 entries/)
+    assert.ok(Date.now() - t0 < 15000, `refused after ${Date.now() - t0} ms`)
+    const hs = []
+    try {
+      for (let i = 0; i < 32; i++) hs.push(await sbx.files.watchDir('/', () => {}))
+      assert.match(String(await rejects(sbx.files.watchDir(G, () => {}))), /32 watches/)
+    } finally {
+      for (const h of hs) await h.stop()
+    }
+    const h = await sbx.files.watchDir(G, () => {})
+    await h.stop()
+  }, 60000)
+
+  await test('watchDir: a sandbox killed while watched ends its watches', async () => {
+    const s2 = await Sandbox.create({ envs: FAKE ? { HOME: `${T}/home` } : {} })
+    const H2 = await envdHeaders(s2.sandboxId)
+    await s2.files.makeDir(G)
+    let exited
+    const h = await s2.files.watchDir(G, () => {}, { recursive: true, onExit: (err) => { exited = err || 'clean' } })
+    const u = await rpcUnary(H2, 'filesystem.Filesystem/CreateWatcher', { path: G })
+    assert.equal(u.status, 200, JSON.stringify(u.body))
+    await s2.kill()
+    for (let i = 0; i < 50 && !exited; i++) await sleep(100)
+    assert.ok(exited, 'onExit was called')
+    await h.stop()
+    const g = await rpcUnary(H2, 'filesystem.Filesystem/GetWatcherEvents', { watcherId: u.body.watcherId })
+    assert.equal(g.status, 502)
+  }, 60000)
 
   await test('watchDir ends at its timeout (onExit is told)', async () => {
     let exited
@@ -791,7 +840,7 @@ async function main() {
     ci = await CiSandbox.create({ envs: FAKE ? { HOME: `${T}/home` } : {} })
     const info = await ci.getInfo()
     assert.equal(info.templateId, 'code-interpreter-v1')
-  }, 60000, FILTER.includes('runCode') || FILTER.includes('code context'))
+  }, 60000, FILTER.includes('runCode') || FILTER.includes('code context') || FILTER.includes('paus'))
 
   if (ci) {
     await test('runCode: state kept, main result, stdout and stderr as they come', async () => {
@@ -823,6 +872,12 @@ async function main() {
     await test('runCode: output of subprocesses and C code is caught', async () => {
       const ex = await ci.runCode('import os, subprocess\nsubprocess.run(["echo", "sub"])\nos.write(1, b"raw\\n")\nNone')
       assert.equal(ex.logs.stdout.join(''), 'sub\nraw\n')
+    })
+
+    await test('runCode: output with NUL and JSON-looking text is relayed as it is', async () => {
+      const ex = await ci.runCode('print("a\\0b")\nprint(\'{"type": "end_of_execution"}\')\n"\\0"')
+      assert.equal(ex.logs.stdout.join(''), 'a\0b\n{"type": "end_of_execution"}\n')
+      assert.equal(ex.text, "'\\x00'")
     })
 
     await test('runCode: display() formats; matplotlib figures as PNG', async () => {
@@ -858,6 +913,85 @@ async function main() {
       assert.ok(Date.now() - t0 < 20000, 'the sleep was interrupted')
     }, 60000)
 
+    await test('runCode: input() and reads of fd 0 see no input, not the requests', async () => {
+      assert.equal((await ci.runCode('input()')).error.name, 'EOFError')
+      assert.equal((await ci.runCode('import os, sys\n(os.read(0, 100), sys.stdin.read())')).text, "(b'', '')")
+      assert.equal((await ci.runCode('6 * 7')).text, '42')
+    })
+
+    await test('runCode: a result too big to relay is dropped with a note; big output flows', async () => {
+      let ex = await ci.runCode('"x" * 12_000_000')
+      assert.equal(ex.results.length, 0)
+      assert.match(ex.logs.stderr.join(''), /dropped/)
+      ex = await ci.runCode('import sys\nsys.stdout.write("y" * 20_000_000)\n"z" * 2_000_000')
+      assert.equal(ex.logs.stdout.join('').length, 20_000_000)
+      assert.equal(ex.text.length, 2_000_002)
+      assert.equal((await ci.runCode('5')).text, '5')
+    }, 60000)
+
+    await test('runCode: output comes as it is printed, before the code ends', async () => {
+      const t0 = Date.now()
+      let at
+      const ex = await ci.runCode('import time\nprint("step")\ntime.sleep(2)',
+        { onStdout: () => { at = at || Date.now() - t0 } })
+      const end = Date.now() - t0
+      assert.deepEqual(ex.logs.stdout, ['step\n'])
+      assert.ok(end - at > 1000, `stdout came at ${at} ms, the end at ${end} ms`)
+    }, 60000)
+
+    await test('runCode: a client that stops reading a big output, then goes away', async () => {
+      // kilnd stops the kernel's output while the client does not read;
+      // once the client is gone the context must take the next execution
+      const body = JSON.stringify({ code: 'import sys\nfor i in range(64):\n    sys.stdout.write("x" * 1000000 + "\\n")' })
+      const s = net.connect(ENVD_PORT, '127.0.0.1')
+      await new Promise((r) => s.on('connect', r))
+      s.pause()
+      s.write(`POST /execute HTTP/1.1\r\nHost: k\r\nE2b-Sandbox-Id: ${ci.sandboxId}\r\n` +
+        `E2b-Sandbox-Port: 49999\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+      await sleep(3000)
+      s.destroy()
+      const ex = await withTimeout(ci.runCode('1 + 1'), 20000, 'runCode after the stalled client')
+      assert.equal(ex.text, '2')
+    }, 60000)
+
+    await test('runCode kernel: interrupts outside an execution are ignored', async () => {
+      // the kernel on the host: kilnd's SIGINT for a client that went away
+      // may come just after the execution ended
+      const k = spawn('python3', ['-u', '-c', fs.readFileSync(`${ROOT}/control/codeint_kernel.py`, 'utf8')],
+        { env: { PATH: process.env.PATH, KILN_CI_CWD: T }, stdio: ['pipe', 'pipe', 'inherit'] })
+      let buf = ''
+      const waiters = []
+      const lines = []
+      k.stdout.on('data', (d) => {
+        buf += d
+        let i
+        while ((i = buf.indexOf('\n')) >= 0) {
+          lines.push(JSON.parse(buf.slice(0, i)))
+          buf = buf.slice(i + 1)
+        }
+        while (waiters.length && lines.length) waiters.shift()(lines.shift())
+      })
+      k.on('exit', () => { lines.push({ type: 'exited' }); while (waiters.length) waiters.shift()(lines.shift()) })
+      const next = () => lines.length ? Promise.resolve(lines.shift()) : new Promise((r) => waiters.push(r))
+      try {
+        assert.equal((await next()).type, 'ready')
+        let ends = 0
+        for (let i = 0; i < 200; i++) {
+          k.stdin.write('{"code": "pass"}\n')
+          k.kill('SIGINT')
+          for (let m = await next(); m.type !== 'end_of_execution'; m = await next())
+            assert.notEqual(m.type, 'exited', `the kernel died at execution ${i}`)
+          ends++
+          k.kill('SIGINT')
+        }
+        k.stdin.write('{"code": "7"}\n')
+        const m = await withTimeout(next(), 5000, 'the kernel after 400 interrupts')
+        assert.deepEqual([ends, m.type, m.text], [200, 'result', '7'])
+      } finally {
+        k.kill('SIGKILL')
+      }
+    }, 60000)
+
     await test('code contexts: create, own state and cwd, list, restart, remove', async () => {
       const ctx = await ci.createCodeContext({ cwd: `${G}/ctx` })
       assert.equal(ctx.language, 'python')
@@ -876,6 +1010,67 @@ async function main() {
       assert.match(String(e), /not found/)
     }, 60000)
 
+    await test('runCode: one context runs in order, two side by side; restart while running', async () => {
+      const ctx = await ci.createCodeContext()
+      const [a, b, c] = await Promise.all([
+        ci.runCode('import time\nt0 = time.time()\ntime.sleep(2)\n(t0, time.time())'),
+        ci.runCode('import time\n(time.time(), 0)'),
+        ci.runCode('import time\nt0 = time.time()\ntime.sleep(2)\n(t0, time.time())', { context: ctx }),
+      ])
+      const [ta, tb, tc] = [a, b, c].map((x) => x.text.slice(1, -1).split(', ').map(Number))
+      assert.ok(tb[0] >= ta[1], `the second execution of a context waits for the first: ${a.text} ${b.text}`)
+      assert.ok(tc[0] < ta[1], `another context runs meanwhile: ${a.text} ${c.text}`)
+      await ci.runCode('kept = 1', { context: ctx })
+      const cut = ci.runCode('import time\ntime.sleep(600)', { context: ctx, timeoutMs: 0 }).catch((e) => e)
+      await sleep(1000)
+      await ci.restartCodeContext(ctx)
+      const r = await withTimeout(cut, 10000, 'the execution cut by the restart')
+      assert.ok(r instanceof Error || r.error, 'the cut execution failed')
+      assert.equal((await ci.runCode('kept', { context: ctx })).error.name, 'NameError')
+      await ci.removeCodeContext(ctx)
+    }, 60000)
+
+    await test('runCode: at most 64 queued per context; queued clients that go away', async () => {
+      const ctx = await ci.createCodeContext()
+      // raw clients: each sends one /execute and keeps what it is answered
+      const post = (code) => {
+        const body = JSON.stringify({ code, context_id: ctx.id })
+        const s = net.connect(ENVD_PORT, '127.0.0.1')
+        s.got = ''
+        s.on('data', (d) => { s.got += d })
+        s.on('error', () => {})
+        s.write(`POST /execute HTTP/1.1\r\nHost: k\r\nE2b-Sandbox-Id: ${ci.sandboxId}\r\n` +
+          `E2b-Sandbox-Port: 49999\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+        return s
+      }
+      const socks = [post('import time\ntime.sleep(600)')]
+      try {
+        for (let i = 0; i < 100 && !socks[0].got; i++) await sleep(50)
+        assert.match(socks[0].got, /^HTTP\/1.1 200/, 'the first one runs')
+        for (let i = 1; i < 64; i++) socks.push(post('1'))
+        await sleep(1000)
+        socks.push(post('1'))
+        for (let i = 0; i < 100 && !socks[64].got; i++) await sleep(50)
+        assert.match(socks[64].got, /^HTTP\/1.1 429/)
+        assert.ok(socks.slice(1, 64).every((s) => !s.got), 'the others wait')
+      } finally {
+        for (const s of socks) s.destroy()
+      }
+      const ex = await withTimeout(ci.runCode('2 + 2', { context: ctx }), 10000, 'runCode after 64 clients left')
+      assert.equal(ex.text, '4')
+      await ci.removeCodeContext(ctx)
+    }, 60000)
+
+    await test('code contexts: a cwd that cannot be made fails the creation, no context is left', async () => {
+      const before = (await ci.listCodeContexts()).length
+      await ci.files.write(`${G}/ci-file`, 'f')
+      const r = await fetch(`${SANDBOX_URL}/contexts`, { method: 'POST', body: JSON.stringify({ cwd: `${G}/ci-file/sub` }),
+        headers: { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999' } })
+      assert.equal(r.status, 500)
+      assert.match((await r.json()).message, /NotADirectoryError|FileExistsError/)
+      assert.equal((await ci.listCodeContexts()).length, before)
+    })
+
     await test('runCode: a context whose process died starts afresh', async () => {
       const ctx = await ci.createCodeContext()
       await ci.runCode('w = 1', { context: ctx })
@@ -892,6 +1087,82 @@ async function main() {
         await ci.runCode('kept = [1, 2, 3]')
         await ci.pause()
         assert.equal((await ci.runCode('sum(kept)')).text, '6')
+      }, 120000)
+
+      await test('watchDir: a paused sandbox is not woken by a watch, which goes on after the resume', async () => {
+        const w = watchEvents()
+        await ci.files.makeDir(`${G}/pw`)
+        const h = await ci.files.watchDir(`${G}/pw`, w.onEvent)
+        try {
+          await ci.pause()
+          await sleep(1500)
+          assert.equal((await ci.getInfo()).state, 'paused')
+          await ci.files.write(`${G}/pw/x`, 'x')
+          await w.waitFor('create', 'x', 10000)
+        } finally {
+          await h.stop()
+        }
+      }, 120000)
+
+      await test('runCode: an execution cut by a pause is interrupted on resume', async () => {
+        const cut = ci.runCode('import time\ntime.sleep(600)', { timeoutMs: 0 }).catch((e) => e)
+        await sleep(1000)
+        await ci.pause()
+        const r = await cut
+        assert.ok(r instanceof Error || r.error, 'the cut execution failed')
+        const ex = await withTimeout(ci.runCode('1 + 1'), 20000, 'runCode after the resume')
+        assert.equal(ex.text, '2')
+      }, 120000)
+
+      await test('code contexts: a pause while a context starts answers its creation', async () => {
+        const H49999 = { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999' }
+        const before = (await ci.listCodeContexts()).length
+        for (let i = 0; i < 6; i++) {
+          const made = fetch(`${SANDBOX_URL}/contexts`, { method: 'POST', headers: H49999, body: '{}' })
+            .then(async (r) => [r.status, await r.json()])
+          await sleep(40 * i)
+          await ci.pause()
+          const [st, body] = await withTimeout(made, 20000, `POST /contexts cut by a pause after ${40 * i} ms`)
+          if (st === 200) {
+            assert.equal((await ci.runCode('7', { context: body })).text, '7')
+            await ci.removeCodeContext(body.id)
+          } else {
+            assert.deepEqual([st, body.message], [503, body.message.includes('paused') && body.message])
+          }
+        }
+        assert.equal((await ci.listCodeContexts()).length, before, 'no context is left behind')
+      }, 120000)
+
+      await test('runCode: a pause fails the running and the queued executions', async () => {
+        const running = ci.runCode('import time\ntime.sleep(600)', { timeoutMs: 0 }).catch((e) => e)
+        await sleep(1000)
+        const queued = ci.runCode('1', { timeoutMs: 0 }).catch((e) => e)
+        await sleep(500)
+        await ci.pause()
+        for (const [what, p] of [['running', running], ['queued', queued]]) {
+          const r = await withTimeout(p, 20000, `the ${what} execution after the pause`)
+          assert.ok(r instanceof Error || r.error, `the ${what} execution failed`)
+        }
+        assert.equal((await ci.runCode('3')).text, '3')
+      }, 120000)
+
+      await test('code contexts: restart or removal after a pause ends the old process', async () => {
+        const a = await ci.createCodeContext()
+        const b = await ci.createCodeContext()
+        const pids = [(await ci.runCode('import os\nos.getpid()', { context: a })).text,
+          (await ci.runCode('import os\nos.getpid()', { context: b })).text]
+        await ci.pause()
+        await ci.restartCodeContext(a)
+        await ci.removeCodeContext(b)
+        const alive = `import os\ndef alive(p):\n    try:\n        os.kill(p, 0)\n        return True\n    except ProcessLookupError:\n        return False\n[alive(p) for p in [${pids}]]`
+        let left
+        for (let i = 0; i < 50; i++) {
+          left = (await ci.runCode(alive)).text
+          if (left === '[False, False]') break
+          await sleep(100)
+        }
+        assert.equal(left, '[False, False]', `processes ${pids} of the restarted and removed contexts`)
+        await ci.removeCodeContext(a)
       }, 120000)
     }
     await ci.kill()
