@@ -12,15 +12,15 @@ guest_case inetsock-unreach 0 --out '^inetsock unreach: all ok$' --no-out 'FAIL'
 # Ports below the ephemeral range, so as not to meet the host's own sockets,
 # picked by the shell's pid so that test runs side by side do not share one.
 # The client retries until the listener is up (a loaded host can take longer
-# than any fixed sleep). The listener's input stays open: busybox nc ends at
-# the first end of file on either side, and an empty stdin could win the race
-# against the client's bytes (the host run printed nothing 1 time in 15).
+# than any fixed sleep). The listener's input stays open for 2 s: busybox nc
+# ends at the end of its stdin, and an empty one could win the race against
+# the client's bytes (the host run printed nothing 2 times in 30).
 # shellcheck disable=SC2016 # the shell in the guest (or on the host) expands these
 expect_same sock-busybox-nc -- /bin/sh -c \
-	'p=$((20000 + $$ % 10000)); sleep 30 | busybox nc -l -p $p >tmp/nc.out & l=$! i=0;
+	'p=$((20000 + $$ % 10000)); sleep 2 | busybox nc -l -p $p >tmp/nc.out & i=0;
 	until echo hello over nc | busybox nc 127.0.0.1 $p 2>/dev/null; do
 		i=$((i + 1)); [ $i -lt 50 ] || break; sleep 0.1; done;
-	wait $l; cat tmp/nc.out'
+	wait; cat tmp/nc.out'
 # shellcheck disable=SC2016
 expect_same sock-busybox-httpd -- /bin/sh -c \
 	'p=$((20000 + $$ % 10000)); busybox httpd -f -p 127.0.0.1:$p -h data & pid=$!; i=0;
