@@ -23,8 +23,8 @@
  *
  * With an older snapshot of the same memory (in->ref), each data chunk's
  * XXH64 is compared with the older file's content hash for it, and when they
- * match the older file's stored bytes are copied (checksum checked) instead
- * of compressing: hashing runs at several GB/s, zstd at a few hundred MB/s.
+ * match the older file's stored bytes are copied (checksum and all, see
+ * ref_chunk()) instead of compressing: hashing runs at several GB/s, zstd at a few hundred MB/s.
  * A lazily restored VM's holes are ref's memory not loaded yet, and the
  * pages a template clone never wrote are its template's (in->holes_from_ref,
  * the holes being the memfd's or the pages missing from in->mem_pages): a
@@ -259,14 +259,16 @@ struct wbuf {
 	struct snap_chunk_ctx *dctx; /* ref's chunks, holes_from_ref only */
 };
 
-/* Chunk i as ref (or the parent holding it) stored it: read and checked.
- * -EIO with a message in what if it cannot be used. */
+/* Chunk i as ref (or the parent holding it) stored it, with its checksum,
+ * which is not checked here: a restore checks every chunk it reads, so a
+ * damaged byte copied on is refused there as it would have been in ref.
+ * The bytes are written from ref's mapping, not copied first. -EIO with a
+ * message in what if they cannot be had. */
 static int ref_chunk(const struct cjob *j, struct wbuf *w, uint64_t i, struct enc_out *o,
                      const char **what)
 {
 	const struct snap *h = snap_holder(j->in->ref, i);
 	const struct snap_chunk *c;
-	int ret;
 
 	if (!h) {
 		*what = "not in the older snapshot (a diff without its parent)";
@@ -277,20 +279,15 @@ static int ref_chunk(const struct cjob *j, struct wbuf *w, uint64_t i, struct en
 		return 0;
 	}
 	c = &h->chunks[i];
-	ret = snap_pread(h->fd, w->buf, c->stored_len, c->offset);
-	if (ret < 0) {
+	o->data = h->map ? h->map + c->offset : w->buf;
+	if (!h->map && snap_pread(h->fd, w->buf, c->stored_len, c->offset) < 0) {
 		*what = "reading it from the older snapshot failed";
 		return -EIO;
 	}
-	o->checksum = snap_xxh64(w->buf, c->stored_len, 0);
-	if (o->checksum != c->checksum) {
-		*what = "checksum mismatch in the older snapshot";
-		return -EIO;
-	}
 	o->kind = K_REUSED;
-	o->data = w->buf;
 	o->len = c->stored_len;
 	o->enc = c->enc;
+	o->checksum = c->checksum;
 	o->content = c->content;
 	return 0;
 }
@@ -343,7 +340,7 @@ static int encode(struct cjob *j, struct wbuf *w, uint64_t i, struct enc_out *o,
 		/* Untouched since the restore, or never written by a clone:
 		 * ref's as it is. */
 		ret = ref_chunk(j, w, i, o, what);
-		/* A damaged older file: a clone's memory can still be read (a
+		/* An unreadable older file: a clone's memory can still be read (a
 		 * lazy one's cannot: it is not loaded). */
 		if (ret == 0 || j->in->mem_fd >= 0)
 			return ret;
@@ -378,7 +375,7 @@ static int encode(struct cjob *j, struct wbuf *w, uint64_t i, struct enc_out *o,
 
 		if (ref_chunk(j, w, i, o, &ignored) == 0)
 			return 0;
-		/* A damaged older file: the memory is here, compress it. */
+		/* An unreadable older file: the memory is here, compress it. */
 		o->content = content;
 	}
 	if (sparse) {
