@@ -78,9 +78,7 @@ struct snap_save {
 	/* An older snapshot of this memory (open; its parents attached if it
 	 * is a diff), or NULL. A data chunk whose bytes hash to ref's content
 	 * hash for the same chunk is not compressed: ref's stored bytes are
-	 * copied with their checksum, not checked again (a restore checks
-	 * every chunk it reads, so a byte damaged in ref is refused there as
-	 * it would have been in ref). The chunk size is
+	 * copied (checked against their checksum first). The chunk size is
 	 * then ref's unless chunk_shift says otherwise (a different size
 	 * disables reuse). Typically the snapshot the VM was restored from, or
 	 * the last one this VM wrote. */

@@ -48,11 +48,9 @@
  * same memory at hand (the one the VM was restored from, a clone's
  * template, or the last one it wrote) hashes a chunk of memory and, when the
  * hash equals the older file's for that chunk, copies the older file's
- * stored bytes with their checksum instead of compressing again. It does
- * not check them on the way: a damaged byte carried over is refused when
- * the new file is restored, as every chunk's checksum is checked before
- * its bytes are used. A reader may check the hash after decompressing
- * (kiln-snapshot inspect does).
+ * stored bytes (their checksum checked) instead of compressing again. A
+ * reader may check the hash after decompressing (kiln-snapshot inspect
+ * does).
  *
  * All integers are little-endian (the only architecture is x86-64). Any
  * change to a layout, constant or meaning below bumps SNAP_FORMAT_VERSION (or,
