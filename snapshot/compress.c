@@ -259,14 +259,16 @@ struct wbuf {
 	struct snap_chunk_ctx *dctx; /* ref's chunks, holes_from_ref only */
 };
 
-/* Chunk i as ref (or the parent holding it) stored it: read and checked.
- * -EIO with a message in what if it cannot be used. */
+/* Chunk i as ref (or the parent holding it) stored it, checked against its
+ * checksum: in ref's mapping (written from there, not copied first; the
+ * check faults it in before the write, outside the lock that writers of
+ * one tmpfs file queue on), or read into w->buf. -EIO with a message in
+ * what if it cannot be used. */
 static int ref_chunk(const struct cjob *j, struct wbuf *w, uint64_t i, struct enc_out *o,
                      const char **what)
 {
 	const struct snap *h = snap_holder(j->in->ref, i);
 	const struct snap_chunk *c;
-	int ret;
 
 	if (!h) {
 		*what = "not in the older snapshot (a diff without its parent)";
@@ -277,20 +279,19 @@ static int ref_chunk(const struct cjob *j, struct wbuf *w, uint64_t i, struct en
 		return 0;
 	}
 	c = &h->chunks[i];
-	ret = snap_pread(h->fd, w->buf, c->stored_len, c->offset);
-	if (ret < 0) {
+	o->data = h->map ? h->map + c->offset : w->buf;
+	if (!h->map && snap_pread(h->fd, w->buf, c->stored_len, c->offset) < 0) {
 		*what = "reading it from the older snapshot failed";
 		return -EIO;
 	}
-	o->checksum = snap_xxh64(w->buf, c->stored_len, 0);
-	if (o->checksum != c->checksum) {
+	if (snap_xxh64(o->data, c->stored_len, 0) != c->checksum) {
 		*what = "checksum mismatch in the older snapshot";
 		return -EIO;
 	}
 	o->kind = K_REUSED;
-	o->data = w->buf;
 	o->len = c->stored_len;
 	o->enc = c->enc;
+	o->checksum = c->checksum;
 	o->content = c->content;
 	return 0;
 }

@@ -49,6 +49,13 @@ struct snap {
 	uint64_t chunk_size, nchunks;
 	uint64_t data_off, data_len; /* the MEM_DATA section */
 	uint32_t max_stored;         /* largest stored_len */
+	/* The whole file mapped read-only (NULL if mmap failed: chunks are
+	 * then pread). Chunk bytes are checksummed and decompressed where
+	 * they lie: pread() copies cost about three times what hashing the
+	 * same bytes does, and read faults on page cache map 16 pages at
+	 * once. The files are written once and renamed into place, never
+	 * rewritten; one truncated while open faults (SIGBUS) when read. */
+	const uint8_t *map;
 	const struct snap *parent;
 };
 

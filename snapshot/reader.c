@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -397,6 +398,9 @@ int snap_open(const char *path, struct snap **out, struct snap_err *err)
 		return ret;
 	}
 	s->id = s->hdr.checksum;
+	s->map = mmap(NULL, s->file_size, PROT_READ, MAP_SHARED, s->fd, 0);
+	if (s->map == MAP_FAILED)
+		s->map = NULL;
 	*out = s;
 	return 0;
 }
@@ -405,6 +409,8 @@ void snap_close(struct snap *s)
 {
 	if (!s)
 		return;
+	if (s->map)
+		munmap((void *)s->map, s->file_size);
 	if (s->fd >= 0)
 		close(s->fd);
 	for (unsigned d = 0; d < s->ndevs; d++)

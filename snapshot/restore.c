@@ -67,14 +67,16 @@ static int read_err(const struct snap *s, struct snap_err *err, int ret, uint64_
 	return chunk_err(s, err, -EIO, idx, what);
 }
 
-/* Chunk idx's stored bytes into ctx->cbuf, their checksum checked. */
+/* Chunk idx's stored bytes, their checksum checked: in the mapping, or
+ * read into ctx->cbuf. */
 static int read_stored(const struct snap *s, struct snap_chunk_ctx *ctx, uint64_t idx,
-                       struct snap_err *err)
+                       const uint8_t **out, struct snap_err *err)
 {
 	const struct snap_chunk *c = &s->chunks[idx];
+	const uint8_t *p = s->map ? s->map + c->offset : NULL;
 	int ret;
 
-	if (ctx->cap < c->stored_len) {
+	if (!p && ctx->cap < c->stored_len) {
 		free(ctx->cbuf);
 		ctx->cap = s->max_stored > c->stored_len ? s->max_stored : c->stored_len;
 		ctx->cbuf = malloc(ctx->cap);
@@ -83,11 +85,15 @@ static int read_stored(const struct snap *s, struct snap_chunk_ctx *ctx, uint64_
 			return chunk_err(s, err, -ENOMEM, idx, "out of memory");
 		}
 	}
-	ret = snap_pread(s->fd, ctx->cbuf, c->stored_len, c->offset);
-	if (ret < 0)
-		return read_err(s, err, ret, idx);
-	if (snap_xxh64(ctx->cbuf, c->stored_len, 0) != c->checksum)
+	if (!p) {
+		ret = snap_pread(s->fd, ctx->cbuf, c->stored_len, c->offset);
+		if (ret < 0)
+			return read_err(s, err, ret, idx);
+		p = ctx->cbuf;
+	}
+	if (snap_xxh64(p, c->stored_len, 0) != c->checksum)
 		return chunk_err(s, err, -EIO, idx, "checksum mismatch");
+	*out = p;
 	return 0;
 }
 
@@ -96,11 +102,12 @@ int snap_decode_chunk(const struct snap *s, struct snap_chunk_ctx *ctx, uint64_t
 {
 	const struct snap_chunk *c = &s->chunks[idx];
 	uint64_t len = snap_chunk_len_of(s->mi.mem_size, s->chunk_size, idx);
+	const uint8_t *src;
 	char what[96];
 	size_t r;
 	int ret;
 
-	if (c->enc == SNAP_ENC_RAW) {
+	if (c->enc == SNAP_ENC_RAW && !s->map) {
 		ret = snap_pread(s->fd, dst, len, c->offset);
 		if (ret < 0)
 			return read_err(s, err, ret, idx);
@@ -108,10 +115,14 @@ int snap_decode_chunk(const struct snap *s, struct snap_chunk_ctx *ctx, uint64_t
 			return chunk_err(s, err, -EIO, idx, "checksum mismatch");
 		return 0;
 	}
-	ret = read_stored(s, ctx, idx, err);
+	ret = read_stored(s, ctx, idx, &src, err);
 	if (ret < 0)
 		return ret;
-	r = ZSTD_decompressDCtx(ctx->dctx, dst, len, ctx->cbuf, c->stored_len);
+	if (c->enc == SNAP_ENC_RAW) {
+		memcpy(dst, src, len);
+		return 0;
+	}
+	r = ZSTD_decompressDCtx(ctx->dctx, dst, len, src, c->stored_len);
 	if (ZSTD_isError(r)) {
 		snprintf(what, sizeof(what), "zstd: %s", ZSTD_getErrorName(r));
 		return chunk_err(s, err, -EIO, idx, what);
@@ -210,13 +221,14 @@ static int restore_one(struct rjob *j, struct snap_chunk_ctx *ctx, uint64_t i, s
 	bool sparse = j->flags & SNAP_RESTORE_SPARSE;
 	bool dst_zero = !(j->flags & (SNAP_RESTORE_ZERO_FILL | SNAP_RESTORE_PRESENT_ONLY));
 	uint8_t *dst = j->dst ? j->dst + i * s->chunk_size : NULL;
+	const uint8_t *stored;
 	int ret;
 
 	if (j->sums) {
 		if (!(h = snap_holder(s, i)))
 			return chunk_err(s, err, -ENOENT, i,
 			                 "not in this diff and no parent attached");
-		return bm_test(h->zero, i) ? 0 : read_stored(h, ctx, i, err);
+		return bm_test(h->zero, i) ? 0 : read_stored(h, ctx, i, &stored, err);
 	}
 	if (!dst && j->fd >= 0) { /* into a file: every chunk, zero ones left as holes */
 		if (!(h = snap_holder(s, i)))

@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,55 @@
 #include "x86.h"
 
 #define MIB (1ULL << 20)
+
+/* Every chunk's checksum, which an eager restore checks before the guest
+ * runs (it loads memory while the guest runs), is checked from the moment
+ * the file is open, while the VM, its memory and devices are made. */
+struct chunk_check {
+	const struct snap *s;
+	pthread_t thread;
+	int ret;
+	struct snap_err err;
+};
+
+static void *check_chunks(void *arg)
+{
+	struct chunk_check *c = arg;
+
+	c->ret = snap_check_chunks(c->s, 0, &c->err);
+	return NULL;
+}
+
+static void start_check(struct vm *vm)
+{
+	struct chunk_check *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return; /* checked when memory is filled */
+	c->s = vm->snap.src;
+	if (pthread_create(&c->thread, NULL, check_chunks, c)) {
+		free(c);
+		return;
+	}
+	vm->snap.check = c;
+}
+
+/* The check's result: waited for, or (not started) done now. */
+static int check_result(struct vm *vm, struct snap_err *err)
+{
+	struct chunk_check *c = vm->snap.check;
+	int ret;
+
+	if (!c)
+		return snap_check_chunks(vm->snap.src, 0, err);
+	pthread_join(c->thread, NULL);
+	ret = c->ret;
+	if (ret)
+		*err = c->err;
+	free(c);
+	vm->snap.check = NULL;
+	return ret;
+}
 
 int vm_restore_open(struct vm *vm, char *why, size_t len)
 {
@@ -98,6 +148,8 @@ int vm_restore_open(struct vm *vm, char *why, size_t len)
 		snprintf(why, len, "kernel image '%s': %s", cfg->kernel_path, strerror(errno));
 		return ret;
 	}
+	if (cfg->restore_mode == RESTORE_EAGER)
+		start_check(vm);
 	return 0;
 }
 
@@ -195,8 +247,9 @@ static int fill_memory(struct vm *vm, char *why, size_t len)
 		/* Loaded while the guest already runs, if userfaultfd can
 		 * serve its touches first (vmm/uffd.c). A damaged chunk is
 		 * still refused before the guest runs: every checksum is
-		 * checked first (a few ms; decompressing is what takes long). */
-		ret = snap_check_chunks(s, 0, &err);
+		 * checked first (a few ms, since the file was opened;
+		 * decompressing is what takes long). */
+		ret = check_result(vm, &err);
 		if (ret) {
 			snprintf(why, len, "%s", err.msg);
 			return ret;
@@ -265,6 +318,10 @@ int vm_restore_state(struct vm *vm, char *why, size_t len)
 
 void vm_restore_close(struct vm *vm)
 {
+	struct snap_err err;
+
+	if (vm->snap.check)
+		check_result(vm, &err);
 	uffd_stop(vm);
 	vm_snapshot_retire(vm);
 	/* A diff holds on to its parent: close it first. */

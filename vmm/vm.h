@@ -20,6 +20,7 @@ struct ev_loop;
 struct ev_async;
 struct virtio_dev;
 struct snap;
+struct chunk_check;
 struct vm_api;
 struct uffd;
 
@@ -172,6 +173,9 @@ struct vm_snap {
 	 * that waits until the reply is out (vm_snapshot_retire()). */
 	struct snap *retired;
 	struct uffd *uffd; /* lazy restore (vmm/uffd.c) */
+	/* Eager restore: every chunk's checksum, checked on other threads
+	 * while the VM is built (vmm/restore.c). */
+	struct chunk_check *check;
 	/* Restore milestones, ns from the start of main: checked against
 	 * this VMM, memory filled (eager) or mapped, state applied. */
 	uint64_t restore_checked_ns, restore_mem_ns, restore_ns;
