@@ -438,15 +438,9 @@ static void on_close(void *ctx, int err)
 	ctx_down(x, "SandboxPaused", "the sandbox was paused");
 }
 
-static void on_agent_drain(void *ctx)
-{
-	(void)ctx;
-}
-
 static const struct agent_conn_ops agent_ops = {
     .on_frame = on_frame,
     .on_close = on_close,
-    .on_drain = on_agent_drain,
 };
 
 static void reap_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
@@ -466,7 +460,6 @@ static void reap_close(void *ctx, int err)
 static const struct agent_conn_ops reap_ops = {
     .on_frame = reap_frame,
     .on_close = reap_close,
-    .on_drain = on_agent_drain,
 };
 
 /* The process was kept over a pause (KEEP) but will not be attached again
@@ -670,8 +663,6 @@ static void ctx_wait(struct ci_ctx *x, struct sandbox *sb, struct http_conn *c, 
 		x->suspended = false;
 		ctx_down(x, "KernelRestarted", "the context was restarted");
 	}
-	if (x->ready && !x->a) /* cannot happen: ready implies a stream */
-		x->ready = false;
 	if (x->ready) {
 		ctx_answer(x, c);
 		return;
