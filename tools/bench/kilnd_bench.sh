@@ -5,7 +5,8 @@
 # agent's info stream) over as many, and the time from POST /sandboxes to
 # the end of the first exec in the new sandbox (median over
 # KILND_BENCH_CREATES, default 20). Times are curl's own (connect to last
-# byte), so process start-up of the client is not counted.
+# byte), so process start-up of the client is not counted; then the exec
+# round trip again on one kept-alive connection (tools/bench/http_rtt.py).
 #
 #   bash tools/bench/kilnd_bench.sh
 #
@@ -37,9 +38,9 @@ done
 # shellcheck source=tools/bench/kilnd_start.sh
 . tools/bench/kilnd_start.sh
 
-# seconds (curl's %{time_total}) of one request; body in $T/body
+# seconds (curl's %{time_total}) of one request; body in $BODY
 timed() {
-	curl -s --unix-socket "$SOCK" -o "$T/body" -w '%{time_total}\n' "$@"
+	curl -s --unix-socket "$SOCK" -o "$BODY" -w '%{time_total}\n' "$@"
 }
 
 # median and p90 of the numbers on stdin (seconds), printed in ms
@@ -53,25 +54,32 @@ stats() {
 create() {
 	# the built-in image (busybox); kilnd_snap_bench.sh has images and templates
 	timed -X POST -d '{"timeout":600}' http://k/sandboxes >"$T/t.create"
-	sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$T/body"
+	sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$BODY"
 }
 
 echo "kilnd_bench: VMM $VMM$(case $VMM in */fake-vmm) echo " (a test double: see tests/e2e/fake-vmm)";; esac)"
 ID=$(create)
-[ -n "$ID" ] || { echo "kilnd_bench: create failed: $(cat "$T/body")"; exit 1; }
+[ -n "$ID" ] || { echo "kilnd_bench: create failed: $(cat "$BODY")"; exit 1; }
 for _ in $(seq 5); do
 	timed -d '{"cmd":["true"]}' "http://k/sandboxes/$ID/exec" >/dev/null
 done
 : >"$T/exec"
 for _ in $(seq "$EXECS"); do
 	timed -d '{"cmd":["true"]}' "http://k/sandboxes/$ID/exec" >>"$T/exec"
-	grep -q '"exitCode":0' "$T/body" || { echo "kilnd_bench: exec failed: $(cat "$T/body")"; exit 1; }
+	grep -q '"exitCode":0' "$BODY" || { echo "kilnd_bench: exec failed: $(cat "$BODY")"; exit 1; }
 done
 echo "exec round trip of true:   $(stats <"$T/exec")"
+# the same on one kept-alive connection (as the SDKs), back to back and with
+# the client idle for 10 ms between requests (the host's CPUs then sleep)
+for gap in 0 10; do
+	r=$(python3 tools/bench/http_rtt.py "$SOCK" POST "/sandboxes/$ID/exec" '{"cmd":["true"]}' \
+		"$EXECS" $gap '"exitCode":0') || { echo "kilnd_bench: $r"; exit 1; }
+	echo "exec, kept-alive, gap ${gap} ms: $r"
+done
 : >"$T/info"
 for _ in $(seq "$EXECS"); do
 	timed "http://k/sandboxes/$ID/metrics" >>"$T/info"
-	grep -q '"memTotal"' "$T/body" || { echo "kilnd_bench: metrics failed: $(cat "$T/body")"; exit 1; }
+	grep -q '"memTotal"' "$BODY" || { echo "kilnd_bench: metrics failed: $(cat "$BODY")"; exit 1; }
 done
 echo "agent info round trip:     $(stats <"$T/info")"
 curl -s --unix-socket "$SOCK" -X DELETE "http://k/sandboxes/$ID" >/dev/null
@@ -79,9 +87,9 @@ curl -s --unix-socket "$SOCK" -X DELETE "http://k/sandboxes/$ID" >/dev/null
 : >"$T/first"
 for _ in $(seq "$CREATES"); do
 	ID=$(create)
-	[ -n "$ID" ] || { echo "kilnd_bench: create failed: $(cat "$T/body")"; exit 1; }
+	[ -n "$ID" ] || { echo "kilnd_bench: create failed: $(cat "$BODY")"; exit 1; }
 	t_exec=$(timed -d '{"cmd":["true"]}' "http://k/sandboxes/$ID/exec")
-	grep -q '"exitCode":0' "$T/body" || { echo "kilnd_bench: first exec failed"; exit 1; }
+	grep -q '"exitCode":0' "$BODY" || { echo "kilnd_bench: first exec failed"; exit 1; }
 	awk -v a="$(cat "$T/t.create")" -v b="$t_exec" 'BEGIN { print a + b }' >>"$T/first"
 	curl -s --unix-socket "$SOCK" -X DELETE "http://k/sandboxes/$ID" >/dev/null
 done

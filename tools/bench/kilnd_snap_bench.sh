@@ -32,18 +32,18 @@ done
 # shellcheck source=tools/bench/kilnd_start.sh
 . tools/bench/kilnd_start.sh --images "$IMAGES"
 
-# post PATH BODY: seconds (curl's %{time_total}); the answer in $T/body
+# post PATH BODY: seconds (curl's %{time_total}); the answer in $BODY
 post() {
-	curl -s --unix-socket "$SOCK" -o "$T/body" -w '%{time_total}\n' -d "$2" "http://k$1"
+	curl -s --unix-socket "$SOCK" -o "$BODY" -w '%{time_total}\n' -d "$2" "http://k$1"
 }
 del() {
 	curl -s --unix-socket "$SOCK" -X DELETE -o /dev/null "http://k/sandboxes/$1"
 }
 new_id() {
-	sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$T/body"
+	sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$BODY"
 }
 fail() {
-	echo "kilnd_snap_bench: $*: $(head -c 500 "$T/body")"
+	echo "kilnd_snap_bench: $*: $(head -c 500 "$BODY")"
 	exit 1
 }
 # median, p90 and min of the seconds on stdin, in ms
@@ -79,7 +79,7 @@ create_exec() {
 		id=$(new_id)
 		[ -n "$id" ] || fail "create $1"
 		t2=$(post "/sandboxes/$id/exec" "$2")
-		grep -q '"exitCode":0' "$T/body" || fail "exec $2 in a sandbox of $1"
+		grep -q '"exitCode":0' "$BODY" || fail "exec $2 in a sandbox of $1"
 		del "$id"
 		awk -v a="$t1" -v b="$t2" 'BEGIN { print a + b }' >>"$T/times"
 	done
@@ -87,7 +87,7 @@ create_exec() {
 
 template() { # NAME IMAGE WARMUP_JSON [POOL]
 	post /templates "{\"name\":\"$1\",\"image\":\"$2\",\"warmup\":$3,\"pool\":${4:-0}}" >/dev/null
-	grep -q '"snapshotBytes"' "$T/body" || fail "template $1"
+	grep -q '"snapshotBytes"' "$BODY" || fail "template $1"
 }
 
 TRUE='{"cmd":["true"]}'
@@ -143,7 +143,7 @@ while True:
 	# The code interpreter (E2B's port 49999, control/codeint.c): a fresh
 	# sandbox's first runCode starts its Python process; later ones reuse it.
 	run_code() { # ID CODE_JSON
-		curl -s --unix-socket "$SOCK" -o "$T/body" -w '%{time_total}\n' \
+		curl -s --unix-socket "$SOCK" -o "$BODY" -w '%{time_total}\n' \
 			-H "E2b-Sandbox-Id: $1" -H 'E2b-Sandbox-Port: 49999' -d "$2" http://k/execute
 	}
 	: >"$T/times"
@@ -152,7 +152,7 @@ while True:
 		id=$(new_id)
 		[ -n "$id" ] || fail "create base"
 		t2=$(run_code "$id" '{"code":"1 + 1"}')
-		grep -q '"text": *"2"' "$T/body" || fail "runCode in $id"
+		grep -q '"text": *"2"' "$BODY" || fail "runCode in $id"
 		awk -v a="$t1" -v b="$t2" 'BEGIN { print a + b }' >>"$T/times"
 		[ "$i" = "$RUNS" ] || del "$id" # the last one stays for the next figure
 	done
@@ -160,7 +160,7 @@ while True:
 	: >"$T/times"
 	for _ in $(seq $((RUNS * 5))); do
 		run_code "$id" '{"code":"1 + 1"}' >>"$T/times"
-		grep -q '"text": *"2"' "$T/body" || fail "runCode in $id"
+		grep -q '"text": *"2"' "$BODY" || fail "runCode in $id"
 	done
 	line "runCode (1 + 1) round trip, warm context" "$T/times"
 	del "$id"
@@ -176,14 +176,14 @@ pause_resume() {
 	: >"$T/pause"
 	: >"$T/resume"
 	for _ in $(seq "$RUNS"); do
-		t=$(curl -s --unix-socket "$SOCK" -o "$T/body" -w '%{http_code} %{time_total}' -X POST \
+		t=$(curl -s --unix-socket "$SOCK" -o "$BODY" -w '%{http_code} %{time_total}' -X POST \
 			"http://k/sandboxes/$id/pause")
 		[ "${t% *}" = 204 ] || fail "pause"
 		echo "${t#* }" >>"$T/pause"
 		bytes=$(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$id" |
 			sed -n 's/.*"snapshotBytes":\([0-9]*\).*/\1/p')
 		post "/sandboxes/$id/resume" '{}' >>"$T/resume"
-		grep -q '"state":"running"' "$T/body" || fail "resume"
+		grep -q '"state":"running"' "$BODY" || fail "resume"
 	done
 	line "pause, $1" "$T/pause"
 	printf '%-44s %s (snapshot %.1f MiB)\n' "resume, $1" "$(stats <"$T/resume")" \
