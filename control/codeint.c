@@ -75,7 +75,7 @@ struct ci_ctx {
 };
 
 static void ctx_start(struct ci_ctx *x, struct sandbox *sb);
-static void ctx_reap(struct ci_ctx *x);
+static bool ctx_reap(struct ci_ctx *x, struct http_conn *c);
 static void kick(struct ci_ctx *x);
 
 /* ---------------------------------------------------------------- executions */
@@ -209,7 +209,8 @@ static void ctx_down(struct ci_ctx *x, const char *name, const char *why)
 	}
 }
 
-static void ctx_free(struct ci_ctx *x, const char *why)
+/* Forget x; c, if given, is answered 204 once its process is gone. */
+static void ctx_free_answer(struct ci_ctx *x, const char *why, struct http_conn *c)
 {
 	struct ci_ctx **pp = &x->kd->ci_ctxs;
 
@@ -218,7 +219,8 @@ static void ctx_free(struct ci_ctx *x, const char *why)
 	if (*pp)
 		*pp = x->next;
 	ctx_close_agent(x, true);
-	ctx_reap(x);
+	if (!ctx_reap(x, c) && c)
+		http_respond(c, 204, NULL, NULL, NULL, 0);
 	ctx_down(x, "ContextRemoved", why);
 	while (x->q) {
 		exec_fail(x->q, "ContextRemoved", why);
@@ -228,6 +230,11 @@ static void ctx_free(struct ci_ctx *x, const char *why)
 	buf_free(&x->err);
 	free(x->cwd);
 	free(x);
+}
+
+static void ctx_free(struct ci_ctx *x, const char *why)
+{
+	ctx_free_answer(x, why, NULL);
 }
 
 static void on_line(struct ci_ctx *x, const char *p, size_t n)
@@ -443,18 +450,43 @@ static const struct agent_conn_ops agent_ops = {
     .on_close = on_close,
 };
 
+/* A kill of a kept process, and the request waiting for it, if any. */
+struct ci_reap {
+	struct http_conn *c;
+	uint32_t pid;
+	bool exited;
+};
+
+static void reap_abort(void *ctx)
+{
+	struct ci_reap *r = ctx;
+
+	r->c = NULL;
+}
+
+static const struct http_handler reap_http = {.on_abort = reap_abort};
+
 static void reap_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 {
-	(void)ctx;
-	(void)type;
+	struct ci_reap *r = ctx;
+
 	(void)f;
 	(void)n;
+	r->exited |= type == KILN_MSG_EXIT;
 }
 
 static void reap_close(void *ctx, int err)
 {
-	(void)ctx;
+	struct ci_reap *r = ctx;
+
 	(void)err;
+	if (!r->exited)
+		log_warn("code context process %u: its stream ended before its exit", r->pid);
+	if (r->c) {
+		http_set_handler(r->c, NULL, NULL, 0);
+		http_respond(r->c, 204, NULL, NULL, NULL, 0);
+	}
+	free(r);
 }
 
 static const struct agent_conn_ops reap_ops = {
@@ -464,27 +496,39 @@ static const struct agent_conn_ops reap_ops = {
 
 /* The process was kept over a pause (KEEP) but will not be attached again
  * (restart, removal): it is killed through a stream of its own, which the
- * agent ends after its EXIT. While the sandbox is paused it cannot be. */
-static void ctx_reap(struct ci_ctx *x)
+ * agent ends after its EXIT; c, if given, is answered then (true: it will
+ * be). The API resumes a paused sandbox before a restart or removal; a
+ * sandbox that is killed takes its processes along. */
+static bool ctx_reap(struct ci_ctx *x, struct http_conn *c)
 {
 	struct sandbox *sb = sb_find(x->kd, x->sb_id);
+	struct ci_reap *r;
 	struct agent_conn *a;
 
 	if (!x->suspended || !x->pid || !sb || sb->state != SB_RUNNING)
-		return;
+		return false;
 	x->suspended = false;
-	a = agent_open(sb->kd->loop, sb->vsock_path, KILN_AGENT_PORT, &reap_ops, NULL);
+	r = calloc(1, sizeof(*r));
+	a = r ? agent_open(sb->kd->loop, sb->vsock_path, KILN_AGENT_PORT, &reap_ops, r) : NULL;
 	if (!a) {
 		log_warn("sandbox %s: code context %s: cannot end its Python process %u", x->sb_id,
 		         x->id, x->pid);
-		return;
+		free(r);
+		return false;
 	}
+	r->pid = x->pid;
 	if (agent_msg_hello(agent_out(a), KILN_STREAM_EXEC) ||
 	    agent_msg_u32(agent_out(a), KILN_MSG_ATTACH, x->pid) ||
-	    agent_msg_u32(agent_out(a), KILN_MSG_SIGNAL, SIGKILL))
+	    agent_msg_u32(agent_out(a), KILN_MSG_SIGNAL, SIGKILL)) {
 		agent_close(a);
-	else
-		agent_flush(a);
+		free(r);
+		return false;
+	}
+	agent_flush(a);
+	r->c = c;
+	if (c)
+		http_set_handler(c, &reap_http, r, 0);
+	return c != NULL;
 }
 
 static void ctx_start(struct ci_ctx *x, struct sandbox *sb)
@@ -659,7 +703,7 @@ static void ctx_wait(struct ci_ctx *x, struct sandbox *sb, struct http_conn *c, 
 {
 	if (restart) {
 		ctx_close_agent(x, true);
-		ctx_reap(x);
+		ctx_reap(x, NULL);
 		x->suspended = false;
 		ctx_down(x, "KernelRestarted", "the context was restarted");
 	}
@@ -701,14 +745,19 @@ int ci_context_restart(struct kilnd *kd, struct sandbox *sb, struct http_conn *c
 	return 0;
 }
 
-int ci_context_remove(struct kilnd *kd, const char *sb_id, const char *id)
+int ci_context_remove(struct kilnd *kd, const char *sb_id, const char *id, struct http_conn *c)
 {
 	struct ci_ctx *x = ctx_find(kd, sb_id, id);
 
 	if (!x)
 		return 404;
-	ctx_free(x, "the context was removed");
+	ctx_free_answer(x, "the context was removed", c);
 	return 0;
+}
+
+bool ci_context_exists(struct kilnd *kd, const char *sb_id, const char *id)
+{
+	return ctx_find(kd, sb_id, id) != NULL;
 }
 
 json_t *ci_context_list(struct kilnd *kd, const char *sb_id)

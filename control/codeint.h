@@ -27,7 +27,8 @@ int ci_execute(struct kilnd *kd, struct sandbox *sb, struct http_conn *c, const 
                char *line);
 int ci_context_create(struct kilnd *kd, struct sandbox *sb, struct http_conn *c, const char *cwd);
 int ci_context_restart(struct kilnd *kd, struct sandbox *sb, struct http_conn *c, const char *id);
-int ci_context_remove(struct kilnd *kd, const char *sb_id, const char *id);
+int ci_context_remove(struct kilnd *kd, const char *sb_id, const char *id, struct http_conn *c);
+bool ci_context_exists(struct kilnd *kd, const char *sb_id, const char *id);
 json_t *ci_context_list(struct kilnd *kd, const char *sb_id);
 
 #endif

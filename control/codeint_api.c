@@ -15,14 +15,14 @@
 
 #define CI_BODY_LIMIT (16u << 20)
 
-enum ci_op { CI_EXECUTE, CI_CREATE, CI_RESTART };
+enum ci_op { CI_EXECUTE, CI_CREATE, CI_RESTART, CI_REMOVE };
 
 struct ci_req {
 	struct kilnd *kd;
 	struct http_conn *c;
 	char sb_id[SB_ID_LEN + 1];
 	enum ci_op op;
-	char *ctx_id; /* CI_EXECUTE (NULL: the default), CI_RESTART */
+	char *ctx_id; /* CI_EXECUTE (NULL: the default), CI_RESTART, CI_REMOVE */
 	char *line;   /* CI_EXECUTE: the kernel's request */
 	char *cwd;    /* CI_CREATE */
 };
@@ -62,6 +62,9 @@ static void wk_run(void *ctx, struct sandbox *sb)
 		break;
 	case CI_RESTART:
 		st = ci_context_restart(r->kd, sb, r->c, r->ctx_id);
+		break;
+	case CI_REMOVE:
+		st = ci_context_remove(r->kd, sb->rec.id, r->ctx_id, r->c);
 		break;
 	}
 	if (st)
@@ -285,22 +288,20 @@ void codeint_route(struct http_conn *c, struct http_req *req, struct kilnd *kd, 
 		return;
 	}
 	snprintf(id, sizeof(id), "%.*s", rest ? (int)(rest - (p + 10)) : 63, p + 10);
-	if (!rest && req->method == HTTP_DELETE) {
-		if (ci_context_remove(kd, sb->rec.id, id))
+	/* both resume a paused sandbox: the context's process must be ended */
+	if ((!rest && req->method == HTTP_DELETE) || (rest && !strcmp(rest, "/restart") && post)) {
+		if (!ci_context_exists(kd, sb->rec.id, id)) {
 			answer_status(c, 404, id);
-		else
-			http_respond(c, 204, NULL, NULL, NULL, 0);
-		return;
-	}
-	if (rest && !strcmp(rest, "/restart") && post) {
-		r = req_new(c, kd, sb, CI_RESTART);
+			return;
+		}
+		r = req_new(c, kd, sb, rest ? CI_RESTART : CI_REMOVE);
 		if (r && !(r->ctx_id = strdup(id))) {
 			http_respond_error(c, 500, "out of memory");
 			req_free(r);
 			return;
 		}
 		if (r)
-			run(r, "code interpreter restart");
+			run(r, rest ? "code interpreter restart" : "code context removal");
 		return;
 	}
 	http_respond_error(c, 404, "no such code interpreter endpoint %.200s", p);

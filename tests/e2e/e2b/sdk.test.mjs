@@ -1146,14 +1146,20 @@ async function main() {
         assert.equal((await ci.runCode('3')).text, '3')
       }, 120000)
 
-      await test('code contexts: restart or removal after a pause ends the old process', async () => {
+      await test('code contexts: restart or removal of a paused one resumes and ends the old process', async () => {
         const a = await ci.createCodeContext()
         const b = await ci.createCodeContext()
         const pids = [(await ci.runCode('import os\nos.getpid()', { context: a })).text,
           (await ci.runCode('import os\nos.getpid()', { context: b })).text]
         await ci.pause()
-        await ci.restartCodeContext(a)
+        const r = await fetch(`${SANDBOX_URL}/contexts/no-such-context`, { method: 'DELETE',
+          headers: { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999' } })
+        assert.equal(r.status, 404)
+        assert.equal((await ci.getInfo()).state, 'paused', 'an unknown context does not resume it')
         await ci.removeCodeContext(b)
+        assert.equal((await ci.getInfo()).state, 'running')
+        await ci.pause()
+        await ci.restartCodeContext(a)
         const alive = `import os\ndef alive(p):\n    try:\n        os.kill(p, 0)\n        return True\n    except ProcessLookupError:\n        return False\n[alive(p) for p in [${pids}]]`
         let left
         for (let i = 0; i < 50; i++) {
