@@ -19,25 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../vmm/virtio/virtio.h"
-
-enum {
-	DEVICE_ID = 0x008,
-	DEV_FEAT = 0x010,
-	DEV_FEAT_SEL = 0x014,
-	DRV_FEAT = 0x020,
-	DRV_FEAT_SEL = 0x024,
-	QSEL = 0x030,
-	QNUM_MAX = 0x034,
-	QNUM = 0x038,
-	QREADY = 0x044,
-	QNOTIFY = 0x050,
-	STATUS = 0x070,
-	QDESC = 0x080,
-	QDRIVER = 0x090,
-	QDEVICE = 0x0a0,
-	CONFIG = 0x100,
-};
+#include "virtio_driver.h"
 
 #define T_IN     0
 #define T_OUT    1
@@ -47,31 +29,16 @@ enum {
 #define S_IOERR  1
 #define S_UNSUPP 2
 
-#define QSZ     128
-#define QAREA   0x10000                  /* desc; avail +0x1000; used +0x2000 */
-#define HDR(s)  (0x20000 + (s)*0x20)     /* header; status byte at +16 */
-#define BUF(s)  (0x100000 + (s)*0x10000) /* small data buffers */
-#define BIG     0x1000000                /* 16 MiB.. for huge requests */
-#define D_NEXT  1
-#define D_WRITE 2
-#define MIB     (1024 * 1024)
+#define QSZ    128
+#define QAREA  0x10000                  /* desc; avail +0x1000; used +0x2000 */
+#define HDR(s) (0x20000 + (s)*0x20)     /* header; status byte at +16 */
+#define BUF(s) (0x100000 + (s)*0x10000) /* small data buffers */
+#define BIG    0x1000000                /* 16 MiB.. for huge requests */
+#define MIB    (1024 * 1024)
 
 #define DISK_SIZE (MIB + 100) /* 2048 sectors and a partial one */
 #define CAPACITY  2048
 
-/* Stubs for vmm/kvm.c. */
-int vm_msi_irqfd(struct vm *vm, unsigned vector)
-{
-	return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-}
-
-int vm_ioeventfd(struct vm *vm, uint64_t gpa, unsigned len, bool match, uint64_t data)
-{
-	return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-}
-
-static struct vm vm;
-static struct virtio_dev *dev;
 static char dir[64], path[100];
 static int disk_fd; /* the test's own view of the disk file */
 static uint16_t avail, used_seen;
@@ -82,29 +49,6 @@ struct seg {
 	uint32_t len;
 	bool w;
 };
-
-static void *gp(uint64_t gpa, uint64_t len)
-{
-	void *p = gpa_ptr(&vm.mem, gpa, len);
-
-	ck_assert_ptr_nonnull(p);
-	return p;
-}
-
-static void wr(uint32_t off, uint32_t val)
-{
-	uint32_t le = htole32(val);
-
-	ck_assert_int_eq(virtio_mmio_access(&vm, dev->base + off, (uint8_t *)&le, 4, true), 0);
-}
-
-static uint32_t rd(uint32_t off)
-{
-	uint32_t le = 0;
-
-	ck_assert_int_eq(virtio_mmio_access(&vm, dev->base + off, (uint8_t *)&le, 4, false), 0);
-	return le32toh(le);
-}
 
 static void drv_init(bool event_idx)
 {

@@ -22,26 +22,9 @@
 #include <unistd.h>
 
 #include "../../vmm/virtio/vsock.h"
-
-enum {
-	DEVICE_ID = 0x008,
-	DEV_FEAT = 0x010,
-	DRV_FEAT = 0x020,
-	DRV_FEAT_SEL = 0x024,
-	QSEL = 0x030,
-	QNUM = 0x038,
-	QREADY = 0x044,
-	QNOTIFY = 0x050,
-	STATUS = 0x070,
-	QDESC = 0x080,
-	QDRIVER = 0x090,
-	QDEVICE = 0x0a0,
-	CONFIG = 0x100,
-};
+#include "virtio_driver.h"
 
 #define CID       3
-#define D_NEXT    1
-#define D_WRITE   2
 #define QAREA(q)  (0x10000 + (q)*0x4000)
 #define RXBUF(s)  (0x100000 + (s)*0x1000)
 #define EVBUF(s)  (0x1f0000 + (s)*0x10)
@@ -52,19 +35,6 @@ enum {
 #define NPORTS    65536
 #define MIB       (1024 * 1024)
 
-/* Stubs for vmm/kvm.c. */
-int vm_msi_irqfd(struct vm *vm, unsigned vector)
-{
-	return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-}
-
-int vm_ioeventfd(struct vm *vm, uint64_t gpa, unsigned len, bool match, uint64_t data)
-{
-	return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-}
-
-static struct vm vm;
-static struct virtio_dev *dev;
 static struct vsock *vs;
 static char dir[64], path[100];
 
@@ -123,29 +93,6 @@ static void xclose(int fd)
 		if (fds[i] == fd)
 			fds[i] = -1;
 	close(fd);
-}
-
-static void *gp(uint64_t gpa, uint64_t len)
-{
-	void *p = gpa_ptr(&vm.mem, gpa, len);
-
-	ck_assert_ptr_nonnull(p);
-	return p;
-}
-
-static void wr(uint32_t off, uint32_t val)
-{
-	uint32_t le = htole32(val);
-
-	ck_assert_int_eq(virtio_mmio_access(&vm, dev->base + off, (uint8_t *)&le, 4, true), 0);
-}
-
-static uint32_t rd(uint32_t off)
-{
-	uint32_t le = 0;
-
-	ck_assert_int_eq(virtio_mmio_access(&vm, dev->base + off, (uint8_t *)&le, 4, false), 0);
-	return le32toh(le);
 }
 
 static void set_desc(unsigned q, unsigned i, uint64_t addr, uint32_t len, uint16_t flags,

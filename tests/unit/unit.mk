@@ -36,14 +36,14 @@ UNIT_SRCS_test_tty := guest-kernel/libos/tty.c guest-kernel/libos/tty_input.c \
 	guest-kernel/libos/tty_ioctl.c
 
 UNIT_TESTS += test_vsock
-UNIT_SRCS_test_vsock := vmm/virtio/vsock.c vmm/virtio/vsock_conn.c vmm/virtio/mmio.c \
+UNIT_SRCS_test_vsock := tests/unit/virtio_driver.c vmm/virtio/vsock.c vmm/virtio/vsock_conn.c vmm/virtio/mmio.c \
 	vmm/virtio/virtq.c vmm/mem.c
 
 UNIT_TESTS += test_blk
-UNIT_SRCS_test_blk := vmm/virtio/blk.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/mem.c
+UNIT_SRCS_test_blk := tests/unit/virtio_driver.c vmm/virtio/blk.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/mem.c
 
 UNIT_TESTS += test_pmem
-UNIT_SRCS_test_pmem := vmm/virtio/pmem.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/mem.c \
+UNIT_SRCS_test_pmem := tests/unit/virtio_driver.c vmm/virtio/pmem.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/mem.c \
 	snapshot/hash.c
 
 UNIT_TESTS += test_virtio_state
