@@ -10,6 +10,7 @@
  */
 #include "bootinfo.h"
 #include "printk.h"
+#include "sched.h"
 #include "sv.h"
 #include "vm_pt.h"
 
@@ -244,7 +245,7 @@ fail:
 void aspace_activate(struct aspace *as)
 {
 	if (active != as) {
-		sv_set_cr3(as->root);
+		sv_set_cr3(as->root, sched_timer_take());
 		active = as;
 	}
 	if (graveyard)
