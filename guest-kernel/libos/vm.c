@@ -736,15 +736,22 @@ int vm_move_pages(struct aspace *as, uint64_t from, uint64_t to, uint64_t len)
 	return 0;
 }
 
+/* A stack that grows past its pages maps at least STACK_GROW more (short of
+ * the mapping below it): a program that goes deeper once usually goes on,
+ * and each fault costs tens of microseconds. */
 int vm_grow_stack(struct aspace *as, uint64_t addr)
 {
-	struct vma *v;
-	uint64_t lo = ALIGN_DOWN(addr, PAGE_SIZE);
+	struct vma *v, *below = NULL;
+	uint64_t lo = ALIGN_DOWN(addr, PAGE_SIZE), floor;
 
 	for (v = as->vmas; v && v->end <= addr; v = v->next)
-		;
+		below = v;
 	if (!v || !(v->flags & VMA_STACK) || v->start <= lo || v->start - lo > (64UL << 20))
 		return -EFAULT;
+	if (v->start - lo < STACK_GROW) {
+		floor = below ? below->end : PAGE_SIZE;
+		lo = MIN(lo, MAX(v->start - STACK_GROW, floor));
+	}
 	return vm_map_anon(as, lo, v->start - lo, v->prot, v->flags);
 }
 
