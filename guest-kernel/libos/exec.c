@@ -397,6 +397,7 @@ int exec_load(const struct exec_args *args, struct exec_image *out, const char *
 	int err;
 
 	*why = NULL;
+	aspace_reap();
 	err = open_program(ea, &f, owned, why);
 	if (!err)
 		err = check_args(ea, &stack);

@@ -300,6 +300,7 @@ void schedule(void)
 		next = runq_pop();
 		if (next)
 			break;
+		aspace_reap();
 		timer_rearm();
 		/* Nothing to run: sleep until an interrupt (or the timer). */
 		sv_halt(sched_timer_take());

@@ -135,7 +135,15 @@ static void aspace_destroy(struct aspace *as)
 	kfree(as);
 }
 
-static struct aspace *graveyard; /* released while still loaded in CR3 */
+/* Released while still loaded in CR3, freed later: not on the way from an
+ * exiting process to its parent (the kilnd agent is waiting to report the
+ * exit), but when the CPU is about to idle, when a program is loaded (which
+ * may take over their page tables, vm_keep.c), or at a switch when more
+ * than GRAVEYARD_MAX of them or GRAVEYARD_PAGES of their pages wait. */
+#define GRAVEYARD_MAX   4
+#define GRAVEYARD_PAGES 2048
+static struct aspace *graveyard;
+static size_t nr_dead, dead_pages;
 
 void aspace_release(struct aspace *as)
 {
@@ -145,6 +153,8 @@ void aspace_release(struct aspace *as)
 		/* Still in CR3: free it once another one is loaded. */
 		as->next_dead = graveyard;
 		graveyard = as;
+		nr_dead++;
+		dead_pages += as->nr_pages;
 		return;
 	}
 	aspace_destroy(as);
@@ -161,6 +171,8 @@ void aspace_reap(void)
 			continue;
 		}
 		*pp = as->next_dead;
+		nr_dead--;
+		dead_pages -= as->nr_pages;
 		aspace_destroy(as);
 	}
 }
@@ -248,7 +260,7 @@ void aspace_activate(struct aspace *as)
 		sv_set_cr3(as->root, sched_timer_take());
 		active = as;
 	}
-	if (graveyard)
+	if (nr_dead > GRAVEYARD_MAX || dead_pages > GRAVEYARD_PAGES)
 		aspace_reap();
 }
 
