@@ -49,6 +49,9 @@ bool sched_fpu_check(const void *area);
  * higher-priority wakeup). */
 void sched_request_resched(void);
 bool sched_need_resched(void);
+/* The TSC deadline to hand to the supervisor with the call about to be
+ * made (SV_HALT, SV_SET_CR3), 0 if the armed one stands. */
+uint64_t sched_timer_take(void);
 /* A new thread that will start in ret_from_fork with the trapframe at the
  * top of its kernel stack. */
 void sched_start_thread(struct thread *t);

@@ -57,9 +57,11 @@ static inline void sv_invlpg(uint64_t va)
 	sv_call3(SV_INVLPG, va, 0);
 }
 
-static inline void sv_set_cr3(uint64_t root)
+/* tsc_deadline: the timer's new deadline, 0 to leave it as it is (a
+ * switch and a timer in one call: a process starts, its parent wakes). */
+static inline void sv_set_cr3(uint64_t root, uint64_t tsc_deadline)
 {
-	sv_call3(SV_SET_CR3, root, 0);
+	sv_call3(SV_SET_CR3, root, tsc_deadline);
 }
 
 /* kiln's ports are open to CPL3 in the TSS I/O bitmap. */

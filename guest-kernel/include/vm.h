@@ -88,6 +88,10 @@ bool vm_is_borrowed(struct aspace *as, uint64_t va);
  * (vm_text.c), if there is one; else pa. */
 uint64_t vm_text_page(uint64_t pa);
 /* Page fault error code bits (SDM 4.7) vm_fault looks at. */
+/* Stack mapped ahead of a program's use, at exec and when it grows: a
+ * fault costs tens of microseconds, a page mapped and not used about one. */
+#define STACK_GROW (64UL << 10)
+
 #define PF_PRESENT 0x1
 #define PF_WRITE   0x2
 #define PF_FETCH   0x10

@@ -16,7 +16,6 @@
 
 #define STACK_TOP     USER_TOP
 #define STACK_MAX     (8UL << 20)
-#define STACK_EAGER   (256UL << 10)
 #define PIE_BASE      0x555555554000UL
 #define MAX_ARG_BYTES (256UL << 10)
 #define MAX_IMAGE     (1UL << 30)
@@ -248,7 +247,9 @@ static int build_stack(struct aspace *as, const struct exec_args *ea, const stru
 	return err;
 }
 
-static int check_args(const struct exec_args *ea)
+/* On success *stack is what the new stack maps at once: the strings and
+ * words build_stack puts there, and STACK_GROW for the program. */
+static int check_args(const struct exec_args *ea, size_t *stack)
 {
 	size_t bytes = strlen(ea->path) + 1;
 
@@ -258,7 +259,11 @@ static int check_args(const struct exec_args *ea)
 		bytes += strlen(ea->argv[i]) + 1;
 	for (int i = 0; i < ea->envc; i++)
 		bytes += strlen(ea->envp[i]) + 1;
-	return bytes > MAX_ARG_BYTES ? -E2BIG : 0;
+	if (bytes > MAX_ARG_BYTES)
+		return -E2BIG;
+	bytes += 64 + ((size_t)ea->argc + (size_t)ea->envc + 3 + 2 * AUX_MAX) * 8;
+	*stack = ALIGN_UP(bytes, PAGE_SIZE) + STACK_GROW;
+	return 0;
 }
 
 /* An executable file opened for loading, with its parsed headers. */
@@ -387,13 +392,15 @@ int exec_load(const struct exec_args *args, struct exec_image *out, const char *
 	struct elf_file f;
 	struct aspace *as = NULL;
 	uint64_t bias, interp_base = 0, entry;
+	size_t stack = 0;
 	void *owned[2 * SCRIPT_DEPTH] = {0};
 	int err;
 
 	*why = NULL;
+	aspace_reap();
 	err = open_program(ea, &f, owned, why);
 	if (!err)
-		err = check_args(ea);
+		err = check_args(ea, &stack);
 	if (err)
 		goto out;
 	bias = f.ei.type == ELF_ET_DYN ? PIE_BASE - ALIGN_DOWN(f.ei.lo, PAGE_SIZE) : 0;
@@ -407,8 +414,7 @@ int exec_load(const struct exec_args *args, struct exec_image *out, const char *
 	if (!err && f.ei.interp)
 		err = load_interp(as, &f, &interp_base, &entry, why);
 	if (!err)
-		err = vm_map_anon(as, STACK_TOP - STACK_EAGER, STACK_EAGER, PROT_READ | PROT_WRITE,
-		                  VMA_STACK);
+		err = vm_map_anon(as, STACK_TOP - stack, stack, PROT_READ | PROT_WRITE, VMA_STACK);
 	if (!err)
 		err = build_stack(as, ea, &f.ei, bias, interp_base, &out->sp);
 	if (err)

@@ -212,17 +212,28 @@ static void clear_dir(struct inode *dir)
 		remove_entry(dir, dir->dir.head);
 }
 
-static void populate(struct inode *dir, struct pfs_node *n)
+/* The fixed entry of dir named name, made if missing; for a listing (name
+ * NULL) all of them. A process's directory has some 20: made whole at the
+ * first lookup, they cost each new process's first look at /proc/self/exe
+ * (busybox's, at start-up) ~20 us. */
+static void populate(struct inode *dir, struct pfs_node *n, const char *name, size_t len)
 {
 	bool ok = true;
 
+	if (n->populated)
+		return;
 	for (const struct pfs_entry *e = n->ent->sub; e->name; e++) {
-		size_t len = strlen(e->name);
+		size_t elen = strlen(e->name);
 
-		if (!find_entry(dir, e->name, len))
-			ok &= add_entry(dir, e->name, len, e, n) != NULL;
+		if (name && (elen != len || memcmp(e->name, name, len)))
+			continue;
+		if (!find_entry(dir, e->name, elen))
+			ok &= add_entry(dir, e->name, elen, e, n) != NULL;
+		if (name)
+			return;
 	}
-	n->populated = ok;
+	if (!name)
+		n->populated = ok;
 }
 
 /* The entry named by a number (pid, tid, fd), made if missing. */
@@ -270,8 +281,7 @@ static void refresh_root(struct inode *dir, struct pfs_node *n, const char *name
 	int pid, last = 0;
 
 	prune(dir, proc_alive, NULL);
-	if (!n->populated)
-		populate(dir, n);
+	populate(dir, n, name, len);
 	if (name) {
 		de = find_entry(dir, name, len);
 		if (de && self && self->proc) {
@@ -339,8 +349,7 @@ static void refresh_proc(struct inode *dir, struct pfs_node *n, const char *name
 		clear_dir(dir);
 		return;
 	}
-	if (!n->populated)
-		populate(dir, n);
+	populate(dir, n, name, len);
 	if (name && (de = find_entry(dir, name, len)))
 		update_link(de->ip, p);
 }
@@ -444,8 +453,7 @@ static void pfs_refresh(struct inode *dir, const char *name, size_t len)
 		refresh_root(dir, n, name, len);
 		break;
 	case PFS_DIR:
-		if (!n->populated)
-			populate(dir, n);
+		populate(dir, n, name, len);
 		break;
 	case PFS_PID:
 	case PFS_TID:

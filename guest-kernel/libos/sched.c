@@ -20,6 +20,10 @@ static struct thread *timers; /* sorted by wake_at */
 static struct thread *dead;   /* exited threads whose stacks can go */
 static bool resched;
 static uint64_t slice_end, armed_deadline;
+/* armed_deadline is chosen but not yet handed to the supervisor: that
+ * waits for its next call (a CR3 switch, a halt), or the return to the
+ * program at the latest (sched_need_resched). */
+static bool timer_unsent;
 static void (*irq_fn[64])(void);
 static uint64_t xsave_mask = ~0ULL;
 
@@ -132,17 +136,33 @@ void sched_request_resched(void)
 
 static void timer_rearm(void);
 
-bool sched_need_resched(void)
+/* Others became runnable while we ran alone (a fork, a wakeup): our slice
+ * starts now, or a busy loop would keep them out. */
+static void slice_start(void)
 {
 	if (runq_head && !slice_end) {
-		/* Others became runnable while we ran alone (a fork, a wakeup):
-		 * our slice starts now, or a busy loop would keep them out. */
 		slice_end = time_monotonic_ns() + SLICE_NS;
 		timer_rearm();
 	}
+}
+
+bool sched_need_resched(void)
+{
+	slice_start();
 	if (!resched && runq_head && slice_end && time_monotonic_ns() >= slice_end)
 		resched = true;
+	if (unlikely(timer_unsent))
+		sv_set_timer(sched_timer_take());
 	return resched;
+}
+
+uint64_t sched_timer_take(void)
+{
+	slice_start();
+	if (!timer_unsent)
+		return 0;
+	timer_unsent = false;
+	return time_ns_to_tsc_deadline(armed_deadline);
 }
 
 /* ---------------------------------------------------------------- timers */
@@ -184,7 +204,9 @@ static void timers_expire(void)
 
 /* The TSC deadline: the next timer (a sleeper's or a kernel timer's,
  * ktimer.c), or the end of the slice when others wait to run. Arming costs
- * a supervisor call, so only when it must come sooner. */
+ * a supervisor call, so only when it must come sooner, and then with the
+ * next call that is made anyway (timer_unsent). A deadline no longer
+ * wanted is never disarmed: it fires, and irq_poll finds nothing due. */
 static void timer_rearm(void)
 {
 	uint64_t want = timers ? timers->wake_at : 0, kt = ktimer_next();
@@ -203,7 +225,7 @@ static void timer_rearm(void)
 	    armed_deadline > time_monotonic_ns())
 		return;
 	armed_deadline = want;
-	sv_set_timer(want ? time_ns_to_tsc_deadline(want) : 0);
+	timer_unsent = want != 0;
 }
 
 /* ktimer_add() queued a new earliest kernel timer: the program may run on
@@ -278,9 +300,10 @@ void schedule(void)
 		next = runq_pop();
 		if (next)
 			break;
+		aspace_reap();
 		timer_rearm();
 		/* Nothing to run: sleep until an interrupt (or the timer). */
-		sv_halt(0);
+		sv_halt(sched_timer_take());
 	}
 	slice_end = runq_head ? time_monotonic_ns() + SLICE_NS : 0;
 	timer_rearm();

@@ -156,7 +156,12 @@ static long do_execve(const char *upath, const char *const *uargv, const char *c
 	if (err)
 		goto out;
 
-	/* No way back from here. */
+	/* No way back from here. The parent of a vfork wakes first, so that
+	 * the time slice it starts is armed with the switch (sched.c). */
+	if (p->vfork_parent) {
+		wake_thread(p->vfork_parent);
+		p->vfork_parent = NULL;
+	}
 	old = p->as;
 	p->as = img.as;
 	aspace_activate(p->as);
@@ -165,10 +170,6 @@ static long do_execve(const char *upath, const char *const *uargv, const char *c
 	if (reset_process(p, t)) {
 		kprintf("kiln: %s: out of memory in execve\n", path);
 		proc_exit(9 /* SIGKILL */);
-	}
-	if (p->vfork_parent) {
-		wake_thread(p->vfork_parent);
-		p->vfork_parent = NULL;
 	}
 	memset(tf, 0, sizeof(*tf));
 	tf->rip = img.entry;

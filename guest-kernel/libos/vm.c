@@ -10,6 +10,7 @@
  */
 #include "bootinfo.h"
 #include "printk.h"
+#include "sched.h"
 #include "sv.h"
 #include "vm_pt.h"
 
@@ -134,7 +135,15 @@ static void aspace_destroy(struct aspace *as)
 	kfree(as);
 }
 
-static struct aspace *graveyard; /* released while still loaded in CR3 */
+/* Released while still loaded in CR3, freed later: not on the way from an
+ * exiting process to its parent (the kilnd agent is waiting to report the
+ * exit), but when the CPU is about to idle, when a program is loaded (which
+ * may take over their page tables, vm_keep.c), or at a switch when more
+ * than GRAVEYARD_MAX of them or GRAVEYARD_PAGES of their pages wait. */
+#define GRAVEYARD_MAX   4
+#define GRAVEYARD_PAGES 2048
+static struct aspace *graveyard;
+static size_t nr_dead, dead_pages;
 
 void aspace_release(struct aspace *as)
 {
@@ -144,6 +153,8 @@ void aspace_release(struct aspace *as)
 		/* Still in CR3: free it once another one is loaded. */
 		as->next_dead = graveyard;
 		graveyard = as;
+		nr_dead++;
+		dead_pages += as->nr_pages;
 		return;
 	}
 	aspace_destroy(as);
@@ -160,6 +171,8 @@ void aspace_reap(void)
 			continue;
 		}
 		*pp = as->next_dead;
+		nr_dead--;
+		dead_pages -= as->nr_pages;
 		aspace_destroy(as);
 	}
 }
@@ -244,10 +257,10 @@ fail:
 void aspace_activate(struct aspace *as)
 {
 	if (active != as) {
-		sv_set_cr3(as->root);
+		sv_set_cr3(as->root, sched_timer_take());
 		active = as;
 	}
-	if (graveyard)
+	if (nr_dead > GRAVEYARD_MAX || dead_pages > GRAVEYARD_PAGES)
 		aspace_reap();
 }
 
@@ -735,15 +748,22 @@ int vm_move_pages(struct aspace *as, uint64_t from, uint64_t to, uint64_t len)
 	return 0;
 }
 
+/* A stack that grows past its pages maps at least STACK_GROW more (short of
+ * the mapping below it): a program that goes deeper once usually goes on,
+ * and each fault costs tens of microseconds. */
 int vm_grow_stack(struct aspace *as, uint64_t addr)
 {
-	struct vma *v;
-	uint64_t lo = ALIGN_DOWN(addr, PAGE_SIZE);
+	struct vma *v, *below = NULL;
+	uint64_t lo = ALIGN_DOWN(addr, PAGE_SIZE), floor;
 
 	for (v = as->vmas; v && v->end <= addr; v = v->next)
-		;
+		below = v;
 	if (!v || !(v->flags & VMA_STACK) || v->start <= lo || v->start - lo > (64UL << 20))
 		return -EFAULT;
+	if (v->start - lo < STACK_GROW) {
+		floor = below ? below->end : PAGE_SIZE;
+		lo = MIN(lo, MAX(v->start - STACK_GROW, floor));
+	}
 	return vm_map_anon(as, lo, v->start - lo, v->prot, v->flags);
 }
 

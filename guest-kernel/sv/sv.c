@@ -57,6 +57,8 @@ uint64_t sv_call(uint64_t op, uint64_t a, uint64_t b, uint64_t c)
 		return 0;
 	case SV_SET_CR3:
 		asm volatile("mov %0, %%cr3" ::"r"(a) : "memory");
+		if (b)
+			wrmsr(MSR_TSC_DEADLINE, b);
 		return 0;
 	}
 	return (uint64_t)-1;

@@ -63,7 +63,10 @@ static const char *env_get(char *const *envp, const char *name)
 	return NULL;
 }
 
-/* execvpe() with the command's environment; returns the errno to report. */
+/* execvpe() with the command's environment; returns the errno to report.
+ * Each directory is probed with access() first: an execve that fails
+ * still copies the arguments and environment (in a kiln guest ~1.5 us a
+ * directory, 7 for the first), and `true` is in the sixth of DEFAULT_PATH. */
 static int exec_search(char *const *argv, char *const *envp)
 {
 	const char *file = argv[0], *path, *seg, *end;
@@ -89,7 +92,8 @@ static int exec_search(char *const *argv, char *const *envp)
 				buf[dlen++] = '.'; /* an empty entry means the working directory */
 			buf[dlen] = '/';
 			memcpy(buf + dlen + 1, file, flen + 1);
-			execve(buf, argv, envp);
+			if (access(buf, X_OK) == 0)
+				execve(buf, argv, envp);
 			switch (errno) {
 			case EACCES:
 				eacces = true;
