@@ -450,9 +450,15 @@ static const struct agent_conn_ops agent_ops = {
     .on_close = on_close,
 };
 
+/* A guest that never ends a reap stream does not hold its request longer. */
+#define CI_REAP_TIMEOUT 10.0
+
 /* A kill of a kept process, and the request waiting for it, if any. */
 struct ci_reap {
 	struct http_conn *c;
+	struct agent_conn *a;
+	struct ev_loop *loop;
+	ev_timer timer;
 	uint32_t pid;
 	bool exited;
 };
@@ -462,6 +468,28 @@ static void reap_abort(void *ctx)
 	struct ci_reap *r = ctx;
 
 	r->c = NULL;
+}
+
+static void reap_end(struct ci_reap *r)
+{
+	ev_timer_stop(r->loop, &r->timer);
+	if (r->c) {
+		http_set_handler(r->c, NULL, NULL, 0);
+		http_respond(r->c, 204, NULL, NULL, NULL, 0);
+	}
+	free(r);
+}
+
+static void reap_timeout(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct ci_reap *r = w->data;
+
+	(void)loop;
+	(void)revents;
+	log_warn("code context process %u: the agent did not end it within %.0f s", r->pid,
+	         CI_REAP_TIMEOUT);
+	agent_close(r->a);
+	reap_end(r);
 }
 
 static const struct http_handler reap_http = {.on_abort = reap_abort};
@@ -482,11 +510,7 @@ static void reap_close(void *ctx, int err)
 	(void)err;
 	if (!r->exited)
 		log_warn("code context process %u: its stream ended before its exit", r->pid);
-	if (r->c) {
-		http_set_handler(r->c, NULL, NULL, 0);
-		http_respond(r->c, 204, NULL, NULL, NULL, 0);
-	}
-	free(r);
+	reap_end(r);
 }
 
 static const struct agent_conn_ops reap_ops = {
@@ -525,6 +549,11 @@ static bool ctx_reap(struct ci_ctx *x, struct http_conn *c)
 		return false;
 	}
 	agent_flush(a);
+	r->a = a;
+	r->loop = sb->kd->loop;
+	ev_timer_init(&r->timer, reap_timeout, CI_REAP_TIMEOUT, 0.);
+	r->timer.data = r;
+	ev_timer_start(r->loop, &r->timer);
 	r->c = c;
 	if (c)
 		http_set_handler(c, &reap_http, r, 0);
