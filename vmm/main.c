@@ -603,15 +603,21 @@ static void check_host_thp(const struct vm_config *cfg)
  * (15-25 us). KVM fills the shadow entries of up to 8 neighbouring pages
  * on a fault, but only for pages the VMM has mapped. So the kernel (its
  * pages exist already) and the RAM the guest allocates first are mapped
- * here (MADV_POPULATE_WRITE, best effort): a boot of hello-musl takes 56
+ * here (MADV_POPULATE_*, best effort): a boot of hello-musl takes 56
  * shadow faults instead of 93, and its RAM grows by ~256 KB (pages the
  * guest would mostly take anyway).
+ *
+ * The kernel's pages in a memfd are mapped by read faults: those map up to
+ * 16 pages that exist already at once (fault-around), writable all the
+ * same (shmem needs no write notification), ~0.2 instead of ~0.25 ms. In
+ * anonymous memory a read fault would map the zero page: write faults.
  */
 static void prefault_kernel(struct vm *vm)
 {
 	const struct kernel_info *k = &vm->kernel;
 
-	madvise(gpa_ptr(&vm->mem, k->pa_start, 0), k->pa_end - k->pa_start, MADV_POPULATE_WRITE);
+	madvise(gpa_ptr(&vm->mem, k->pa_start, 0), k->pa_end - k->pa_start,
+	        vm->mem.fd >= 0 && !vm->mem.private ? MADV_POPULATE_READ : MADV_POPULATE_WRITE);
 }
 
 static void prefault_early_ram(struct vm *vm)
