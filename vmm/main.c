@@ -633,21 +633,31 @@ static void prefault_early_ram(struct vm *vm)
  * and, once the boot area says where it is, filling the early RAM (~0.4 ms
  * on PVM hosts). On a busy host the helper may not get a CPU for
  * milliseconds: whichever of the two threads comes to a job first does it.
+ * The main thread waits for the VM only: the early RAM is best effort, and
+ * the helper may go on filling it while devices and vCPUs are set up and
+ * even once the guest runs (it touches the same pages at worst).
  */
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool area_built; /* vm->boot_area_end is known */
+	bool created;    /* the VM exists, or create_err says why not */
 	atomic_bool create_claimed, early_claimed;
 	int create_err;
 } jobs = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static void create_vm(struct vm *vm)
 {
-	jobs.create_err = vm_create(vm);
-	if (!jobs.create_err)
+	int err = vm_create(vm);
+
+	if (!err)
 		x86_pick_xcr0(vm);
 	vm->t.vm_created = vm_now_ns();
+	pthread_mutex_lock(&jobs.lock);
+	jobs.create_err = err;
+	jobs.created = true;
+	pthread_cond_broadcast(&jobs.cond);
+	pthread_mutex_unlock(&jobs.lock);
 }
 
 static void *boot_helper(void *arg)
@@ -671,7 +681,6 @@ static int prepare_boot(struct vm *vm)
 {
 	int err = mem_init_backed(&vm->mem, vm->cfg.mem_size, vm->cfg.mem_backing);
 	pthread_t helper;
-	bool threaded, helped = false;
 
 	if (err)
 		die("cannot allocate %llu MiB of guest memory: %s",
@@ -680,7 +689,8 @@ static int prepare_boot(struct vm *vm)
 	if (vm->cfg.initrd_path)
 		map_initrd(vm);
 	map_image(vm);
-	threaded = pthread_create(&helper, NULL, boot_helper, vm) == 0;
+	if (pthread_create(&helper, NULL, boot_helper, vm) == 0)
+		pthread_detach(helper);
 	load_boot_kernel(vm);
 	vm->t.kernel_loaded = vm_now_ns();
 	err = x86_build_boot_area(vm);
@@ -690,24 +700,20 @@ static int prepare_boot(struct vm *vm)
 		    vm->cfg.kernel_path);
 	pthread_mutex_lock(&jobs.lock);
 	jobs.area_built = true;
-	pthread_cond_signal(&jobs.cond);
+	pthread_cond_broadcast(&jobs.cond);
 	pthread_mutex_unlock(&jobs.lock);
 	prefault_kernel(vm);
 	/* After the device tree, leaving the guest MIN_FREE_MEM. */
 	initrd_index_build(vm, vm->fdt_pa + KILN_FDT_MAX_SIZE,
 	                   vm->mem.low_size - MIN_FREE_MEM - (vm->fdt_pa + KILN_FDT_MAX_SIZE));
-	if (atomic_exchange(&jobs.early_claimed, true))
-		helped = true;
-	else
+	if (!atomic_exchange(&jobs.early_claimed, true))
 		prefault_early_ram(vm);
-	if (atomic_exchange(&jobs.create_claimed, true))
-		helped = true;
-	else
+	if (!atomic_exchange(&jobs.create_claimed, true))
 		create_vm(vm);
-	if (helped)
-		pthread_join(helper, NULL);
-	else if (threaded)
-		pthread_detach(helper);
+	pthread_mutex_lock(&jobs.lock);
+	while (!jobs.created)
+		pthread_cond_wait(&jobs.cond, &jobs.lock);
+	pthread_mutex_unlock(&jobs.lock);
 	return jobs.create_err;
 }
 
