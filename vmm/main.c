@@ -632,10 +632,12 @@ static void prefault_early_ram(struct vm *vm)
  * the KVM VM and its memory slots (~0.7 ms; the memory need only be mapped)
  * and, once the boot area says where it is, filling the early RAM (~0.4 ms
  * on PVM hosts). On a busy host the helper may not get a CPU for
- * milliseconds: whichever of the two threads comes to a job first does it.
- * The main thread waits for the VM only: the early RAM is best effort, and
- * the helper may go on filling it while devices and vCPUs are set up and
- * even once the guest runs (it touches the same pages at worst).
+ * milliseconds: whichever of the two threads comes to a job first does it,
+ * except that the main thread leaves the early RAM to a helper that has
+ * started (it may still be creating the VM, which the main thread waits
+ * for). The early RAM is best effort: the helper may go on filling it
+ * while devices and vCPUs are set up and even once the guest runs (it
+ * touches the same pages at worst).
  */
 static struct {
 	pthread_mutex_t lock;
@@ -706,10 +708,12 @@ static int prepare_boot(struct vm *vm)
 	/* After the device tree, leaving the guest MIN_FREE_MEM. */
 	initrd_index_build(vm, vm->fdt_pa + KILN_FDT_MAX_SIZE,
 	                   vm->mem.low_size - MIN_FREE_MEM - (vm->fdt_pa + KILN_FDT_MAX_SIZE));
-	if (!atomic_exchange(&jobs.early_claimed, true))
-		prefault_early_ram(vm);
-	if (!atomic_exchange(&jobs.create_claimed, true))
+	/* A helper that has started fills the early RAM once the VM exists. */
+	if (!atomic_exchange(&jobs.create_claimed, true)) {
 		create_vm(vm);
+		if (!atomic_exchange(&jobs.early_claimed, true))
+			prefault_early_ram(vm);
+	}
 	pthread_mutex_lock(&jobs.lock);
 	while (!jobs.created)
 		pthread_cond_wait(&jobs.cond, &jobs.lock);
