@@ -662,16 +662,22 @@ static void create_vm(struct vm *vm)
 	pthread_mutex_unlock(&jobs.lock);
 }
 
+/* Until *done (a jobs flag) is set by the other thread. */
+static void wait_for(const bool *done)
+{
+	pthread_mutex_lock(&jobs.lock);
+	while (!*done)
+		pthread_cond_wait(&jobs.cond, &jobs.lock);
+	pthread_mutex_unlock(&jobs.lock);
+}
+
 static void *boot_helper(void *arg)
 {
 	struct vm *vm = arg;
 
 	if (!atomic_exchange(&jobs.create_claimed, true))
 		create_vm(vm);
-	pthread_mutex_lock(&jobs.lock);
-	while (!jobs.area_built)
-		pthread_cond_wait(&jobs.cond, &jobs.lock);
-	pthread_mutex_unlock(&jobs.lock);
+	wait_for(&jobs.area_built);
 	if (!atomic_exchange(&jobs.early_claimed, true))
 		prefault_early_ram(vm);
 	return NULL;
@@ -714,10 +720,7 @@ static int prepare_boot(struct vm *vm)
 		if (!atomic_exchange(&jobs.early_claimed, true))
 			prefault_early_ram(vm);
 	}
-	pthread_mutex_lock(&jobs.lock);
-	while (!jobs.created)
-		pthread_cond_wait(&jobs.cond, &jobs.lock);
-	pthread_mutex_unlock(&jobs.lock);
+	wait_for(&jobs.created);
 	return jobs.create_err;
 }
 
