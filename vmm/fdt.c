@@ -54,7 +54,7 @@ static int prop_argv(void *fdt, const struct vm_config *cfg)
 	return rc == -FDT_ERR_NOSPACE ? -ENOSPC : rc < 0 ? -EINVAL : 0;
 }
 
-int fdt_build(struct vm *vm, const struct fdt_params *p, void *buf, size_t size)
+static int build_tree(struct vm *vm, const struct fdt_params *p, void *buf, size_t size)
 {
 	const struct guest_mem *m = &vm->mem;
 	char bootargs[4096], name[64];
@@ -150,4 +150,21 @@ int fdt_build(struct vm *vm, const struct fdt_params *p, void *buf, size_t size)
 	CHECK(fdt_end_node(buf));
 	CHECK(fdt_finish(buf));
 	return 0;
+}
+
+/*
+ * libfdt's fdt_create clears all of the buffer it is given. In guest RAM
+ * each page it clears is a page the host allocates: 16 of them (~0.1 ms on
+ * PVM hosts) for the largest tree kiln allows, where a usual one fits in
+ * one page. So the tree is built in a page first, and again in a 4 times
+ * larger buffer while it does not fit.
+ */
+int fdt_build(struct vm *vm, const struct fdt_params *p, void *buf, size_t size)
+{
+	size_t try = size < 4096 ? size : 4096;
+	int err;
+
+	while ((err = build_tree(vm, p, buf, try)) == -ENOSPC && try < size)
+		try = size / 4 > try ? try * 4 : size;
+	return err;
 }

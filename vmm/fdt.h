@@ -14,8 +14,9 @@ struct fdt_params {
 	uint64_t pml4_pa;
 };
 
-/* Build the device tree for vm into buf (at most size bytes). Devices,
- * memory and the loaded images must already be in place. */
+/* Build the device tree for vm into buf (at most size bytes, of which it
+ * clears only about what the tree needs). Devices, memory and the loaded
+ * images must already be in place. */
 int fdt_build(struct vm *vm, const struct fdt_params *p, void *buf, size_t size);
 
 #endif

@@ -573,6 +573,32 @@ START_TEST(test_garbage_after_trailer)
 }
 END_TEST
 
+/* Padding is skipped a word at a time: a stray byte anywhere in a long run
+ * of zeros is still found, at its own offset, and the run's end too. */
+START_TEST(test_long_padding_every_offset)
+{
+	for (size_t pad = 1; pad < 80; pad++) {
+		struct ar a;
+		size_t end;
+
+		small_archive(&a);
+		end = a.len;
+		memset(a.b + end, 0, pad);
+		a.b[end + pad - 1] = 'x';
+		a.len = end + pad;
+		if ((end + pad - 1) % 4)
+			expect_error(&a, "neither zero padding", end + pad - 1);
+		else /* parsed as the next member: a header cut short */
+			expect_error(&a, "header truncated", end + pad - 1);
+
+		small_archive(&a);
+		memset(a.b + end, 0, pad);
+		a.len = end + pad;
+		ck_assert_int_eq(parse_copy(a.b, a.len, NULL, NULL, NULL), 0);
+	}
+}
+END_TEST
+
 /* Deterministic xorshift so failures reproduce. */
 static uint32_t rnd(uint32_t *s)
 {
@@ -952,6 +978,7 @@ static Suite *cpio_suite(void)
 	tcase_add_test(bad, test_missing_trailer);
 	tcase_add_test(bad, test_bad_magic);
 	tcase_add_test(bad, test_garbage_after_trailer);
+	tcase_add_test(bad, test_long_padding_every_offset);
 	tcase_add_test(bad, test_random_garbage);
 	tcase_add_test(bad, test_mutations);
 	tcase_add_test(bad, test_null_args);

@@ -206,6 +206,31 @@ START_TEST(too_small_buffer)
 }
 END_TEST
 
+/* A tree that does not fit the first page fdt_build tries, nor the next
+ * size, is built whole all the same; a small one leaves the rest of the
+ * buffer untouched (it is guest RAM not yet allocated on the host). */
+START_TEST(grows_past_first_try)
+{
+	static char big[20000];
+	char *argv[] = {"/x", big};
+	struct bootinfo bi;
+
+	memset(big, 'a', sizeof(big) - 1);
+	setup_vm(64 * MIB, 2, argv, NULL);
+	build_and_parse(&bi);
+	ck_assert_int_gt(fdt_totalsize(fdt), 16384);
+	ck_assert_int_eq(bi.argc, 2);
+	ck_assert_str_eq(bi.argv + 3, big);
+
+	memset(fdt, 0xa5, sizeof(fdt));
+	setup_vm(64 * MIB, 1, argv, NULL);
+	build_and_parse(&bi);
+	ck_assert_int_le(fdt_totalsize(fdt), 4096);
+	ck_assert_int_eq(fdt[4096], 0xa5);
+	ck_assert_int_eq(fdt[sizeof(fdt) - 1], 0xa5);
+}
+END_TEST
+
 START_TEST(parse_rejects_garbage)
 {
 	struct bootinfo bi;
@@ -249,6 +274,7 @@ static Suite *suite(void)
 	tcase_add_test(t, no_argv);
 	tcase_add_test(t, split_limits);
 	tcase_add_test(t, too_small_buffer);
+	tcase_add_test(t, grows_past_first_try);
 	tcase_add_test(t, parse_rejects_garbage);
 	tcase_add_test(t, parse_requires_clock);
 	suite_add_tcase(s, t);
