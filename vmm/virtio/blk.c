@@ -134,53 +134,6 @@ static void blk_log(struct virtio_dev *dev, const char *fmt, ...)
 	        dev->log_count == LOG_LINES_PER_SEC ? " (more suppressed)" : "");
 }
 
-/* The iovecs covering [off, off + len) of iov; the caller knows the bytes
- * exist. */
-static unsigned iov_slice(const struct iovec *iov, unsigned n, uint64_t off, uint64_t len,
-                          struct iovec *out)
-{
-	unsigned i, k = 0;
-
-	for (i = 0; i < n && len; i++) {
-		uint64_t l = iov[i].iov_len;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		l -= off;
-		if (l > len)
-			l = len;
-		out[k].iov_base = (uint8_t *)iov[i].iov_base + off;
-		out[k++].iov_len = l;
-		len -= l;
-		off = 0;
-	}
-	return k;
-}
-
-static void iov_read(const struct iovec *iov, unsigned n, void *dst, size_t len)
-{
-	for (unsigned i = 0; i < n && len; i++) {
-		size_t l = iov[i].iov_len < len ? iov[i].iov_len : len;
-
-		memcpy(dst, iov[i].iov_base, l);
-		dst = (uint8_t *)dst + l;
-		len -= l;
-	}
-}
-
-static void iov_write(const struct iovec *iov, unsigned n, const void *src, size_t len)
-{
-	for (unsigned i = 0; i < n && len; i++) {
-		size_t l = iov[i].iov_len < len ? iov[i].iov_len : len;
-
-		memcpy(iov[i].iov_base, src, l);
-		src = (const uint8_t *)src + l;
-		len -= l;
-	}
-}
-
 /*
  * Check one chain and fill r. Returns BLK_QUEUED when the worker has to do
  * I/O, a status to answer with at once, or -1 when there is no status byte
@@ -210,7 +163,7 @@ static int blk_parse(struct blk *b, const struct virtq_chain *c, struct blk_req 
 		        (unsigned long long)c->out_len);
 		return VIRTIO_BLK_S_IOERR;
 	}
-	iov_read(c->iov, c->n_out, &hdr, HDR_SIZE);
+	virtq_iov_read(c->iov, c->n_out, 0, &hdr, HDR_SIZE);
 	r->type = le32toh(hdr.type);
 	r->sector = le64toh(hdr.sector);
 	switch (r->type) {
@@ -220,7 +173,7 @@ static int blk_parse(struct blk *b, const struct virtq_chain *c, struct blk_req 
 			return VIRTIO_BLK_S_IOERR;
 		}
 		len = c->in_len - 1;
-		r->niov = iov_slice(in, c->n_in, 0, len, r->iov);
+		r->niov = virtq_iov_slice(in, c->n_in, 0, len, r->iov);
 		break;
 	case VIRTIO_BLK_T_OUT:
 		if (c->in_len != 1) {
@@ -232,14 +185,14 @@ static int blk_parse(struct blk *b, const struct virtq_chain *c, struct blk_req 
 			return VIRTIO_BLK_S_IOERR;
 		}
 		len = c->out_len - HDR_SIZE;
-		r->niov = iov_slice(c->iov, c->n_out, HDR_SIZE, len, r->iov);
+		r->niov = virtq_iov_slice(c->iov, c->n_out, HDR_SIZE, len, r->iov);
 		break;
 	case VIRTIO_BLK_T_FLUSH:
 		/* Nothing was written through a read-only disk. */
 		return b->ro ? VIRTIO_BLK_S_OK : BLK_QUEUED;
 	case VIRTIO_BLK_T_GET_ID:
-		r->niov = iov_slice(in, c->n_in, 0, c->in_len - 1, r->iov);
-		iov_write(r->iov, r->niov, b->id, sizeof(b->id));
+		r->niov = virtq_iov_slice(in, c->n_in, 0, c->in_len - 1, r->iov);
+		virtq_iov_write(r->iov, r->niov, 0, b->id, sizeof(b->id));
 		return VIRTIO_BLK_S_OK;
 	default:
 		return VIRTIO_BLK_S_UNSUPP;

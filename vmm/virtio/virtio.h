@@ -86,6 +86,16 @@ bool virtq_need_irq(const struct guest_mem *mem, struct virtq *q);
 /* Validate and adopt a queue configuration at QueueReady = 1. */
 int virtq_check_layout(const struct guest_mem *mem, const struct virtq *q);
 
+/* Copies between a chain's buffers (from offset off of the vector) and
+ * flat memory, up to the vector's end; they return the bytes copied. */
+size_t virtq_iov_read(const struct iovec *iov, unsigned n, size_t off, void *dst, size_t len);
+size_t virtq_iov_write(const struct iovec *iov, unsigned n, size_t off, const void *src,
+                       size_t len);
+/* The bytes [off, off + len) of iov as a new vector in out (which has room
+ * for n entries); returns its entry count. */
+unsigned virtq_iov_slice(const struct iovec *iov, unsigned n, size_t off, size_t len,
+                         struct iovec *out);
+
 struct virtio_dev;
 
 struct virtio_dev_ops {

@@ -9,6 +9,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "virtio.h"
 
@@ -281,4 +282,65 @@ bool virtq_need_irq(const struct guest_mem *mem, struct virtq *q)
 		return (uint16_t)(new - event - 1) < (uint16_t)(new - old);
 	}
 	return !(ld16(&r.avail->flags) & VIRTQ_AVAIL_F_NO_INTERRUPT);
+}
+
+/* ---------------------------------------------------------------- chain buffers */
+
+/* Copies between flat memory buf and the bytes of iov from off on. */
+static size_t iov_copy(const struct iovec *iov, unsigned n, size_t off, uint8_t *buf, size_t len,
+                       bool to_iov)
+{
+	size_t done = 0;
+	unsigned i;
+
+	for (i = 0; i < n && done < len; i++) {
+		size_t l = iov[i].iov_len;
+		uint8_t *p;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		l -= off;
+		if (l > len - done)
+			l = len - done;
+		p = (uint8_t *)iov[i].iov_base + off;
+		memcpy(to_iov ? p : buf + done, to_iov ? buf + done : p, l);
+		done += l;
+		off = 0;
+	}
+	return done;
+}
+
+size_t virtq_iov_read(const struct iovec *iov, unsigned n, size_t off, void *dst, size_t len)
+{
+	return iov_copy(iov, n, off, dst, len, false);
+}
+
+size_t virtq_iov_write(const struct iovec *iov, unsigned n, size_t off, const void *src, size_t len)
+{
+	return iov_copy(iov, n, off, (uint8_t *)src, len, true);
+}
+
+unsigned virtq_iov_slice(const struct iovec *iov, unsigned n, size_t off, size_t len,
+                         struct iovec *out)
+{
+	unsigned i, k = 0;
+
+	for (i = 0; i < n && len; i++) {
+		size_t l = iov[i].iov_len;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		l -= off;
+		if (l > len)
+			l = len;
+		out[k].iov_base = (uint8_t *)iov[i].iov_base + off;
+		out[k++].iov_len = l;
+		len -= l;
+		off = 0;
+	}
+	return k;
 }

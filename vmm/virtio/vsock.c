@@ -55,73 +55,6 @@ void vsock_log(struct vsock *v, const char *fmt, ...)
 	        dev->log_count == LOG_LINES_PER_SEC ? " (more suppressed)" : "");
 }
 
-size_t vsock_iov_read(const struct iovec *iov, unsigned n, size_t off, void *dst, size_t len)
-{
-	size_t done = 0;
-	unsigned i;
-
-	for (i = 0; i < n && done < len; i++) {
-		size_t l = iov[i].iov_len;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		l -= off;
-		if (l > len - done)
-			l = len - done;
-		memcpy((uint8_t *)dst + done, (uint8_t *)iov[i].iov_base + off, l);
-		done += l;
-		off = 0;
-	}
-	return done;
-}
-
-size_t vsock_iov_write(const struct iovec *iov, unsigned n, size_t off, const void *src, size_t len)
-{
-	size_t done = 0;
-	unsigned i;
-
-	for (i = 0; i < n && done < len; i++) {
-		size_t l = iov[i].iov_len;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		l -= off;
-		if (l > len - done)
-			l = len - done;
-		memcpy((uint8_t *)iov[i].iov_base + off, (const uint8_t *)src + done, l);
-		done += l;
-		off = 0;
-	}
-	return done;
-}
-
-unsigned vsock_iov_slice(const struct iovec *iov, unsigned n, size_t off, size_t len,
-                         struct iovec *out)
-{
-	unsigned i, k = 0;
-
-	for (i = 0; i < n && len; i++) {
-		size_t l = iov[i].iov_len;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		l -= off;
-		if (l > len)
-			l = len;
-		out[k].iov_base = (uint8_t *)iov[i].iov_base + off;
-		out[k++].iov_len = l;
-		len -= l;
-		off = 0;
-	}
-	return k;
-}
-
 static bool queue_live(struct virtio_dev *dev, unsigned q)
 {
 	return dev->vq[q].ready && !dev->vq[q].broken && (dev->status & VIRTIO_STATUS_DRIVER_OK);
@@ -152,7 +85,7 @@ static void emit_rst(struct vsock *v, const struct iovec *iov, unsigned n)
 	    .op = htole16(VSOCK_OP_RST),
 	};
 
-	vsock_iov_write(iov, n, 0, &h, sizeof(h));
+	virtq_iov_write(iov, n, 0, &h, sizeof(h));
 	v->rst_head = (v->rst_head + 1) % VSOCK_RST_RING;
 	v->rst_len--;
 }
@@ -241,7 +174,7 @@ static void tx_packet(struct vsock *v, const struct virtq_chain *chain)
 		          (unsigned long long)chain->out_len);
 		return;
 	}
-	vsock_iov_read(chain->iov, chain->n_out, 0, &h, sizeof(h));
+	virtq_iov_read(chain->iov, chain->n_out, 0, &h, sizeof(h));
 	decode(&p, &h);
 	if (p.dst_cid != VSOCK_HOST_CID || p.src_cid != v->guest_cid) {
 		vsock_log(v, "dropped a packet from CID %llu to CID %llu (guest is %llu)",
@@ -315,7 +248,7 @@ static void event_deliver(struct vsock *v)
 			virtq_push(&dev->vm->mem, q, chain.head, 0);
 			continue;
 		}
-		vsock_iov_write(chain.iov + chain.n_out, chain.n_in, 0, &id, sizeof(id));
+		virtq_iov_write(chain.iov + chain.n_out, chain.n_in, 0, &id, sizeof(id));
 		virtq_push(&dev->vm->mem, q, chain.head, sizeof(id));
 		v->event_pending = false;
 	}

@@ -169,13 +169,6 @@ void vsock_rx_pump(struct vsock *v);
 /* Close every connection and send the guest a TRANSPORT_RESET event (for
  * snapshot restore). Main loop, lock held. */
 void vsock_transport_reset(struct vsock *v);
-size_t vsock_iov_read(const struct iovec *iov, unsigned n, size_t off, void *dst, size_t len);
-size_t vsock_iov_write(const struct iovec *iov, unsigned n, size_t off, const void *src,
-                       size_t len);
-/* The bytes [off, off + len) of iov as a new vector in out (which has room
- * for n entries); returns its entry count. */
-unsigned vsock_iov_slice(const struct iovec *iov, unsigned n, size_t off, size_t len,
-                         struct iovec *out);
 
 /* vsock_conn.c */
 /* A host client connected to the listening socket. False at the limit. */

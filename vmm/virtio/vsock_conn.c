@@ -233,7 +233,7 @@ static void guest_data(struct vsock_conn *c, const struct vsock_pkt *p, const st
 	}
 	c->rx_cnt += len;
 	if (!c->buf_len && len) {
-		w = send_iov(c->fd, slice, vsock_iov_slice(iov, n, off, len, slice));
+		w = send_iov(c->fd, slice, virtq_iov_slice(iov, n, off, len, slice));
 		if (w < 0) {
 			conn_reset(c);
 			return;
@@ -249,8 +249,8 @@ static void guest_data(struct vsock_conn *c, const struct vsock_pkt *p, const st
 		off += (size_t)w;
 		tail = (c->buf_head + c->buf_len) % VSOCK_BUF_ALLOC;
 		first = VSOCK_BUF_ALLOC - tail < len ? VSOCK_BUF_ALLOC - tail : len;
-		vsock_iov_read(iov, n, off, c->buf + tail, first);
-		vsock_iov_read(iov, n, off + first, c->buf, len - first);
+		virtq_iov_read(iov, n, off, c->buf + tail, first);
+		virtq_iov_read(iov, n, off + first, c->buf, len - first);
 		c->buf_len += len;
 		ev_io_start(c->v->loop, &c->wr);
 	}
@@ -480,7 +480,7 @@ static ssize_t read_data(struct vsock_conn *c, const struct iovec *iov, unsigned
 		max = VSOCK_MAX_PKT;
 	if (max > peer_free(c))
 		max = peer_free(c);
-	r = readv(c->fd, slice, (int)vsock_iov_slice(iov, n, VSOCK_HDR_SIZE, max, slice));
+	r = readv(c->fd, slice, (int)virtq_iov_slice(iov, n, VSOCK_HDR_SIZE, max, slice));
 	if (r > 0)
 		return r;
 	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
@@ -534,7 +534,7 @@ int vsock_conn_emit(struct vsock_conn *c, const struct iovec *iov, unsigned n, s
 	    .buf_alloc = htole32(VSOCK_BUF_ALLOC),
 	    .fwd_cnt = htole32(c->fwd_cnt),
 	};
-	vsock_iov_write(iov, n, 0, &h, sizeof(h));
+	virtq_iov_write(iov, n, 0, &h, sizeof(h));
 	if (op == VSOCK_OP_RST) {
 		vsock_conn_free(c);
 		return VSOCK_HDR_SIZE;
