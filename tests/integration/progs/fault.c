@@ -12,6 +12,9 @@
  *   badsyscall  syscall 999                        "ENOSYS ok", status 0
  *   bigsyscall  syscall 0x7fffffff                 "ENOSYS ok", status 0
  *   negsyscall  syscall -1                         "ENOSYS ok", status 0
+ *   deepstack   recurse through 6 MiB of stack     "deep stack ok", status 0
+ *               (the stack grows on faults, below the 8 MiB limit)
+ *   stackoverflow  recurse without end             SIGSEGV (139)
  *   wildsp      spin with RSP at 0x12345678000     SIGSEGV (139) in kiln,
  *               while another process runs         which stores the return
  *                                                  RIP below the stack when
@@ -78,6 +81,18 @@ static void spin_wild_sp(unsigned long cycles)
 	                 : "rax", "rdx", "r12", "r13", "memory", "cc");
 }
 
+/* Recursion using ~4 KiB of stack per level; touches every page of it. */
+static unsigned long recurse(unsigned long depth)
+{
+	volatile char frame[4000];
+
+	frame[0] = (char)depth;
+	frame[sizeof(frame) - 1] = (char)depth;
+	if (!depth)
+		return 1;
+	return recurse(depth - 1) + frame[0] - frame[sizeof(frame) - 1] + 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -110,6 +125,16 @@ int main(int argc, char **argv)
 		spin_wild_sp(500000000UL);
 		printf("fault: wild stack pointer survived\n");
 		return 0;
+	} else if (!strcmp(mode, "deepstack")) {
+		/* 1536 levels of ~4 KiB: ~6 MiB */
+		if (recurse(1536) != 1537) {
+			printf("deep stack: wrong result\n");
+			return 1;
+		}
+		printf("deep stack ok\n");
+		return 0;
+	} else if (!strcmp(mode, "stackoverflow")) {
+		recurse(~0UL);
 	} else if (!strcmp(mode, "badsyscall")) {
 		return expect_enosys(999);
 	} else if (!strcmp(mode, "bigsyscall")) {
@@ -119,7 +144,8 @@ int main(int argc, char **argv)
 	} else {
 		fprintf(stderr,
 		        "usage: fault "
-		        "null|ud2|wild|wildsp|div0|abort|badsyscall|bigsyscall|negsyscall\n");
+		        "null|ud2|wild|wildsp|div0|abort|deepstack|stackoverflow|badsyscall|"
+		        "bigsyscall|negsyscall\n");
 		return 2;
 	}
 	printf("fault: still alive after '%s'\n", mode);
