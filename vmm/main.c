@@ -44,6 +44,8 @@
 #define MAX_KERNEL_FILE (64 * MIB)
 /* RAM the guest needs beyond its images: page tables, heap, a process. */
 #define MIN_FREE_MEM (8 * MIB)
+/* KVM's shadow MMU maps pages in groups of 8 (PTE_PREFETCH_NUM). */
+#define PREFETCH_GROUP (8 * 4096ULL)
 
 static void usage(FILE *f)
 {
@@ -688,6 +690,7 @@ static void *boot_helper(void *arg)
 static int prepare_boot(struct vm *vm)
 {
 	int err = mem_init_backed(&vm->mem, vm->cfg.mem_size, vm->cfg.mem_backing);
+	uint64_t index_pa;
 	pthread_t helper;
 
 	if (err)
@@ -711,9 +714,16 @@ static int prepare_boot(struct vm *vm)
 	pthread_cond_broadcast(&jobs.cond);
 	pthread_mutex_unlock(&jobs.lock);
 	prefault_kernel(vm);
-	/* After the device tree, leaving the guest MIN_FREE_MEM. */
-	initrd_index_build(vm, vm->fdt_pa + KILN_FDT_MAX_SIZE,
-	                   vm->mem.low_size - MIN_FREE_MEM - (vm->fdt_pa + KILN_FDT_MAX_SIZE));
+	/* The initramfs index: after the device tree, leaving the guest
+	 * MIN_FREE_MEM, at the start of a PREFETCH_GROUP. On a fault KVM's
+	 * shadow MMU maps the rest of the group too, but only from its first
+	 * unmapped page on and as far as the host has those pages: right after
+	 * the device tree's unused tail the index cost a fault per page. */
+	index_pa = (vm->fdt_pa + KILN_FDT_MAX_SIZE + PREFETCH_GROUP - 1) & ~(PREFETCH_GROUP - 1);
+	initrd_index_build(vm, index_pa,
+	                   vm->mem.low_size > index_pa + MIN_FREE_MEM
+	                       ? vm->mem.low_size - MIN_FREE_MEM - index_pa
+	                       : 0);
 	/* A helper that has started fills the early RAM once the VM exists. */
 	if (!atomic_exchange(&jobs.create_claimed, true)) {
 		create_vm(vm);
