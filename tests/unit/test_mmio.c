@@ -16,46 +16,12 @@
 #include <unistd.h>
 
 #include "../../vmm/virtio/virtio.h"
-
-enum {
-	MAGIC = 0x000,
-	VERSION = 0x004,
-	DEVICE_ID = 0x008,
-	VENDOR_ID = 0x00c,
-	DEV_FEAT = 0x010,
-	DEV_FEAT_SEL = 0x014,
-	DRV_FEAT = 0x020,
-	DRV_FEAT_SEL = 0x024,
-	QSEL = 0x030,
-	QNUM_MAX = 0x034,
-	QNUM = 0x038,
-	QREADY = 0x044,
-	QNOTIFY = 0x050,
-	INT_STATUS = 0x060,
-	INT_ACK = 0x064,
-	STATUS = 0x070,
-	QDESC = 0x080,
-	QDRIVER = 0x090,
-	QDEVICE = 0x0a0,
-	SHM_LEN = 0x0b0,
-	CONFIG = 0x100,
-};
+#include "virtio_regs.h"
 
 #define QSZ      8
 #define QAREA(q) (0x10000 + (q)*0x4000)
 #define BUFA     0x100000
 #define BUFB     0x200000
-
-/* Stubs for vmm/kvm.c. */
-int vm_msi_irqfd(struct vm *vm, unsigned vector)
-{
-	return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-}
-
-int vm_ioeventfd(struct vm *vm, uint64_t gpa, unsigned len, bool match, uint64_t data)
-{
-	return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-}
 
 static struct vm vm;
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../../vmm/virtio/virtio.h"
+#include "virtio_regs.h"
 
 /* The persisted layout (a copy: the test also pins the format). */
 struct vq_state {
@@ -31,30 +32,8 @@ struct dev_state {
 };
 _Static_assert(sizeof(struct dev_state) == 376, "virtio_state layout");
 
-enum {
-	DRV_FEAT = 0x020,
-	DRV_FEAT_SEL = 0x024,
-	QSEL = 0x030,
-	QNUM = 0x038,
-	QREADY = 0x044,
-	STATUS = 0x070,
-	QDESC = 0x080,
-	QDRIVER = 0x090,
-	QDEVICE = 0x0a0,
-};
-
 #define QSZ      8
 #define QAREA(q) (0x10000 + (q)*0x4000)
-
-int vm_msi_irqfd(struct vm *vm, unsigned vector)
-{
-	return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-}
-
-int vm_ioeventfd(struct vm *vm, uint64_t gpa, unsigned len, bool match, uint64_t data)
-{
-	return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-}
 
 static struct vm vm;
 static int notified;

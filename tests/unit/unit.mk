@@ -5,7 +5,7 @@ UNIT_TESTS += test_virtq
 UNIT_SRCS_test_virtq := vmm/virtio/virtq.c vmm/mem.c
 
 UNIT_TESTS += test_mmio
-UNIT_SRCS_test_mmio := vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/virtio/console.c \
+UNIT_SRCS_test_mmio := tests/unit/kvm_stubs.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/virtio/console.c \
 	vmm/virtio/rng.c vmm/mem.c
 
 UNIT_TESTS += test_cpio
@@ -36,18 +36,18 @@ UNIT_SRCS_test_tty := guest-kernel/libos/tty.c guest-kernel/libos/tty_input.c \
 	guest-kernel/libos/tty_ioctl.c
 
 UNIT_TESTS += test_vsock
-UNIT_SRCS_test_vsock := tests/unit/virtio_driver.c vmm/virtio/vsock.c vmm/virtio/vsock_conn.c vmm/virtio/mmio.c \
+UNIT_SRCS_test_vsock := tests/unit/kvm_stubs.c tests/unit/virtio_driver.c vmm/virtio/vsock.c vmm/virtio/vsock_conn.c vmm/virtio/mmio.c \
 	vmm/virtio/virtq.c vmm/mem.c
 
 UNIT_TESTS += test_blk
-UNIT_SRCS_test_blk := tests/unit/virtio_driver.c vmm/virtio/blk.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/mem.c
+UNIT_SRCS_test_blk := tests/unit/kvm_stubs.c tests/unit/virtio_driver.c vmm/virtio/blk.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/mem.c
 
 UNIT_TESTS += test_pmem
-UNIT_SRCS_test_pmem := tests/unit/virtio_driver.c vmm/virtio/pmem.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/mem.c \
+UNIT_SRCS_test_pmem := tests/unit/kvm_stubs.c tests/unit/virtio_driver.c vmm/virtio/pmem.c vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/mem.c \
 	snapshot/hash.c
 
 UNIT_TESTS += test_virtio_state
-UNIT_SRCS_test_virtio_state := vmm/virtio/mmio.c vmm/virtio/mmio_state.c vmm/virtio/virtq.c \
+UNIT_SRCS_test_virtio_state := tests/unit/kvm_stubs.c vmm/virtio/mmio.c vmm/virtio/mmio_state.c vmm/virtio/virtq.c \
 	vmm/virtio/console.c vmm/mem.c
 
 # The guest's page allocator and address spaces, 2 MiB pages included.

@@ -2,30 +2,11 @@
 /* See virtio_driver.h. */
 #include <check.h>
 #include <endian.h>
-#include <sys/eventfd.h>
 
 #include "virtio_driver.h"
 
 struct vm vm;
 struct virtio_dev *dev;
-
-/* Stubs for vmm/kvm.c. */
-int vm_msi_irqfd(struct vm *v, unsigned vector)
-{
-	(void)v;
-	(void)vector;
-	return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-}
-
-int vm_ioeventfd(struct vm *v, uint64_t gpa, unsigned len, bool match, uint64_t data)
-{
-	(void)v;
-	(void)gpa;
-	(void)len;
-	(void)match;
-	(void)data;
-	return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-}
 
 void *gp(uint64_t gpa, uint64_t len)
 {
