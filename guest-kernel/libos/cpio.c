@@ -219,10 +219,6 @@ static int parse_entry(struct cpio_walk *w, size_t off, const uint8_t *h, size_t
 	return 0;
 }
 
-/*
- * After a trailer: skips zero padding and returns 0 at the end of the buffer,
- * 1 if another archive starts at *off, or an error.
- */
 /* True if the 8 bytes at p are zero (p need not be aligned). */
 static bool zero64(const uint8_t *p)
 {
@@ -232,9 +228,12 @@ static bool zero64(const uint8_t *p)
 	return !v;
 }
 
-/* The zero padding after a trailer runs to the archive's block size (up to
- * 4 KiB in kiln's concatenated archives, ~85 KB in all of test.cpio): it is
- * skipped 8 bytes at a time. */
+/*
+ * After a trailer: skips zero padding and returns 0 at the end of the buffer,
+ * 1 if another archive starts at *off, or an error. The padding runs to the
+ * archive's block size (up to 4 KiB in kiln's concatenated archives, ~85 KB
+ * in all of test.cpio): it is skipped 8 bytes at a time.
+ */
 static int after_trailer(struct cpio_walk *w, size_t *off)
 {
 	size_t i = *off;
