@@ -117,6 +117,8 @@ static int build_tree(struct vm *vm, const struct fdt_params *p, void *buf, size
 	CHECK(prop_u64(buf, "kiln,boot-tsc", p->boot_tsc));
 	CHECK(prop_u64(buf, "kiln,boot-realtime", p->boot_realtime_ns));
 	CHECK(prop_u64(buf, "kiln,pml4", p->pml4_pa));
+	if (vm->late.early_end)
+		CHECK(prop_u64(buf, "kiln,early-ram-end", vm->late.early_end));
 	CHECK(fdt_end_node(buf));
 
 	CHECK(fdt_begin_node(buf, "cpus"));

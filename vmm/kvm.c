@@ -76,11 +76,35 @@ static int set_msi_routes(struct vm *vm)
 	return err;
 }
 
+/* Slot 0 holds RAM from 0 up to early_end, slot 4 the rest of the RAM
+ * below the hole, slot 1 the RAM above 4 GiB. */
+#define SLOT_LOW      0
+#define SLOT_HIGH     1
+#define SLOT_INITRD   2
+#define SLOT_PMEM     3
+#define SLOT_LOW_LATE 4
+
+/* RAM from GPA `from` up: the rest of low RAM, then high RAM. */
+static int set_ram_slots(struct vm *vm, uint64_t from)
+{
+	const struct guest_mem *m = &vm->mem;
+	int err = 0;
+
+	if (from < m->low_size)
+		err = set_slot(vm, from ? SLOT_LOW_LATE : SLOT_LOW, from, m->low_size - from,
+		               m->host + from, 0);
+	if (!err && m->size > m->low_size)
+		err = set_slot(vm, SLOT_HIGH, KILN_GPA_HIGH_RAM, m->size - m->low_size,
+		               m->host + m->low_size, 0);
+	return err;
+}
+
 int vm_create(struct vm *vm)
 {
-	uint64_t high = vm->mem.size - vm->mem.low_size;
+	struct vm_late_ram *l = &vm->late;
 	int ver, err;
 
+	pthread_mutex_init(&l->lock, NULL);
 	if (vm->kvm_fd < 0)
 		vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm->kvm_fd < 0)
@@ -91,21 +115,40 @@ int vm_create(struct vm *vm)
 	vm->fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
 	if (vm->fd < 0)
 		return -errno;
-	/* Memory before the irqchip: once an irqchip exists, every memslot
-	 * change waits for an SRCU grace period (6-7 ms on PVM hosts). */
-	err = set_slot(vm, 0, 0, vm->mem.low_size, vm->mem.host, 0);
-	if (!err && high)
-		err = set_slot(vm, 1, KILN_GPA_HIGH_RAM, high, vm->mem.host + vm->mem.low_size, 0);
+	/* Memory before the irqchip: once an irqchip exists, a memslot change
+	 * soon after it waits for an SRCU grace period (6-7 ms on PVM hosts;
+	 * see struct vm_late_ram for the late RAM). */
+	if (l->early_end)
+		err = set_slot(vm, SLOT_LOW, 0, l->early_end, vm->mem.host, 0);
+	else
+		err = set_ram_slots(vm, 0);
+	l->done = !l->early_end;
 	if (!err && vm->mem.initrd)
-		err = set_slot(vm, 2, KILN_GPA_INITRD, vm->mem.initrd_map_size, vm->mem.initrd,
-		               KVM_MEM_READONLY);
+		err = set_slot(vm, SLOT_INITRD, KILN_GPA_INITRD, vm->mem.initrd_map_size,
+		               vm->mem.initrd, KVM_MEM_READONLY);
 	if (!err && vm->mem.pmem)
-		err = set_slot(vm, 3, KILN_GPA_PMEM, vm->mem.pmem_size, vm->mem.pmem,
+		err = set_slot(vm, SLOT_PMEM, KILN_GPA_PMEM, vm->mem.pmem_size, vm->mem.pmem,
 		               KVM_MEM_READONLY);
 	if (!err && ioctl(vm->fd, KVM_CREATE_IRQCHIP, 0) < 0)
 		err = -errno;
 	if (!err)
 		err = set_msi_routes(vm);
+	return err;
+}
+
+int vm_late_ram_online(struct vm *vm)
+{
+	struct vm_late_ram *l = &vm->late;
+	int err = 0;
+
+	pthread_mutex_lock(&l->lock);
+	if (!l->done) {
+		l->asked_ns = vm_now_ns();
+		err = set_ram_slots(vm, l->early_end);
+		l->done = !err;
+		l->done_ns = vm_now_ns();
+	}
+	pthread_mutex_unlock(&l->lock);
 	return err;
 }
 

@@ -44,6 +44,11 @@
 #define MAX_KERNEL_FILE (64 * MIB)
 /* RAM the guest needs beyond its images: page tables, heap, a process. */
 #define MIN_FREE_MEM (8 * MIB)
+/* RAM registered with KVM before the guest runs, when there is more (see
+ * struct vm_late_ram): the kernel, the initramfs index and what a boot and
+ * a small program use, plus 1/256 of RAM for the guest's page bitmaps
+ * (3/32768 of it). */
+#define EARLY_MEM (64 * MIB)
 /* KVM's shadow MMU maps pages in groups of 8 (PTE_PREFETCH_NUM). */
 #define PREFETCH_GROUP (8 * 4096ULL)
 
@@ -538,6 +543,16 @@ static void print_stats(const struct vm *vm)
 		    ms_since(vm, vm->t.boot_area), ms_since(vm, vm->t.vm_created),
 		    ms_since(vm, vm->t.devices), ms_since(vm, vm->t.vcpus),
 		    ms_since(vm, vm->t.fdt_built), ms_since(vm, vm->t.vcpus_started));
+	if (vm->late.early_end && vm->late.asked_ns)
+		fprintf(stderr,
+		        "kiln-vmm: late RAM (from %llu MiB): asked for at %.2f ms (from main), "
+		        "registered in %.2f ms\n",
+		        (unsigned long long)(vm->late.early_end / MIB),
+		        ms_since(vm, vm->late.asked_ns),
+		        (double)(vm->late.done_ns - vm->late.asked_ns) / 1e6);
+	else if (vm->late.early_end)
+		fprintf(stderr, "kiln-vmm: late RAM (from %llu MiB): not asked for\n",
+		        (unsigned long long)(vm->late.early_end / MIB));
 	if (vm->cfg.restore_path) {
 		static const char *const modes[] = {"eager", "lazy", "template"};
 
@@ -685,17 +700,27 @@ static void *boot_helper(void *arg)
 	return NULL;
 }
 
+/* Where the late RAM starts, 0 if there is none. */
+static uint64_t early_ram_end(const struct guest_mem *mem)
+{
+	uint64_t end = EARLY_MEM + ((mem->size / 256 + 2 * MIB - 1) & ~(2 * MIB - 1));
+
+	return end < mem->low_size ? end : mem->size > mem->low_size ? mem->low_size : 0;
+}
+
 /* Guest memory and images for a boot, and the KVM VM: the kernel loaded,
  * the boot area built (the device tree comes once the devices exist). */
 static int prepare_boot(struct vm *vm)
 {
 	int err = mem_init_backed(&vm->mem, vm->cfg.mem_size, vm->cfg.mem_backing);
-	uint64_t index_pa;
+	uint64_t index_pa, ram_end;
 	pthread_t helper;
 
 	if (err)
 		die("cannot allocate %llu MiB of guest memory: %s",
 		    (unsigned long long)(vm->cfg.mem_size / MIB), strerror(-err));
+	vm->late.early_end = early_ram_end(&vm->mem);
+	ram_end = vm->late.early_end ? vm->late.early_end : vm->mem.low_size;
 	vm->t.mem_ready = vm_now_ns();
 	if (vm->cfg.initrd_path)
 		map_initrd(vm);
@@ -721,9 +746,8 @@ static int prepare_boot(struct vm *vm)
 	 * the device tree's unused tail the index cost a fault per page. */
 	index_pa = (vm->fdt_pa + KILN_FDT_MAX_SIZE + PREFETCH_GROUP - 1) & ~(PREFETCH_GROUP - 1);
 	initrd_index_build(vm, index_pa,
-	                   vm->mem.low_size > index_pa + MIN_FREE_MEM
-	                       ? vm->mem.low_size - MIN_FREE_MEM - index_pa
-	                       : 0);
+	                   ram_end > index_pa + MIN_FREE_MEM ? ram_end - MIN_FREE_MEM - index_pa
+	                                                     : 0);
 	/* A helper that has started fills the early RAM once the VM exists. */
 	if (!atomic_exchange(&jobs.create_claimed, true)) {
 		create_vm(vm);
@@ -731,6 +755,13 @@ static int prepare_boot(struct vm *vm)
 			prefault_early_ram(vm);
 	}
 	wait_for(&jobs.created);
+	/* A kernel too large for the early RAM: all RAM before the guest runs. */
+	if (!jobs.create_err && vm->late.early_end &&
+	    vm->fdt_pa + KILN_FDT_MAX_SIZE + MIN_FREE_MEM > vm->late.early_end) {
+		err = vm_late_ram_online(vm);
+		vm->late.early_end = 0;
+		return err;
+	}
 	return jobs.create_err;
 }
 

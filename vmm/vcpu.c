@@ -155,6 +155,17 @@ static void port_mmio(struct vcpu *c, const struct kvm_regs *r)
 	}
 }
 
+/* KILN_PORT_RAM: no arguments to check; returns once all RAM is usable. */
+static void port_ram(struct vcpu *c)
+{
+	int err = vm_late_ram_online(c->vm);
+
+	if (err)
+		vm_stop(c->vm, VM_STOP_ERROR, 1,
+		        "registering guest RAM above %llu MiB with KVM failed: %s",
+		        (unsigned long long)(c->vm->late.early_end >> 20), strerror(-err));
+}
+
 static void handle_io(struct vcpu *c)
 {
 	struct kvm_run *run = c->run;
@@ -172,6 +183,10 @@ static void handle_io(struct vcpu *c)
 	}
 	if (port == KILN_PORT_QUIESCE) {
 		vcpu_quiesce_exit(c);
+		return;
+	}
+	if (port == KILN_PORT_RAM) {
+		port_ram(c);
 		return;
 	}
 	if (ioctl(c->fd, KVM_GET_REGS, &r) < 0) {

@@ -147,6 +147,27 @@ struct vm_pause {
 	uint64_t since;        /* CLOCK_MONOTONIC ns when the VM last paused */
 };
 
+/*
+ * RAM registered with KVM only when the guest asks for it (vmm/kvm.c): a
+ * memory slot costs KVM per-page metadata for all of it up front (shadow
+ * paging), ~0.4 ms for 256 MiB and ~1 ms for 1 GiB, which every boot paid
+ * before its first instruction. Now a boot registers [0, early_end) and the
+ * guest asks for the rest at KILN_PORT_RAM once it runs out (kiln/boot.h);
+ * its vCPU thread registers it then, in 0.3-1.2 ms. Registering it from
+ * another thread while the guest boots instead took 4-30 ms on PVM hosts
+ * (each slot change waits for an SRCU grace period, and one that follows
+ * another closely, as after the device set-up, waits for jiffies), held
+ * the slots_lock that device set-up needs, slowed the boot and held up the
+ * exit of a VM that ended meanwhile.
+ */
+struct vm_late_ram {
+	uint64_t early_end; /* RAM at GPA >= this comes late; 0: none does */
+	pthread_mutex_t lock;
+	bool done; /* all RAM is registered */
+	/* CLOCK_MONOTONIC ns: the guest asked, and the slots were in. */
+	uint64_t asked_ns, done_ns;
+};
+
 /* Snapshot bookkeeping (vmm/snapshot.c, vmm/restore.c). */
 struct vm_snap {
 	/* The snapshot this VM was restored from, kept open: the parent of
@@ -208,6 +229,7 @@ struct vm {
 	struct ev_async *stop_async;
 
 	struct vm_pause pause;
+	struct vm_late_ram late;
 	struct vm_snap snap;
 	struct vm_api *api;
 
@@ -251,8 +273,13 @@ bool gpa_is_ram(const struct guest_mem *mem, uint64_t gpa);
 void initrd_index_build(struct vm *vm, uint64_t pa, uint64_t room);
 
 /* KVM plumbing (vmm/kvm.c). */
+/* The VM with the RAM below vm->late.early_end (all of it when that is 0),
+ * the images, the irqchip and the MSI routes. */
 int vm_create(struct vm *vm);
 void vm_destroy(struct vm *vm);
+/* Register the RAM past vm->late.early_end unless that was done: 0 or
+ * -errno. Any thread. */
+int vm_late_ram_online(struct vm *vm);
 /* An eventfd that, when written, raises `vector` (a device's or
  * KILN_VEC_QUIESCE) on CPU 0 as an MSI; vm_create installed the routes. */
 int vm_msi_irqfd(struct vm *vm, unsigned vector);

@@ -30,6 +30,9 @@ struct bootinfo {
 	uint32_t tsc_khz;
 	uint64_t boot_tsc, boot_realtime_ns;
 	uint64_t pml4;
+	/* RAM at and above it is usable once host_ram_online() has returned;
+	 * 0: all RAM is usable at once (kiln,early-ram-end). */
+	uint64_t early_ram_end;
 	int nr_cpus;
 	struct {
 		uint64_t base;

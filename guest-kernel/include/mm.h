@@ -61,6 +61,9 @@ size_t pmem_free_pages(void);
 /* Have the VMM make the host memory behind [pa, pa + len) present (a hint:
  * see pmem.c). */
 void host_populate(uint64_t pa, uint64_t len);
+/* Have the VMM make the RAM past kiln,early-ram-end usable; returns once it
+ * is (KILN_PORT_RAM). */
+void host_ram_online(void);
 size_t pmem_total_pages(void);
 
 /* Kernel heap for library-OS objects. kmalloc never returns memory that

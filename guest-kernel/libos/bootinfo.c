@@ -127,6 +127,12 @@ static int parse_chosen(const void *fdt, struct bootinfo *bi, const char **err)
 		*err = "missing kiln,pml4 in /chosen";
 		return -EINVAL;
 	}
+	if (!get_u64(fdt, node, "kiln,early-ram-end", &bi->early_ram_end) &&
+	    (bi->early_ram_end % (2ULL << 20) || bi->early_ram_end <= bi->ram[0].base ||
+	     bi->early_ram_end - bi->ram[0].base > bi->ram[0].size)) {
+		*err = "kiln,early-ram-end is not a 2 MiB boundary inside the first RAM range";
+		return -EINVAL;
+	}
 	return 0;
 }
 

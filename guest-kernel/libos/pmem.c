@@ -9,6 +9,11 @@
  * huge mappings from the top down: the two kinds mix less, so free aligned
  * blocks last longer. Every frame has its own bit, so the pages of a block
  * can be freed one at a time after its mapping was split.
+ *
+ * RAM past kiln,early-ram-end (kiln/boot.h) is counted from the start but
+ * stays out of the bitmaps until the early RAM runs out: then the VMM is
+ * asked for it (host_ram_online), which it registers with KVM while the
+ * guest boots and most guests never wait for.
  */
 #include "bootinfo.h"
 #include "mm.h"
@@ -20,6 +25,13 @@ static uint64_t *used_map, *dirty_map, *pt_map;
 static uint64_t nr_frames; /* frames covered by the bitmaps */
 static uint64_t next_hint; /* next-fit search start (in words) */
 static size_t free_count, total_count;
+/* RAM, and what in it is not free: page 0, the bitmaps, the reserved
+ * ranges (sorted by base). */
+static struct mem_range ram[BOOT_MAX_RANGES], holes[BOOT_MAX_RANGES + 2];
+static int nr_ram, nr_holes;
+/* Free frames at and above late_start, not in the bitmaps yet. */
+static uint64_t late_start;
+static size_t late_count;
 
 /* Recently freed frames, reused first (LIFO). On PVM hosts the first touch
  * of a frame costs a host page allocation and a shadow-paging fault (several
@@ -56,6 +68,11 @@ void host_populate(uint64_t pa, uint64_t len)
 {
 	port_out_regs(KILN_PORT_POPULATE, pa, len);
 }
+
+void host_ram_online(void)
+{
+	port_out_regs(KILN_PORT_RAM, 0, 0);
+}
 #endif
 
 /* Frame pfn is about to be handed out for the first time. */
@@ -63,7 +80,7 @@ static void populate(uint64_t pfn)
 {
 	uint64_t first = ALIGN_DOWN(pfn, POP_CHUNK);
 
-	if (total_count - free_count < POP_BUSY)
+	if (total_count - pmem_free_pages() < POP_BUSY)
 		return;
 	/* A chunk with a frame used before was populated (or touched). */
 	if (dirty_map[first / 64] >> (first % 64) & ((1ULL << POP_CHUNK) - 1))
@@ -91,13 +108,14 @@ static bool overlaps_reserved(const struct bootinfo *bi, uint64_t pa, uint64_t l
 	return false;
 }
 
-/* Find room for the bitmaps themselves: the first free run of RAM. */
+/* Find room for the bitmaps themselves: the first free run of early RAM. */
 static uint64_t find_home(const struct bootinfo *bi, uint64_t bytes)
 {
 	for (int i = 0; i < bi->nr_ram; i++) {
 		const struct mem_range *r = &bi->ram[i];
-		for (uint64_t pa = ALIGN_UP(r->base, PAGE_SIZE); pa + bytes <= r->base + r->size;
-		     pa += PAGE_SIZE)
+		uint64_t end = MIN(r->base + r->size, late_start);
+
+		for (uint64_t pa = ALIGN_UP(r->base, PAGE_SIZE); pa + bytes <= end; pa += PAGE_SIZE)
 			if (!overlaps_reserved(bi, pa, bytes))
 				return pa;
 	}
@@ -107,7 +125,6 @@ static uint64_t find_home(const struct bootinfo *bi, uint64_t bytes)
 /* Mark frames [first, end) free, a word at a time where possible. */
 static void mark_free(uint64_t first, uint64_t end)
 {
-	free_count += end - first;
 	for (; first < end && first % 64; first++)
 		set(used_map, first, false);
 	for (; first + 64 <= end; first += 64)
@@ -116,62 +133,92 @@ static void mark_free(uint64_t first, uint64_t end)
 		set(used_map, first, false);
 }
 
-/* RAM minus the holes (reserved ranges, the bitmaps, page 0). */
-static void free_ram(const struct bootinfo *bi, uint64_t home, uint64_t bytes)
+/* Page 0, the bitmaps at home and the reserved ranges, sorted by base. */
+static void find_holes(const struct bootinfo *bi, uint64_t home, uint64_t bytes)
 {
-	struct mem_range holes[BOOT_MAX_RANGES + 2];
-	int n = 0;
-
-	holes[n++] = (struct mem_range){0, PAGE_SIZE};
-	holes[n++] = (struct mem_range){home, bytes};
+	nr_holes = 0;
+	holes[nr_holes++] = (struct mem_range){0, PAGE_SIZE};
+	holes[nr_holes++] = (struct mem_range){home, bytes};
 	for (int i = 0; i < bi->nr_reserved; i++)
-		holes[n++] = bi->reserved[i];
-	for (int i = 1; i < n; i++) /* insertion sort by base */
+		holes[nr_holes++] = bi->reserved[i];
+	for (int i = 1; i < nr_holes; i++) /* insertion sort by base */
 		for (int j = i; j > 0 && holes[j].base < holes[j - 1].base; j--) {
 			struct mem_range t = holes[j];
 			holes[j] = holes[j - 1];
 			holes[j - 1] = t;
 		}
-	for (int i = 0; i < bi->nr_ram; i++) {
-		uint64_t cur = ALIGN_UP(bi->ram[i].base, PAGE_SIZE);
-		uint64_t end = ALIGN_DOWN(bi->ram[i].base + bi->ram[i].size, PAGE_SIZE);
+}
 
-		for (int h = 0; h < n && cur < end; h++) {
+/* Free frames of RAM in [lo, hi) (page-aligned): RAM minus the holes.
+ * Marked free if mark, else only counted. */
+static size_t free_ram(uint64_t lo, uint64_t hi, bool mark)
+{
+	size_t count = 0;
+
+	for (int i = 0; i < nr_ram; i++) {
+		uint64_t cur = MAX(ALIGN_UP(ram[i].base, PAGE_SIZE), lo);
+		uint64_t end = MIN(ALIGN_DOWN(ram[i].base + ram[i].size, PAGE_SIZE), hi);
+
+		for (int h = 0; h < nr_holes && cur < end; h++) {
 			uint64_t hs = ALIGN_DOWN(holes[h].base, PAGE_SIZE);
 			uint64_t he = ALIGN_UP(holes[h].base + holes[h].size, PAGE_SIZE);
 			if (he <= cur)
 				continue;
-			if (hs > cur)
-				mark_free(cur / PAGE_SIZE, MIN(hs, end) / PAGE_SIZE);
+			if (hs > cur) {
+				count += (MIN(hs, end) - cur) / PAGE_SIZE;
+				if (mark)
+					mark_free(cur / PAGE_SIZE, MIN(hs, end) / PAGE_SIZE);
+			}
 			cur = MAX(cur, he);
 		}
-		if (cur < end)
-			mark_free(cur / PAGE_SIZE, end / PAGE_SIZE);
+		if (cur < end) {
+			count += (end - cur) / PAGE_SIZE;
+			if (mark)
+				mark_free(cur / PAGE_SIZE, end / PAGE_SIZE);
+		}
 	}
+	return count;
+}
+
+/* The RAM past the early part, the first time the early RAM runs out:
+ * false if there is none to bring. */
+static bool online_late(void)
+{
+	if (!late_count)
+		return false;
+	host_ram_online();
+	free_count += free_ram(late_start, ~0ULL, true);
+	late_count = 0;
+	return true;
 }
 
 void pmem_init(const struct bootinfo *bi)
 {
 	uint64_t top = 0, bytes, home;
 
-	free_count = 0; /* (unit tests start over many times) */
-	nhot = nhot_huge = 0;
+	nhot = nhot_huge = 0; /* (unit tests start over many times) */
 	next_hint = 0;
-	for (int i = 0; i < bi->nr_ram; i++)
+	late_start = bi->early_ram_end ? bi->early_ram_end : ~0ULL;
+	nr_ram = bi->nr_ram;
+	for (int i = 0; i < bi->nr_ram; i++) {
+		ram[i] = bi->ram[i];
 		top = MAX(top, bi->ram[i].base + bi->ram[i].size);
+	}
 	nr_frames = ALIGN_UP(top / PAGE_SIZE, 64);
 	bytes = ALIGN_UP(3 * nr_frames / 8, PAGE_SIZE);
 	home = find_home(bi, bytes);
 	if (!home)
 		kpanic("no room for the page bitmaps (%lu bytes)", (unsigned long)bytes);
+	find_holes(bi, home, bytes);
 	used_map = phys_to_virt(home);
 	dirty_map = used_map + nr_frames / 64;
 	pt_map = dirty_map + nr_frames / 64;
 	/* Everything is used until proven free RAM; fresh RAM is all zero. */
 	memset(used_map, 0xff, nr_frames / 8);
 	memset(dirty_map, 0, 2 * nr_frames / 8);
-	free_ram(bi, home, bytes);
-	total_count = free_count;
+	free_count = free_ram(0, late_start, true);
+	late_count = late_start == ~0ULL ? 0 : free_ram(late_start, ~0ULL, false);
+	total_count = free_count + late_count;
 }
 
 static void take(uint64_t pfn, bool zero)
@@ -201,6 +248,8 @@ static uint64_t alloc_from_bitmap(bool zero);
 
 uint64_t pmem_alloc(bool zero)
 {
+	uint64_t pa;
+
 	while (nhot) {
 		uint64_t pfn = hot[--nhot];
 		if (!test(used_map, pfn)) { /* not taken by a contiguous alloc since */
@@ -208,7 +257,10 @@ uint64_t pmem_alloc(bool zero)
 			return pfn * PAGE_SIZE;
 		}
 	}
-	return alloc_from_bitmap(zero);
+	pa = alloc_from_bitmap(zero);
+	if (!pa && online_late())
+		pa = alloc_from_bitmap(zero);
+	return pa;
 }
 
 static uint64_t alloc_from_bitmap(bool zero)
@@ -227,10 +279,8 @@ static uint64_t alloc_from_bitmap(bool zero)
 	return 0;
 }
 
-uint64_t pmem_alloc_contig(size_t npages, size_t align_pages, bool zero)
+static uint64_t alloc_contig(size_t npages, size_t align_pages, bool zero)
 {
-	if (!npages || !align_pages || (align_pages & (align_pages - 1)))
-		return 0;
 	for (uint64_t start = 0; start + npages <= nr_frames; start += align_pages) {
 		uint64_t i;
 
@@ -254,6 +304,18 @@ uint64_t pmem_alloc_contig(size_t npages, size_t align_pages, bool zero)
 	return 0;
 }
 
+uint64_t pmem_alloc_contig(size_t npages, size_t align_pages, bool zero)
+{
+	uint64_t pa;
+
+	if (!npages || !align_pages || (align_pages & (align_pages - 1)))
+		return 0;
+	pa = alloc_contig(npages, align_pages, zero);
+	if (!pa && online_late())
+		pa = alloc_contig(npages, align_pages, zero);
+	return pa;
+}
+
 /* Is the 2 MiB block starting at frame pfn (aligned) all free? */
 static bool block_free(uint64_t pfn)
 {
@@ -273,7 +335,19 @@ static bool huge_ok(void)
 {
 	size_t keep = MAX(total_count / 64, 256) + total_count / 16;
 
-	return free_count > keep && free_count - keep >= HUGE_PAGES;
+	size_t free = pmem_free_pages();
+
+	return free > keep && free - keep >= HUGE_PAGES;
+}
+
+/* The highest free 2 MiB block's first frame, or 0 (block 0 holds frame 0,
+ * which is never free). */
+static uint64_t highest_free_block(void)
+{
+	for (uint64_t b = nr_frames / HUGE_PAGES; b-- > 0;)
+		if (block_free(b * HUGE_PAGES))
+			return b * HUGE_PAGES;
+	return 0;
 }
 
 uint64_t pmem_alloc_huge(bool zero)
@@ -287,10 +361,11 @@ uint64_t pmem_alloc_huge(bool zero)
 		if (block_free(p)) /* no single page taken from it since */
 			pfn = p;
 	}
-	for (uint64_t b = nr_frames / HUGE_PAGES; !pfn && b-- > 0;)
-		if (block_free(b * HUGE_PAGES))
-			pfn = b * HUGE_PAGES;
-	if (!pfn) /* (block 0 holds frame 0, which is never free) */
+	if (!pfn)
+		pfn = highest_free_block();
+	if (!pfn && online_late())
+		pfn = highest_free_block();
+	if (!pfn)
 		return 0;
 	for (uint64_t i = 0; i < HUGE_PAGES; i++)
 		take(pfn + i, zero);
@@ -332,7 +407,7 @@ void pmem_free_huge(uint64_t pa)
 
 size_t pmem_free_pages(void)
 {
-	return free_count;
+	return free_count + late_count;
 }
 
 size_t pmem_total_pages(void)
@@ -366,8 +441,9 @@ void pmem_free_pt(uint64_t pa)
  * and the kernel can still run the rest of the guest. */
 static bool user_room(size_t npages)
 {
-	size_t reserve = MAX(total_count / 64, 256);
-	return free_count > reserve && free_count - reserve >= npages;
+	size_t reserve = MAX(total_count / 64, 256), free = pmem_free_pages();
+
+	return free > reserve && free - reserve >= npages;
 }
 
 /* Memory kept for programs yet to run goes first. */

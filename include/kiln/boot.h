@@ -3,9 +3,10 @@
  * kiln boot ABI: what kiln-vmm promises kiln-kernel at the first instruction,
  * and what the kernel image must tell the VMM about itself.
  *
- * Version 3 (2 added the snapshot quiesce point: KILN_VEC_QUIESCE and
+ * Version 4 (2 added the snapshot quiesce point: KILN_VEC_QUIESCE and
  * KILN_PORT_QUIESCE; 3 KILN_PORT_POPULATE and the batched device-register
- * port KILN_PORT_MMIO). Any change to a layout, constant or meaning below
+ * port KILN_PORT_MMIO; 4 RAM that comes online later: kiln,early-ram-end
+ * and KILN_PORT_RAM). Any change to a layout, constant or meaning below
  * bumps KILN_BOOT_VERSION; the VMM refuses images that carry another
  * version, and refuses to restore a snapshot taken with another one.
  *
@@ -19,7 +20,7 @@
 #ifndef KILN_BOOT_H
 #define KILN_BOOT_H
 
-#define KILN_BOOT_VERSION 3
+#define KILN_BOOT_VERSION 4
 
 /* 64-bit constants usable from C and assembly. */
 #ifdef __ASSEMBLER__
@@ -197,7 +198,6 @@
  * device set-up instead of one per register. The array lies in guest RAM.
  */
 #define KILN_PORT_MMIO      (KILN_PORT_BASE + 5)
-#define KILN_PORT_COUNT     6
 #define KILN_MMIO_BATCH_MAX 64
 #define KILN_MMIO_WRITE     0x80000000U
 
@@ -210,6 +210,18 @@ struct kiln_mmio_op {
 	uint32_t value; /* written, or filled in by the VMM for reads */
 };
 #endif
+/*
+ * out to RAM (CPL0 and CPL3): the guest wants the RAM at and past
+ * kiln,early-ram-end (see /chosen), typically once the RAM below it has run
+ * out. Returns once all RAM in /memory@0 is usable: the VMM registers the
+ * rest with KVM then (on PVM hosts ~0.4 ms for 256 MiB of RAM, ~1 ms per
+ * GiB, which a boot no longer pays up front). No arguments: the registers
+ * are ignored. Harmless at any time and any number of times: answered at
+ * once when the RAM is usable already (no kiln,early-ram-end, a VM restored
+ * from a snapshot, a second call).
+ */
+#define KILN_PORT_RAM   (KILN_PORT_BASE + 6)
+#define KILN_PORT_COUNT 7
 /*
  * RDX at resume from the quiesce point. RESTORED: this is a new VM, restored
  * from a snapshot; devices were reset where the host side could not be kept
@@ -289,6 +301,15 @@ struct kiln_boot_image {
  *      kiln,boot-realtime  u64 CLOCK_REALTIME in ns at that moment
  *      kiln,pml4           u64 GPA of the boot page-table root (its upper
  *                          half is the kernel half of every address space)
+ *      kiln,early-ram-end  u64 GPA, a multiple of 2 MiB inside the first
+ *                          /memory@0 range (absent: all RAM is usable at
+ *                          once). RAM at and above it (the rest of that range
+ *                          and every later one) is not usable, not even to
+ *                          read, until an out to KILN_PORT_RAM has returned.
+ *                          It is RAM all the same: the guest counts it in
+ *                          its totals from the start. Everything the VMM
+ *                          places in RAM (the reservations below, the FDT)
+ *                          lies below it
  *  /cpus/cpu@N    reg = <N> (x2APIC id)
  *  /virtio_mmio@ADDR  compatible = "virtio,mmio"; reg = <ADDR 0x1000>;
  *                 kiln,device-id = <virtio device ID> (saves probing);

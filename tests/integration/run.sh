@@ -26,7 +26,7 @@
 # STATUS is a number, alternatives like 1|2, or !0 for any failure. CHECKS:
 #   --out RE / --err RE / --any RE  console / VMM stderr / either matches the
 #                                    extended regular expression RE
-#   --no-out RE                      the console does not match RE
+#   --no-out RE / --no-err RE        the console / VMM stderr does not match RE
 #   --out-is FILE                    the console output is exactly FILE
 #   --stdin FILE                     the VMM's (so the guest's) stdin
 #   --vmm 'OPTS'                     kiln-vmm options (split at spaces)
@@ -130,7 +130,7 @@ parse_opts() {
 		--stdin) stdin_file=$2 ;;
 		--vmm) vmm_opts="$vmm_opts $2" ;;
 		--out-is) out_is=$2 ;;
-		--out | --err | --any | --no-out) printf '%s %s\n' "${1#--}" "$2" >>"$T/checks" ;;
+		--out | --err | --any | --no-out | --no-err) printf '%s %s\n' "${1#--}" "$2" >>"$T/checks" ;;
 		*)
 			echo "run.sh: unknown case option '$1'" >&2
 			exit 2
@@ -190,6 +190,7 @@ judge() {
 	while [ -z "$why" ] && read -r where re; do
 		case $where in
 		no-out) ! grep -Eq -- "$re" "$T/out" || why="console output matches /$re/" ;;
+		no-err) ! grep -Eq -- "$re" "$T/err" || why="VMM stderr matches /$re/" ;;
 		out) grep -Eq -- "$re" "$T/out" || why="console output does not match /$re/" ;;
 		err) grep -Eq -- "$re" "$T/err" || why="VMM stderr does not match /$re/" ;;
 		any) grep -Eq -- "$re" "$T/all" || why="neither console nor VMM stderr matches /$re/" ;;

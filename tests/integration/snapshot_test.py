@@ -30,12 +30,16 @@ Cases (all by default; each prints ok/FAIL):
   thp        guest RAM in anonymous huge pages (--mem-backing thp): the
              snapshot skips memory never touched without reading it, and
              restores (eager) into either backing go on where it stopped
+  lateram    a guest snapshotted before it asked for the RAM past its early
+             part (kiln,early-ram-end) gets it after restores (eager,
+             template) at once: a program touching 100 MiB of 256 runs
   python     (when $KILN_SNAPSHOT_IMAGE names the base image) a python3
              process with a variable and an open tmpfs file, through ten
              pause -> snapshot -> kill -> restore cycles
 """
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -45,7 +49,8 @@ import time
 
 VMM, KERNEL, INITRD, INSPECT, WORK = sys.argv[1:6]
 IMAGE = os.environ.get("KILN_SNAPSHOT_IMAGE")
-CASES = sys.argv[6:] or ["pause", "cycles", "lazy", "clones", "diff", "corrupt", "api", "thp"] + \
+CASES = sys.argv[6:] or ["pause", "cycles", "lazy", "clones", "diff", "corrupt", "api", "thp",
+                         "lateram"] + \
     (["python"] if IMAGE else [])
 failures = []
 procs = []
@@ -405,6 +410,44 @@ def case_thp():
                 cur["secret"] != lines[0]["secret"]:
             return fail(name, "after S %s: %s" % (prev, cur))
     ok("%s (%d status lines over 3 restores)" % (name, len(lines)))
+
+
+# ---------------------------------------------------------------- late RAM
+
+LATE_SCRIPT = "echo ready; read l; /bin/memtouch 100 >/tmp/m && echo memtouch-ok; exit 7"
+
+
+def case_lateram():
+    name = "lateram"
+    r, w = os.pipe()
+    vm = VM(["--mem", "256M", "--stats", "--", "/bin/sh", "-c", LATE_SCRIPT], stdin=r)
+    os.close(r)
+    if not vm.wait_for(lambda t: "ready" in t):
+        os.close(w)
+        return fail(name, "the guest did not start", vm.out, vm.err)
+    res = vm.api({"op": "snapshot", "path": path("late.snap"), "resume": False,
+                  "no_fsync": True})
+    vm.stop()
+    os.close(w)
+    if not res.get("ok"):
+        return fail(name, "snapshot: %s" % res, vm.err)
+    if not re.search(r"late RAM \(from \d+ MiB\): not asked for", open(vm.err).read()):
+        return fail(name, "the guest had its late RAM before the snapshot", vm.err)
+    for mode in ("eager", "template"):
+        r, w = os.pipe()
+        rvm = restore(path("late.snap"), mode, stdin=r)
+        os.close(r)
+        os.write(w, b"go\n")
+        t = rvm.wait_for(lambda t: "memtouch-ok" in t, 60)
+        try:
+            rc = rvm.p.wait(30)
+        except subprocess.TimeoutExpired:
+            rc = None
+        os.close(w)
+        if not t or rc != 7:
+            rvm.kill()
+            return fail(name, "%s restore: exit status %s" % (mode, rc), rvm.out, rvm.err)
+    ok("%s (eager and template restores)" % name)
 
 
 # ---------------------------------------------------------------- pause

@@ -139,6 +139,37 @@ START_TEST(round_trip_initrd_index)
 }
 END_TEST
 
+/* RAM that comes late (kiln,early-ram-end): none, some, and what the guest
+ * refuses to believe. */
+START_TEST(round_trip_early_ram_end)
+{
+	static const uint64_t bad[] = {0, 66 * MIB + 4096, 258 * MIB, ~0ULL - (2 * MIB - 1)};
+	struct bootinfo bi;
+	const char *err = NULL;
+	int node;
+
+	setup_vm(256 * MIB, 0, NULL, NULL);
+	build_and_parse(&bi);
+	ck_assert_uint_eq(bi.early_ram_end, 0);
+	vm.late.early_end = 66 * MIB;
+	build_and_parse(&bi);
+	ck_assert_uint_eq(bi.early_ram_end, 66 * MIB);
+	ck_assert_int_eq(bi.nr_ram, 1);
+	ck_assert_uint_eq(bi.ram[0].size, 256 * MIB);
+	vm.late.early_end = 256 * MIB; /* all of low RAM: only the high RAM comes late */
+	build_and_parse(&bi);
+	ck_assert_uint_eq(bi.early_ram_end, 256 * MIB);
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(fdt_open_into(fdt, fdt, sizeof(fdt)), 0);
+		node = fdt_path_offset(fdt, "/chosen");
+		ck_assert_int_ge(node, 0);
+		ck_assert_int_eq(fdt_setprop_u64(fdt, node, "kiln,early-ram-end", bad[i]), 0);
+		ck_assert_int_eq(bootinfo_parse(fdt, &bi, &err), -EINVAL);
+		ck_assert_ptr_nonnull(strstr(err, "kiln,early-ram-end"));
+	}
+}
+END_TEST
+
 START_TEST(round_trip_above_4g)
 {
 	struct bootinfo bi;
@@ -269,6 +300,7 @@ static Suite *suite(void)
 	tcase_add_test(t, round_trip_small);
 	tcase_add_test(t, round_trip_pmem);
 	tcase_add_test(t, round_trip_above_4g);
+	tcase_add_test(t, round_trip_early_ram_end);
 	tcase_add_test(t, round_trip_initrd_index);
 	tcase_add_test(t, argv_exact);
 	tcase_add_test(t, no_argv);

@@ -76,13 +76,27 @@ void host_populate(uint64_t pa, uint64_t len)
 	npopulated++;
 }
 
+/* KILN_PORT_RAM: times asked. */
+static unsigned nonline;
+
+void host_ram_online(void)
+{
+	nonline++;
+}
+
+/* RAM usable before the guest asks for the rest (kiln,early-ram-end), in
+ * the tests of it; 0: all at once. */
+#define EARLY (16 * MIB)
+static uint64_t early_end;
+
 static void setup(void)
 {
-	struct bootinfo bi = {.nr_ram = 1, .ram = {{0, RAM}}};
+	struct bootinfo bi = {.nr_ram = 1, .ram = {{0, RAM}}, .early_ram_end = early_end};
 
 	ram = mmap(NULL, RAM, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ck_assert_ptr_ne(ram, MAP_FAILED);
 	kiln_hosted_ram = (uintptr_t)ram;
+	nonline = 0;
 	pmem_init(&bi);
 	bi.pml4 = pmem_alloc(true); /* the boot page tables: no upper half here */
 	vm_init(&bi);
@@ -97,6 +111,13 @@ static void teardown(void)
 	if (as)
 		aspace_release(as);
 	munmap(ram, RAM);
+	early_end = 0;
+}
+
+static void setup_late(void)
+{
+	early_end = EARLY;
+	setup();
 }
 
 static uint8_t *byte_at(struct aspace *a, uint64_t va)
@@ -246,6 +267,68 @@ START_TEST(huge_blocks_only_while_plentiful)
 	/* What is left: more than 1/16 of RAM, for single pages. */
 	ck_assert_uint_ge(pmem_free_pages(), pmem_total_pages() / 16);
 	ck_assert_uint_ne(pmem_alloc_user(false), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------ RAM that comes late */
+
+/* All of RAM counts from the start: page 0 and the two pages of bitmaps
+ * (3 bits a frame) are all that is not free. */
+START_TEST(late_ram_counted_from_the_start)
+{
+	ck_assert_uint_eq(pmem_total_pages(), RAM / PAGE_SIZE - 3);
+	ck_assert_uint_gt(pmem_free_pages(), (RAM - EARLY) / PAGE_SIZE);
+	ck_assert_uint_eq(nonline, 0);
+}
+END_TEST
+
+/* Single pages come from the early RAM until none is left, then the VMM
+ * is asked once and the rest of RAM is handed out too; every page is
+ * accounted for. */
+START_TEST(late_ram_asked_for_when_early_runs_out)
+{
+	size_t n = 0, free = pmem_free_pages();
+	uint64_t pa;
+
+	while ((pa = pmem_alloc(false)) && !nonline) {
+		ck_assert_uint_lt(pa, EARLY);
+		n++;
+	}
+	ck_assert_uint_eq(nonline, 1);
+	ck_assert_uint_ge(pa, EARLY);
+	ck_assert_uint_gt(n, (EARLY - MIB) / PAGE_SIZE);
+	n++;
+	while (pmem_alloc(false))
+		n++;
+	ck_assert_uint_eq(nonline, 1);
+	ck_assert_uint_eq(n, free);
+	ck_assert_uint_eq(pmem_free_pages(), 0);
+}
+END_TEST
+
+/* 2 MiB blocks come from the top of the early RAM first, from the top of
+ * RAM once the early RAM has none. */
+START_TEST(late_ram_huge_blocks)
+{
+	uint64_t pa = pmem_alloc_huge(false);
+
+	ck_assert_uint_eq(pa, EARLY - HUGE_SIZE);
+	while ((pa = pmem_alloc_huge(false)) && !nonline)
+		ck_assert_uint_lt(pa, EARLY);
+	ck_assert_uint_eq(nonline, 1);
+	ck_assert_uint_eq(pa, RAM - HUGE_SIZE);
+}
+END_TEST
+
+/* A run longer than the early RAM holds: it reaches into the rest. */
+START_TEST(late_ram_for_a_long_run)
+{
+	uint64_t pa = pmem_alloc_contig(EARLY / PAGE_SIZE, 1, true);
+
+	ck_assert_uint_eq(nonline, 1);
+	ck_assert_uint_ne(pa, 0);
+	ck_assert_uint_eq(pmem_alloc_contig(EARLY / PAGE_SIZE, 1, true), pa + EARLY);
+	ck_assert_uint_eq(nonline, 1);
 }
 END_TEST
 
@@ -636,6 +719,16 @@ static Suite *vm_suite(void)
 	tcase_add_test(t, huge_blocks_only_while_plentiful);
 	tcase_add_test(t, contig_first_fit);
 	tcase_add_test(t, fresh_chunks_populated_when_busy);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("late RAM");
+	tcase_add_checked_fixture(t, setup_late, teardown);
+	tcase_add_test(t, late_ram_counted_from_the_start);
+	tcase_add_test(t, late_ram_asked_for_when_early_runs_out);
+	tcase_add_test(t, late_ram_huge_blocks);
+	tcase_add_test(t, late_ram_for_a_long_run);
+	tcase_add_test(t, fill_promotes);
+	tcase_add_test(t, fork_copies_huge_pages);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("policy");
