@@ -16,7 +16,7 @@
 
 PROGS_DIR    := $(BUILD)/tests/progs
 PROGS_SRC    := tests/integration/progs
-PROGS_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP
+PROGS_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -Wno-unused-parameter -D_GNU_SOURCE -MMD -MP -Iinclude
 MUSL_CC      := musl-gcc
 
 PROGS_PLAIN    := fileio memtouch exitcode fault getpid_bench forkbench stress pipebench
@@ -38,6 +38,8 @@ PROGS_PLAIN    += vsocktest
 PROGS_PLAIN    += ptytest
 # Snapshots: random numbers in clones, a warm process to pause and clone.
 PROGS_PLAIN    += snaptest
+# kiln-vmm's RAM port called by a program (kiln/boot.h KILN_PORT_RAM).
+PROGS_PLAIN    += ramport
 # pthreads (clone, futex, TLS).
 PROGS_PLAIN    += threads
 # AF_UNIX and loopback AF_INET/AF_INET6 sockets (cases/sockets.sh).

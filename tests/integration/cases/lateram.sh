@@ -17,3 +17,7 @@ guest_case lateram-thp 0 --vmm '--mem 256M --mem-backing thp --stats' --no-out F
 # At most as much RAM as the early part: all of it from the start.
 guest_case lateram-none 0 --vmm '--mem 64M --stats' --out '^MemTotal: +6[0-9]{4} kB$' \
 	--err '^kiln-vmm: time:' --no-err 'late RAM' -- /bin/busybox head -1 /proc/meminfo
+# A program at the port itself (kiln/boot.h: harmless however called):
+# before the kernel asks, with garbage in the registers, and again after.
+guest_case lateram-port 0 --vmm '--mem 256M --stats' --out '^touched 150 MiB: yes$' \
+	--err '^kiln-vmm: late RAM \(from 66 MiB\): asked for at' -- /bin/ramport 150
