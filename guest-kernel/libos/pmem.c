@@ -12,8 +12,8 @@
  *
  * RAM past kiln,early-ram-end (kiln/boot.h) is counted from the start but
  * stays out of the bitmaps until the early RAM runs out: then the VMM is
- * asked for it (host_ram_online), which it registers with KVM while the
- * guest boots and most guests never wait for.
+ * asked for it (host_ram_online) and registers it with KVM (under a
+ * millisecond per GiB). Most guests never need it.
  */
 #include "bootinfo.h"
 #include "mm.h"
@@ -122,15 +122,21 @@ static uint64_t find_home(const struct bootinfo *bi, uint64_t bytes)
 	return 0;
 }
 
-/* Mark frames [first, end) free, a word at a time where possible. */
-static void mark_free(uint64_t first, uint64_t end)
+/* Frames [first, end): marked free (a word at a time where possible) if
+ * mark; their number. */
+static size_t mark_free(uint64_t first, uint64_t end, bool mark)
 {
+	size_t n = end - first;
+
+	if (!mark)
+		return n;
 	for (; first < end && first % 64; first++)
 		set(used_map, first, false);
 	for (; first + 64 <= end; first += 64)
 		used_map[first / 64] = 0;
 	for (; first < end; first++)
 		set(used_map, first, false);
+	return n;
 }
 
 /* Page 0, the bitmaps at home and the reserved ranges, sorted by base. */
@@ -164,18 +170,12 @@ static size_t free_ram(uint64_t lo, uint64_t hi, bool mark)
 			uint64_t he = ALIGN_UP(holes[h].base + holes[h].size, PAGE_SIZE);
 			if (he <= cur)
 				continue;
-			if (hs > cur) {
-				count += (MIN(hs, end) - cur) / PAGE_SIZE;
-				if (mark)
-					mark_free(cur / PAGE_SIZE, MIN(hs, end) / PAGE_SIZE);
-			}
+			if (hs > cur)
+				count += mark_free(cur / PAGE_SIZE, MIN(hs, end) / PAGE_SIZE, mark);
 			cur = MAX(cur, he);
 		}
-		if (cur < end) {
-			count += (end - cur) / PAGE_SIZE;
-			if (mark)
-				mark_free(cur / PAGE_SIZE, end / PAGE_SIZE);
-		}
+		if (cur < end)
+			count += mark_free(cur / PAGE_SIZE, end / PAGE_SIZE, mark);
 	}
 	return count;
 }
