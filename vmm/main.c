@@ -46,9 +46,10 @@
 #define MIN_FREE_MEM (8 * MIB)
 /* RAM registered with KVM before the guest runs, when there is more (see
  * struct vm_late_ram): the kernel, the initramfs index and what a boot and
- * a small program use, plus 1/256 of RAM for the guest's page bitmaps
- * (3/32768 of it). */
-#define EARLY_MEM (64 * MIB)
+ * a sandbox's usual programs use (python3 importing numpy, pandas and
+ * matplotlib fits, the agent with its commands too), plus 1/256 of RAM for
+ * the guest's page bitmaps (3/32768 of it). */
+#define LATE_RAM_FROM (64 * MIB)
 /* KVM's shadow MMU maps pages in groups of 8 (PTE_PREFETCH_NUM). */
 #define PREFETCH_GROUP (8 * 4096ULL)
 
@@ -701,9 +702,9 @@ static void *boot_helper(void *arg)
 }
 
 /* Where the late RAM starts, 0 if there is none. */
-static uint64_t early_ram_end(const struct guest_mem *mem)
+static uint64_t late_ram_start(const struct guest_mem *mem)
 {
-	uint64_t end = EARLY_MEM + ((mem->size / 256 + 2 * MIB - 1) & ~(2 * MIB - 1));
+	uint64_t end = LATE_RAM_FROM + ((mem->size / 256 + 2 * MIB - 1) & ~(2 * MIB - 1));
 
 	return end < mem->low_size ? end : mem->size > mem->low_size ? mem->low_size : 0;
 }
@@ -719,7 +720,7 @@ static int prepare_boot(struct vm *vm)
 	if (err)
 		die("cannot allocate %llu MiB of guest memory: %s",
 		    (unsigned long long)(vm->cfg.mem_size / MIB), strerror(-err));
-	vm->late.early_end = early_ram_end(&vm->mem);
+	vm->late.early_end = late_ram_start(&vm->mem);
 	ram_end = vm->late.early_end ? vm->late.early_end : vm->mem.low_size;
 	vm->t.mem_ready = vm_now_ns();
 	if (vm->cfg.initrd_path)
