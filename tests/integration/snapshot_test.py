@@ -32,7 +32,9 @@ Cases (all by default; each prints ok/FAIL):
              restores (eager) into either backing go on where it stopped
   lateram    a guest snapshotted before it asked for the RAM past its early
              part (kiln,early-ram-end) gets it after restores (eager,
-             template) at once: a program touching 100 MiB of 256 runs
+             template) at once: a program touching 100 MiB of 256 runs;
+             100 MiB of tmpfs data written then survives another snapshot
+             and restore
   python     (when $KILN_SNAPSHOT_IMAGE names the base image) a python3
              process with a variable and an open tmpfs file, through ten
              pause -> snapshot -> kill -> restore cycles
@@ -414,7 +416,16 @@ def case_thp():
 
 # ---------------------------------------------------------------- late RAM
 
-LATE_SCRIPT = "echo ready; read l; /bin/memtouch 100 >/tmp/m && echo memtouch-ok; exit 7"
+LATE_SCRIPT = """echo ready; read l; /bin/memtouch 100 >/tmp/m && echo memtouch-ok
+dd if=/dev/urandom of=/tmp/big bs=1M count=100 2>/dev/null; echo sum1 $(md5sum </tmp/big)
+read l; echo sum2 $(md5sum </tmp/big); exit 7"""
+
+
+def sum_of(text, key):
+    for line in text.splitlines():
+        if line.startswith(key + " "):
+            return line.split()[1]
+    return None
 
 
 def case_lateram():
@@ -438,16 +449,33 @@ def case_lateram():
         rvm = restore(path("late.snap"), mode, stdin=r)
         os.close(r)
         os.write(w, b"go\n")
-        t = rvm.wait_for(lambda t: "memtouch-ok" in t, 60)
+        t = rvm.wait_for(lambda t: "sum1 " in t, 60)
+        sum1 = sum_of(t or "", "sum1")
+        if not t or "memtouch-ok" not in t or not sum1:
+            rvm.kill()
+            os.close(w)
+            return fail(name, "%s restore: no memtouch-ok and sum1" % mode, rvm.out, rvm.err)
+        res = rvm.api({"op": "snapshot", "path": path("late2.snap"), "resume": False,
+                       "no_fsync": True})
+        rvm.kill()
+        os.close(w)
+        if not res.get("ok"):
+            return fail(name, "%s restore: snapshot: %s" % (mode, res), rvm.err)
+        r, w = os.pipe()
+        rvm = restore(path("late2.snap"), "eager", stdin=r)
+        os.close(r)
+        os.write(w, b"go\n")
+        t = rvm.wait_for(lambda t: "sum2 " in t, 60)
         try:
             rc = rvm.p.wait(30)
         except subprocess.TimeoutExpired:
             rc = None
         os.close(w)
-        if not t or rc != 7:
+        if sum_of(t or "", "sum2") != sum1 or rc != 7:
             rvm.kill()
-            return fail(name, "%s restore: exit status %s" % (mode, rc), rvm.out, rvm.err)
-    ok("%s (eager and template restores)" % name)
+            return fail(name, "after a %s restore: sum %s, then %s, exit status %s"
+                        % (mode, sum1, sum_of(t or "", "sum2"), rc), rvm.out, rvm.err)
+    ok("%s (eager and template restores, then 100 MiB of tmpfs through another)" % name)
 
 
 # ---------------------------------------------------------------- pause
