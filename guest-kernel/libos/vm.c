@@ -860,10 +860,10 @@ int vm_patch_syscall(struct aspace *as, uint64_t site)
 	}
 	if (vm_is_borrowed(as, site) || vm_is_borrowed(as, site + 1)) {
 		/* Code mapped from the image: patch a private copy, and flush
-		 * the TLB. The trap that brought us here was at the LSTAR page,
-		 * not at the site: without a flush the old page stays mapped
-		 * (on PVM hosts, until the next CR3 load) and every run of the
-		 * site would take this slow path again. */
+		 * the TLB. The site just ran from the old page, and no fault at
+		 * the site dropped its translation since: without a flush the
+		 * old page stays mapped (on PVM hosts, until the next CR3 load)
+		 * and every run of the site would take this slow path again. */
 		p0 = own_page(as, site);
 		p1 = own_page(as, site + 1);
 		if (p0 == ~0ULL || p1 == ~0ULL)

@@ -2,8 +2,8 @@
 /*
  * Code pages with their syscall sites rewritten, shared by every process.
  *
- * The first run of each `syscall` site costs a trip through the supervisor
- * (~50 us on PVM hosts) before vm_patch_syscall rewrites it into a call.
+ * The first run of each `syscall` site costs a reflection to LSTAR (~20 us
+ * on PVM hosts) before vm_patch_syscall rewrites it into a call.
  * Code an image holds is mapped in place (borrowed) and used to be patched
  * in a private copy per address space, so every exec of busybox paid for
  * each of its sites again. Instead, a borrowed page gets one patched copy
