@@ -26,6 +26,10 @@
  *            (the site is `0f 05` again) and runs twice more
  *
  * Each mode prints "MODE ok" or what went wrong, and exits 0 or 1.
+ *
+ *   bench N  (tools/bench/bench.sh) the cost of a site's first run, over N
+ *            fresh getpid sites in memory the program wrote, and of a run
+ *            after: prints "first_run_ns X" and "rewritten_ns X"
  */
 #include <errno.h>
 #include <signal.h>
@@ -38,6 +42,7 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DF          0x400UL
@@ -460,6 +465,43 @@ static int mode_jit(void)
 	return bad;
 }
 
+static double now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int mode_bench(long n)
+{
+	size_t len = ((size_t)n * 16 + 4095) & ~(size_t)4095;
+	uint8_t *code =
+	    mmap(NULL, len, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	double t[3];
+	long pid = getpid(), bad = 0;
+
+	if (n <= 0 || n > 1 << 20 || code == MAP_FAILED) {
+		printf("bench: bad N or mmap failed\n");
+		return 1;
+	}
+	for (long i = 0; i < n; i++)
+		put_stub(code + 16 * i, SYS_getpid);
+	for (int pass = 0; pass < 2; pass++) {
+		t[pass] = now_ns();
+		for (long i = 0; i < n; i++)
+			bad += ((long (*)(void))(code + 16 * i))() != pid;
+	}
+	t[2] = now_ns();
+	if (bad) {
+		printf("bench: %ld calls returned the wrong pid\n", bad);
+		return 1;
+	}
+	printf("first_run_ns %.0f\nrewritten_ns %.1f\nsites %ld\n", (t[1] - t[0]) / (double)n,
+	       (t[2] - t[1]) / (double)n, n);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -482,8 +524,11 @@ int main(int argc, char **argv)
 		bad = mode_timer();
 	else if (!strcmp(mode, "jit"))
 		bad = mode_jit();
+	else if (!strcmp(mode, "bench") && argc > 2)
+		return mode_bench(strtol(argv[2], NULL, 10));
 	else {
-		printf("usage: firstsys sites|thread|fork|vfork|signal|restart|timer|jit\n");
+		printf(
+		    "usage: firstsys sites|thread|fork|vfork|signal|restart|timer|jit|bench N\n");
 		return 2;
 	}
 	if (!bad)
