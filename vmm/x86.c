@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 
 #include "../snapshot/snap.h"
+#include "vcpu.h"
 #include "vm.h"
 #include "x86.h"
 
@@ -327,15 +328,9 @@ static int set_sregs(struct vcpu *c)
 /* Is this KVM kvm_pvm, where `syscall` stays at CPL3 (kiln/boot.h)? */
 static bool host_is_pvm(struct vcpu *c)
 {
-	struct {
-		struct kvm_msrs hdr;
-		struct kvm_msr_entry e;
-	} m;
+	uint64_t sig;
 
-	memset(&m, 0, sizeof(m));
-	m.hdr.nmsrs = 1;
-	m.e.index = MSR_PVM_SIGNATURE;
-	return ioctl(c->fd, KVM_GET_MSRS, &m) == 1 && m.e.data == PVM_SIGNATURE;
+	return vcpu_read_msr(c, MSR_PVM_SIGNATURE, &sig) == 0 && sig == PVM_SIGNATURE;
 }
 
 static int set_msrs(struct vcpu *c)

@@ -502,36 +502,30 @@ static int mode_bench(long n)
 	return 0;
 }
 
+static const struct {
+	const char *name;
+	int (*run)(void);
+} modes[] = {
+    {"sites", mode_sites}, {"thread", mode_thread}, {"fork", mode_fork},
+    {"vfork", mode_vfork}, {"signal", mode_signal}, {"restart", mode_restart},
+    {"timer", mode_timer}, {"jit", mode_jit},
+};
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
-	int bad;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
-	if (!strcmp(mode, "sites"))
-		bad = mode_sites();
-	else if (!strcmp(mode, "thread"))
-		bad = mode_thread();
-	else if (!strcmp(mode, "fork"))
-		bad = mode_fork();
-	else if (!strcmp(mode, "vfork"))
-		bad = mode_vfork();
-	else if (!strcmp(mode, "signal"))
-		bad = mode_signal();
-	else if (!strcmp(mode, "restart"))
-		bad = mode_restart();
-	else if (!strcmp(mode, "timer"))
-		bad = mode_timer();
-	else if (!strcmp(mode, "jit"))
-		bad = mode_jit();
-	else if (!strcmp(mode, "bench") && argc > 2)
+	if (!strcmp(mode, "bench") && argc > 2)
 		return mode_bench(strtol(argv[2], NULL, 10));
-	else {
-		printf(
-		    "usage: firstsys sites|thread|fork|vfork|signal|restart|timer|jit|bench N\n");
-		return 2;
+	for (unsigned i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		if (!strcmp(mode, modes[i].name)) {
+			if (modes[i].run())
+				return 1;
+			printf("%s ok\n", mode);
+			return 0;
+		}
 	}
-	if (!bad)
-		printf("%s ok\n", mode);
-	return bad;
+	printf("usage: firstsys sites|thread|fork|vfork|signal|restart|timer|jit|bench N\n");
+	return 2;
 }
