@@ -115,11 +115,16 @@ int text_patch(struct aspace *as, uint64_t *pte, uint64_t site)
 		pa = copy_of(pa);
 		if (!pa)
 			return -ENOMEM;
+		/* No TLB flush: until the old translation goes (with a shadow
+		 * MMU, maybe not before the next address-space switch) the
+		 * site runs from the image page, unpatched but correct, each
+		 * run through the first-run path, which flushes when it finds
+		 * the site rewritten (vm_patch_syscall). A flush now would cost
+		 * a supervisor call and the refill (~60 us on PVM hosts, more
+		 * than the rest of the first run), and most sites do not run
+		 * again before the next switch. Both pages are read-only
+		 * borrowed ones, alike but for rewritten sites. */
 		*pte = pa | (*pte & ~PTE_ADDR);
-		/* Until the old translation goes, the site runs unpatched from
-		 * the image page; with a shadow MMU that can last until the next
-		 * address-space switch, every call taking the slow path. */
-		pt_flush_page(as, site);
 	}
 	b = (uint8_t *)phys_to_virt(pa) + off;
 	/* Second byte first, as vm_patch_syscall does. */
