@@ -18,9 +18,9 @@
  *   signal   pause at a site, ended by SIGALRM (-EINTR); the handler's
  *            return is the program's first rt_sigreturn
  *   restart  read from a pipe at a site, interrupted by an SA_RESTART
- *            handler and restarted until a child writes
- *   timer    after a first run, a CPU-bound loop still gets its SIGALRM
- *            (interrupts stay enabled)
+ *            handler and restarted; a child writes once a signal came
+ *   timer    setitimer at a site, then a CPU-bound loop still gets its
+ *            SIGALRM (interrupts stay enabled)
  *   jit      sites in memory the program writes itself: each of 64 stubs,
  *            one straddling two pages, runs twice, then is written anew
  *            (the site is `0f 05` again) and runs twice more
@@ -199,10 +199,13 @@ static int run_site(const char *what, site_fn *f, long nr, long a0, long a1, lon
 }
 
 static volatile sig_atomic_t got_signal;
+static int signal_pipe = -1; /* each signal also writes a byte here */
 
 static void on_signal(int sig)
 {
 	got_signal = sig;
+	if (signal_pipe >= 0 && write(signal_pipe, "s", 1) != 1)
+		got_signal = -1;
 }
 
 static void handle(int sig, int flags)
@@ -348,14 +351,17 @@ static int mode_vfork(void)
 	return 0;
 }
 
+/* SIGALRM every 30 ms (a first one before the site runs is not the last). */
+static const struct itimerval every_30ms = {{0, 30000}, {0, 30000}}, disarmed;
+
 static int mode_signal(void)
 {
-	struct itimerval it = {.it_value = {.tv_usec = 30000}};
 	int bad;
 
 	handle(SIGALRM, 0);
-	setitimer(ITIMER_REAL, &it, NULL);
+	setitimer(ITIMER_REAL, &every_30ms, NULL);
 	bad = run_site("pause", fresh_site(), SYS_pause, 0, 0, 0, -EINTR, 0);
+	setitimer(ITIMER_REAL, &disarmed, NULL);
 	if (got_signal != SIGALRM) {
 		printf("pause: the handler did not run\n");
 		bad = 1;
@@ -363,27 +369,27 @@ static int mode_signal(void)
 	return bad;
 }
 
+/* The child writes to the pipe read blocks on once a signal came. */
 static int mode_restart(void)
 {
-	struct itimerval it = {.it_value = {.tv_usec = 20000}};
-	char buf[8] = {0};
-	int fds[2], status, bad;
+	char buf[8] = {0}, c;
+	int fds[2], sigs[2], status, bad;
 	pid_t child;
 
-	if (pipe(fds)) {
+	if (pipe(fds) || pipe(sigs)) {
 		printf("pipe failed\n");
 		return 1;
 	}
 	child = fork();
-	if (child == 0) {
-		usleep(150000);
-		_exit(write(fds[1], "x", 1) == 1 ? 0 : 1);
-	}
+	if (child == 0)
+		_exit(read(sigs[0], &c, 1) == 1 && write(fds[1], "x", 1) == 1 ? 0 : 1);
+	signal_pipe = sigs[1];
 	handle(SIGALRM, SA_RESTART);
-	setitimer(ITIMER_REAL, &it, NULL);
+	setitimer(ITIMER_REAL, &every_30ms, NULL);
 	bad = run_site("read", fresh_site(), SYS_read, fds[0], (long)buf, 1, 1, REWRITTEN);
+	setitimer(ITIMER_REAL, &disarmed, NULL);
 	if (got_signal != SIGALRM || buf[0] != 'x') {
-		printf("read: handler ran: %s, read '%c'\n", got_signal ? "yes" : "no", buf[0]);
+		printf("read: signal %d, read '%c'\n", got_signal, buf[0]);
 		bad = 1;
 	}
 	waitpid(child, &status, 0);
@@ -398,6 +404,7 @@ static uint64_t rdtsc(void)
 	return (uint64_t)hi << 32 | lo;
 }
 
+/* The timer is armed by a first run, the last syscall before the loop. */
 static int mode_timer(void)
 {
 	struct itimerval it = {.it_value = {.tv_usec = 20000}};
@@ -405,8 +412,7 @@ static int mode_timer(void)
 	int bad;
 
 	handle(SIGALRM, 0);
-	setitimer(ITIMER_REAL, &it, NULL);
-	bad = run_site("getpid", fresh_site(), SYS_getpid, 0, 0, 0, getpid(), 0);
+	bad = run_site("setitimer", fresh_site(), SYS_setitimer, ITIMER_REAL, (long)&it, 0, 0, 0);
 	/* About 10 s at any TSC rate of at most 10 GHz; no syscall inside. */
 	t0 = rdtsc();
 	while (!got_signal && rdtsc() - t0 < 100000000000ULL)
