@@ -2,8 +2,9 @@
 /*
  * Code pages with their syscall sites rewritten, shared by every process.
  *
- * The first run of each `syscall` site costs a reflection to LSTAR (~20 us
- * on PVM hosts) before vm_patch_syscall rewrites it into a call.
+ * The first run of each `syscall` site costs a reflection to LSTAR (22 us
+ * on the Intel PVM host of shared/probes/RESULTS.md, a few on an AMD one)
+ * before vm_patch_syscall rewrites it into a call.
  * Code an image holds is mapped in place (borrowed) and used to be patched
  * in a private copy per address space, so every exec of busybox paid for
  * each of its sites again. Instead, a borrowed page gets one patched copy
@@ -120,9 +121,9 @@ int text_patch(struct aspace *as, uint64_t *pte, uint64_t site)
 		 * site runs from the image page, unpatched but correct, each
 		 * run through the first-run path, which flushes when it finds
 		 * the site rewritten (vm_patch_syscall). A flush now would cost
-		 * a supervisor call and the refill (~60 us on PVM hosts, more
-		 * than the rest of the first run), and most sites do not run
-		 * again before the next switch. Both pages are read-only
+		 * a supervisor call and the refill (~45 us on the AMD PVM host,
+		 * more than the rest of the first run), and most sites do not
+		 * run again before the next switch. Both pages are read-only
 		 * borrowed ones, alike but for rewritten sites. */
 		*pte = pa | (*pte & ~PTE_ADDR);
 	}
