@@ -175,9 +175,15 @@ static int check_image(const struct kernel_info *ki, const char **err)
 		return -EINVAL;
 	}
 	if (!mapped(ki, img->entry, true) || !mapped(ki, img->syscall_entry, true) ||
-	    img->syscall_entry >= KILN_VA_SV_END || !mapped(ki, img->boot_stack - 8, false) ||
+	    !mapped(ki, img->syscall_entry_cpl3, true) || !mapped(ki, img->boot_stack - 8, false) ||
 	    !mapped(ki, img->rsp0 - 8, false)) {
 		*err = "boot note points outside the image";
+		return -EINVAL;
+	}
+	if (img->syscall_entry >= KILN_VA_SV_END || img->syscall_entry_cpl3 < KILN_VA_LIBOS_START ||
+	    img->syscall_entry_cpl3 >= KILN_VA_LIBOS_END) {
+		*err = "boot note: a syscall entry lies on the wrong kind of page (supervisor for "
+		       "CPL0, library OS for CPL3)";
 		return -EINVAL;
 	}
 	for (int i = 0; i < 7; i++) {

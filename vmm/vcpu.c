@@ -362,7 +362,7 @@ int vcpu_tsc_khz(struct vcpu *c)
 	return khz > 0 ? khz : -errno;
 }
 
-int vcpu_read_tsc(struct vcpu *c, uint64_t *tsc)
+int vcpu_read_msr(struct vcpu *c, uint32_t index, uint64_t *val)
 {
 	struct {
 		struct kvm_msrs hdr;
@@ -371,11 +371,16 @@ int vcpu_read_tsc(struct vcpu *c, uint64_t *tsc)
 
 	memset(&m, 0, sizeof(m));
 	m.hdr.nmsrs = 1;
-	m.e.index = 0x10; /* IA32_TSC */
+	m.e.index = index;
 	if (ioctl(c->fd, KVM_GET_MSRS, &m) != 1)
 		return -EIO;
-	*tsc = m.e.data;
+	*val = m.e.data;
 	return 0;
+}
+
+int vcpu_read_tsc(struct vcpu *c, uint64_t *tsc)
+{
+	return vcpu_read_msr(c, 0x10 /* IA32_TSC */, tsc);
 }
 
 void vcpu_describe(struct vcpu *c, char *buf, size_t len)

@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 
 #include "../snapshot/snap.h"
+#include "vcpu.h"
 #include "vm.h"
 #include "x86.h"
 
@@ -321,19 +322,30 @@ static int set_sregs(struct vcpu *c)
 #define MSR_FS_BASE        0xc0000100
 #define MSR_GS_BASE        0xc0000101
 #define MSR_KERNEL_GS_BASE 0xc0000102
+#define MSR_PVM_SIGNATURE  0x4b564d11 /* kvm_pvm: reads "PVM" */
+#define PVM_SIGNATURE      0x4d5650
+
+/* Is this KVM kvm_pvm, where `syscall` stays at CPL3 (kiln/boot.h)? */
+static bool host_is_pvm(struct vcpu *c)
+{
+	uint64_t sig;
+
+	return vcpu_read_msr(c, MSR_PVM_SIGNATURE, &sig) == 0 && sig == PVM_SIGNATURE;
+}
 
 static int set_msrs(struct vcpu *c)
 {
 	const struct kiln_boot_image *img = &c->vm->kernel.image;
+	bool pvm = host_is_pvm(c);
 	const struct {
 		uint32_t idx;
 		uint64_t val;
 	} v[] = {
 	    {MSR_APIC_BASE, 0xfee00000ULL | (1 << 11) | (1 << 10) | (c->id == 0 ? 1 << 8 : 0)},
 	    {MSR_STAR, ((uint64_t)(KILN_SEL_UCODE32 - 3) << 48) | ((uint64_t)KILN_SEL_KCODE << 32)},
-	    {MSR_LSTAR, img->syscall_entry},
+	    {MSR_LSTAR, pvm ? img->syscall_entry_cpl3 : img->syscall_entry},
 	    {MSR_CSTAR, 0},
-	    {MSR_SFMASK, 0x40700}, /* TF DF IF AC */
+	    {MSR_SFMASK, pvm ? 0x40500 : 0x40700}, /* TF DF AC, and IF where CPL0 is entered */
 	    {MSR_FS_BASE, 0},
 	    {MSR_GS_BASE, 0},
 	    {MSR_KERNEL_GS_BASE, 0},

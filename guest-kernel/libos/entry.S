@@ -3,6 +3,7 @@
  * Library OS entry points (CPL3, native speed):
  *   libos_start       first CPL3 instruction after boot (RDI = FDT address)
  *   zpoline_entry     every rewritten syscall arrives here through the sled
+ *   lstar_entry       a syscall site's first run on PVM hosts (LSTAR)
  *   libos_trap_entry  exceptions forwarded by the supervisor
  *   trap_resume       return to any saved context without CPL0
  */
@@ -83,6 +84,33 @@ zpoline_entry:
 	jmp	trap_resume
 
 	.section .text
+/*
+ * LSTAR on PVM hosts (kiln/boot.h: syscall_entry_cpl3): a `syscall` that has
+ * not been rewritten yet. PVM reflects it here without a privilege change:
+ * still at CPL3, RCX = return RIP, R11 = RFLAGS, FMASK (TF DF AC) applied,
+ * IF set. RSP is still the program's and its 128-byte red zone may hold live
+ * data: nothing is stored on that stack before trap_resume, which stores
+ * below the red zone. The program's RSP waits in kcpu0 while the stack
+ * switches (one CPU; an interrupt meanwhile only sets a bit, see the
+ * supervisor's irq_eoi). first_syscall_entry (trap.c) takes RIP and RFLAGS
+ * from RCX and R11, rewrites the site and serves the call; the return
+ * restores every register, RCX and R11 as `syscall` leaves them.
+ */
+	.globl	lstar_entry
+lstar_entry:
+	cld
+	movq	%rsp, kcpu0+KCPU_LSTAR_RSP(%rip)
+	movq	%gs:0, %rsp
+	subq	$TF_SIZE, %rsp
+	SAVE_GPRS
+	movq	kcpu0+KCPU_LSTAR_RSP(%rip), %rax
+	movq	%rax, TF_RSP(%rsp)
+	movq	$0, TF_CR2(%rsp)
+	movq	%rsp, %rdi
+	call	first_syscall_entry
+	movq	%rsp, %rdi
+	jmp	trap_resume
+
 /*
  * The supervisor forwarded an exception from CPL3. Every general register
  * still holds the interrupted context's value; the hardware frame is at the

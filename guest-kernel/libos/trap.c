@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Exceptions from CPL3, forwarded by the supervisor. Four kinds:
- *  - a syscall that has not been rewritten yet (PVM: #PF at the supervisor
- *    LSTAR page): rewrite the site, serve the call, return after it;
+ * Exceptions from CPL3, forwarded by the supervisor, and the first run of a
+ * syscall site. The kinds:
+ *  - a syscall that has not been rewritten yet: rewrite the site, serve the
+ *    call, return after it. On PVM hosts `syscall` stays at CPL3 and LSTAR is
+ *    the library OS's lstar_entry (entry.S), which calls first_syscall_entry
+ *    without the supervisor; on VMX hosts it enters CPL0 at the supervisor's
+ *    sv_syscall_entry, which forwards it as a #PF at that address;
  *  - a rewritten syscall with a number outside the sled (`call *%rax` to a
  *    wild address): -ENOSYS;
  *  - a write to a page borrowed from the image, or the first touch of a
@@ -33,8 +37,10 @@ static bool in_libos(uint64_t rip)
 	return rip >= KILN_VA_LIBOS_START && rip < KILN_VA_LIBOS_END;
 }
 
-/* The first run of a syscall site: it arrives as a #PF at the supervisor's
- * LSTAR page. Rewrite the site, then serve it like any syscall. */
+/* The first run of a syscall site (RCX = return RIP, R11 = RFLAGS, as
+ * `syscall` left them). Rewrite the site, then serve it like any syscall.
+ * A site that cannot be rewritten (no memory, or no longer `0f 05`) is
+ * served all the same, and comes here again next time. */
 static void first_syscall(struct trapframe *tf)
 {
 	struct thread *t = cur_thread();
@@ -46,6 +52,18 @@ static void first_syscall(struct trapframe *tf)
 	tf->error = tf->rax;
 	t->syscall_tf = tf;
 	tf->rax = (uint64_t)syscall_dispatch(tf);
+}
+
+/* PVM hosts: lstar_entry saved the program's context at CPL3 (RIP = RCX,
+ * RFLAGS = R11, RSP untouched); it resumes with trap_resume. */
+void first_syscall_entry(struct trapframe *tf)
+{
+	uint64_t t0 = kiln_stats ? rdtsc() : 0;
+
+	first_syscall(tf);
+	if (t0)
+		stats_trap(STATS_TRAP_FIRST_SYSCALL, t0);
+	exit_to_user(tf);
 }
 
 /* A rewritten syscall site's `call *%rax` went outside the sled (a number
@@ -220,7 +238,7 @@ void trap_handle(struct trapframe *tf)
 		       (unsigned long)tf->vector, (unsigned long)tf->error, (unsigned long)tf->rip,
 		       (unsigned long)tf->cr2);
 	}
-	if (tf->vector == 14 && tf->rip == (uint64_t)sv_syscall_entry) {
+	if (tf->vector == 14 && tf->rip == (uint64_t)sv_syscall_entry) { /* VMX hosts */
 		kind = STATS_TRAP_FIRST_SYSCALL;
 		first_syscall(tf);
 	} else if ((tf->vector == 14 || tf->vector == 13) && bad_syscall_number(tf)) {

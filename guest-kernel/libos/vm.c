@@ -837,6 +837,14 @@ static int remember_patch(struct aspace *as, uint64_t site)
 	return 0;
 }
 
+/* Drop the translations of the two bytes of a syscall site. */
+static void flush_site(struct aspace *as, uint64_t site)
+{
+	pt_flush_page(as, site);
+	if ((site + 1) / PAGE_SIZE != site / PAGE_SIZE)
+		pt_flush_page(as, site + 1);
+}
+
 int vm_patch_syscall(struct aspace *as, uint64_t site)
 {
 	uint64_t p0 = vm_translate(as, site), p1 = vm_translate(as, site + 1);
@@ -847,8 +855,12 @@ int vm_patch_syscall(struct aspace *as, uint64_t site)
 		return -EFAULT;
 	b0 = phys_to_virt(p0);
 	b1 = phys_to_virt(p1);
-	if (*b0 == 0xff && *b1 == 0xd0)
+	if (*b0 == 0xff && *b1 == 0xd0) {
+		/* Rewritten already, yet `syscall` ran here: from a stale
+		 * translation to the page before text_patch made the copy. */
+		flush_site(as, site);
 		return 0;
+	}
 	if (*b0 != 0x0f || *b1 != 0x05)
 		return -EINVAL;
 	if (vm_is_borrowed(as, site) && vm_is_borrowed(as, site + 1)) {
@@ -860,10 +872,9 @@ int vm_patch_syscall(struct aspace *as, uint64_t site)
 	}
 	if (vm_is_borrowed(as, site) || vm_is_borrowed(as, site + 1)) {
 		/* Code mapped from the image: patch a private copy, and flush
-		 * the TLB. The trap that brought us here was at the LSTAR page,
-		 * not at the site: without a flush the old page stays mapped
-		 * (on PVM hosts, until the next CR3 load) and every run of the
-		 * site would take this slow path again. */
+		 * the TLB at once (unlike text_patch: the copy may be writable,
+		 * and a write through the stale read-only entry would fault
+		 * where vm_fault sees nothing to do). */
 		p0 = own_page(as, site);
 		p1 = own_page(as, site + 1);
 		if (p0 == ~0ULL || p1 == ~0ULL)
@@ -881,10 +892,7 @@ int vm_patch_syscall(struct aspace *as, uint64_t site)
 	 * is mid-decode, which the single-vCPU kernel never allows. */
 	*b1 = 0xd0;
 	*b0 = 0xff;
-	if (flush) {
-		pt_flush_page(as, site);
-		if ((site + 1) / PAGE_SIZE != site / PAGE_SIZE)
-			pt_flush_page(as, site + 1);
-	}
+	if (flush)
+		flush_site(as, site);
 	return 0;
 }

@@ -119,9 +119,9 @@ void keep_forget(void);
 /* Is the page at pa such a copy? */
 bool text_is_copy(uint64_t pa);
 /* Rewrite the syscall at site, which the borrowed 4 KiB page of entry pte
- * maps, in the page's shared copy (made now if need be; then pte maps it).
- * -EINVAL if the site straddles two pages, -ENOMEM if no copy can be made:
- * the caller patches a private copy instead. */
+ * maps, in the page's shared copy (made now if need be; then pte maps it,
+ * with no TLB flush). -EINVAL if the site straddles two pages, -ENOMEM if
+ * no copy can be made: the caller patches a private copy instead. */
 int text_patch(struct aspace *as, uint64_t *pte, uint64_t site);
 /* Is pa the address of a syscall site rewritten in a shared copy? */
 bool text_site_patched(uint64_t pa);

@@ -2,8 +2,9 @@
 /*
  * Code pages with their syscall sites rewritten, shared by every process.
  *
- * The first run of each `syscall` site costs a trip through the supervisor
- * (~50 us on PVM hosts) before vm_patch_syscall rewrites it into a call.
+ * The first run of each `syscall` site costs a reflection to LSTAR (22 us
+ * on the Intel PVM host of shared/probes/RESULTS.md, a few on an AMD one)
+ * before vm_patch_syscall rewrites it into a call.
  * Code an image holds is mapped in place (borrowed) and used to be patched
  * in a private copy per address space, so every exec of busybox paid for
  * each of its sites again. Instead, a borrowed page gets one patched copy
@@ -115,11 +116,16 @@ int text_patch(struct aspace *as, uint64_t *pte, uint64_t site)
 		pa = copy_of(pa);
 		if (!pa)
 			return -ENOMEM;
+		/* No TLB flush: until the old translation goes (with a shadow
+		 * MMU, maybe not before the next address-space switch) the
+		 * site runs from the image page, unpatched but correct, each
+		 * run through the first-run path, which flushes when it finds
+		 * the site rewritten (vm_patch_syscall). A flush now would cost
+		 * a supervisor call and the refill (~45 us on the AMD PVM host,
+		 * more than the rest of the first run), and most sites do not
+		 * run again before the next switch. Both pages are read-only
+		 * borrowed ones, alike but for rewritten sites. */
 		*pte = pa | (*pte & ~PTE_ADDR);
-		/* Until the old translation goes, the site runs unpatched from
-		 * the image page; with a shadow MMU that can last until the next
-		 * address-space switch, every call taking the slow path. */
-		pt_flush_page(as, site);
 	}
 	b = (uint8_t *)phys_to_virt(pa) + off;
 	/* Second byte first, as vm_patch_syscall does. */

@@ -195,11 +195,10 @@ sv_quiesce_entry:
 	jmp	irq_eoi
 
 /*
- * LSTAR. On PVM hosts `syscall` never reaches CPL0: it is reflected to this
- * address at CPL3, the fetch from a supervisor page faults, and the #PF
- * reaches the library OS with RIP == sv_syscall_entry, which it treats as a
- * syscall. On VMX hosts we get here at CPL0 with the user's stack; build the
- * same #PF frame so the library OS sees one path.
+ * LSTAR on VMX hosts, where `syscall` enters CPL0 here with the program's
+ * stack: build the frame of a #PF at this address, which the library OS
+ * treats as a syscall. (On PVM hosts `syscall` stays at CPL3 and LSTAR is
+ * the library OS's own lstar_entry instead: kiln/boot.h.)
  */
 	.balign	16
 	.globl	sv_syscall_entry

@@ -9,6 +9,7 @@
 extern char sv_entry[], sv_exc_stubs[], sv_bp_entry[], sv_irq_stubs[], sv_timer_entry[];
 extern char sv_spurious_entry[], sv_syscall_entry[], sv_quiesce_entry[];
 extern char sv_ist1_top[], sv_ist2_top[], sv_boot_stack_top[], libos_rsp0_top[];
+extern char lstar_entry[];
 
 #define EXC(n)  [n] = (uint64_t)(sv_exc_stubs + 16 * (n))
 #define IRQ(n)  [KILN_VEC_DEVICE0 + (n)] = (uint64_t)(sv_irq_stubs + 16 * (n))
@@ -36,6 +37,7 @@ __attribute__((section(".note.kiln"), used, aligned(4))) static const struct kil
                     .entry = (uint64_t)sv_entry,
                     .boot_stack = (uint64_t)sv_boot_stack_top,
                     .syscall_entry = (uint64_t)sv_syscall_entry,
+                    .syscall_entry_cpl3 = (uint64_t)lstar_entry,
                     .rsp0 = (uint64_t)libos_rsp0_top,
                     .ist = {(uint64_t)sv_ist1_top, (uint64_t)sv_ist2_top},
                     .vector =

@@ -6,9 +6,10 @@
  * Version 4 (2 added the snapshot quiesce point: KILN_VEC_QUIESCE and
  * KILN_PORT_QUIESCE; 3 KILN_PORT_POPULATE and the batched device-register
  * port KILN_PORT_MMIO; 4 RAM that comes online later: kiln,early-ram-end
- * and KILN_PORT_RAM). Any change to a layout, constant or meaning below
- * bumps KILN_BOOT_VERSION; the VMM refuses images that carry another
- * version, and refuses to restore a snapshot taken with another one.
+ * and KILN_PORT_RAM; kiln_boot_image.syscall_entry_cpl3, LSTAR on PVM
+ * hosts). Any change to a layout, constant or meaning below bumps
+ * KILN_BOOT_VERSION; the VMM refuses images that carry another version, and
+ * refuses to restore a snapshot taken with another one.
  *
  * Why so much is done by the VMM: on PVM hosts every guest CPL0 instruction
  * is emulated (0.3-1 us each, see shared/probes/RESULTS.md), so page tables,
@@ -120,8 +121,15 @@
  *  - IDT: built from kiln_boot_image.vector[]; loaded.
  *  - x2APIC enabled, software-enabled (SVR), LVT timer in TSC-deadline mode
  *    on KILN_VEC_TIMER; other LVTs masked.
- *  - MSRs: STAR (KILN_SEL_*), LSTAR = kiln_boot_image.syscall_entry,
- *    FMASK = TF|DF|IF|AC, GS_BASE = KERNEL_GS_BASE = FS_BASE = 0.
+ *  - MSRs: STAR (KILN_SEL_*), GS_BASE = KERNEL_GS_BASE = FS_BASE = 0, and
+ *    LSTAR and FMASK by the kind of host:
+ *      hardware virtualization (VMX/SVM), where `syscall` enters CPL0:
+ *        LSTAR = kiln_boot_image.syscall_entry, FMASK = TF|DF|IF|AC;
+ *      PVM (kvm_pvm; the VMM reads "PVM" from MSR 0x4b564d11), where
+ *        `syscall` is reflected to LSTAR without a privilege change (CPL3,
+ *        RCX = return RIP, R11 = RFLAGS, FMASK applied, the program's RSP):
+ *        LSTAR = kiln_boot_image.syscall_entry_cpl3, FMASK = TF|DF|AC (IF
+ *        must stay set: CPL3 code cannot set it again).
  *  - RIP = kiln_boot_image.entry, RSP = kiln_boot_image.boot_stack,
  *    RDI = guest-physical address of the FDT, RFLAGS = 0x2 (IF clear).
  *  - CPUID hides CX16 (CPL0 cmpxchg16b cannot be emulated on PVM hosts) and
@@ -259,7 +267,8 @@ struct kiln_boot_image {
 	uint32_t version;                 /* KILN_BOOT_VERSION */
 	uint64_t entry;                   /* CPL0 entry point */
 	uint64_t boot_stack;              /* initial RSP (top of a stack in the image) */
-	uint64_t syscall_entry;           /* LSTAR; must be on a supervisor page */
+	uint64_t syscall_entry;           /* LSTAR where `syscall` enters CPL0 */
+	uint64_t syscall_entry_cpl3;      /* LSTAR on PVM hosts: a user page */
 	uint64_t rsp0;                    /* TSS.RSP0: stack for traps from CPL3 */
 	uint64_t ist[7];                  /* TSS.IST1..7, 0 = unused */
 	uint64_t vector[KILN_NR_VECTORS]; /* handler address, 0 = no gate */

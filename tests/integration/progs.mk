@@ -44,6 +44,8 @@ PROGS_PLAIN    += ramport
 PROGS_PLAIN    += threads
 # AF_UNIX and loopback AF_INET/AF_INET6 sockets (cases/sockets.sh).
 PROGS_PLAIN    += unixsock inetsock
+# The first run of syscall sites (cases/firstsys.sh).
+PROGS_PLAIN    += firstsys
 
 GUEST_PROGS := $(PROGS_PLAIN:%=$(PROGS_DIR)/%) \
 	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc) \

@@ -13,7 +13,8 @@
 #define SV_VA    0xffffffff80200000ULL
 #define LIBOS_VA 0xffffffff90a00000ULL
 
-/* A small valid image: a supervisor text segment, a libOS segment, a note. */
+/* A small valid image: a supervisor text segment, a libOS data segment, a
+ * note and a libOS text segment (empty). */
 struct image {
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph[4];
@@ -44,7 +45,7 @@ static void make_image(void)
 	img.eh.e_entry = SV_VA;
 	img.eh.e_phoff = sizeof(Elf64_Ehdr);
 	img.eh.e_phentsize = sizeof(Elf64_Phdr);
-	img.eh.e_phnum = 3;
+	img.eh.e_phnum = 4;
 	img.eh.e_ehsize = sizeof(Elf64_Ehdr);
 
 	img.ph[0] = (Elf64_Phdr){.p_type = PT_LOAD,
@@ -68,6 +69,12 @@ static void make_image(void)
 	                         .p_offset = offsetof(struct image, note),
 	                         .p_filesz = sizeof(img.note),
 	                         .p_align = 4};
+	img.ph[3] = (Elf64_Phdr){.p_type = PT_LOAD,
+	                         .p_flags = PF_R | PF_X,
+	                         .p_vaddr = LIBOS_VA + 4096,
+	                         .p_paddr = 0x203000,
+	                         .p_memsz = 4096,
+	                         .p_align = 4096};
 	img.note.nh.n_namesz = 5;
 	img.note.nh.n_descsz = sizeof(struct kiln_boot_image);
 	img.note.nh.n_type = KILN_NOTE_BOOT;
@@ -76,6 +83,7 @@ static void make_image(void)
 	img.note.bi.version = KILN_BOOT_VERSION;
 	img.note.bi.entry = SV_VA;
 	img.note.bi.syscall_entry = SV_VA + 16;
+	img.note.bi.syscall_entry_cpl3 = LIBOS_VA + 4096;
 	img.note.bi.boot_stack = SV_VA + 8192;
 	img.note.bi.rsp0 = LIBOS_VA + 4096;
 	img.note.bi.vector[14] = SV_VA + 32;
@@ -115,9 +123,9 @@ START_TEST(valid_image_loads)
 	uint8_t *p;
 
 	ck_assert_int_eq(kernel_load(&mem, &img, sizeof(img), &ki, &err), 0);
-	ck_assert_int_eq(ki.nr_seg, 2);
+	ck_assert_int_eq(ki.nr_seg, 3);
 	ck_assert_uint_eq(ki.pa_start, 0x200000);
-	ck_assert_uint_eq(ki.pa_end, 0x203000);
+	ck_assert_uint_eq(ki.pa_end, 0x204000);
 	ck_assert_uint_eq(ki.image.entry, SV_VA);
 	p = gpa_ptr(&mem, 0x200000, 8192);
 	ck_assert_uint_eq(p[0], 0xcc);
@@ -286,9 +294,23 @@ END_TEST
 
 START_TEST(syscall_entry_on_user_page)
 {
-	/* LSTAR must fault at CPL3 on PVM hosts: a supervisor page. */
-	img.ph[1].p_flags |= PF_X;
-	img.note.bi.syscall_entry = LIBOS_VA;
+	/* LSTAR where `syscall` enters CPL0: supervisor code. */
+	img.note.bi.syscall_entry = LIBOS_VA + 4096;
+	EXPECT_REJECT("wrong kind of page");
+}
+END_TEST
+
+START_TEST(syscall_entry_cpl3_on_supervisor_page)
+{
+	/* LSTAR on PVM hosts runs at CPL3: library OS code. */
+	img.note.bi.syscall_entry_cpl3 = SV_VA + 16;
+	EXPECT_REJECT("wrong kind of page");
+}
+END_TEST
+
+START_TEST(syscall_entry_cpl3_not_executable)
+{
+	img.note.bi.syscall_entry_cpl3 = LIBOS_VA;
 	EXPECT_REJECT("outside the image");
 }
 END_TEST
@@ -345,6 +367,7 @@ START_TEST(real_kernel)
 	ck_assert_msg(kernel_load(&mem, buf, n, &ki, &err) == 0, "%s", err);
 	ck_assert_int_ge(ki.nr_seg, 3);
 	ck_assert_uint_lt(ki.image.syscall_entry, KILN_VA_SV_END);
+	ck_assert_uint_ge(ki.image.syscall_entry_cpl3, KILN_VA_LIBOS_START);
 }
 END_TEST
 
@@ -378,6 +401,8 @@ static Suite *suite(void)
 	tcase_add_test(t, entry_outside_image);
 	tcase_add_test(t, entry_not_executable);
 	tcase_add_test(t, syscall_entry_on_user_page);
+	tcase_add_test(t, syscall_entry_cpl3_on_supervisor_page);
+	tcase_add_test(t, syscall_entry_cpl3_not_executable);
 	tcase_add_test(t, handler_outside_image);
 	tcase_add_test(t, ist_without_stack);
 	tcase_add_test(t, too_many_segments);

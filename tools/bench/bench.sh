@@ -1,8 +1,8 @@
 #!/bin/sh
 # make bench: boot latency, VMM memory and guest system call cost, next to
-# the goals kiln is held to. Measures with kiln-bench-boot (boot_latency.c)
-# and getpid_bench (tests/integration/progs), which also runs natively on
-# the host in the same bench run for comparison.
+# the goals kiln is held to. Measures with kiln-bench-boot (boot_latency.c),
+# getpid_bench (tests/integration/progs), which also runs natively on the
+# host in the same bench run for comparison, and firstsys bench.
 #
 #   sh tools/bench/bench.sh
 #
@@ -31,7 +31,7 @@ if [ ! -e "$KVM_DEV" ] || [ ! -r "$KVM_DEV" ] || [ ! -w "$KVM_DEV" ]; then
 	echo "bench: skipped: /dev/kvm not available"
 	exit 0
 fi
-for f in "$VMM" "$KERNEL" "$INITRD" "$BOOT" "$PROGS/getpid_bench" "$PROGS/firsttouch"; do
+for f in "$VMM" "$KERNEL" "$INITRD" "$BOOT" "$PROGS/getpid_bench" "$PROGS/firsttouch" "$PROGS/firstsys"; do
 	if [ ! -f "$f" ]; then
 		echo "bench: missing $f (build it with: make bench)"
 		exit 1
@@ -152,6 +152,21 @@ if getpid_runs guest "$GETPID_RUNS" && getpid_runs host "$GETPID_RUNS"; then
 	printf '  %-44s %8s ns  (guest/host %s)\n' "getpid natively on this host" "$h" \
 		"$(awk -v g="$g" -v h="$h" 'BEGIN { if (h > 0) printf "%.2f", g / h; else printf "n/a" }')"
 	printf '  %-44s %8s ns  (host %s ns)\n' "clock_gettime in the guest" "$gc" "$hc"
+fi
+# The first run of a syscall site, before it is rewritten into a call.
+: >"$T/first"
+i=0
+while [ $i -lt "$GETPID_RUNS" ]; do
+	timeout --foreground -k 5 60 "$VMM" --kernel "$KERNEL" --initrd "$INITRD" -- /bin/firstsys bench 1000 \
+		</dev/null 2>&1 | tr -d '\r' | awk '$1 == "first_run_ns" { print $2 }' >>"$T/first"
+	i=$((i + 1))
+done
+if [ "$(wc -l <"$T/first")" -eq "$GETPID_RUNS" ]; then
+	printf '  %-44s %8s ns  (1000 fresh sites per VM, median of %s VMs)\n' \
+		"first run of a syscall site in the guest" "$(median <"$T/first")" "$GETPID_RUNS"
+else
+	echo "bench: firstsys bench failed"
+	failed=1
 fi
 
 
