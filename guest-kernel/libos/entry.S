@@ -34,7 +34,11 @@ libos_start:
  * A program executed `call *%rax` at a rewritten syscall site: RAX = number,
  * arguments in RDI RSI RDX R10 R8 R9, return address on the program's stack.
  * Like the kernel's syscall path we preserve every register but RAX, RCX and
- * R11, and touch no vector state (the library OS is built without it).
+ * R11, and touch no vector state (the library OS is built without it). Unlike
+ * it, the `call` has stored the return address in the word below the
+ * program's stack pointer (its red zone), R11 is not the flags and DF comes
+ * back clear: the price of a plain call (zpoline's known limit: a program
+ * keeping data in its red zone across a `syscall` loses that word).
  *
  * The whole context goes into a trapframe on the thread's kernel stack
  * (%gs:0), so that a signal, a fork or a context switch can use it. Most
@@ -67,6 +71,7 @@ zpoline_entry:
 	movq	%r11, TF_RSP(%rsp)
 	movq	$0x202, TF_RFLAGS(%rsp)
 	movq	$-1, TF_VECTOR(%rsp)
+	cld				/* the C code's assumption; a program may set DF */
 	movq	%rsp, %rdi
 	call	syscall_entry
 	testq	%rax, %rax
