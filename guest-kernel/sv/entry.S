@@ -9,12 +9,13 @@
  *  - device and timer interrupts set a bit in kcpu0.irq_pending and EOI;
  *  - the snapshot quiesce interrupt stops at a port exit while the VMM
  *    pauses or snapshots the VM (sv_quiesce_entry);
- *  - `int3` from library-OS code is a supervisor call (sv_call in sv.c).
+ *  - `int3` from library-OS code is a supervisor call (sv_bp_entry).
  */
 #include "kiln/boot.h"
 #include "kcpu.h"
 
 #define EOI_MSR 0x80b
+#define TSC_DEADLINE_MSR 0x6e0
 
 	.section .text
 	.code64
@@ -91,17 +92,83 @@ sv_fatal:
 
 /* #BP: from library-OS code it is a supervisor call; from a program it is a
  * breakpoint trap like any other. Library-OS code is the only code above
- * KILN_VA_LIBOS_START that runs at CPL3. */
+ * KILN_VA_LIBOS_START that runs at CPL3.
+ *
+ * Supervisor calls (kcpu.h: RDI = op, RSI, RDX, RCX = arguments) are the
+ * commonest CPL0 path, so each op is a few instructions reached through one
+ * table jump, and returns straight from the trap frame (an op outside the
+ * table does nothing). */
 	.balign	16
 	.globl	sv_bp_entry
 sv_bp_entry:
 	cmpq	$KILN_VA_LIBOS_START, (%rsp)
 	jb	1f
-	call	sv_call
-	iretq
+	cmpq	$SV_OP_MAX, %rdi
+	ja	sv_ret
+	jmpq	*sv_ops(, %rdi, 8)
 1:	pushq	$0
 	pushq	$3
 	jmp	exc_user
+
+/* RSI = new root, RDX = TSC deadline or 0 (a switch and a timer in one call:
+ * a process starts, its parent wakes). */
+sv_set_cr3:
+	movq	%rsi, %cr3
+	movq	%rdx, %rsi
+	/* fall through */
+
+/* RSI = TSC deadline or 0 (left as it is). */
+sv_timer_or_keep:
+	testq	%rsi, %rsi
+	jz	sv_ret
+sv_timer:
+	movl	%esi, %eax
+	movq	%rsi, %rdx
+	shrq	$32, %rdx
+	movl	$TSC_DEADLINE_MSR, %ecx
+	wrmsr
+sv_ret:
+	iretq
+
+/* RSI = TSC deadline or 0. Sleep until an interrupt: `sti; hlt` is atomic
+ * (sti's one-instruction shadow), so an interrupt that arrives after the
+ * check still wakes us. Its handler returns to the iretq with interrupts on,
+ * and another one taken there is handled like any other at CPL0. */
+sv_halt:
+	testq	%rsi, %rsi
+	jz	1f
+	movl	%esi, %eax
+	movq	%rsi, %rdx
+	shrq	$32, %rdx
+	movl	$TSC_DEADLINE_MSR, %ecx
+	wrmsr
+1:	cmpq	$0, kcpu0+KCPU_IRQ_PENDING(%rip)
+	jne	sv_ret
+	sti
+	hlt
+	iretq
+
+/* RSI = kiln_mmio_op array, RDX = count, RCX = device window (physical): a
+ * batch of device-register accesses done by the VMM in one exit (an exit
+ * from CPL0 is several times cheaper than one from CPL3). The port's
+ * registers: RSI = ops, RCX = count, RDI = window. */
+sv_mmio:
+	movq	%rcx, %rdi
+	movq	%rdx, %rcx
+	movl	$KILN_PORT_MMIO, %edx
+	xorl	%eax, %eax
+	outb	%al, %dx
+	iretq
+
+sv_flush_tlb:
+	movq	%cr3, %rax
+	movq	%rax, %cr3
+	iretq
+
+/* RSI = virtual address whose translation changed. */
+sv_invlpg:
+	invlpg	(%rsi)
+	iretq
 
 /* Device interrupts: vector KILN_VEC_DEVICE0 + n sets bit n. 16 bytes apart. */
 	.balign	16
@@ -214,6 +281,11 @@ sv_syscall_entry:
 	pushq	$0x15
 	pushq	$14
 	jmp	exc_user
+
+	.section .rodata
+	.balign	8
+sv_ops:	/* indexed by SV_* */
+	.quad	sv_ret, sv_halt, sv_mmio, sv_flush_tlb, sv_set_cr3, sv_timer, sv_invlpg
 
 	.section .bss
 	.balign	4096
