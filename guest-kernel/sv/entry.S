@@ -186,6 +186,9 @@ sv_irq_stubs:
 sv_timer_entry:
 	lock btsq $KCPU_IRQ_TIMER_BIT, kcpu0+KCPU_IRQ_PENDING(%rip)
 irq_eoi:
+	/* Stack: RIP, CS, RFLAGS, RSP, SS. */
+	testb	$3, 8(%rsp)
+	jz	irq_eoi_halted
 	pushq	%rax
 	pushq	%rcx
 	pushq	%rdx
@@ -194,10 +197,8 @@ irq_eoi:
 	xorl	%edx, %edx
 	wrmsr
 	/* Stack: RDX, RCX, RAX, then RIP, CS, RFLAGS, RSP, SS. The library OS
-	 * polls the bits itself, and so does a halted CPU; an interrupt that hit
-	 * program code is forwarded, so the library OS can preempt. */
-	testb	$3, 32(%rsp)
-	jz	1f
+	 * polls the bits itself; an interrupt that hit program code is
+	 * forwarded, so the library OS can preempt. */
 	cmpq	$KILN_VA_LIBOS_START, 24(%rsp)
 	jae	1f
 	movq	24(%rsp), %rax
@@ -213,6 +214,16 @@ irq_eoi:
 1:	popq	%rdx
 	popq	%rcx
 	popq	%rax
+	iretq
+
+/* The CPU was halted: only sv_halt runs at CPL0 with interrupts on, and
+ * RAX, RCX and RDX are dead there. The woken CPU returns to the library OS,
+ * which polls the bits. This is the path of every request to an idle guest. */
+irq_eoi_halted:
+	movl	$EOI_MSR, %ecx
+	xorl	%eax, %eax
+	xorl	%edx, %edx
+	wrmsr
 	iretq
 
 	.globl	sv_spurious_entry
