@@ -90,6 +90,15 @@ sv_fatal:
 	hlt
 	jmp	1b
 
+/* TSC deadline = RSI (0 disarms); clobbers RAX, RCX, RDX. */
+.macro wrdeadline
+	movl	%esi, %eax
+	movq	%rsi, %rdx
+	shrq	$32, %rdx
+	movl	$TSC_DEADLINE_MSR, %ecx
+	wrmsr
+.endm
+
 /* #BP: from library-OS code it is a supervisor call; from a program it is a
  * breakpoint trap like any other. Library-OS code is the only code above
  * KILN_VA_LIBOS_START that runs at CPL3.
@@ -122,11 +131,7 @@ sv_timer_or_keep:
 	testq	%rsi, %rsi
 	jz	sv_ret
 sv_timer:
-	movl	%esi, %eax
-	movq	%rsi, %rdx
-	shrq	$32, %rdx
-	movl	$TSC_DEADLINE_MSR, %ecx
-	wrmsr
+	wrdeadline
 sv_ret:
 	iretq
 
@@ -137,11 +142,7 @@ sv_ret:
 sv_halt:
 	testq	%rsi, %rsi
 	jz	1f
-	movl	%esi, %eax
-	movq	%rsi, %rdx
-	shrq	$32, %rdx
-	movl	$TSC_DEADLINE_MSR, %ecx
-	wrmsr
+	wrdeadline
 1:	cmpq	$0, kcpu0+KCPU_IRQ_PENDING(%rip)
 	jne	sv_ret
 	sti
