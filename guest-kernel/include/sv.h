@@ -8,24 +8,22 @@
 
 #include "kcpu.h"
 
-static inline uint64_t sv_call4(uint64_t op, uint64_t a, uint64_t b, uint64_t c)
+static inline void sv_call4(uint64_t op, uint64_t a, uint64_t b, uint64_t c)
 {
 	register uint64_t rdi asm("rdi") = op;
 	register uint64_t rsi asm("rsi") = a;
 	register uint64_t rdx asm("rdx") = b;
 	register uint64_t rcx asm("rcx") = c;
-	uint64_t ret;
 
 	asm volatile("int3"
-	             : "=a"(ret), "+r"(rdi), "+r"(rsi), "+r"(rdx), "+r"(rcx)
+	             : "+r"(rdi), "+r"(rsi), "+r"(rdx), "+r"(rcx)
 	             :
-	             : "r8", "r9", "r10", "r11", "memory");
-	return ret;
+	             : "rax", "r8", "r9", "r10", "r11", "memory");
 }
 
-static inline uint64_t sv_call3(uint64_t op, uint64_t a, uint64_t b)
+static inline void sv_call3(uint64_t op, uint64_t a, uint64_t b)
 {
-	return sv_call4(op, a, b, 0);
+	sv_call4(op, a, b, 0);
 }
 
 static inline void sv_halt(uint64_t tsc_deadline)

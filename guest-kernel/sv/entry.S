@@ -9,12 +9,13 @@
  *  - device and timer interrupts set a bit in kcpu0.irq_pending and EOI;
  *  - the snapshot quiesce interrupt stops at a port exit while the VMM
  *    pauses or snapshots the VM (sv_quiesce_entry);
- *  - `int3` from library-OS code is a supervisor call (sv_call in sv.c).
+ *  - `int3` from library-OS code is a supervisor call (sv_bp_entry).
  */
 #include "kiln/boot.h"
 #include "kcpu.h"
 
 #define EOI_MSR 0x80b
+#define TSC_DEADLINE_MSR 0x6e0
 
 	.section .text
 	.code64
@@ -89,19 +90,86 @@ sv_fatal:
 	hlt
 	jmp	1b
 
+/* TSC deadline = RSI (0 disarms); clobbers RAX, RCX, RDX. */
+.macro wrdeadline
+	movl	%esi, %eax
+	movq	%rsi, %rdx
+	shrq	$32, %rdx
+	movl	$TSC_DEADLINE_MSR, %ecx
+	wrmsr
+.endm
+
 /* #BP: from library-OS code it is a supervisor call; from a program it is a
  * breakpoint trap like any other. Library-OS code is the only code above
- * KILN_VA_LIBOS_START that runs at CPL3. */
+ * KILN_VA_LIBOS_START that runs at CPL3.
+ *
+ * Supervisor calls (kcpu.h: RDI = op, RSI, RDX, RCX = arguments) are the
+ * commonest CPL0 path, so each op is a few instructions reached through one
+ * table jump, and returns straight from the trap frame (an op outside the
+ * table does nothing). */
 	.balign	16
 	.globl	sv_bp_entry
 sv_bp_entry:
 	cmpq	$KILN_VA_LIBOS_START, (%rsp)
 	jb	1f
-	call	sv_call
-	iretq
+	cmpq	$SV_OP_MAX, %rdi
+	ja	sv_ret
+	jmpq	*sv_ops(, %rdi, 8)
 1:	pushq	$0
 	pushq	$3
 	jmp	exc_user
+
+/* RSI = new root, RDX = TSC deadline or 0 (a switch and a timer in one call:
+ * a process starts, its parent wakes). */
+sv_set_cr3:
+	movq	%rsi, %cr3
+	movq	%rdx, %rsi
+	/* fall through */
+
+/* RSI = TSC deadline or 0 (left as it is). */
+sv_timer_or_keep:
+	testq	%rsi, %rsi
+	jz	sv_ret
+sv_timer:
+	wrdeadline
+sv_ret:
+	iretq
+
+/* RSI = TSC deadline or 0. Sleep until an interrupt: `sti; hlt` is atomic
+ * (sti's one-instruction shadow), so an interrupt that arrives after the
+ * check still wakes us. Its handler returns to the iretq with interrupts on,
+ * and another one taken there is handled like any other at CPL0. */
+sv_halt:
+	testq	%rsi, %rsi
+	jz	1f
+	wrdeadline
+1:	cmpq	$0, kcpu0+KCPU_IRQ_PENDING(%rip)
+	jne	sv_ret
+	sti
+	hlt
+	iretq
+
+/* RSI = kiln_mmio_op array, RDX = count, RCX = device window (physical): a
+ * batch of device-register accesses done by the VMM in one exit (an exit
+ * from CPL0 is several times cheaper than one from CPL3). The port's
+ * registers: RSI = ops, RCX = count, RDI = window. */
+sv_mmio:
+	movq	%rcx, %rdi
+	movq	%rdx, %rcx
+	movl	$KILN_PORT_MMIO, %edx
+	xorl	%eax, %eax
+	outb	%al, %dx
+	iretq
+
+sv_flush_tlb:
+	movq	%cr3, %rax
+	movq	%rax, %cr3
+	iretq
+
+/* RSI = virtual address whose translation changed. */
+sv_invlpg:
+	invlpg	(%rsi)
+	iretq
 
 /* Device interrupts: vector KILN_VEC_DEVICE0 + n sets bit n. 16 bytes apart. */
 	.balign	16
@@ -119,6 +187,9 @@ sv_irq_stubs:
 sv_timer_entry:
 	lock btsq $KCPU_IRQ_TIMER_BIT, kcpu0+KCPU_IRQ_PENDING(%rip)
 irq_eoi:
+	/* Stack: RIP, CS, RFLAGS, RSP, SS. */
+	testb	$3, 8(%rsp)
+	jz	irq_eoi_halted
 	pushq	%rax
 	pushq	%rcx
 	pushq	%rdx
@@ -127,10 +198,8 @@ irq_eoi:
 	xorl	%edx, %edx
 	wrmsr
 	/* Stack: RDX, RCX, RAX, then RIP, CS, RFLAGS, RSP, SS. The library OS
-	 * polls the bits itself, and so does a halted CPU; an interrupt that hit
-	 * program code is forwarded, so the library OS can preempt. */
-	testb	$3, 32(%rsp)
-	jz	1f
+	 * polls the bits itself; an interrupt that hit program code is
+	 * forwarded, so the library OS can preempt. */
 	cmpq	$KILN_VA_LIBOS_START, 24(%rsp)
 	jae	1f
 	movq	24(%rsp), %rax
@@ -146,6 +215,16 @@ irq_eoi:
 1:	popq	%rdx
 	popq	%rcx
 	popq	%rax
+	iretq
+
+/* The CPU was halted: only sv_halt runs at CPL0 with interrupts on, and
+ * RAX, RCX and RDX are dead there. The woken CPU returns to the library OS,
+ * which polls the bits. This is the path of every request to an idle guest. */
+irq_eoi_halted:
+	movl	$EOI_MSR, %ecx
+	xorl	%eax, %eax
+	xorl	%edx, %edx
+	wrmsr
 	iretq
 
 	.globl	sv_spurious_entry
@@ -213,6 +292,11 @@ sv_syscall_entry:
 	pushq	$0x15
 	pushq	$14
 	jmp	exc_user
+
+	.section .rodata
+	.balign	8
+sv_ops:	/* indexed by SV_* */
+	.quad	sv_ret, sv_halt, sv_mmio, sv_flush_tlb, sv_set_cr3, sv_timer, sv_invlpg
 
 	.section .bss
 	.balign	4096
