@@ -169,9 +169,24 @@ static void console_irq(void)
 	con_pump(con_tty);
 }
 
+/* Receive buffers posted before DRIVER_OK, so the device has them without
+ * a kick. */
+static int fill_rx(void)
+{
+	for (unsigned i = 0; i < MIN(RXQ->size, RX_BUFS); i++) {
+		uint64_t page = pmem_alloc(false);
+		if (!page || post_rx(page))
+			return -ENOMEM;
+	}
+	vio_want_irq(TXQ, false);
+	vio_want_irq(RXQ, true);
+	return 0;
+}
+
 int console_init(const struct bootinfo *bi)
 {
-	int err = vio_probe(bi, VIRTIO_ID_CONSOLE, VIRTIO_CONSOLE_F_SIZE, 2, QUEUE_SIZE, &dev, q);
+	int err = vio_probe_fill(bi, VIRTIO_ID_CONSOLE, VIRTIO_CONSOLE_F_SIZE, 2, QUEUE_SIZE, &dev,
+	                         q, fill_rx);
 
 	if (err)
 		return err;
@@ -179,11 +194,6 @@ int console_init(const struct bootinfo *bi)
 	for (unsigned i = 0; i < TXQ->size; i++)
 		if (!(tx_page[i] = pmem_alloc(false)))
 			return -ENOMEM;
-	for (unsigned i = 0; i < MIN(RXQ->size, RX_BUFS); i++) {
-		uint64_t page = pmem_alloc(false);
-		if (!page || post_rx(page))
-			return -ENOMEM;
-	}
 	con_tty = tty_create(&con_driver, NULL, terminal);
 	if (!con_tty)
 		return -ENOMEM;
@@ -193,9 +203,6 @@ int console_init(const struct bootinfo *bi)
 	/* init (pid 1, its own session and group) has the console as its
 	 * controlling terminal, so a shell run as init has job control. */
 	tty_set_ctty(con_tty, 1, 1);
-	vio_want_irq(TXQ, false);
-	vio_want_irq(RXQ, true);
-	vio_kick(RXQ);
 	irq_register(dev.irq_bit, console_irq);
 	ready = true;
 	return 0;
