@@ -184,7 +184,7 @@ static int fill_buffers(void)
 			return -ENOMEM;
 	}
 	vio_want_irq(TXQ, false);
-	vio_want_irq(RXQ, true);
+	vio_want_irq(RXQ, false); /* until console_start_input() */
 	return 0;
 }
 
@@ -208,6 +208,13 @@ int console_init(const struct bootinfo *bi)
 	irq_register(dev.irq_bit, console_irq);
 	ready = true;
 	return 0;
+}
+
+void console_start_input(void)
+{
+	vio_want_irq(RXQ, true);
+	/* What the host used before: no interrupt came for it. */
+	con_pump(con_tty);
 }
 
 bool console_ready(void)
