@@ -16,7 +16,9 @@ GUEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror=im
 	-mgeneral-regs-only -mno-sse -mno-mmx -mno-80387 -march=x86-64 -mtune=generic \
 	$(GUEST_INC) -MMD -MP
 SV_CFLAGS    := $(GUEST_CFLAGS) -mno-red-zone -mincoming-stack-boundary=3
-LIBOS_CFLAGS := $(GUEST_CFLAGS) -DKILN_LIBOS
+# Each function in its own section, so that kernel.ld can put the code a
+# boot runs together (hot_text.ld).
+LIBOS_CFLAGS := $(GUEST_CFLAGS) -DKILN_LIBOS -ffunction-sections
 
 SV_SRCS    := $(wildcard guest-kernel/sv/*.c guest-kernel/sv/*.S)
 LIBOS_SRCS := $(wildcard guest-kernel/libos/*.c guest-kernel/libos/*.S)
@@ -39,7 +41,7 @@ $(GUEST_DIR)/obj/guest-kernel/libos/%.S.o: guest-kernel/libos/%.S | $(DEPS_STAMP
 
 # libfdt's objects go into the library OS's sections (they only run at boot,
 # at CPL3).
-$(GUEST_DIR)/kiln-kernel: $(SV_OBJS) $(LIBOS_OBJS) guest-kernel/kernel.ld
+$(GUEST_DIR)/kiln-kernel: $(SV_OBJS) $(LIBOS_OBJS) guest-kernel/kernel.ld guest-kernel/hot_text.ld
 	$(V)ld -static -nostdlib -z noexecstack -z max-page-size=4096 --no-warn-rwx-segments \
 		-T guest-kernel/kernel.ld -o $@ $(SV_OBJS) --start-group $(LIBOS_OBJS) $(LIBFDT_A) --end-group
 

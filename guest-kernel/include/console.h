@@ -10,6 +10,10 @@ struct bootinfo;
 struct tty;
 
 int console_init(const struct bootinfo *bi);
+/* Input from now on, by interrupt. Until then (the boot) the host's input
+ * waits in the receive buffers: with no input at all (stdin /dev/null) the
+ * host's end of input came as an interrupt in the middle of every boot. */
+void console_start_input(void);
 bool console_ready(void);
 /* The console's tty (/dev/console), NULL before console_init. */
 struct tty *console_tty(void);

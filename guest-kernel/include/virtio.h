@@ -56,6 +56,12 @@ struct vio_dev {
 struct bootinfo;
 int vio_probe(const struct bootinfo *bi, uint32_t device_id, uint64_t want, unsigned nq,
               uint16_t max_size, struct vio_dev *dev, struct vio_queue *qs);
+/* The same, calling fill (when not NULL) once the queues exist and before
+ * DRIVER_OK: buffers it posts need no kick, as the VMM looks at each ready
+ * queue at DRIVER_OK (one exit less; an MMIO write from CPL3 is an exit).
+ * An error from fill fails the probe before the device is made ready. */
+int vio_probe_fill(const struct bootinfo *bi, uint32_t device_id, uint64_t want, unsigned nq,
+                   uint16_t max_size, struct vio_dev *dev, struct vio_queue *qs, int (*fill)(void));
 
 /* The device-specific configuration: the 32 bits at off (a multiple of 4). */
 uint32_t vio_config_read(struct vio_dev *dev, unsigned off);

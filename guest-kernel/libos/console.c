@@ -169,13 +169,12 @@ static void console_irq(void)
 	con_pump(con_tty);
 }
 
-int console_init(const struct bootinfo *bi)
+/* The buffers, receive buffers posted before DRIVER_OK so that the device
+ * has them without a kick. Transmit pages first: the first one shares a
+ * 32 KiB group with the rings (one shadow-page fault less at the first
+ * output). */
+static int fill_buffers(void)
 {
-	int err = vio_probe(bi, VIRTIO_ID_CONSOLE, VIRTIO_CONSOLE_F_SIZE, 2, QUEUE_SIZE, &dev, q);
-
-	if (err)
-		return err;
-	terminal = dev.features & VIRTIO_CONSOLE_F_SIZE;
 	for (unsigned i = 0; i < TXQ->size; i++)
 		if (!(tx_page[i] = pmem_alloc(false)))
 			return -ENOMEM;
@@ -184,6 +183,19 @@ int console_init(const struct bootinfo *bi)
 		if (!page || post_rx(page))
 			return -ENOMEM;
 	}
+	vio_want_irq(TXQ, false);
+	vio_want_irq(RXQ, false); /* until console_start_input() */
+	return 0;
+}
+
+int console_init(const struct bootinfo *bi)
+{
+	int err = vio_probe_fill(bi, VIRTIO_ID_CONSOLE, VIRTIO_CONSOLE_F_SIZE, 2, QUEUE_SIZE, &dev,
+	                         q, fill_buffers);
+
+	if (err)
+		return err;
+	terminal = dev.features & VIRTIO_CONSOLE_F_SIZE;
 	con_tty = tty_create(&con_driver, NULL, terminal);
 	if (!con_tty)
 		return -ENOMEM;
@@ -193,12 +205,16 @@ int console_init(const struct bootinfo *bi)
 	/* init (pid 1, its own session and group) has the console as its
 	 * controlling terminal, so a shell run as init has job control. */
 	tty_set_ctty(con_tty, 1, 1);
-	vio_want_irq(TXQ, false);
-	vio_want_irq(RXQ, true);
-	vio_kick(RXQ);
 	irq_register(dev.irq_bit, console_irq);
 	ready = true;
 	return 0;
+}
+
+void console_start_input(void)
+{
+	vio_want_irq(RXQ, true);
+	/* What the host used before: no interrupt came for it. */
+	con_pump(con_tty);
 }
 
 bool console_ready(void)

@@ -151,5 +151,6 @@ void libos_main(uint64_t fdt_pa)
 		argv[argc++] = (char *)KILN_IMAGE_INIT;
 		argv[argc] = NULL;
 	}
+	console_start_input();
 	proc_run_init(argc, argv, init_env);
 }

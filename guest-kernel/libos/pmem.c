@@ -37,7 +37,7 @@ static size_t late_count;
  * of a frame costs a host page allocation and a shadow-paging fault (several
  * microseconds); a frame that was just in use has neither. */
 #define HOT_MAX 8192
-static uint64_t hot[HOT_MAX];
+static uint64_t hot[HOT_MAX] __attribute__((section(".bss.late")));
 static unsigned nhot;
 /* The same for 2 MiB blocks (their first frame). */
 #define HOT_HUGE_MAX 64

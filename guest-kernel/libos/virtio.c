@@ -103,8 +103,8 @@ static bool taken[KILN_MMIO_MAX_DEVICES];
  * the whole set-up is one batch of writes with a status read at the end,
  * which the VMM does in one exit (KILN_PORT_MMIO) instead of one per register.
  */
-int vio_probe(const struct bootinfo *bi, uint32_t device_id, uint64_t want, unsigned nq,
-              uint16_t max_size, struct vio_dev *dev, struct vio_queue *qs)
+int vio_probe_fill(const struct bootinfo *bi, uint32_t device_id, uint64_t want, unsigned nq,
+                   uint16_t max_size, struct vio_dev *dev, struct vio_queue *qs, int (*fill)(void))
 {
 	struct batch b;
 	uint16_t size;
@@ -149,6 +149,11 @@ int vio_probe(const struct bootinfo *bi, uint32_t device_id, uint64_t want, unsi
 		qs[q].notify = (volatile uint32_t *)(dev->regs + REG_QUEUE_NOTIFY);
 		queue_regs(&b, &qs[q]);
 	}
+	if (fill) {
+		int err = fill();
+		if (err)
+			return err;
+	}
 	/* The device refuses DRIVER_OK without FEATURES_OK. */
 	wr(&b, REG_STATUS, ST_ACK | ST_DRIVER | ST_FEATURES_OK | ST_DRIVER_OK);
 	st = rd(&b, REG_STATUS);
@@ -156,6 +161,12 @@ int vio_probe(const struct bootinfo *bi, uint32_t device_id, uint64_t want, unsi
 	if (!(b.op[st].value & ST_FEATURES_OK) || !(b.op[st].value & ST_DRIVER_OK))
 		return -EIO;
 	return 0;
+}
+
+int vio_probe(const struct bootinfo *bi, uint32_t device_id, uint64_t want, unsigned nq,
+              uint16_t max_size, struct vio_dev *dev, struct vio_queue *qs)
+{
+	return vio_probe_fill(bi, device_id, want, nq, max_size, dev, qs, NULL);
 }
 
 uint32_t vio_config_read(struct vio_dev *dev, unsigned off)

@@ -50,9 +50,24 @@ static void build_sled(uint8_t *p)
 		p[i] = 0xf4; /* hlt: #GP at CPL3, reported as -ENOSYS */
 }
 
+/*
+ * The first address space (init's) takes the boot page tables, whose user
+ * half is empty and on which the CPU runs already: init starts without a
+ * switch of CR3 (a supervisor call) and, on PVM hosts, without a new
+ * shadow root and the faults that rebuild it. The page is the VMM's: when
+ * the address space goes, its user tables go, the root stays.
+ */
+static bool boot_root_taken;
+
+static bool is_boot_root(const struct aspace *as)
+{
+	return as->root == boot_pml4;
+}
+
 void vm_init(const struct bootinfo *bi)
 {
 	boot_pml4 = bi->pml4;
+	boot_root_taken = false;
 	keep_forget();
 	sled_pa = pmem_alloc(false);
 	if (!sled_pa)
@@ -83,13 +98,18 @@ struct aspace *aspace_create(void)
 
 	if (!as)
 		return NULL;
-	as->root = pmem_alloc_pt();
-	if (!as->root) {
-		kfree(as);
-		return NULL;
+	if (!boot_root_taken) {
+		boot_root_taken = true;
+		as->root = boot_pml4;
+	} else {
+		as->root = pmem_alloc_pt();
+		if (!as->root) {
+			kfree(as);
+			return NULL;
+		}
+		root = table(as->root);
+		memcpy(root + 256, table(boot_pml4) + 256, 256 * sizeof(uint64_t));
 	}
-	root = table(as->root);
-	memcpy(root + 256, table(boot_pml4) + 256, 256 * sizeof(uint64_t));
 	sled_pte = pt_walk(as, SLED_VA, true);
 	if (!sled_pte) {
 		aspace_destroy(as);
@@ -117,14 +137,19 @@ static void aspace_destroy(struct aspace *as)
 {
 	uint64_t *e, size;
 
-	if (!keep_tables(as->root)) {
+	if (is_boot_root(as) || !keep_tables(as->root)) {
 		for (uint64_t va = SLED_VA + PAGE_SIZE; (e = pt_next(as, &va, USER_TOP, &size));
 		     va += size)
 			if (size == HUGE_SIZE)
 				pmem_free_huge(*e & HUGE_ADDR);
 			else
 				put_page(*e);
-		pt_free_tables(as->root, 4);
+		if (!is_boot_root(as))
+			pt_free_tables(as->root, 4);
+		else
+			for (unsigned i = 0; i < 256; i++)
+				if (table(as->root)[i] & PTE_P)
+					pt_free_tables(table(as->root)[i], 3);
 	}
 	while (as->vmas) {
 		struct vma *n = as->vmas->next;
@@ -257,7 +282,13 @@ fail:
 void aspace_activate(struct aspace *as)
 {
 	if (active != as) {
-		sv_set_cr3(as->root, sched_timer_take());
+		uint64_t deadline = sched_timer_take();
+
+		/* Until the first switch the CPU runs on the boot tables. */
+		if (as->root != (active ? active->root : boot_pml4))
+			sv_set_cr3(as->root, deadline);
+		else if (deadline)
+			sv_set_timer(deadline);
 		active = as;
 	}
 	if (nr_dead > GRAVEYARD_MAX || dead_pages > GRAVEYARD_PAGES)

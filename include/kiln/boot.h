@@ -309,7 +309,9 @@ struct kiln_boot_image {
  *      kiln,boot-tsc       u64 guest TSC at kiln,boot-realtime
  *      kiln,boot-realtime  u64 CLOCK_REALTIME in ns at that moment
  *      kiln,pml4           u64 GPA of the boot page-table root (its upper
- *                          half is the kernel half of every address space)
+ *                          half is the kernel half of every address space;
+ *                          its lower half is empty: the guest may make it
+ *                          a process's root, never freeing the page)
  *      kiln,early-ram-end  u64 GPA, a multiple of 2 MiB inside the first
  *                          /memory@0 range (absent: all RAM is usable at
  *                          once). RAM at and above it (the rest of that range

@@ -89,6 +89,8 @@ void host_ram_online(void)
 #define EARLY (16 * MIB)
 static uint64_t early_end;
 
+static uint64_t boot_pml4;
+
 static void setup(void)
 {
 	struct bootinfo bi = {.nr_ram = 1, .ram = {{0, RAM}}, .early_ram_end = early_end};
@@ -98,7 +100,7 @@ static void setup(void)
 	kiln_hosted_ram = (uintptr_t)ram;
 	nonline = 0;
 	pmem_init(&bi);
-	bi.pml4 = pmem_alloc(true); /* the boot page tables: no upper half here */
+	bi.pml4 = boot_pml4 = pmem_alloc(true); /* the boot page tables: no upper half here */
 	vm_init(&bi);
 	vm_thp = VM_THP_FILL;
 	free_at_start = pmem_free_pages();
@@ -597,6 +599,23 @@ START_TEST(exit_frees_everything)
 }
 END_TEST
 
+/* The first address space (init's) runs on the boot page tables; the
+ * root page is not ours to free, the user tables under it are. */
+START_TEST(first_aspace_takes_the_boot_tables)
+{
+	struct aspace *second = aspace_create();
+
+	ck_assert_ptr_nonnull(second);
+	ck_assert_uint_eq(as->root, boot_pml4);
+	ck_assert_uint_ne(second->root, boot_pml4);
+	aspace_release(second);
+	map_and_fill(0, 4 * MIB, 4 * MIB);
+	aspace_release(as);
+	as = NULL;
+	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+}
+END_TEST
+
 /* ---- page tables (and pages) kept for the next run of a program */
 
 #define PROG 0x400000ULL
@@ -757,6 +776,7 @@ static Suite *vm_suite(void)
 	tcase_add_test(t, fork_copies_huge_pages);
 	tcase_add_test(t, fork_without_huge_blocks_copies_pages);
 	tcase_add_test(t, exit_frees_everything);
+	tcase_add_test(t, first_aspace_takes_the_boot_tables);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("keep");
