@@ -410,6 +410,7 @@ int exec_load(const struct exec_args *args, struct exec_image *out, const char *
 		err = -ENOMEM;
 		goto out;
 	}
+	aspace_keep_seek(as);
 	err = load_segments(as, &f.ei, bias, f.ip);
 	if (!err && f.ei.interp)
 		err = load_interp(as, &f, &interp_base, &entry, why);
