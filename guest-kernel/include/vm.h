@@ -89,7 +89,9 @@ int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, 
 typedef uint64_t (*vm_page_fn)(void *ctx, uint64_t i);
 int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
                  vm_page_fn page, void *ctx);
-bool vm_is_borrowed(struct aspace *as, uint64_t va);
+/* The physical address backing va if its page is as's own, 0 if it is
+ * borrowed (its bytes are an image's already), ~0 if va is unmapped. */
+uint64_t vm_translate_own(struct aspace *as, uint64_t va);
 /* The page to map for image page pa in an executable mapping: the copy
  * of it whose syscall sites are rewritten, shared by all processes
  * (vm_text.c), if there is one; else pa. */

@@ -77,11 +77,10 @@ static int as_write(struct aspace *as, uint64_t va, const void *src, size_t n)
 static int as_read_file(struct aspace *as, uint64_t va, struct inode *ip, uint64_t off, size_t n)
 {
 	while (n) {
-		uint64_t pa = vm_translate(as, va);
+		uint64_t pa = vm_translate_own(as, va);
 		size_t chunk = MIN(n, PAGE_SIZE - (va & (PAGE_SIZE - 1)));
 		if (pa == ~0ULL ||
-		    (!vm_is_borrowed(as, va) &&
-		     vfs_inode_read(ip, phys_to_virt(pa), chunk, off) != (long)chunk))
+		    (pa && vfs_inode_read(ip, phys_to_virt(pa), chunk, off) != (long)chunk))
 			return -EIO;
 		va += chunk;
 		off += chunk;

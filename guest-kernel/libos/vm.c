@@ -561,11 +561,22 @@ uint64_t vm_translate(struct aspace *as, uint64_t va)
 	return (*e & PTE_ADDR & ~(size - 1)) | (va & (size - 1));
 }
 
-bool vm_is_borrowed(struct aspace *as, uint64_t va)
+static bool vm_is_borrowed(struct aspace *as, uint64_t va)
 {
 	uint64_t size, *e = pt_leaf(as, va, &size);
 
 	return e && size == PAGE_SIZE && (*e & PTE_BORROWED);
+}
+
+uint64_t vm_translate_own(struct aspace *as, uint64_t va)
+{
+	uint64_t size, *e = pt_leaf(as, va, &size);
+
+	if (!e)
+		return ~0ULL;
+	if (size == PAGE_SIZE && (*e & PTE_BORROWED))
+		return 0;
+	return (*e & PTE_ADDR & ~(size - 1)) | (va & (size - 1));
 }
 
 /* Replace the borrowed page at va by a private copy with protection prot.

@@ -246,6 +246,8 @@ static void merge(uint64_t kpa, uint64_t npa, int level, bool pages, bool first)
 	for (unsigned i = 0; i < (level == 4 ? ENTRIES / 2 : ENTRIES); i++) {
 		uint64_t want = n[i];
 
+		if (level == 1 && k[i] == want) /* most: code, unused */
+			continue;
 		if (is_table(n[i], level) && is_table(k[i], level)) {
 			merge(k[i], n[i], level - 1, pages, first && !i);
 			want = (k[i] & PTE_ADDR) | (n[i] & ~PTE_ADDR);
