@@ -238,7 +238,12 @@ static bool retire_table(uint64_t kpa, int level, bool pages, bool first)
  * the new tables merged. With pages, the kept table's own pages are the
  * kept process's (except the sled's, in the first table of each level).
  * Image pages the new process does not map stay as stale entries, and
- * the tables that hold them. */
+ * the tables that hold them. So does a level-1 table, empty, that follows
+ * one the new process has: where its heap will grow (a program's brk
+ * starts past its data), which would else cost a write to the level-2
+ * table twice (emulated on PVM hosts, each time) and a new table for the
+ * host to shadow. One such table per run of them: the kept tree does not
+ * grow past twice the new process's. */
 static void merge(uint64_t kpa, uint64_t npa, int level, bool pages, bool first)
 {
 	uint64_t *k = table(kpa), *n = table(npa);
@@ -252,7 +257,8 @@ static void merge(uint64_t kpa, uint64_t npa, int level, bool pages, bool first)
 			merge(k[i], n[i], level - 1, pages, first && !i);
 			want = (k[i] & PTE_ADDR) | (n[i] & ~PTE_ADDR);
 		} else if (is_table(k[i], level) && !(n[i] & PTE_P)) {
-			if (retire_table(k[i], level - 1, pages, first && !i))
+			if (retire_table(k[i], level - 1, pages, first && !i) ||
+			    (level == 2 && i && is_table(n[i - 1], level)))
 				want = k[i];
 			else
 				pt_free_tables(k[i], level - 1);

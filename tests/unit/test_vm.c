@@ -745,6 +745,32 @@ START_TEST(failed_load_leaves_the_kept_tree_whole)
 }
 END_TEST
 
+/* The heap's empty table, next to the program's, stays for the next run;
+ * a table far from what the new process maps goes. */
+START_TEST(kept_table_next_to_the_program_stays)
+{
+	uint64_t img = pmem_alloc(true), *pde;
+	struct aspace *a = run_program(img, 'A'), *b;
+
+	ck_assert_int_eq(vm_map_anon(a, PROG + HUGE_SIZE, PAGE_SIZE, RW, 0), 0);
+	ck_assert_int_eq(vm_map_anon(a, BASE, PAGE_SIZE, RW, 0), 0);
+	aspace_release(a);
+	b = load_program(img);
+	aspace_keep_tables(b);
+	ck_assert_int_eq(peek(b, PROG + HUGE_SIZE), -1);
+	pde = pt_pde(b, PROG + HUGE_SIZE, false);
+	ck_assert(pde && (*pde & PTE_P));
+	ck_assert_ptr_null(pt_pde(b, BASE, false));
+	ck_assert_int_eq(vm_map_anon(b, PROG + HUGE_SIZE, PAGE_SIZE, RW, 0), 0);
+	aspace_release(b);
+	keep_shrink();
+	pmem_free(img);
+	aspace_release(as);
+	as = NULL;
+	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+}
+END_TEST
+
 START_TEST(fork_takes_over_a_dead_childs_tables)
 {
 	uint64_t img = pmem_alloc(true), root, data;
@@ -843,6 +869,7 @@ static Suite *vm_suite(void)
 	tcase_add_test(t, kept_only_for_the_same_program);
 	tcase_add_test(t, load_fills_kept_pages_in_place);
 	tcase_add_test(t, failed_load_leaves_the_kept_tree_whole);
+	tcase_add_test(t, kept_table_next_to_the_program_stays);
 	tcase_add_test(t, fork_takes_over_a_dead_childs_tables);
 	tcase_add_test(t, kept_pages_given_back_when_short);
 	suite_add_tcase(s, t);
