@@ -44,6 +44,10 @@ struct aspace {
 	uint64_t *patched;
 	size_t patched_cap, patched_n;
 	struct aspace *next_dead; /* released while loaded in CR3 */
+	/* Being built (exec, fork): the kept tree it will be merged into,
+	 * taken already (0: none yet), and whether to look for one. */
+	uint64_t keep_root;
+	bool keep_seek;
 };
 
 /* Map image pages into programs in place (vm_map_pages); false (boot
@@ -68,6 +72,9 @@ void aspace_activate(struct aspace *as);
  * kept from a dead process that ran the same program (vm_keep.c), whose
  * shadows the host has filled already. aspace_copy does it itself. */
 void aspace_keep_tables(struct aspace *as);
+/* A new address space that a program is loaded into: its own pages may
+ * be those of the kept tree it will take over (vm_keep.c). */
+void aspace_keep_seek(struct aspace *as);
 /* Free address spaces released while active (after a switch). */
 void aspace_reap(void);
 
@@ -82,7 +89,9 @@ int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, 
 typedef uint64_t (*vm_page_fn)(void *ctx, uint64_t i);
 int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
                  vm_page_fn page, void *ctx);
-bool vm_is_borrowed(struct aspace *as, uint64_t va);
+/* The physical address backing va if its page is as's own, 0 if it is
+ * borrowed (its bytes are an image's already), ~0 if va is unmapped. */
+uint64_t vm_translate_own(struct aspace *as, uint64_t va);
 /* The page to map for image page pa in an executable mapping: the copy
  * of it whose syscall sites are rewritten, shared by all processes
  * (vm_text.c), if there is one; else pa. */

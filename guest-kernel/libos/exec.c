@@ -77,11 +77,10 @@ static int as_write(struct aspace *as, uint64_t va, const void *src, size_t n)
 static int as_read_file(struct aspace *as, uint64_t va, struct inode *ip, uint64_t off, size_t n)
 {
 	while (n) {
-		uint64_t pa = vm_translate(as, va);
+		uint64_t pa = vm_translate_own(as, va);
 		size_t chunk = MIN(n, PAGE_SIZE - (va & (PAGE_SIZE - 1)));
 		if (pa == ~0ULL ||
-		    (!vm_is_borrowed(as, va) &&
-		     vfs_inode_read(ip, phys_to_virt(pa), chunk, off) != (long)chunk))
+		    (pa && vfs_inode_read(ip, phys_to_virt(pa), chunk, off) != (long)chunk))
 			return -EIO;
 		va += chunk;
 		off += chunk;
@@ -122,6 +121,10 @@ static uint64_t seg_page(void *ctx, uint64_t i)
 	return pa && (s->prot & PROT_EXEC) ? vm_text_page(pa) : pa;
 }
 
+/* The segments mapped with their final protections at once (the file's
+ * bytes are written through the direct map). Segments may share a
+ * boundary page: it is mapped once, and gets both segments' rights, as
+ * does the whole later segment. */
 static int load_segments(struct aspace *as, const struct elf_info *ei, uint64_t bias,
                          struct inode *ip)
 {
@@ -130,35 +133,26 @@ static int load_segments(struct aspace *as, const struct elf_info *ei, uint64_t 
 
 	for (unsigned i = 0; i < ei->nseg; i++) {
 		const struct elf_segment *s = &ei->seg[i];
-		uint64_t start = ALIGN_DOWN(s->vaddr + bias, PAGE_SIZE);
-		uint64_t end = ALIGN_UP(s->vaddr + bias + s->memsz, PAGE_SIZE);
-
-		/* Segments may share a boundary page; it is mapped once. */
-		start = MAX(start, mapped_end);
-		if (start < end) {
-			struct seg_pages m = {ei, i, bias, start, ip};
-
-			err = vm_map_pages(as, start, end - start, PROT_READ | PROT_WRITE, 0,
-			                   seg_page, &m);
-			if (err)
-				return err;
-			mapped_end = end;
-		}
-		err = as_read_file(as, s->vaddr + bias, ip, s->offset, s->filesz);
-		if (err)
-			return err;
-	}
-	/* Final protections: a shared boundary page gets both segments' rights. */
-	for (unsigned i = 0; i < ei->nseg; i++) {
-		const struct elf_segment *s = &ei->seg[i];
-		uint64_t start = ALIGN_DOWN(s->vaddr + bias, PAGE_SIZE);
+		uint64_t lo = ALIGN_DOWN(s->vaddr + bias, PAGE_SIZE), start = MAX(lo, mapped_end);
 		uint64_t end = ALIGN_UP(s->vaddr + bias + s->memsz, PAGE_SIZE);
 		uint32_t prot = s->prot;
 
 		if (i > 0 &&
-		    ALIGN_UP(ei->seg[i - 1].vaddr + bias + ei->seg[i - 1].memsz, PAGE_SIZE) > start)
+		    ALIGN_UP(ei->seg[i - 1].vaddr + bias + ei->seg[i - 1].memsz, PAGE_SIZE) > lo)
 			prot |= ei->seg[i - 1].prot;
-		vm_protect(as, start, end - start, prot);
+		if (start < end) {
+			struct seg_pages m = {ei, i, bias, start, ip};
+
+			err = vm_map_pages(as, start, end - start, prot, 0, seg_page, &m);
+			if (err)
+				return err;
+			mapped_end = end;
+		}
+		if (lo < start) /* pages an earlier segment mapped */
+			vm_protect(as, lo, MIN(start, end) - lo, prot);
+		err = as_read_file(as, s->vaddr + bias, ip, s->offset, s->filesz);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -410,6 +404,7 @@ int exec_load(const struct exec_args *args, struct exec_image *out, const char *
 		err = -ENOMEM;
 		goto out;
 	}
+	aspace_keep_seek(as);
 	err = load_segments(as, &f.ei, bias, f.ip);
 	if (!err && f.ei.interp)
 		err = load_interp(as, &f, &interp_base, &entry, why);

@@ -99,12 +99,12 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t pr
 		return err;
 	inode_get(ip);
 	for (; done < len; done += PAGE_SIZE) {
+		uint64_t pa = vm_translate_own(as, addr + done);
 		long got;
 
-		if (vm_is_borrowed(as, addr + done))
+		if (!pa)
 			continue;
-		got = vfs_inode_read(ip, phys_to_virt(vm_translate(as, addr + done)), PAGE_SIZE,
-		                     off + done);
+		got = vfs_inode_read(ip, phys_to_virt(pa), PAGE_SIZE, off + done);
 		if (got < 0) {
 			err = got;
 			break;

@@ -132,11 +132,17 @@ struct aspace *aspace_get(struct aspace *as)
  * look at these tables again. Unless they are kept, perhaps with the
  * pages, for the next process that runs the same program (vm_keep.c).
  * Every page above the sled is the program's (a huge page may span
- * several mappings: walk the tables, not them). */
+ * several mappings: walk the tables, not them). One never used (a failed
+ * exec) is merged into the kept tree it took first: it owns none of the
+ * pages it adopted from it. */
 static void aspace_destroy(struct aspace *as)
 {
 	uint64_t *e, size;
 
+	/* The boot root's address space is the first one, made before any
+	 * tree is kept: it never took one, and is never kept itself. */
+	if (as->keep_root)
+		aspace_keep_tables(as);
 	if (is_boot_root(as) || !keep_tables(as->root)) {
 		for (uint64_t va = SLED_VA + PAGE_SIZE; (e = pt_next(as, &va, USER_TOP, &size));
 		     va += size)
@@ -209,7 +215,7 @@ void aspace_reap(void)
 static int copy_page(struct aspace *dst, uint64_t va, uint64_t src_pte)
 {
 	uint64_t *pte = pt_walk(dst, va, true);
-	uint64_t pa;
+	uint64_t pa, adopted = 0;
 
 	if (pte && (src_pte & PTE_BORROWED)) {
 		pa = src_pte & PTE_ADDR;
@@ -219,11 +225,12 @@ static int copy_page(struct aspace *dst, uint64_t va, uint64_t src_pte)
 		dst->nr_pages++;
 		return 0;
 	}
-	pa = pte ? pmem_alloc_user(false) : 0;
-	if (!pa)
+	if (pte && (pa = keep_page(dst, va)))
+		adopted = PTE_ADOPTED;
+	else if (!pte || !(pa = pmem_alloc_user(false)))
 		return -ENOMEM;
 	memcpy(phys_to_virt(pa), phys_to_virt(src_pte & PTE_ADDR), PAGE_SIZE);
-	*pte = pa | (src_pte & ~PTE_ADDR);
+	*pte = pa | (src_pte & ~PTE_ADDR) | adopted;
 	dst->nr_pages++;
 	return 0;
 }
@@ -247,6 +254,8 @@ struct aspace *aspace_copy(struct aspace *src)
 
 	if (!as)
 		return NULL;
+	aspace_keep_seek(as);
+	keep_take(as, keep_signature(src->root));
 	tail = &as->vmas;
 	for (struct vma *v = src->vmas; v; v = v->next) {
 		struct vma *nv = kmalloc(sizeof(*nv));
@@ -404,6 +413,21 @@ int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, 
 	return vm_map_pages(as, start, len, prot, flags, NULL, NULL);
 }
 
+/* The entry for a zeroed page at va with protection prot: the page the
+ * kept tree that as has taken has there, if any (vm_keep.c), else a new
+ * one. 0 if out of memory. */
+static uint64_t zeroed_page(struct aspace *as, uint64_t va, uint32_t prot)
+{
+	uint64_t pa = keep_page(as, va);
+
+	if (pa) {
+		memset(phys_to_virt(pa), 0, PAGE_SIZE);
+		return pa | pte_flags(prot) | PTE_ADOPTED;
+	}
+	pa = pmem_alloc_user(true);
+	return pa ? pa | pte_flags(prot) : 0;
+}
+
 int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
                  vm_page_fn page, void *ctx)
 {
@@ -419,6 +443,8 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 		kfree(v);
 		return -ENOMEM;
 	}
+	if (!lazy)
+		keep_take(as, 0);
 	/* Old 4 KiB entries are replaced in place, and the flush of their
 	 * translations comes after: the host then keeps its shadow of an entry
 	 * that maps the same page again (a library's segment mapped over its
@@ -430,8 +456,8 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 
 		if (pa)
 			want = pte_make(pa | PTE_BORROWED, prot);
-		else if (pte && (pa = pmem_alloc_user(true)))
-			want = pa | pte_flags(prot);
+		else if (pte && (want = zeroed_page(as, va, prot)))
+			pa = want & PTE_ADDR;
 		else
 			goto nomem;
 		if ((*pte & PTE_P) && !pte_stale(*pte)) {
@@ -568,11 +594,22 @@ uint64_t vm_translate(struct aspace *as, uint64_t va)
 	return (*e & PTE_ADDR & ~(size - 1)) | (va & (size - 1));
 }
 
-bool vm_is_borrowed(struct aspace *as, uint64_t va)
+static bool vm_is_borrowed(struct aspace *as, uint64_t va)
 {
 	uint64_t size, *e = pt_leaf(as, va, &size);
 
 	return e && size == PAGE_SIZE && (*e & PTE_BORROWED);
+}
+
+uint64_t vm_translate_own(struct aspace *as, uint64_t va)
+{
+	uint64_t size, *e = pt_leaf(as, va, &size);
+
+	if (!e)
+		return ~0ULL;
+	if (size == PAGE_SIZE && (*e & PTE_BORROWED))
+		return 0;
+	return (*e & PTE_ADDR & ~(size - 1)) | (va & (size - 1));
 }
 
 /* Replace the borrowed page at va by a private copy with protection prot.

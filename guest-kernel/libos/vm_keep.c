@@ -29,6 +29,16 @@
  * it stay as they are (a copy costs ~0.3 us, a host fault 15-25 us). Else a
  * kept tree holds outdated entries: nothing reads it until it is merged into.
  *
+ * Better still, a new address space built page by page (exec, fork) takes
+ * its kept tree as soon as it knows its program (keep_take), and its own
+ * pages are then the kept tree's own pages at the same addresses, filled
+ * in place (keep_page): no page to allocate, to copy into the kept one at
+ * the merge and to free again.
+ * Until the merge such a page is the kept tree's (PTE_ADOPTED): whatever
+ * the new tables do with it, the merge finds it in the kept tree, and an
+ * address space that goes before its merge (a failed exec) is merged first,
+ * so that the kept tree is never left half merged.
+ *
  * A dynamically linked program's libraries are mapped after exec, by the
  * loader, at the same addresses each time. Where the new process maps
  * nothing yet, the kept entries of image pages stay, made stale (no
@@ -176,6 +186,8 @@ bool keep_tables(uint64_t root)
  * both are the processes' own, so that the entry stays. */
 static uint64_t merge_page(uint64_t *ke, uint64_t ne)
 {
+	if (ne & PTE_ADOPTED) /* the same page: it stays the kept tree's */
+		return ne & ~PTE_ADOPTED;
 	if (is_own_page(*ke) && is_own_page(ne)) {
 		memcpy(phys_to_virt(*ke & PTE_ADDR), phys_to_virt(ne & PTE_ADDR), PAGE_SIZE);
 		put_page(ne);
@@ -226,7 +238,12 @@ static bool retire_table(uint64_t kpa, int level, bool pages, bool first)
  * the new tables merged. With pages, the kept table's own pages are the
  * kept process's (except the sled's, in the first table of each level).
  * Image pages the new process does not map stay as stale entries, and
- * the tables that hold them. */
+ * the tables that hold them. So does a level-1 table, empty, that follows
+ * one the new process has: where its heap will grow (a program's brk
+ * starts past its data), which would else cost a write to the level-2
+ * table twice (emulated on PVM hosts, each time) and a new table for the
+ * host to shadow. One such table per run of them: the kept tree does not
+ * grow past twice the new process's. */
 static void merge(uint64_t kpa, uint64_t npa, int level, bool pages, bool first)
 {
 	uint64_t *k = table(kpa), *n = table(npa);
@@ -234,11 +251,14 @@ static void merge(uint64_t kpa, uint64_t npa, int level, bool pages, bool first)
 	for (unsigned i = 0; i < (level == 4 ? ENTRIES / 2 : ENTRIES); i++) {
 		uint64_t want = n[i];
 
+		if (level == 1 && k[i] == want) /* most: code, unused */
+			continue;
 		if (is_table(n[i], level) && is_table(k[i], level)) {
 			merge(k[i], n[i], level - 1, pages, first && !i);
 			want = (k[i] & PTE_ADDR) | (n[i] & ~PTE_ADDR);
 		} else if (is_table(k[i], level) && !(n[i] & PTE_P)) {
-			if (retire_table(k[i], level - 1, pages, first && !i))
+			if (retire_table(k[i], level - 1, pages, first && !i) ||
+			    (level == 2 && i && is_table(n[i - 1], level)))
 				want = k[i];
 			else
 				pt_free_tables(k[i], level - 1);
@@ -258,18 +278,70 @@ static void merge(uint64_t kpa, uint64_t npa, int level, bool pages, bool first)
 	pmem_free(npa & PTE_ADDR);
 }
 
-void aspace_keep_tables(struct aspace *as)
+uint64_t keep_signature(uint64_t root)
 {
-	uint64_t sig = signature(as->root, 4);
+	return signature(root, 4);
+}
+
+/* The newest kept tree of the program with signature sig, or NULL. */
+static struct kept *find(uint64_t sig)
+{
 	struct kept *k = NULL;
 
 	for (unsigned i = 0; sig && i < KEEP_MAX; i++)
 		if (kept[i].root && kept[i].sig == sig && (!k || kept[i].age > k->age))
 			k = &kept[i];
-	if (!k)
+	return k;
+}
+
+void keep_take(struct aspace *as, uint64_t sig)
+{
+	struct kept *k;
+
+	if (!as->keep_seek || !(sig = sig ? sig : signature(as->root, 4)))
 		return;
-	merge(k->root, as->root, 4, k->pages, true);
+	as->keep_seek = false;
+	k = find(sig);
+	if (!k || !k->pages)
+		return; /* its entries are outdated: merged into at the end */
 	kept_pages -= k->pages;
-	as->root = k->root;
+	as->keep_root = k->root;
 	k->root = 0;
+}
+
+uint64_t keep_page(struct aspace *as, uint64_t va)
+{
+	uint64_t e = as->keep_root;
+
+	if (!e || va < PAGE_SIZE)
+		return 0;
+	for (int level = 4; level > 1; level--) {
+		e = table(e)[(va >> (12 + 9 * (level - 1))) & (ENTRIES - 1)];
+		if (!is_table(e, level))
+			return 0;
+	}
+	e = table(e)[(va >> 12) & (ENTRIES - 1)];
+	return is_own_page(e) ? e & PTE_ADDR : 0;
+}
+
+void aspace_keep_seek(struct aspace *as)
+{
+	as->keep_seek = true;
+}
+
+void aspace_keep_tables(struct aspace *as)
+{
+	struct kept *k = as->keep_root ? NULL : find(signature(as->root, 4));
+	uint64_t root = as->keep_root ? as->keep_root : k ? k->root : 0;
+
+	as->keep_seek = false;
+	if (!root)
+		return;
+	merge(root, as->root, 4, !k || k->pages, true);
+	if (k) {
+		kept_pages -= k->pages;
+		k->root = 0;
+	}
+	as->root = root;
+	as->keep_root = 0;
 }

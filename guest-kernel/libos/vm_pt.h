@@ -28,8 +28,12 @@
  * without PTE_U, so that every access of the program or of the library OS
  * faults; vm_fault refuses it (the mapping allows no access). */
 #define PTE_PROTNONE (1ULL << 10)
-#define PTE_ADDR     0x000ffffffffff000ULL
-#define HUGE_ADDR    0x000fffffffe00000ULL
+/* Software bit: a page of the kept tree that the address space being built
+ * will be merged into, at the same address (vm_keep.c). The kept tree
+ * owns it until the merge: put_page leaves it, pte_make keeps the bit. */
+#define PTE_ADOPTED (1ULL << 11)
+#define PTE_ADDR    0x000ffffffffff000ULL
+#define HUGE_ADDR   0x000fffffffe00000ULL
 /* A level-1 entry left from a dead process that ran the same program
  * (vm_keep.c): an image page it mapped where this process maps nothing,
  * without PTE_U (nor PTE_PROTNONE) so that no access of the program (or
@@ -66,7 +70,8 @@ uint64_t pte_flags(uint32_t prot);
 /* The entry for a page with protection prot, keeping it borrowed (and then
  * never writable: the first write copies it). */
 uint64_t pte_make(uint64_t old, uint32_t prot);
-/* Free the 4 KiB page behind a present entry unless it is borrowed. */
+/* Free the 4 KiB page behind a present entry unless it is borrowed (or
+ * adopted). */
 void put_page(uint64_t pte);
 
 /* The level-2 entry for va, creating the tables above it if asked. */
@@ -114,6 +119,16 @@ int huge_copy(struct aspace *dst, uint64_t va, uint64_t src_pde);
 bool keep_tables(uint64_t root);
 /* Forget every kept tree, its memory being no longer ours (vm_init). */
 void keep_forget(void);
+/* An address space being built (as->keep_seek) takes the newest kept tree
+ * with pages that runs the program with signature sig (0: the one it maps
+ * so far), if there is one, to merge into later. */
+void keep_take(struct aspace *as, uint64_t sig);
+/* Where as has taken a kept tree, the page that tree has of its own at
+ * va, to map at va in as with PTE_ADOPTED (the merge then neither copies
+ * it nor writes its entry); 0 if none. Its bytes are the dead process's. */
+uint64_t keep_page(struct aspace *as, uint64_t va);
+/* The first image page that the tree under root maps (see vm_keep.c). */
+uint64_t keep_signature(uint64_t root);
 
 /* Shared copies of code pages with rewritten syscall sites (vm_text.c). */
 /* Is the page at pa such a copy? */

@@ -657,7 +657,7 @@ START_TEST(kept_tables_and_pages_are_reused)
 	ck_assert_int_eq(peek(b, PROG + PAGE_SIZE), 'B');
 	ck_assert_int_eq(peek(b, PROG), 'I');
 	ck_assert_int_eq(peek(b, PROG + 2 * PAGE_SIZE), 0);
-	ck_assert(vm_is_borrowed(b, PROG));
+	ck_assert_uint_eq(vm_translate_own(b, PROG), 0); /* borrowed */
 	aspace_release(b);
 	keep_shrink();
 	pmem_free(img);
@@ -688,16 +688,120 @@ START_TEST(kept_only_for_the_same_program)
 }
 END_TEST
 
+/* exec's way: the kept tree is taken once the program is known (its
+ * first image page mapped), and its data page is filled in place. */
+static struct aspace *load_program(uint64_t img)
+{
+	struct aspace *a = aspace_create();
+
+	ck_assert_ptr_nonnull(a);
+	aspace_keep_seek(a);
+	ck_assert_int_eq(
+	    vm_map_pages(a, PROG, PAGE_SIZE, PROT_READ | PROT_EXEC, 0, image_page, &img), 0);
+	ck_assert_int_eq(vm_map_anon(a, PROG + PAGE_SIZE, PAGE_SIZE, RW, 0), 0);
+	return a;
+}
+
+START_TEST(load_fills_kept_pages_in_place)
+{
+	uint64_t img = pmem_alloc(true), root, data, *pte;
+	struct aspace *a = run_program(img, 'A'), *b;
+	size_t free_before;
+
+	root = a->root;
+	data = vm_translate(a, PROG + PAGE_SIZE);
+	aspace_release(a);
+	free_before = pmem_free_pages();
+	b = load_program(img);
+	ck_assert_uint_eq(vm_translate(b, PROG + PAGE_SIZE), data);
+	ck_assert_int_eq(peek(b, PROG + PAGE_SIZE), 0); /* zeroed, not A's */
+	ck_assert_uint_ne(b->root, root);
+	aspace_keep_tables(b);
+	ck_assert_uint_eq(b->root, root);
+	/* Only the new tables were taken (and given back): no page. */
+	ck_assert_uint_eq(pmem_free_pages(), free_before);
+	pte = pt_walk(b, PROG + PAGE_SIZE, false);
+	ck_assert_ptr_nonnull(pte);
+	ck_assert_uint_eq(*pte & (PTE_ADDR | PTE_ADOPTED), data);
+	aspace_release(b);
+	keep_shrink();
+	pmem_free(img);
+	aspace_release(as);
+	as = NULL;
+	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+}
+END_TEST
+
+/* An exec that fails after it took the kept tree: the tree comes out
+ * whole (its page neither lost nor freed twice) and serves the next run. */
+START_TEST(failed_load_leaves_the_kept_tree_whole)
+{
+	uint64_t img = pmem_alloc(true), root, data;
+	struct aspace *a = run_program(img, 'A'), *b;
+
+	root = a->root;
+	data = vm_translate(a, PROG + PAGE_SIZE);
+	aspace_release(a);
+	b = load_program(img);
+	ck_assert_uint_eq(vm_translate(b, PROG + PAGE_SIZE), data);
+	aspace_release(b); /* failed */
+	b = load_program(img);
+	ck_assert_uint_eq(vm_translate(b, PROG + PAGE_SIZE), data);
+	/* Failed after it unmapped the page: the tree keeps (and owns) no page there. */
+	ck_assert_int_eq(vm_unmap(b, PROG + PAGE_SIZE, PAGE_SIZE), 0);
+	aspace_release(b);
+	b = load_program(img);
+	ck_assert_uint_ne(vm_translate(b, PROG + PAGE_SIZE), ~0ULL);
+	ck_assert_int_eq(peek(b, PROG + PAGE_SIZE), 0);
+	aspace_keep_tables(b);
+	ck_assert_uint_eq(b->root, root);
+	aspace_release(b);
+	keep_shrink();
+	pmem_free(img);
+	aspace_release(as);
+	as = NULL;
+	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+}
+END_TEST
+
+/* The heap's empty table, next to the program's, stays for the next run;
+ * a table far from what the new process maps goes. */
+START_TEST(kept_table_next_to_the_program_stays)
+{
+	uint64_t img = pmem_alloc(true), *pde;
+	struct aspace *a = run_program(img, 'A'), *b;
+
+	ck_assert_int_eq(vm_map_anon(a, PROG + HUGE_SIZE, PAGE_SIZE, RW, 0), 0);
+	ck_assert_int_eq(vm_map_anon(a, BASE, PAGE_SIZE, RW, 0), 0);
+	aspace_release(a);
+	b = load_program(img);
+	aspace_keep_tables(b);
+	ck_assert_int_eq(peek(b, PROG + HUGE_SIZE), -1);
+	pde = pt_pde(b, PROG + HUGE_SIZE, false);
+	ck_assert(pde && (*pde & PTE_P));
+	ck_assert_ptr_null(pt_pde(b, BASE, false));
+	ck_assert_int_eq(vm_map_anon(b, PROG + HUGE_SIZE, PAGE_SIZE, RW, 0), 0);
+	aspace_release(b);
+	keep_shrink();
+	pmem_free(img);
+	aspace_release(as);
+	as = NULL;
+	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+}
+END_TEST
+
 START_TEST(fork_takes_over_a_dead_childs_tables)
 {
-	uint64_t img = pmem_alloc(true), root;
+	uint64_t img = pmem_alloc(true), root, data;
 	struct aspace *parent = run_program(img, 'P'), *child;
 
 	child = aspace_copy(parent);
 	root = child->root;
+	data = vm_translate(child, PROG + PAGE_SIZE);
 	aspace_release(child);
 	child = aspace_copy(parent);
 	ck_assert_uint_eq(child->root, root);
+	ck_assert_uint_eq(vm_translate(child, PROG + PAGE_SIZE), data); /* copied in place */
 	ck_assert_int_eq(peek(child, PROG + PAGE_SIZE), 'P');
 	ck_assert_uint_ne(vm_translate(child, PROG + PAGE_SIZE),
 	                  vm_translate(parent, PROG + PAGE_SIZE));
@@ -783,6 +887,9 @@ static Suite *vm_suite(void)
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, kept_tables_and_pages_are_reused);
 	tcase_add_test(t, kept_only_for_the_same_program);
+	tcase_add_test(t, load_fills_kept_pages_in_place);
+	tcase_add_test(t, failed_load_leaves_the_kept_tree_whole);
+	tcase_add_test(t, kept_table_next_to_the_program_stays);
 	tcase_add_test(t, fork_takes_over_a_dead_childs_tables);
 	tcase_add_test(t, kept_pages_given_back_when_short);
 	suite_add_tcase(s, t);
