@@ -625,6 +625,17 @@ static uint64_t image_page(void *ctx, uint64_t i)
 	return *(uint64_t *)ctx;
 }
 
+/* The end of a kept-tables test: kept trees, the image page and the test's
+ * address space given back, and nothing lost on the way. */
+static void end_keep_test(uint64_t img)
+{
+	keep_shrink();
+	pmem_free(img);
+	aspace_release(as);
+	as = NULL;
+	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+}
+
 /* A process running "program" img: its code page (borrowed from the
  * image) at PROG, its own data page after it holding val. */
 static struct aspace *run_program(uint64_t img, uint8_t val)
@@ -659,11 +670,7 @@ START_TEST(kept_tables_and_pages_are_reused)
 	ck_assert_int_eq(peek(b, PROG + 2 * PAGE_SIZE), 0);
 	ck_assert_uint_eq(vm_translate_own(b, PROG), 0); /* borrowed */
 	aspace_release(b);
-	keep_shrink();
-	pmem_free(img);
-	aspace_release(as);
-	as = NULL;
-	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+	end_keep_test(img);
 }
 END_TEST
 
@@ -724,11 +731,7 @@ START_TEST(load_fills_kept_pages_in_place)
 	ck_assert_ptr_nonnull(pte);
 	ck_assert_uint_eq(*pte & (PTE_ADDR | PTE_ADOPTED), data);
 	aspace_release(b);
-	keep_shrink();
-	pmem_free(img);
-	aspace_release(as);
-	as = NULL;
-	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+	end_keep_test(img);
 }
 END_TEST
 
@@ -756,11 +759,7 @@ START_TEST(failed_load_leaves_the_kept_tree_whole)
 	aspace_keep_tables(b);
 	ck_assert_uint_eq(b->root, root);
 	aspace_release(b);
-	keep_shrink();
-	pmem_free(img);
-	aspace_release(as);
-	as = NULL;
-	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+	end_keep_test(img);
 }
 END_TEST
 
@@ -782,11 +781,7 @@ START_TEST(kept_table_next_to_the_program_stays)
 	ck_assert_ptr_null(pt_pde(b, BASE, false));
 	ck_assert_int_eq(vm_map_anon(b, PROG + HUGE_SIZE, PAGE_SIZE, RW, 0), 0);
 	aspace_release(b);
-	keep_shrink();
-	pmem_free(img);
-	aspace_release(as);
-	as = NULL;
-	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+	end_keep_test(img);
 }
 END_TEST
 
@@ -807,11 +802,7 @@ START_TEST(fork_takes_over_a_dead_childs_tables)
 	                  vm_translate(parent, PROG + PAGE_SIZE));
 	aspace_release(child);
 	aspace_release(parent);
-	keep_shrink();
-	pmem_free(img);
-	aspace_release(as);
-	as = NULL;
-	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+	end_keep_test(img);
 }
 END_TEST
 
