@@ -60,6 +60,13 @@ def verdict(v, goal):
     return "meets goal" if v <= goal else "MISSES goal"
 
 
+def held_to(v, key, judged, fmt="%d ms"):
+    """The goal's verdict for a case the goals are about; nothing for another."""
+    if not judged:
+        return ""
+    return ("   goal <= " + fmt + ": %s") % (GOALS[key], verdict(v, GOALS[key]))
+
+
 def api(path, req):
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(60)
@@ -242,15 +249,15 @@ def snap_id(snap):
     return "?"
 
 
-def report(title, guest, ready, base, timeout=60):
+def report(title, guest, ready, base, timeout=60, judged=True):
     print(title)
     snap, pauses, totals, sizes, touched, last, reused = make_snapshot(guest, ready, "t", timeout)
     size = med(sizes)
     ratio = size / (touched * 1024)
     p = med(totals)
     print("  %-46s %8.2f ms" % ("quiesce (API pause: all vCPUs parked)", med(pauses)))
-    print("  %-46s %8.1f ms   goal <= %d ms: %s" % ("pause to a file (snapshot of a running VM)", p,
-                                                   GOALS["pause"], verdict(p, GOALS["pause"])))
+    print("  %-46s %8.1f ms%s" % ("pause to a file (snapshot of a running VM)", p,
+                                  held_to(p, "pause", judged)))
     print("  %-46s %8.1f ms (nothing to reuse: all compressed)" % ("  the first one", totals[0]))
     print("  %-46s %8.1f ms (median; %d of %d data chunks reused)"
           % ("  the later ones", med(totals[1:]), med(reused[1:]), last["chunks"]["data"]))
@@ -259,15 +266,15 @@ def report(title, guest, ready, base, timeout=60):
     for mode in ("eager", "lazy"):
         print("  %-46s %8.1f ms" % ("pause to a file right after a %s restore" % mode,
                                     repause_bench(snap, base, mode)))
-    print("  %-46s %8.1f MiB for %.1f MiB touched: %.2fx   goal <= %.1fx: %s"
-          % ("snapshot file", size / 2**20, touched / 1024, ratio, GOALS["ratio"],
-             verdict(ratio, GOALS["ratio"])))
+    print("  %-46s %8.1f MiB for %.1f MiB touched: %.2fx%s"
+          % ("snapshot file", size / 2**20, touched / 1024, ratio,
+             held_to(ratio, "ratio", judged, "%.1fx")))
     res, make_ms = resume_bench(snap, base)
     for mode, goal in (("eager", "eager"), ("lazy", "lazy"), ("template", "clone")):
         first, byte, loaded = res[mode]
         what = "clone from the template" if mode == "template" else "restore " + mode
-        print("  %-46s %8.2f ms   goal <= %d ms: %s" % (what + ": to the first instruction", first,
-                                                        GOALS[goal], verdict(first, GOALS[goal])))
+        print("  %-46s %8.2f ms%s" % (what + ": to the first instruction", first,
+                                      held_to(first, goal, judged)))
         print("  %-46s %8.2f ms" % ("  to the guest's first answer on the console", byte))
         if loaded is not None:
             print("  %-46s %8.2f ms (loaded while the guest runs)"
@@ -294,9 +301,10 @@ def main():
     if PYIMG:
         pybase = [VMM, "--kernel", KERNEL, "--image", PYIMG]
         print()
-        report("  1 GiB guest, python3 with pandas imported (base image):",
+        report("  1 GiB guest, python3 with pandas imported (base image; the goals above are for"
+               " 256 MiB):",
                pybase + ["--mem", "1G", "--", "/usr/bin/python3", "-c", PY_WARM], "ready", pybase,
-               timeout=120)
+               timeout=120, judged=False)
 
 
 if __name__ == "__main__":
