@@ -245,7 +245,7 @@ printf '  %-44s %8s MB/s (host %s MB/s; 64 MiB, median of 5)\n' "pipe throughput
 # ---- kilnd and vsock (issue 5).
 echo
 if [ -x build/bin/kilnd ] && [ -f build/initramfs/agent.cpio ]; then
-	sh tools/bench/kilnd_bench.sh 2>&1 | sed -n 's/^/  /p' | grep -v '^  $' | tail -n 6
+	bash tools/bench/kilnd_bench.sh 2>&1 | grep -v "^kilnd_bench: VMM " | sed "s/^/  /"
 	echo
 	bash tools/bench/kilnd_snap_bench.sh 2>&1 | sed 's/^/  /'
 fi

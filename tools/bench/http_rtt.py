@@ -43,6 +43,24 @@ def recv(sock):
     return data
 
 
+def timed_rounds(count, gap_ms, fn):
+    """fn() 5 + count times, sleeping gap_ms before each; the last count
+    durations in ms, summarised as "median M ms, p90 M ms, min M ms (n=N)"."""
+    times = []
+    for i in range(5 + int(count)):
+        time.sleep(float(gap_ms) / 1000)
+        t0 = time.perf_counter()
+        fn()
+        t1 = time.perf_counter()
+        if i >= 5:
+            times.append((t1 - t0) * 1000)
+    times.sort()
+    n = len(times)
+    median = times[n // 2] if n % 2 else (times[n // 2 - 1] + times[n // 2]) / 2
+    return (f"median {median:.2f} ms, p90 {times[int(n * 0.9 + 0.5) - 1]:.2f} ms, "
+            f"min {times[0]:.2f} ms (n={n})")
+
+
 def main():
     if len(sys.argv) != 8:
         sys.exit(__doc__)
@@ -53,22 +71,14 @@ def main():
                ).encode() + body
     sock = socket.socket(socket.AF_UNIX)
     sock.connect(path)
-    times = []
-    for i in range(5 + int(count)):
-        time.sleep(float(gap_ms) / 1000)
-        t0 = time.perf_counter()
+
+    def round_trip():
         sock.sendall(request)
         answer = read_answer(sock)
-        t1 = time.perf_counter()
         if not answer.startswith(b"HTTP/1.1 200") or expect.encode() not in answer:
             sys.exit(f"http_rtt: unexpected answer: {answer[:300]!r}")
-        if i >= 5:
-            times.append((t1 - t0) * 1000)
-    times.sort()
-    n = len(times)
-    median = times[n // 2] if n % 2 else (times[n // 2 - 1] + times[n // 2]) / 2
-    print(f"median {median:.2f} ms, p90 {times[int(n * 0.9 + 0.5) - 1]:.2f} ms, "
-          f"min {times[0]:.2f} ms (n={n})")
+
+    print(timed_rounds(count, gap_ms, round_trip))
 
 
 if __name__ == "__main__":
