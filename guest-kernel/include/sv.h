@@ -59,7 +59,7 @@ static inline void sv_invlpg(uint64_t va)
  * switch and a timer in one call: a process starts, its parent wakes). */
 static inline void sv_set_cr3(uint64_t root, uint64_t tsc_deadline)
 {
-	sv_call3(SV_SET_CR3, root, tsc_deadline);
+	sv_call3(SV_SET_CR3, tsc_deadline, root);
 }
 
 /* kiln's ports are open to CPL3 in the TSS I/O bitmap. */

@@ -105,25 +105,24 @@ sv_fatal:
  *
  * Supervisor calls (kcpu.h: RDI = op, RSI, RDX, RCX = arguments) are the
  * commonest CPL0 path, so each op is a few instructions reached through one
- * table jump, and returns straight from the trap frame (an op outside the
- * table does nothing). */
+ * table jump, and returns straight from the trap frame (the op is taken
+ * modulo the table's size, a mask rather than a compare and a branch: an
+ * op outside SV_* does nothing). */
 	.balign	16
 	.globl	sv_bp_entry
 sv_bp_entry:
 	cmpq	$KILN_VA_LIBOS_START, (%rsp)
 	jb	1f
-	cmpq	$SV_OP_MAX, %rdi
-	ja	sv_ret
+	andl	$SV_OP_MASK, %edi	/* (zero-extends: RDI < 8) */
 	jmpq	*sv_ops(, %rdi, 8)
 1:	pushq	$0
 	pushq	$3
 	jmp	exc_user
 
-/* RSI = new root, RDX = TSC deadline or 0 (a switch and a timer in one call:
+/* RDX = new root, RSI = TSC deadline or 0 (a switch and a timer in one call:
  * a process starts, its parent wakes). */
 sv_set_cr3:
-	movq	%rsi, %cr3
-	movq	%rdx, %rsi
+	movq	%rdx, %cr3
 	/* fall through */
 
 /* RSI = TSC deadline or 0 (left as it is). */
@@ -295,8 +294,11 @@ sv_syscall_entry:
 
 	.section .rodata
 	.balign	8
-sv_ops:	/* indexed by SV_* */
-	.quad	sv_ret, sv_halt, sv_mmio, sv_flush_tlb, sv_set_cr3, sv_timer, sv_invlpg
+sv_ops:	/* indexed by SV_*, SV_OP_MASK + 1 entries (the last ones do nothing) */
+	.quad	sv_ret, sv_halt, sv_mmio, sv_flush_tlb, sv_set_cr3, sv_timer, sv_invlpg, sv_ret
+	.if	. - sv_ops != 8 * (SV_OP_MASK + 1)
+	.error	"sv_ops needs SV_OP_MASK + 1 entries"
+	.endif
 
 	.section .bss
 	.balign	4096
