@@ -300,7 +300,7 @@ void aspace_activate(struct aspace *as)
 void pt_flush(struct aspace *as)
 {
 	if (as == active)
-		sv_flush_tlb();
+		sv_flush_tlb(as->root);
 }
 
 void pt_flush_page(struct aspace *as, uint64_t va)
