@@ -43,9 +43,10 @@ static inline void sv_set_timer(uint64_t tsc_deadline)
 	sv_call3(SV_TIMER, tsc_deadline, 0);
 }
 
-static inline void sv_flush_tlb(void)
+/* root: the page-table root in use. */
+static inline void sv_flush_tlb(uint64_t root)
 {
-	sv_call3(SV_FLUSH_TLB, 0, 0);
+	sv_call3(SV_FLUSH_TLB, root, 0);
 }
 
 /* One page's translation changed: cheaper than a whole flush, which makes
@@ -59,7 +60,7 @@ static inline void sv_invlpg(uint64_t va)
  * switch and a timer in one call: a process starts, its parent wakes). */
 static inline void sv_set_cr3(uint64_t root, uint64_t tsc_deadline)
 {
-	sv_call3(SV_SET_CR3, root, tsc_deadline);
+	sv_call3(SV_SET_CR3, tsc_deadline, root);
 }
 
 /* kiln's ports are open to CPL3 in the TSS I/O bitmap. */

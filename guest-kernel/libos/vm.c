@@ -137,19 +137,12 @@ struct aspace *aspace_get(struct aspace *as)
  * pages it adopted from it. */
 static void aspace_destroy(struct aspace *as)
 {
-	uint64_t *e, size;
-
 	/* The boot root's address space is the first one, made before any
 	 * tree is kept: it never took one, and is never kept itself. */
 	if (as->keep_root)
 		aspace_keep_tables(as);
 	if (is_boot_root(as) || !keep_tables(as->root)) {
-		for (uint64_t va = SLED_VA + PAGE_SIZE; (e = pt_next(as, &va, USER_TOP, &size));
-		     va += size)
-			if (size == HUGE_SIZE)
-				pmem_free_huge(*e & HUGE_ADDR);
-			else
-				put_page(*e);
+		pt_put_pages(as->root);
 		if (!is_boot_root(as))
 			pt_free_tables(as->root, 4);
 		else
@@ -307,7 +300,7 @@ void aspace_activate(struct aspace *as)
 void pt_flush(struct aspace *as)
 {
 	if (as == active)
-		sv_flush_tlb();
+		sv_flush_tlb(as->root);
 }
 
 void pt_flush_page(struct aspace *as, uint64_t va)
@@ -413,19 +406,30 @@ int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, 
 	return vm_map_pages(as, start, len, prot, flags, NULL, NULL);
 }
 
-/* The entry for a zeroed page at va with protection prot: the page the
- * kept tree that as has taken has there, if any (vm_keep.c), else a new
- * one. 0 if out of memory. */
-static uint64_t zeroed_page(struct aspace *as, uint64_t va, uint32_t prot)
+/* The entry for a zeroed page at va with protection prot, to replace
+ * entry old: the page the kept tree that as has taken has there, if any
+ * (vm_keep.c), else old's page if it is dormant, else a new one. 0 if out
+ * of memory. */
+static uint64_t zeroed_page(struct aspace *as, uint64_t va, uint32_t prot, uint64_t old)
 {
-	uint64_t pa = keep_page(as, va);
+	uint64_t pa = keep_page(as, va), adopted = pa ? PTE_ADOPTED : 0;
 
+	if (!pa && pte_dormant(old))
+		pa = old & PTE_ADDR;
 	if (pa) {
 		memset(phys_to_virt(pa), 0, PAGE_SIZE);
-		return pa | pte_flags(prot) | PTE_ADOPTED;
+		return pa | pte_flags(prot) | adopted;
 	}
 	pa = pmem_alloc_user(true);
 	return pa ? pa | pte_flags(prot) : 0;
+}
+
+/* Entry e is being replaced by one for the page at pa: free its page if
+ * it is a dormant one that pa is not. */
+static void put_dormant(uint64_t e, uint64_t pa)
+{
+	if (pte_dormant(e) && (e & PTE_ADDR) != pa)
+		put_page(e);
 }
 
 int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
@@ -456,7 +460,7 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 
 		if (pa)
 			want = pte_make(pa | PTE_BORROWED, prot);
-		else if (pte && (want = zeroed_page(as, va, prot)))
+		else if (pte && (want = zeroed_page(as, va, prot, *pte)))
 			pa = want & PTE_ADDR;
 		else
 			goto nomem;
@@ -468,6 +472,7 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 				put_page(*pte);
 			as->nr_pages--;
 		}
+		put_dormant(*pte, pa);
 		*pte = want;
 		as->nr_pages++;
 	}
@@ -635,17 +640,15 @@ static int unborrow(struct aspace *as, uint64_t va, uint64_t *pte, uint32_t prot
 /* A zeroed page at va (if none is there yet). */
 static int zero_page(struct aspace *as, uint64_t va, uint32_t prot)
 {
-	uint64_t size, *pte, pa;
+	uint64_t size, *pte, want;
 
 	if (pt_leaf(as, va, &size))
 		return 0;
 	pte = pt_walk(as, va, true);
-	if (!pte)
+	if (!pte || !(want = zeroed_page(as, va, prot, *pte)))
 		return -ENOMEM;
-	pa = pmem_alloc_user(true);
-	if (!pa)
-		return -ENOMEM;
-	*pte = pa | pte_flags(prot);
+	put_dormant(*pte, want & PTE_ADDR);
+	*pte = want;
 	as->nr_pages++;
 	return 0;
 }
@@ -809,6 +812,7 @@ int vm_move_pages(struct aspace *as, uint64_t from, uint64_t to, uint64_t len)
 			put_page(*dst);
 			as->nr_pages--;
 		}
+		put_dormant(*dst, *e & PTE_ADDR);
 		*dst = *e;
 		*e = 0;
 	}

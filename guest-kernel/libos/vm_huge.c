@@ -58,6 +58,8 @@ static size_t absorb(uint64_t pde, uint64_t pa)
 	size_t n = 0;
 
 	for (unsigned i = 0; i < HUGE_PAGES; i++) {
+		if (pte_dormant(pt[i]))
+			put_page(pt[i]);
 		if (!(pt[i] & PTE_P) || pte_stale(pt[i]))
 			continue;
 		memcpy(phys_to_virt(pa + i * PAGE_SIZE), table(pt[i]), PAGE_SIZE);

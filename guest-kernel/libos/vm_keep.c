@@ -39,6 +39,14 @@
  * address space that goes before its merge (a failed exec) is merged first,
  * so that the kept tree is never left half merged.
  *
+ * A page of the dead process where the new one maps nothing yet, in a
+ * level-1 table the new one has (its heap, mostly: brk comes after exec,
+ * and starts past the data) stays too, dormant (see vm_pt.h): no access
+ * reaches it, and the new process's next mapping there takes it, zeroed,
+ * with no host fault (the host keeps its shadow entry across a change of
+ * rights, not across a change of page). DORMANT_MAX of them per merge, and
+ * none when programs run short of memory.
+ *
  * A dynamically linked program's libraries are mapped after exec, by the
  * loader, at the same addresses each time. Where the new process maps
  * nothing yet, the kept entries of image pages stay, made stale (no
@@ -54,6 +62,7 @@
 #define KEEP_PAGES     2048 /* pages of one process, at most */
 #define KEEP_PAGES_ALL 2048 /* of all kept processes */
 #define ENTRIES        512
+#define DORMANT_MAX    16 /* pages left dormant by one merge */
 
 struct kept {
 	uint64_t root; /* 0: free slot */
@@ -144,6 +153,11 @@ static void drop(struct kept *k)
 	k->root = 0;
 }
 
+void pt_put_pages(uint64_t root)
+{
+	free_pages(root, 4, true);
+}
+
 void keep_forget(void)
 {
 	memset(kept, 0, sizeof(kept));
@@ -199,12 +213,17 @@ static uint64_t merge_page(uint64_t *ke, uint64_t ne)
 }
 
 /* What a kept level-1 entry ke becomes where the new process maps
- * nothing: a stale entry if it maps an image page (see vm_pt.h), else
- * nothing (its page freed if the kept process's pages are kept). */
-static uint64_t retire(uint64_t ke, bool pages)
+ * nothing: a stale entry if it maps an image page (see vm_pt.h), a dormant
+ * one if it is the kept process's own page and *dormant allows one more,
+ * else nothing (its page freed if the kept process's pages are kept). */
+static uint64_t retire(uint64_t ke, bool pages, size_t *dormant)
 {
 	if ((ke & PTE_P) && (ke & PTE_BORROWED))
 		return ke & ~(PTE_U | PTE_PROTNONE);
+	if (pages && is_own_page(ke) && *dormant) {
+		--*dormant;
+		return ke & ~(PTE_U | PTE_PROTNONE);
+	}
 	if (pages && is_own_page(ke))
 		put_page(ke);
 	return 0;
@@ -216,6 +235,7 @@ static uint64_t retire(uint64_t ke, bool pages)
 static bool retire_table(uint64_t kpa, int level, bool pages, bool first)
 {
 	uint64_t *k = table(kpa), want;
+	size_t none = 0; /* no dormant page: the table would stay for it */
 	bool stale = false;
 
 	for (unsigned i = 0; i < ENTRIES; i++) {
@@ -225,7 +245,7 @@ static bool retire_table(uint64_t kpa, int level, bool pages, bool first)
 		}
 		if (is_table(k[i], level))
 			pt_free_tables(k[i], level - 1);
-		want = level == 1 && !(first && !i) ? retire(k[i], pages) : 0;
+		want = level == 1 && !(first && !i) ? retire(k[i], pages, &none) : 0;
 		if (k[i] != want)
 			k[i] = want;
 		stale |= want != 0;
@@ -244,7 +264,7 @@ static bool retire_table(uint64_t kpa, int level, bool pages, bool first)
  * table twice (emulated on PVM hosts, each time) and a new table for the
  * host to shadow. One such table per run of them: the kept tree does not
  * grow past twice the new process's. */
-static void merge(uint64_t kpa, uint64_t npa, int level, bool pages, bool first)
+static void merge(uint64_t kpa, uint64_t npa, int level, bool pages, bool first, size_t *dormant)
 {
 	uint64_t *k = table(kpa), *n = table(npa);
 
@@ -254,7 +274,7 @@ static void merge(uint64_t kpa, uint64_t npa, int level, bool pages, bool first)
 		if (level == 1 && k[i] == want) /* most: code, unused */
 			continue;
 		if (is_table(n[i], level) && is_table(k[i], level)) {
-			merge(k[i], n[i], level - 1, pages, first && !i);
+			merge(k[i], n[i], level - 1, pages, first && !i, dormant);
 			want = (k[i] & PTE_ADDR) | (n[i] & ~PTE_ADDR);
 		} else if (is_table(k[i], level) && !(n[i] & PTE_P)) {
 			if (retire_table(k[i], level - 1, pages, first && !i) ||
@@ -267,7 +287,7 @@ static void merge(uint64_t kpa, uint64_t npa, int level, bool pages, bool first)
 				free_pages(k[i], level - 1, first && !i);
 			pt_free_tables(k[i], level - 1);
 		} else if (level == 1 && !(first && !i) && !(n[i] & PTE_P)) {
-			want = retire(k[i], pages);
+			want = retire(k[i], pages, dormant);
 		} else if (level == 1 && pages && !(first && !i) && k[i] != n[i]) {
 			want = merge_page(&k[i], n[i]);
 		}
@@ -331,13 +351,15 @@ void aspace_keep_seek(struct aspace *as)
 
 void aspace_keep_tables(struct aspace *as)
 {
+	/* (Asked first: when memory is short, the kept trees go.) */
+	size_t dormant = pmem_user_ok(KEEP_PAGES_ALL) ? DORMANT_MAX : 0;
 	struct kept *k = as->keep_root ? NULL : find(signature(as->root, 4));
 	uint64_t root = as->keep_root ? as->keep_root : k ? k->root : 0;
 
 	as->keep_seek = false;
 	if (!root)
 		return;
-	merge(root, as->root, 4, !k || k->pages, true);
+	merge(root, as->root, 4, !k || k->pages, true, &dormant);
 	if (k) {
 		kept_pages -= k->pages;
 		k->root = 0;

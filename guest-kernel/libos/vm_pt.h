@@ -47,6 +47,16 @@ static inline bool pte_stale(uint64_t e)
 	return (e & (PTE_P | PTE_U | PTE_PROTNONE)) == PTE_P;
 }
 
+/* A stale entry of a page of the address space's own, not the image's: a
+ * dormant page, which a dead process that ran the same program had there
+ * (vm_keep.c). Its bytes are the dead process's: it is the address space's
+ * to free, or to take, zeroed or filled, when it maps a page there (and
+ * the host then keeps its shadow entry). Nothing else reads it. */
+static inline bool pte_dormant(uint64_t e)
+{
+	return pte_stale(e) && !(e & PTE_BORROWED);
+}
+
 /* An entry pointing to a table. Accessed already: the host would set the
  * bit itself at the first walk through it (and a kept table would then
  * differ from a new one, see vm_keep.c). */
@@ -87,6 +97,9 @@ uint64_t *pt_leaf(struct aspace *as, uint64_t va, uint64_t *size);
  * becomes the address it maps from (2 MiB-aligned for a huge page, so
  * possibly below the *va passed in) and *size its size. */
 uint64_t *pt_next(struct aspace *as, uint64_t *va, uint64_t end, uint64_t *size);
+/* Free the pages of the address space's own (dormant ones too) that the
+ * tables under root map, not the tables. */
+void pt_put_pages(uint64_t root);
 /* Free the page tables under the level-`level` table at pa (not the pages
  * they map). */
 void pt_free_tables(uint64_t pa, int level);

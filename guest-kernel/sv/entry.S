@@ -105,25 +105,24 @@ sv_fatal:
  *
  * Supervisor calls (kcpu.h: RDI = op, RSI, RDX, RCX = arguments) are the
  * commonest CPL0 path, so each op is a few instructions reached through one
- * table jump, and returns straight from the trap frame (an op outside the
- * table does nothing). */
+ * table jump, and returns straight from the trap frame (the op is taken
+ * modulo the table's size, a mask rather than a compare and a branch: an
+ * op outside SV_* does nothing). */
 	.balign	16
 	.globl	sv_bp_entry
 sv_bp_entry:
 	cmpq	$KILN_VA_LIBOS_START, (%rsp)
 	jb	1f
-	cmpq	$SV_OP_MAX, %rdi
-	ja	sv_ret
+	andl	$SV_OP_MASK, %edi	/* (zero-extends: RDI < 8) */
 	jmpq	*sv_ops(, %rdi, 8)
 1:	pushq	$0
 	pushq	$3
 	jmp	exc_user
 
-/* RSI = new root, RDX = TSC deadline or 0 (a switch and a timer in one call:
+/* RDX = new root, RSI = TSC deadline or 0 (a switch and a timer in one call:
  * a process starts, its parent wakes). */
 sv_set_cr3:
-	movq	%rsi, %cr3
-	movq	%rdx, %rsi
+	movq	%rdx, %cr3
 	/* fall through */
 
 /* RSI = TSC deadline or 0 (left as it is). */
@@ -161,27 +160,16 @@ sv_mmio:
 	outb	%al, %dx
 	iretq
 
+/* RSI = the page-table root in use (the library OS knows it: no read of
+ * CR3, one emulated instruction fewer). */
 sv_flush_tlb:
-	movq	%cr3, %rax
-	movq	%rax, %cr3
+	movq	%rsi, %cr3
 	iretq
 
 /* RSI = virtual address whose translation changed. */
 sv_invlpg:
 	invlpg	(%rsi)
 	iretq
-
-/* Device interrupts: vector KILN_VEC_DEVICE0 + n sets bit n. 16 bytes apart. */
-	.balign	16
-	.globl	sv_irq_stubs
-sv_irq_stubs:
-	irq = 0
-	.rept	KILN_MMIO_MAX_DEVICES
-	.balign	16
-	lock btsq $irq, kcpu0+KCPU_IRQ_PENDING(%rip)
-	jmp	irq_eoi
-	irq = irq + 1
-	.endr
 
 	.globl	sv_timer_entry
 sv_timer_entry:
@@ -190,6 +178,7 @@ irq_eoi:
 	/* Stack: RIP, CS, RFLAGS, RSP, SS. */
 	testb	$3, 8(%rsp)
 	jz	irq_eoi_halted
+irq_eoi_cpl3:
 	pushq	%rax
 	pushq	%rcx
 	pushq	%rdx
@@ -226,6 +215,27 @@ irq_eoi_halted:
 	xorl	%edx, %edx
 	wrmsr
 	iretq
+
+/* Device interrupts: vector KILN_VEC_DEVICE0 + n sets bit n, SV_IRQ_STUB_SIZE
+ * bytes apart. Each ends itself an interrupt that woke the halted CPU (as
+ * irq_eoi_halted: the path of every request to an idle guest), without a
+ * jump to the common code. */
+	.balign	SV_IRQ_STUB_SIZE
+	.globl	sv_irq_stubs
+sv_irq_stubs:
+	irq = 0
+	.rept	KILN_MMIO_MAX_DEVICES
+	lock btsq $irq, kcpu0+KCPU_IRQ_PENDING(%rip)
+	testb	$3, 8(%rsp)
+	jnz	irq_eoi_cpl3
+	movl	$EOI_MSR, %ecx
+	xorl	%eax, %eax
+	xorl	%edx, %edx
+	wrmsr
+	iretq
+	irq = irq + 1
+	.org	sv_irq_stubs + SV_IRQ_STUB_SIZE * irq, 0xcc /* (fails if longer) */
+	.endr
 
 	.globl	sv_spurious_entry
 sv_spurious_entry:
@@ -295,8 +305,11 @@ sv_syscall_entry:
 
 	.section .rodata
 	.balign	8
-sv_ops:	/* indexed by SV_* */
-	.quad	sv_ret, sv_halt, sv_mmio, sv_flush_tlb, sv_set_cr3, sv_timer, sv_invlpg
+sv_ops:	/* indexed by SV_*, SV_OP_MASK + 1 entries (the last ones do nothing) */
+	.quad	sv_ret, sv_halt, sv_mmio, sv_flush_tlb, sv_set_cr3, sv_timer, sv_invlpg, sv_ret
+	.if	. - sv_ops != 8 * (SV_OP_MASK + 1)
+	.error	"sv_ops needs SV_OP_MASK + 1 entries"
+	.endif
 
 	.section .bss
 	.balign	4096

@@ -12,7 +12,7 @@ extern char sv_ist1_top[], sv_ist2_top[], sv_boot_stack_top[], libos_rsp0_top[];
 extern char lstar_entry[];
 
 #define EXC(n)  [n] = (uint64_t)(sv_exc_stubs + 16 * (n))
-#define IRQ(n)  [KILN_VEC_DEVICE0 + (n)] = (uint64_t)(sv_irq_stubs + 16 * (n))
+#define IRQ(n)  [KILN_VEC_DEVICE0 + (n)] = (uint64_t)(sv_irq_stubs + SV_IRQ_STUB_SIZE * (n))
 #define IRQ4(n) IRQ(n), IRQ(n + 1), IRQ(n + 2), IRQ(n + 3)
 #define IST1    1
 #define IST2    2

@@ -806,6 +806,57 @@ START_TEST(fork_takes_over_a_dead_childs_tables)
 }
 END_TEST
 
+/* A dead process's page where the new one maps nothing yet (its heap)
+ * stays dormant: no access reaches it, and it comes back zeroed. */
+START_TEST(dead_heap_page_comes_back_zeroed)
+{
+	uint64_t img = pmem_alloc(true), heap = PROG + 2 * PAGE_SIZE, pa, *pte;
+	struct aspace *a = run_program(img, 'A'), *b;
+
+	ck_assert_int_eq(vm_map_anon(a, heap, PAGE_SIZE, RW, 0), 0);
+	memset(byte_at(a, heap), 'S', PAGE_SIZE);
+	pa = vm_translate(a, heap);
+	aspace_release(a);
+	b = load_program(img);
+	aspace_keep_tables(b);
+	pte = pt_walk(b, heap, false);
+	ck_assert(pte && pte_dormant(*pte) && (*pte & PTE_ADDR) == pa);
+	ck_assert_int_eq(peek(b, heap), -1);
+	ck_assert_uint_eq(vm_translate_own(b, heap), ~0ULL);
+	ck_assert_int_eq(vm_fault(b, heap, 0), -EFAULT); /* no mapping there */
+	ck_assert_int_eq(vm_map_anon(b, heap, PAGE_SIZE, RW, 0), 0);
+	ck_assert_uint_eq(vm_translate(b, heap), pa);
+	for (unsigned i = 0; i < PAGE_SIZE; i++)
+		ck_assert_int_eq(ram[pa + i], 0);
+	aspace_release(b);
+	end_keep_test(img);
+}
+END_TEST
+
+/* Dormant pages are freed with the address space, or when something else
+ * is mapped over them. */
+START_TEST(dormant_pages_are_freed)
+{
+	uint64_t img = pmem_alloc(true), other = pmem_alloc(true);
+	struct aspace *a = run_program(img, 'A'), *b;
+
+	ck_assert_int_eq(vm_map_anon(a, PROG + 2 * PAGE_SIZE, 2 * PAGE_SIZE, RW, 0), 0);
+	aspace_release(a);
+	b = load_program(img);
+	aspace_keep_tables(b);
+	ck_assert(pte_dormant(*pt_walk(b, PROG + 2 * PAGE_SIZE, false)));
+	ck_assert_int_eq(
+	    vm_map_pages(b, PROG + 2 * PAGE_SIZE, PAGE_SIZE, PROT_READ, 0, image_page, &other), 0);
+	ck_assert_int_eq(peek(b, PROG + 2 * PAGE_SIZE), 0);
+	ck_assert(pte_dormant(*pt_walk(b, PROG + 3 * PAGE_SIZE, false)));
+	/* No image page left at PROG: not kept, freed at once. */
+	ck_assert_int_eq(vm_unmap(b, PROG, PAGE_SIZE), 0);
+	aspace_release(b);
+	pmem_free(other);
+	end_keep_test(img);
+}
+END_TEST
+
 START_TEST(kept_pages_given_back_when_short)
 {
 	uint64_t img = pmem_alloc(true);
@@ -883,6 +934,8 @@ static Suite *vm_suite(void)
 	tcase_add_test(t, kept_table_next_to_the_program_stays);
 	tcase_add_test(t, fork_takes_over_a_dead_childs_tables);
 	tcase_add_test(t, kept_pages_given_back_when_short);
+	tcase_add_test(t, dead_heap_page_comes_back_zeroed);
+	tcase_add_test(t, dormant_pages_are_freed);
 	suite_add_tcase(s, t);
 	return s;
 }
