@@ -177,7 +177,7 @@ static void mkdir_done(void *ctx, int err, const char *msg, const struct fs_ent 
 		up_fail(u, 503, "cannot reach the agent of sandbox %s", u->id);
 		return;
 	}
-	if (agent_msg_hello(agent_out(u->a), KILN_STREAM_FILE) ||
+	if (agent_msg_hello(agent_out(u->a), KILN_STREAM_FILE, 0) ||
 	    agent_msg_file(agent_out(u->a), KILN_FILE_WRITE, u->cur, 0644, NULL)) {
 		up_fail(u, 400, "bad file request");
 		return;

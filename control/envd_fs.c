@@ -179,7 +179,7 @@ struct fsop *fsop_start(struct sandbox *sb, uint32_t op, const char *path, uint3
 		errno = e;
 		return NULL;
 	}
-	if (agent_msg_hello(agent_out(o->a), KILN_STREAM_FILE) ||
+	if (agent_msg_hello(agent_out(o->a), KILN_STREAM_FILE, 0) ||
 	    agent_msg_file(agent_out(o->a), op, path, arg, path2)) {
 		fsop_free(o);
 		errno = E2BIG;

@@ -564,7 +564,7 @@ static int spawn(struct envd_proc *p)
 	p->a = spare_take(sb, &agent_ops, p);
 	if (!p->a)
 		return -errno;
-	if (agent_msg_hello(agent_out(p->a), p->pty ? KILN_STREAM_PTY : KILN_STREAM_EXEC) ||
+	if (agent_msg_hello(agent_out(p->a), p->pty ? KILN_STREAM_PTY : KILN_STREAM_EXEC, 0) ||
 	    agent_msg_start(agent_out(p->a), &st) ||
 	    (!p->stdin_open && agent_msg_empty(agent_out(p->a), KILN_MSG_STDIN_EOF))) {
 		agent_close(p->a);
@@ -596,7 +596,7 @@ static int reattach(struct envd_proc *p)
 	p->a = agent_open(sb->kd->loop, sb->vsock_path, KILN_AGENT_PORT, &agent_ops, p);
 	if (!p->a)
 		return -errno;
-	if (agent_msg_hello(agent_out(p->a), p->pty ? KILN_STREAM_PTY : KILN_STREAM_EXEC) ||
+	if (agent_msg_hello(agent_out(p->a), p->pty ? KILN_STREAM_PTY : KILN_STREAM_EXEC, 0) ||
 	    agent_msg_u32(agent_out(p->a), KILN_MSG_ATTACH, p->pid)) {
 		agent_close(p->a);
 		p->a = NULL;

@@ -315,7 +315,7 @@ static struct file_sess *start(struct kilnd *kd, struct http_conn *c, struct san
 	s->op = op;
 	if (op == KILN_FILE_LIST)
 		s->entries = json_array();
-	s->a = proxy_open(kd, c, sb, KILN_STREAM_FILE, &agent_ops, s);
+	s->a = proxy_open(kd, c, sb, KILN_STREAM_FILE, 0, &agent_ops, s);
 	if (!s->a) {
 		sess_free(s);
 		return NULL;

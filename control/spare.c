@@ -19,6 +19,7 @@ struct spare {
 struct spare_ticket {
 	struct kilnd *kd;
 	char id[SB_ID_LEN + 1];
+	int pid; /* the VMM the stream was opened to */
 };
 
 static void unlink_spare(struct spare *s)
@@ -147,6 +148,39 @@ static void released(void *arg)
 	free(t);
 }
 
+static unsigned count_spares(const struct sandbox *sb)
+{
+	unsigned n = 0;
+
+	for (const struct spare *s = sb->spares; s; s = s->next)
+		n++;
+	return n;
+}
+
+void spare_reuse(struct agent_conn *a)
+{
+	struct spare_ticket *t = agent_on_free_arg(a);
+	struct sandbox *sb = t ? sb_find(t->kd, t->id) : NULL;
+	struct spare *s = NULL;
+
+	if (sb && sb->state == SB_RUNNING && sb->rec.pid == t->pid && agent_reusable(a) &&
+	    count_spares(sb) < SPARE_STREAMS && room_for_spares(sb->kd))
+		s = calloc(1, sizeof(*s));
+	if (!s) {
+		agent_close(a); /* its ticket refills the spares */
+		return;
+	}
+	agent_on_free(a, NULL, NULL);
+	free(t);
+	s->sb = sb;
+	s->pid = sb->rec.pid;
+	s->a = a;
+	agent_adopt(a, &spare_ops, s);
+	agent_pause(a, false);
+	s->next = sb->spares;
+	sb->spares = s;
+}
+
 struct agent_conn *spare_take(struct sandbox *sb, const struct agent_conn_ops *ops, void *ctx)
 {
 	struct spare_ticket *t = calloc(1, sizeof(*t));
@@ -174,6 +208,7 @@ struct agent_conn *spare_take(struct sandbox *sb, const struct agent_conn_ops *o
 		return NULL;
 	}
 	t->kd = sb->kd;
+	t->pid = sb->rec.pid;
 	snprintf(t->id, sizeof(t->id), "%s", sb->rec.id);
 	agent_on_free(a, released, t);
 	return a;
