@@ -80,13 +80,14 @@ static unsigned prune(struct sandbox *sb)
 
 /* Spares are a luxury: with many sandboxes they would take descriptors
  * that clients and VMMs need. Keep them while every sandbox's spares fit
- * in a quarter of kilnd's descriptor limit. */
+ * in a quarter of kilnd's descriptor limit (which kilnd never changes: it
+ * is read once, not on every request). */
 static bool room_for_spares(const struct kilnd *kd)
 {
-	struct rlimit rl;
+	static struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return false;
+	if (!rl.rlim_cur && getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		rl.rlim_cur = 0;
 	return rl.rlim_cur == RLIM_INFINITY ||
 	       (rlim_t)kd->nsandboxes * SPARE_STREAMS <= rl.rlim_cur / 4;
 }
