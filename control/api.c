@@ -350,10 +350,7 @@ static void metrics_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n
 		if (m)
 			json_object_set_new(json_array_get(m, 0), "timestamp", json_string(ts));
 		http_respond_json(r->c, 200, m);
-		if (r->reuse) {
-			spare_reuse(r->a);
-			r->a = NULL;
-		}
+		spare_release(&r->a, r->reuse);
 		metrics_free(r);
 		return;
 	}

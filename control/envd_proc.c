@@ -438,10 +438,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 			             "\"status\":\"exit status %d\"}}}",
 			             code, code);
 		broadcast(p, msg, (size_t)m);
-		if (p->reuse) {
-			spare_reuse(p->a);
-			p->a = NULL;
-		}
+		spare_release(&p->a, p->reuse);
 		if (flags & KILN_EXIT_TIMEOUT) {
 			snprintf(text, sizeof(text),
 			         "the process was killed at its timeout (Connect-Timeout-Ms %u)",

@@ -118,10 +118,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		           "{\"type\":\"exit\",\"exitCode\":%d,\"signal\":%u,\"timedOut\":%s}\n",
 		           code, sig, flags & KILN_EXIT_TIMEOUT ? "true" : "false");
 		emit(s);
-		if (s->reuse) {
-			spare_reuse(s->a);
-			s->a = NULL;
-		}
+		spare_release(&s->a, s->reuse);
 		finish(s, NULL);
 		return;
 	case KILN_MSG_ERROR:

@@ -158,12 +158,14 @@ static unsigned count_spares(const struct sandbox *sb)
 	return n;
 }
 
-void spare_reuse(struct agent_conn *a)
+void spare_release(struct agent_conn **ap, bool kept)
 {
-	struct spare_ticket *t = agent_on_free_arg(a);
-	struct sandbox *sb = t ? sb_find(t->kd, t->id) : NULL;
+	struct agent_conn *a = *ap;
+	struct spare_ticket *t = a ? agent_on_free_arg(a) : NULL;
+	struct sandbox *sb = t && kept ? sb_find(t->kd, t->id) : NULL;
 	struct spare *s = NULL;
 
+	*ap = NULL;
 	if (sb && sb->state == SB_RUNNING && sb->rec.pid == t->pid && agent_reusable(a) &&
 	    count_spares(sb) < SPARE_STREAMS && room_for_spares(sb->kd))
 		s = calloc(1, sizeof(*s));

@@ -31,13 +31,13 @@ struct agent_conn *spare_take(struct sandbox *sb, const struct agent_conn_ops *o
 void spare_fill(struct sandbox *sb);
 /* Close sb's spares (it is being freed). */
 void spare_drop(struct sandbox *sb);
-/* A stream from spare_take() whose HELLO had KILN_FRAME_REUSE ended with
- * its last frame, and the agent's HELLO answer said KILN_HELLO_REUSE: the
- * connection becomes a spare of its sandbox again (when the sandbox still
- * runs the VMM it was opened to, everything sent on it was written, and
- * spares are wanted), else it is closed. The caller lets go of a either way;
- * call it from a's on_frame. This saves the guest and the VMM a close and a
- * new connection per request. */
-void spare_reuse(struct agent_conn *a);
+/* The stream *a (from spare_take(), its HELLO with KILN_FRAME_REUSE) ended
+ * with its last frame; kept: the agent's HELLO answer said
+ * KILN_HELLO_REUSE. Then the connection becomes a spare of its sandbox again
+ * (when the sandbox still runs the VMM it was opened to, everything sent on
+ * it was written, and spares are wanted); else it is closed. *a is NULL
+ * after. Call it from the stream's on_frame. Reuse saves the guest and the
+ * VMM a close and a new connection per request. */
+void spare_release(struct agent_conn **a, bool kept);
 
 #endif

@@ -71,8 +71,8 @@ struct kiln_frame {
 
 /* On the host's HELLO: keep the connection for another stream. An agent
  * that does so says KILN_HELLO_REUSE in its HELLO answer; then, when the
- * stream ends with its last frame (EXIT, DONE or INFO; not ERROR, after
- * which the connection ends as usual), the agent neither shuts down its
+ * stream ends with its last frame (EXIT, DONE, INFO, or the STAT of a
+ * stat operation; not ERROR, after which the connection ends as usual), the agent neither shuts down its
  * sending side nor closes: it drops whatever the host still sends for the
  * old stream (any frame but HELLO; ERROR still ends the connection) and
  * waits for the HELLO of the next stream, as on a new connection. A host
