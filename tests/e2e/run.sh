@@ -305,7 +305,7 @@ t_concurrent() {
 # The agent keeps a stream's connection for the next one (KILN_FRAME_REUSE):
 # requests that end in every way follow each other in one sandbox.
 t_reuse() {
-	local id st bad=0 big
+	local id st i bad=0 big
 	id=$("$KILN" create)
 	big=$(head -c 2000000 /dev/zero | tr '\0' a)
 	printf '{"cmd":["true"],"stdin":"%s"}' "$big" >"$T/big.json"
