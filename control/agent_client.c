@@ -360,6 +360,16 @@ void agent_on_free(struct agent_conn *c, void (*fn)(void *arg), void *arg)
 	c->free_arg = arg;
 }
 
+void *agent_on_free_arg(const struct agent_conn *c)
+{
+	return c->free_arg;
+}
+
+bool agent_reusable(const struct agent_conn *c)
+{
+	return c->state == ST_OPEN && !buf_avail(&c->out) && !c->want_shut;
+}
+
 void agent_pause(struct agent_conn *c, bool paused)
 {
 	if (c->state == ST_DEAD || c->paused == paused)

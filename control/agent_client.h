@@ -54,6 +54,11 @@ void agent_adopt(struct agent_conn *c, const struct agent_conn_ops *ops, void *c
 bool agent_unused(struct agent_conn *c);
 /* fn(arg) runs once when c is freed, however it ended. */
 void agent_on_free(struct agent_conn *c, void (*fn)(void *arg), void *arg);
+/* The arg given to agent_on_free(), or NULL. */
+void *agent_on_free_arg(const struct agent_conn *c);
+/* c is open, everything queued on it was written and its writing side is
+ * not shut: another stream may follow on it (KILN_FRAME_REUSE). */
+bool agent_reusable(const struct agent_conn *c);
 
 /* Connect timeout covering connect + handshake, seconds. */
 #define AGENT_CONNECT_TIMEOUT 5.0

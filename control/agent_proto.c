@@ -153,14 +153,18 @@ int agent_rd_done(struct agent_rd *r)
 	return r->off == r->len ? 0 : -EPROTO;
 }
 
-int agent_msg_hello(struct buf *b, uint32_t kind)
+int agent_msg_hello(struct buf *b, uint32_t kind, uint16_t flags)
 {
 	struct agent_wr w;
 
 	agent_begin(&w, b, KILN_MSG_HELLO);
 	agent_put_u32(&w, KILN_AGENT_VERSION);
 	agent_put_u32(&w, kind);
-	return agent_end(&w);
+	if (agent_end(&w))
+		return w.err;
+	((uint8_t *)buf_head(b))[w.start + 6] = (uint8_t)flags;
+	((uint8_t *)buf_head(b))[w.start + 7] = (uint8_t)(flags >> 8);
+	return 0;
 }
 
 int agent_msg_empty(struct buf *b, uint16_t type)

@@ -50,7 +50,8 @@ void agent_get_str(struct agent_rd *r, const char **s, uint32_t *n);
 int agent_rd_done(struct agent_rd *r);
 
 /* ---- whole messages ---- */
-int agent_msg_hello(struct buf *b, uint32_t stream_kind);
+/* flags: 0 or KILN_FRAME_REUSE (then see spare_reuse()). */
+int agent_msg_hello(struct buf *b, uint32_t stream_kind, uint16_t flags);
 int agent_msg_empty(struct buf *b, uint16_t type);
 int agent_msg_u32(struct buf *b, uint16_t type, uint32_t v);
 /* Data frames (STDIN, DATA): split into frames of at most KILN_DATA_CHUNK. */

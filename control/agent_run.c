@@ -129,7 +129,7 @@ struct agent_run *agent_run(struct ev_loop *loop, const char *vsock_path, const 
 		free(r);
 		return NULL;
 	}
-	if (agent_msg_hello(agent_out(r->a), KILN_STREAM_EXEC) ||
+	if (agent_msg_hello(agent_out(r->a), KILN_STREAM_EXEC, 0) ||
 	    agent_msg_start(agent_out(r->a), &st) ||
 	    agent_msg_empty(agent_out(r->a), KILN_MSG_STDIN_EOF)) {
 		agent_close(r->a);

@@ -21,6 +21,7 @@
 #include "jsonutil.h"
 #include "proxy.h"
 #include "sandbox.h"
+#include "spare.h"
 #include "util.h"
 #include "wake.h"
 
@@ -314,6 +315,7 @@ struct metrics_req {
 	struct agent_conn *a;
 	int cpu_count;
 	bool hello;
+	bool reuse; /* the agent keeps the connection after INFO */
 };
 
 static void metrics_free(struct metrics_req *r)
@@ -330,6 +332,7 @@ static void metrics_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n
 
 	if (type == KILN_MSG_HELLO && !r->hello && !agent_parse_hello(p, n, &v, &kind)) {
 		r->hello = true;
+		r->reuse = kind & KILN_HELLO_REUSE; /* the answer's flags */
 		return;
 	}
 	if (type == KILN_MSG_INFO && r->hello && !agent_parse_info(p, n, &info)) {
@@ -347,6 +350,7 @@ static void metrics_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n
 		if (m)
 			json_object_set_new(json_array_get(m, 0), "timestamp", json_string(ts));
 		http_respond_json(r->c, 200, m);
+		spare_release(&r->a, r->reuse);
 		metrics_free(r);
 		return;
 	}
@@ -392,7 +396,7 @@ static void do_metrics(struct kilnd *kd, struct http_conn *c, struct sandbox *sb
 	r->kd = kd;
 	r->c = c;
 	r->cpu_count = sb->rec.cpu_count;
-	r->a = proxy_open(kd, c, sb, KILN_STREAM_INFO, &metrics_agent_ops, r);
+	r->a = proxy_open(kd, c, sb, KILN_STREAM_INFO, KILN_FRAME_REUSE, &metrics_agent_ops, r);
 	if (!r->a) {
 		free(r);
 		return;

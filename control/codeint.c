@@ -541,7 +541,7 @@ static bool ctx_reap(struct ci_ctx *x, struct http_conn *c)
 		return false;
 	}
 	r->pid = x->pid;
-	if (agent_msg_hello(agent_out(a), KILN_STREAM_EXEC) ||
+	if (agent_msg_hello(agent_out(a), KILN_STREAM_EXEC, 0) ||
 	    agent_msg_u32(agent_out(a), KILN_MSG_ATTACH, x->pid) ||
 	    agent_msg_u32(agent_out(a), KILN_MSG_SIGNAL, SIGKILL)) {
 		agent_close(a);
@@ -584,7 +584,7 @@ static void ctx_start(struct ci_ctx *x, struct sandbox *sb)
 		 * answer to the ping */
 		x->started = true;
 		x->syncing = true;
-		if (agent_msg_hello(agent_out(x->a), KILN_STREAM_EXEC) ||
+		if (agent_msg_hello(agent_out(x->a), KILN_STREAM_EXEC, 0) ||
 		    agent_msg_u32(agent_out(x->a), KILN_MSG_ATTACH, x->pid) ||
 		    (x->cut && agent_msg_u32(agent_out(x->a), KILN_MSG_SIGNAL, SIGINT)) ||
 		    agent_msg_data(agent_out(x->a), KILN_MSG_STDIN, "{\"ping\":true}\n", 14))
@@ -593,7 +593,7 @@ static void ctx_start(struct ci_ctx *x, struct sandbox *sb)
 	} else {
 		x->pid = 0;
 		x->cut = false;
-		if (agent_msg_hello(agent_out(x->a), KILN_STREAM_EXEC) ||
+		if (agent_msg_hello(agent_out(x->a), KILN_STREAM_EXEC, 0) ||
 		    agent_msg_start(agent_out(x->a), &st))
 			goto nomem;
 	}

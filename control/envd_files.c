@@ -47,6 +47,7 @@ struct upload {
 	char id[SB_ID_LEN + 1];
 	char *path; /* ?path=, resolved, or NULL */
 	bool multipart, body_done, hello, in_pump;
+	bool reuse;                   /* the agent keeps the connection after DONE */
 	char delim[BOUNDARY_MAX + 5]; /* "\r\n--" + boundary */
 	size_t dlen;
 	enum up_state state;
@@ -117,6 +118,7 @@ static void a_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			return;
 		}
 		u->hello = true;
+		u->reuse = kind & KILN_HELLO_REUSE; /* the answer's flags */
 		return;
 	}
 	if (type != KILN_MSG_DONE || n || u->state != U_COMMIT) {
@@ -124,8 +126,7 @@ static void a_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		return;
 	}
 	/* committed */
-	agent_close(u->a);
-	u->a = NULL;
+	spare_release(&u->a, u->reuse);
 	base = strrchr(u->cur, '/');
 	json_array_append_new(u->results, json_pack("{s:s,s:s,s:s}", "name",
 	                                            base && base[1] ? base + 1 : u->cur, "type",
@@ -177,7 +178,7 @@ static void mkdir_done(void *ctx, int err, const char *msg, const struct fs_ent 
 		up_fail(u, 503, "cannot reach the agent of sandbox %s", u->id);
 		return;
 	}
-	if (agent_msg_hello(agent_out(u->a), KILN_STREAM_FILE) ||
+	if (agent_msg_hello(agent_out(u->a), KILN_STREAM_FILE, KILN_FRAME_REUSE) ||
 	    agent_msg_file(agent_out(u->a), KILN_FILE_WRITE, u->cur, 0644, NULL)) {
 		up_fail(u, 400, "bad file request");
 		return;

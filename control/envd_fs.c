@@ -32,6 +32,7 @@ struct fsop {
 	struct agent_conn *a;
 	uint32_t op;
 	bool hello;
+	bool reuse; /* the agent keeps the connection after the last frame */
 	struct fs_ent *ents;
 	size_t n, cap;
 	fsop_fn cb;
@@ -126,9 +127,11 @@ static void fsop_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			return;
 		}
 		o->hello = true;
+		o->reuse = kind & KILN_HELLO_REUSE; /* the answer's flags */
 		return;
 	}
 	if (o->op == KILN_FILE_STAT && type == KILN_MSG_STAT && !o->n) {
+		spare_release(&o->a, o->reuse);
 		rc = add_ent(o, p, n);
 		fsop_finish(o, rc, rc ? strerror(-rc) : NULL);
 		return;
@@ -142,6 +145,7 @@ static void fsop_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		return;
 	}
 	if (o->op != KILN_FILE_STAT && type == KILN_MSG_DONE && !n) {
+		spare_release(&o->a, o->reuse);
 		fsop_finish(o, 0, NULL);
 		return;
 	}
@@ -179,7 +183,7 @@ struct fsop *fsop_start(struct sandbox *sb, uint32_t op, const char *path, uint3
 		errno = e;
 		return NULL;
 	}
-	if (agent_msg_hello(agent_out(o->a), KILN_STREAM_FILE) ||
+	if (agent_msg_hello(agent_out(o->a), KILN_STREAM_FILE, KILN_FRAME_REUSE) ||
 	    agent_msg_file(agent_out(o->a), op, path, arg, path2)) {
 		fsop_free(o);
 		errno = E2BIG;

@@ -63,6 +63,7 @@ struct envd_proc {
 	struct agent_conn *a;
 	uint32_t pid;
 	bool hello, started, pty, stdin_open, fell_back;
+	bool reuse;     /* the agent keeps the connection after EXIT */
 	bool suspended; /* the sandbox paused: no agent stream until it resumes */
 	bool attaching; /* ATTACH sent, STARTED awaited */
 	char *tag;
@@ -374,6 +375,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 		if (type == KILN_MSG_HELLO && !agent_parse_hello(f, n, &v, &kind) &&
 		    v == KILN_AGENT_VERSION) {
 			p->hello = true;
+			p->reuse = kind & KILN_HELLO_REUSE; /* the answer's flags */
 			return;
 		}
 		if (type != KILN_MSG_ERROR) {
@@ -436,6 +438,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 			             "\"status\":\"exit status %d\"}}}",
 			             code, code);
 		broadcast(p, msg, (size_t)m);
+		spare_release(&p->a, p->reuse);
 		if (flags & KILN_EXIT_TIMEOUT) {
 			snprintf(text, sizeof(text),
 			         "the process was killed at its timeout (Connect-Timeout-Ms %u)",
@@ -564,7 +567,8 @@ static int spawn(struct envd_proc *p)
 	p->a = spare_take(sb, &agent_ops, p);
 	if (!p->a)
 		return -errno;
-	if (agent_msg_hello(agent_out(p->a), p->pty ? KILN_STREAM_PTY : KILN_STREAM_EXEC) ||
+	if (agent_msg_hello(agent_out(p->a), p->pty ? KILN_STREAM_PTY : KILN_STREAM_EXEC,
+	                    KILN_FRAME_REUSE) ||
 	    agent_msg_start(agent_out(p->a), &st) ||
 	    (!p->stdin_open && agent_msg_empty(agent_out(p->a), KILN_MSG_STDIN_EOF))) {
 		agent_close(p->a);
@@ -596,7 +600,7 @@ static int reattach(struct envd_proc *p)
 	p->a = agent_open(sb->kd->loop, sb->vsock_path, KILN_AGENT_PORT, &agent_ops, p);
 	if (!p->a)
 		return -errno;
-	if (agent_msg_hello(agent_out(p->a), p->pty ? KILN_STREAM_PTY : KILN_STREAM_EXEC) ||
+	if (agent_msg_hello(agent_out(p->a), p->pty ? KILN_STREAM_PTY : KILN_STREAM_EXEC, 0) ||
 	    agent_msg_u32(agent_out(p->a), KILN_MSG_ATTACH, p->pid)) {
 		agent_close(p->a);
 		p->a = NULL;

@@ -15,6 +15,7 @@
 
 #include "jsonutil.h"
 #include "proxy.h"
+#include "spare.h"
 #include "util.h"
 
 #define EXEC_MAX_ARGS 4096
@@ -24,6 +25,7 @@ struct exec_sess {
 	struct http_conn *c;
 	struct agent_conn *a;
 	bool hello, started;
+	bool reuse; /* the agent keeps the connection after EXIT */
 	struct buf line;
 };
 
@@ -87,6 +89,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			return;
 		}
 		s->hello = true;
+		s->reuse = kind & KILN_HELLO_REUSE; /* the answer's flags */
 		return;
 	}
 	switch (type) {
@@ -115,6 +118,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		           "{\"type\":\"exit\",\"exitCode\":%d,\"signal\":%u,\"timedOut\":%s}\n",
 		           code, sig, flags & KILN_EXIT_TIMEOUT ? "true" : "false");
 		emit(s);
+		spare_release(&s->a, s->reuse);
 		finish(s, NULL);
 		return;
 	case KILN_MSG_ERROR:
@@ -256,7 +260,7 @@ void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_
 	}
 	s->kd = kd;
 	s->c = c;
-	s->a = proxy_open(kd, c, sb, KILN_STREAM_EXEC, &agent_ops, s);
+	s->a = proxy_open(kd, c, sb, KILN_STREAM_EXEC, KILN_FRAME_REUSE, &agent_ops, s);
 	if (!s->a) {
 		free(s);
 		goto out;

@@ -21,6 +21,7 @@
 
 #include "jsonutil.h"
 #include "proxy.h"
+#include "spare.h"
 #include "util.h"
 
 #define PATH_MAX_LEN     4096
@@ -33,6 +34,7 @@ struct file_sess {
 	uint32_t op;
 	char *path;
 	bool hello, got_stat, sent_done, body_done;
+	bool reuse; /* the agent keeps the connection after the last frame */
 	uint64_t bytes;
 	json_t *entries;
 };
@@ -43,6 +45,13 @@ static void sess_free(struct file_sess *s)
 	json_decref(s->entries);
 	free(s->path);
 	free(s);
+}
+
+/* The agent sent the stream's last frame: the answer is out. */
+static void sess_done(struct file_sess *s)
+{
+	spare_release(&s->a, s->reuse);
+	sess_free(s);
 }
 
 static const char *type_name(uint32_t mode)
@@ -115,6 +124,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			return;
 		}
 		s->hello = true;
+		s->reuse = kind & KILN_HELLO_REUSE; /* the answer's flags */
 		return;
 	}
 	switch (s->op) {
@@ -141,7 +151,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		}
 		if (type == KILN_MSG_DONE && s->got_stat && !n) {
 			http_stream_end(s->c);
-			sess_free(s);
+			sess_done(s);
 			return;
 		}
 		break;
@@ -150,7 +160,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			http_respond_json(
 			    s->c, 200,
 			    json_pack("{s:s,s:I}", "path", s->path, "size", (json_int_t)s->bytes));
-			sess_free(s);
+			sess_done(s);
 			return;
 		}
 		break;
@@ -175,7 +185,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			http_respond_json(
 			    s->c, 200,
 			    json_pack("{s:s,s:O}", "path", s->path, "entries", s->entries));
-			sess_free(s);
+			sess_done(s);
 			return;
 		}
 		break;
@@ -189,14 +199,14 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			if (e)
 				json_object_set_new(e, "path", json_string(s->path));
 			http_respond_json(s->c, 200, e);
-			sess_free(s);
+			sess_done(s);
 			return;
 		}
 		break;
 	default:
 		if (type == KILN_MSG_DONE && !n) {
 			http_respond(s->c, 204, NULL, NULL, NULL, 0);
-			sess_free(s);
+			sess_done(s);
 			return;
 		}
 		break;
@@ -315,7 +325,7 @@ static struct file_sess *start(struct kilnd *kd, struct http_conn *c, struct san
 	s->op = op;
 	if (op == KILN_FILE_LIST)
 		s->entries = json_array();
-	s->a = proxy_open(kd, c, sb, KILN_STREAM_FILE, &agent_ops, s);
+	s->a = proxy_open(kd, c, sb, KILN_STREAM_FILE, KILN_FRAME_REUSE, &agent_ops, s);
 	if (!s->a) {
 		sess_free(s);
 		return NULL;

@@ -9,7 +9,8 @@
 #include "util.h"
 
 struct agent_conn *proxy_open(struct kilnd *kd, struct http_conn *c, struct sandbox *sb,
-                              uint32_t kind, const struct agent_conn_ops *ops, void *ctx)
+                              uint32_t kind, uint16_t hello_flags, const struct agent_conn_ops *ops,
+                              void *ctx)
 {
 	struct agent_conn *a;
 
@@ -26,7 +27,7 @@ struct agent_conn *proxy_open(struct kilnd *kd, struct http_conn *c, struct sand
 		                   strerror(errno));
 		return NULL;
 	}
-	if (agent_msg_hello(agent_out(a), kind)) {
+	if (agent_msg_hello(agent_out(a), kind, hello_flags)) {
 		agent_close(a);
 		http_respond_error(c, 500, "out of memory");
 		return NULL;

@@ -14,10 +14,13 @@
 #include "kilnd.h"
 #include "sandbox.h"
 
-/* Open a stream to the sandbox's agent and queue HELLO. On failure the
- * error is answered (409 not running, 503 unreachable) and NULL returned. */
+/* Open a stream to the sandbox's agent and queue HELLO (with hello_flags:
+ * 0, or KILN_FRAME_REUSE for a stream that hands its connection back with
+ * spare_reuse()). On failure the error is answered (409 not running, 503
+ * unreachable) and NULL returned. */
 struct agent_conn *proxy_open(struct kilnd *kd, struct http_conn *c, struct sandbox *sb,
-                              uint32_t kind, const struct agent_conn_ops *ops, void *ctx);
+                              uint32_t kind, uint16_t hello_flags, const struct agent_conn_ops *ops,
+                              void *ctx);
 /* HTTP status for an errno reported by the agent. */
 int proxy_errno_status(uint32_t err);
 /* Answer an agent ERROR frame (before any response was started): its text,

@@ -316,7 +316,7 @@ void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 		json_object_set_new(extra, "TERM", json_string(termvar));
 	env = sb_env(sb, extra);
 	json_decref(extra);
-	s->a = proxy_open(kd, c, sb, KILN_STREAM_PTY, &agent_ops, s);
+	s->a = proxy_open(kd, c, sb, KILN_STREAM_PTY, 0, &agent_ops, s);
 	if (!s->a) {
 		ws_free(&s->ws);
 		free(s);

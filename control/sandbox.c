@@ -387,7 +387,7 @@ static void on_probe_timer(struct ev_loop *loop, ev_timer *w, int revents)
 		probe_retry(sb);
 		return;
 	}
-	if (agent_msg_hello(agent_out(sb->probe), KILN_STREAM_INFO)) {
+	if (agent_msg_hello(agent_out(sb->probe), KILN_STREAM_INFO, 0)) {
 		agent_close(sb->probe);
 		sb->probe = NULL;
 		probe_retry(sb);

@@ -19,6 +19,7 @@ struct spare {
 struct spare_ticket {
 	struct kilnd *kd;
 	char id[SB_ID_LEN + 1];
+	int pid; /* the VMM the stream was opened to */
 };
 
 static void unlink_spare(struct spare *s)
@@ -79,13 +80,14 @@ static unsigned prune(struct sandbox *sb)
 
 /* Spares are a luxury: with many sandboxes they would take descriptors
  * that clients and VMMs need. Keep them while every sandbox's spares fit
- * in a quarter of kilnd's descriptor limit. */
+ * in a quarter of kilnd's descriptor limit (which kilnd never changes: it
+ * is read once, not on every request). */
 static bool room_for_spares(const struct kilnd *kd)
 {
-	struct rlimit rl;
+	static struct rlimit rl;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return false;
+	if (!rl.rlim_cur && getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		rl.rlim_cur = 0;
 	return rl.rlim_cur == RLIM_INFINITY ||
 	       (rlim_t)kd->nsandboxes * SPARE_STREAMS <= rl.rlim_cur / 4;
 }
@@ -147,6 +149,41 @@ static void released(void *arg)
 	free(t);
 }
 
+static unsigned count_spares(const struct sandbox *sb)
+{
+	unsigned n = 0;
+
+	for (const struct spare *s = sb->spares; s; s = s->next)
+		n++;
+	return n;
+}
+
+void spare_release(struct agent_conn **ap, bool kept)
+{
+	struct agent_conn *a = *ap;
+	struct spare_ticket *t = a ? agent_on_free_arg(a) : NULL;
+	struct sandbox *sb = t && kept ? sb_find(t->kd, t->id) : NULL;
+	struct spare *s = NULL;
+
+	*ap = NULL;
+	if (sb && sb->state == SB_RUNNING && sb->rec.pid == t->pid && agent_reusable(a) &&
+	    count_spares(sb) < SPARE_STREAMS && room_for_spares(sb->kd))
+		s = calloc(1, sizeof(*s));
+	if (!s) {
+		agent_close(a); /* its ticket refills the spares */
+		return;
+	}
+	agent_on_free(a, NULL, NULL);
+	free(t);
+	s->sb = sb;
+	s->pid = sb->rec.pid;
+	s->a = a;
+	agent_adopt(a, &spare_ops, s);
+	agent_pause(a, false);
+	s->next = sb->spares;
+	sb->spares = s;
+}
+
 struct agent_conn *spare_take(struct sandbox *sb, const struct agent_conn_ops *ops, void *ctx)
 {
 	struct spare_ticket *t = calloc(1, sizeof(*t));
@@ -174,6 +211,7 @@ struct agent_conn *spare_take(struct sandbox *sb, const struct agent_conn_ops *o
 		return NULL;
 	}
 	t->kd = sb->kd;
+	t->pid = sb->rec.pid;
 	snprintf(t->id, sizeof(t->id), "%s", sb->rec.id);
 	agent_on_free(a, released, t);
 	return a;

@@ -8,7 +8,8 @@
  * Spares are opened when the sandbox starts running and replaced when the
  * stream that took one ends (from the loop's idle time, after the answer
  * has gone out): opening one while a command runs would take guest time
- * from it. A spare is checked before use (agent_unused) and belongs to the
+ * from it. A stream the agent keeps open after its end (KILN_FRAME_REUSE)
+ * is handed back instead (spare_reuse), and nothing needs replacing. A spare is checked before use (agent_unused) and belongs to the
  * VMM process it was opened to: after a pause and resume, or a VMM that
  * died, old spares are dropped, never used. With many sandboxes (their
  * spares would take more than a quarter of kilnd's descriptor limit)
@@ -30,5 +31,13 @@ struct agent_conn *spare_take(struct sandbox *sb, const struct agent_conn_ops *o
 void spare_fill(struct sandbox *sb);
 /* Close sb's spares (it is being freed). */
 void spare_drop(struct sandbox *sb);
+/* The stream *a (from spare_take(), its HELLO with KILN_FRAME_REUSE) ended
+ * with its last frame; kept: the agent's HELLO answer said
+ * KILN_HELLO_REUSE. Then the connection becomes a spare of its sandbox again
+ * (when the sandbox still runs the VMM it was opened to, everything sent on
+ * it was written, and spares are wanted); else it is closed. *a is NULL
+ * after. Call it from the stream's on_frame. Reuse saves the guest and the
+ * VMM a close and a new connection per request. */
+void spare_release(struct agent_conn **a, bool kept);
 
 #endif

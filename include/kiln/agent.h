@@ -5,7 +5,7 @@
  * Transport: virtio-vsock stream connections. kilnd reaches the agent at
  * guest port KILN_AGENT_PORT through the VM's vsock unix socket
  * (Firecracker's hybrid protocol: write "CONNECT 1024\n", read "OK <n>\n").
- * One connection carries one stream; connections are cheap.
+ * One connection carries one stream at a time; connections are cheap.
  *
  * Framing: every message is a kiln_frame header followed by `len` payload
  * bytes. All integers are little-endian. len <= KILN_FRAME_MAX: a peer that
@@ -25,7 +25,8 @@
  * After its last frame (EXIT, DONE, INFO or ERROR) the agent shuts down its
  * sending side, so the host reads EOF, and discards anything the host still
  * sends until the host closes (at most 2 s). The host closes after the last
- * frame; the host ending a stream early (close or ERROR) aborts it.
+ * frame; the host ending a stream early (close or ERROR) aborts it. A stream
+ * whose HELLO carries KILN_FRAME_REUSE ends differently: see there.
  *
  * Strings inside payloads are a u32 length followed by that many bytes (no
  * NUL; a NUL inside is an error). Lists are a u32 count followed by that many
@@ -52,7 +53,8 @@
 struct kiln_frame {
 	uint32_t len;   /* payload bytes following */
 	uint16_t type;  /* enum kiln_msg */
-	uint16_t flags; /* 0, or KILN_FRAME_KEEP on START; others reserved */
+	uint16_t flags; /* 0, KILN_FRAME_KEEP on START, KILN_FRAME_REUSE on HELLO;
+	                 * others reserved */
 };
 
 /* On START: the command outlives its stream. If the connection ends before
@@ -67,6 +69,19 @@ struct kiln_frame {
 #define KILN_KEEP_OUTPUT    (256u << 10)
 #define KILN_KEEP_EXITED_MS 600000
 
+/* On the host's HELLO: keep the connection for another stream. An agent
+ * that does so says KILN_HELLO_REUSE in its HELLO answer; then, when the
+ * stream ends with its last frame (EXIT, DONE, INFO, or the STAT of a
+ * stat operation; not ERROR, after which the connection ends as usual), the agent neither shuts down its
+ * sending side nor closes: it drops whatever the host still sends for the
+ * old stream (any frame but HELLO; ERROR still ends the connection) and
+ * waits for the HELLO of the next stream, as on a new connection. A host
+ * reuses the connection only after that last frame, and only if its own
+ * frames of the old stream were all written. Agents from before the flag
+ * ignore it and answer 0: their connections end as usual. */
+#define KILN_FRAME_REUSE 0x2
+#define KILN_HELLO_REUSE 0x1
+
 enum kiln_stream {
 	KILN_STREAM_INVALID = 0,
 	KILN_STREAM_EXEC, /* run a command, pipes for stdin/stdout/stderr */
@@ -80,7 +95,7 @@ enum kiln_msg {
 	KILN_MSG_INVALID = 0,
 
 	/* Both ways, first frame. Host: u32 version, u32 stream kind.
-	 * Agent: u32 version, u32 0. */
+	 * Agent: u32 version, u32 flags (KILN_HELLO_REUSE, else 0). */
 	KILN_MSG_HELLO,
 	/* Either way: u32 errno value, string message. Ends the stream. */
 	KILN_MSG_ERROR,

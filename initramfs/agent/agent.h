@@ -16,7 +16,10 @@
  * goes on (its output kept, bounded) until a new connection ATTACHes to it
  * (agent_find_detached). The loop calls ops->destroy() exactly once,
  * outside any callback of the stream, so callbacks may end their stream and
- * return.
+ * return. A stream the host opened with KILN_FRAME_REUSE that ends by
+ * conn_finish() leaves its connection in CONN_HELLO instead, once its
+ * output is flushed, dropping the host's leftovers of the old stream until
+ * the next HELLO.
  */
 #ifndef AGENT_AGENT_H
 #define AGENT_AGENT_H
@@ -93,6 +96,8 @@ struct conn {
 	int fd;
 	enum conn_state state;
 	bool wblocked; /* the last write hit EAGAIN: wait for POLLOUT */
+	bool reuse;    /* KILN_FRAME_REUSE: a clean end goes back to CONN_HELLO */
+	bool skip_old; /* reused: drop frames until the next HELLO */
 	int64_t drain_until;
 	uint16_t rx_flags; /* header flags of the frame being handled */
 	const struct stream_ops *ops;
@@ -119,6 +124,8 @@ void conn_nomem(struct conn *c);
 bool conn_has_room(const struct conn *c);
 void conn_read(struct conn *c);
 void conn_drain(struct conn *c, int64_t now);
+/* The stream ended and was destroyed: wait for the next HELLO (reuse). */
+void conn_rearm(struct conn *c);
 void conn_discard(struct conn *c);
 void conn_parse(struct conn *c);
 void conn_flush(struct conn *c);

@@ -90,6 +90,7 @@ void conn_fail(struct conn *c, int err, const char *fmt, ...)
 		conn_abort(c); /* nobody would read the error */
 		return;
 	}
+	c->reuse = false; /* after an ERROR the connection ends */
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -145,9 +146,10 @@ static void conn_hello(struct conn *c, const struct frame_hdr *h, const uint8_t 
 		conn_fail(c, EINVAL, "unknown stream kind %u", kind);
 		return;
 	}
+	c->reuse = h->flags & KILN_FRAME_REUSE;
 	frame_begin(&c->out, &m, KILN_MSG_HELLO);
 	put_u32(&c->out, &m, KILN_AGENT_VERSION);
-	put_u32(&c->out, &m, 0);
+	put_u32(&c->out, &m, c->reuse ? KILN_HELLO_REUSE : 0);
 	if (frame_end(&c->out, &m)) {
 		conn_dead(c);
 		return;
@@ -163,7 +165,10 @@ static void conn_dispatch(struct conn *c, const struct frame_hdr *h, const uint8
 	if (h->type == KILN_MSG_ERROR) {
 		/* The host gave up on the stream; nobody reads an answer. */
 		conn_abort(c);
+	} else if (c->state == CONN_HELLO && c->skip_old && h->type != KILN_MSG_HELLO) {
+		/* What the host sent for the stream that ended (unread input) */
 	} else if (c->state == CONN_HELLO) {
+		c->skip_old = false;
 		conn_hello(c, h, p);
 	} else if (h->type == KILN_MSG_HELLO) {
 		conn_fail(c, EPROTO, "HELLO after the stream started");
@@ -235,6 +240,17 @@ void conn_drain(struct conn *c, int64_t now)
 	c->drain_until = now + AGENT_DRAIN_MS;
 	kbuf_free(&c->in);
 	kbuf_free(&c->out);
+}
+
+void conn_rearm(struct conn *c)
+{
+	c->state = CONN_HELLO;
+	c->ops = NULL; /* destroyed by the loop, if it had a destroy */
+	c->priv = NULL;
+	c->reuse = false;
+	c->skip_old = true;
+	kbuf_free(&c->out);
+	conn_parse(c); /* the next HELLO may be here already */
 }
 
 void conn_discard(struct conn *c)

@@ -152,7 +152,9 @@ static void agent_sweep(struct agent *a)
 			c->ops->destroy(c);
 			c->ops = NULL; /* destroyed */
 		}
-		if (c->state == CONN_CLOSING && !c->out.len)
+		if (c->state == CONN_CLOSING && !c->out.len && c->reuse)
+			conn_rearm(c);
+		else if (c->state == CONN_CLOSING && !c->out.len)
 			conn_drain(c, now_ms());
 		if (c->state == CONN_DEAD) {
 			conn_free(c);

@@ -302,6 +302,32 @@ t_concurrent() {
 	check $? "all $n deleted"
 }
 
+# The agent keeps a stream's connection for the next one (KILN_FRAME_REUSE):
+# requests that end in every way follow each other in one sandbox.
+t_reuse() {
+	local id st i bad=0 big
+	id=$("$KILN" create)
+	big=$(head -c 2000000 /dev/zero | tr '\0' a)
+	printf '{"cmd":["true"],"stdin":"%s"}' "$big" >"$T/big.json"
+	for i in 1 2 3; do
+		st=$(api POST "/sandboxes/$id/exec" -d @"$T/big.json")
+		[ "$st" = 200 ] && grep -q '"exitCode":0' "$T/body" || bad=1
+		st=$(api POST "/sandboxes/$id/exec" -d '{"cmd":["echo","ok"]}')
+		[ "$st" = 200 ] && grep -q '"data":"b2sK"' "$T/body" || bad=2
+		st=$(api POST "/sandboxes/$id/exec" -d '{"cmd":["/nonexistent/cmd"]}')
+		[ "$st" = 404 ] || bad=3
+		st=$(api GET "/sandboxes/$id/metrics")
+		[ "$st" = 200 ] && grep -q '"memTotal"' "$T/body" || bad=4
+		st=$(api GET "/sandboxes/$id/files/stat?path=/")
+		[ "$st" = 200 ] && grep -q '"type":"dir"' "$T/body" || bad=5
+		st=$(api POST "/sandboxes/$id/exec" -d '{"cmd":["sh","-c","exit 7"]}')
+		[ "$st" = 200 ] && grep -q '"exitCode":7' "$T/body" || bad=6
+	done
+	[ $bad = 0 ]
+	check $? "exec with unread input, output, a failed start, metrics, stat, exit 7, three times over (failed at step $bad)"
+	"$KILN" rm "$id"
+}
+
 t_bad_requests() {
 	local st id
 	id=$("$KILN" create)
@@ -646,7 +672,7 @@ t_cli_errors() {
 # shellcheck source=tests/e2e/snapshots.sh
 . tests/e2e/snapshots.sh
 
-ALL="t_echo t_streams t_exit_codes t_files t_concurrent t_bad_requests t_max_conns t_pty
+ALL="t_echo t_streams t_exit_codes t_files t_concurrent t_reuse t_bad_requests t_max_conns t_pty
 t_e2b_api t_lifecycle t_restart t_boot_failures t_cli t_cli_errors $SNAPSHOT_TESTS"
 echo "e2e: kilnd with VMM $VMM${AGENT:+ relaying to the agent $AGENT} (data in $T)"
 start_kilnd

@@ -861,6 +861,91 @@ def case_hello(a, d):
     expect_error(c, errno.EPROTO, "HELLO")
 
 
+def reuse_hello(c, kind):
+    """HELLO with KILN_FRAME_REUSE on c; the agent must promise to keep it."""
+    c.send(KILN_MSG_HELLO, u32(KILN_AGENT_VERSION) + u32(kind), KILN_FRAME_REUSE)
+    t, p = c.expect_frame()
+    check(t == KILN_MSG_HELLO, "HELLO answered with %s" % describe(t, p))
+    eq(struct.unpack("<II", p), (KILN_AGENT_VERSION, KILN_HELLO_REUSE), "HELLO answer")
+
+
+def reused_exec(c, argv, stdin=b""):
+    """One exec on a kept connection: its frames up to EXIT, which must be the
+    last frame of the stream (nothing follows it, not even EOF)."""
+    reuse_hello(c, KILN_STREAM_EXEC)
+    c.send(KILN_MSG_START, start_payload(argv))
+    for i in range(0, len(stdin), KILN_DATA_CHUNK):
+        c.send(KILN_MSG_STDIN, stdin[i:i + KILN_DATA_CHUNK])
+    c.send(KILN_MSG_STDIN_EOF)
+    r = Result()
+    while r.exit is None:
+        t, p = c.expect_frame()
+        if t == KILN_MSG_STDOUT:
+            r.out += p
+        elif t == KILN_MSG_EXIT:
+            r.exit = struct.unpack("<iII", p)
+        elif t != KILN_MSG_STARTED:
+            raise AssertionError("unexpected %s" % describe(t, p))
+    return r
+
+
+def case_reuse(a, d):
+    c = a.conn(None)
+    for i in range(3):
+        r = reused_exec(c, ["sh", "-c", "echo run%d" % i])
+        eq((bytes(r.out), r.exit), (b"run%d\n" % i, (0, 0, 0)), "exec %d" % i)
+    # Input the command never read (more than the agent buffers) is dropped
+    # with its stream, and so is a frame that comes late: the next HELLO
+    # starts a new stream.
+    r = reused_exec(c, ["true"], stdin=b"x" * (3 << 20))
+    eq(r.exit, (0, 0, 0), "exec with unread input")
+    c.send(KILN_MSG_SIGNAL, u32(9))  # late, for the stream that ended
+    reuse_hello(c, KILN_STREAM_INFO)
+    t, p = c.expect_frame()
+    check(t == KILN_MSG_INFO, "expected INFO, got %s" % describe(t, p))
+    r = reused_exec(c, ["echo", "after"])
+    eq(bytes(r.out), b"after\n", "exec after info")
+    # File streams: an upload ends with DONE, a stat with its STAT.
+    path = os.path.join(d, "kept")
+    reuse_hello(c, KILN_STREAM_FILE)
+    c.send(KILN_MSG_FILE_REQUEST, u32(KILN_FILE_WRITE) + sstr(path) + u32(0o644))
+    c.send(KILN_MSG_DATA, b"abc")
+    c.send(KILN_MSG_DONE)
+    t, p = c.expect_frame()
+    check(t == KILN_MSG_DONE and not p, "expected DONE, got %s" % describe(t, p))
+    reuse_hello(c, KILN_STREAM_FILE)
+    c.send(KILN_MSG_FILE_REQUEST, u32(KILN_FILE_STAT) + sstr(path))
+    t, p = c.expect_frame()
+    check(t == KILN_MSG_STAT, "expected STAT, got %s" % describe(t, p))
+    eq((parse_stat(p)["name"], parse_stat(p)["size"]), ("kept", 3), "stat after upload")
+    # Without the flag the stream ends as usual, and so does the connection.
+    c.send(KILN_MSG_HELLO, u32(KILN_AGENT_VERSION) + u32(KILN_STREAM_EXEC))
+    t, p = c.expect_frame()
+    eq((t, p), (KILN_MSG_HELLO, u32(KILN_AGENT_VERSION) + u32(0)), "plain HELLO answer")
+    c.send(KILN_MSG_START, start_payload(["true"]))
+    c.send(KILN_MSG_STDIN_EOF)
+    r = collect(c, Result())  # EXIT, then EOF
+    eq(r.exit, (0, 0, 0), "plain exec")
+
+
+def case_reuse_ends(a, d):
+    # A stream that fails ends its connection even with the flag.
+    c = a.conn(None)
+    reuse_hello(c, KILN_STREAM_EXEC)
+    c.send(KILN_MSG_START, start_payload(["/nonexistent/cmd"]))
+    expect_error(c, errno.ENOENT)
+    # The host's ERROR while the connection waits for its next HELLO ends it.
+    c = a.conn(None)
+    reused_exec(c, ["true"])
+    c.send(KILN_MSG_ERROR, u32(errno.ECANCELED) + sstr("gone"))
+    c.expect_eof()
+    # A protocol error there is still one.
+    c = a.conn(None)
+    reused_exec(c, ["true"])
+    c.raw(struct.pack("<IHH", 0, 999, 0))
+    expect_error(c, errno.EPROTO)
+
+
 def hello(a, version, kind):
     c = a.conn(None)
     c.send(KILN_MSG_HELLO, u32(version) + u32(kind))

@@ -42,7 +42,7 @@ START_TEST(hello_round_trip)
 	uint32_t v, k;
 	struct kiln_frame f;
 
-	ck_assert_int_eq(agent_msg_hello(&b, KILN_STREAM_EXEC), 0);
+	ck_assert_int_eq(agent_msg_hello(&b, KILN_STREAM_EXEC, 0), 0);
 	ck_assert_uint_eq(buf_avail(&b), AGENT_HDR_LEN + 8);
 	f = hdr_of(&b, 0);
 	ck_assert_uint_eq(f.type, KILN_MSG_HELLO);
