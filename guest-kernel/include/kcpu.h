@@ -42,7 +42,7 @@
 
 /* Supervisor calls: `int3` from library-OS code with RDI = op and RSI, RDX,
  * RCX = arguments (sv/entry.S). All caller-saved registers are clobbered. */
-#define SV_HALT      1 /* RSI = TSC deadline or 0: sleep until an interrupt */
+#define SV_HALT      1 /* RSI = TSC deadline, 0 = keep (RDX != 0: disarm): sleep till an irq */
 #define SV_MMIO      2 /* RSI = kiln_mmio_op array, RDX = count, RCX = base (all physical) */
 #define SV_FLUSH_TLB 3 /* RSI = the page-table root in use: reload it */
 #define SV_SET_CR3   4 /* RDX = new page-table root (physical), RSI = TSC deadline or 0 */

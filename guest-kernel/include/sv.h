@@ -31,6 +31,14 @@ static inline void sv_halt(uint64_t tsc_deadline)
 	sv_call3(SV_HALT, tsc_deadline, 0);
 }
 
+/* As sv_halt, but the deadline replaces the armed one even when 0 (which
+ * disarms the timer: an idle CPU with nothing timed sleeps until a device
+ * interrupt). */
+static inline void sv_halt_rearm(uint64_t tsc_deadline)
+{
+	sv_call3(SV_HALT, tsc_deadline, 1);
+}
+
 /* ops_pa: n (<= KILN_MMIO_BATCH_MAX) struct kiln_mmio_op in guest RAM,
  * physically contiguous; base_pa: a device's virtio-mmio window. */
 static inline void sv_mmio(uint64_t base_pa, uint64_t ops_pa, unsigned n)

@@ -207,12 +207,20 @@ static void timers_expire(void)
  * a supervisor call, so only when it must come sooner, and then with the
  * next call that is made anyway (timer_unsent). A deadline no longer
  * wanted is never disarmed: it fires, and irq_poll finds nothing due. */
-static void timer_rearm(void)
+/* The next timed wakeup (a sleeper's or a kernel timer's), 0 if none. */
+static uint64_t timer_next(void)
 {
 	uint64_t want = timers ? timers->wake_at : 0, kt = ktimer_next();
 
 	if (kt && (!want || kt < want))
 		want = kt;
+	return want;
+}
+
+static void timer_rearm(void)
+{
+	uint64_t want = timer_next();
+
 	if (runq_head && slice_end && (!want || slice_end < want))
 		want = slice_end;
 	if (want == armed_deadline)
@@ -290,6 +298,27 @@ static void context_switch(struct thread *prev, struct thread *next)
 	free_dead();
 }
 
+/* Nothing to run: sleep until an interrupt or the next timed wakeup. A
+ * deadline armed for what is no longer wanted (the slice of the thread that
+ * ran last, a sleeper woken early) would wake the idle CPU for nothing, and
+ * keep every idle guest ticking: the halt replaces it with the real one, or
+ * disarms the timer when nothing is timed. Only a deadline still to come
+ * needs it (one past has fired, or its interrupt is on the way). */
+static void idle_halt(void)
+{
+	uint64_t want = timer_next();
+
+	if (armed_deadline && (!want || want > armed_deadline) &&
+	    armed_deadline > time_monotonic_ns()) {
+		armed_deadline = want;
+		timer_unsent = false;
+		sv_halt_rearm(want ? time_ns_to_tsc_deadline(want) : 0);
+		return;
+	}
+	timer_rearm();
+	sv_halt(sched_timer_take());
+}
+
 void schedule(void)
 {
 	struct thread *prev = cur_thread(), *next;
@@ -301,9 +330,7 @@ void schedule(void)
 		if (next)
 			break;
 		aspace_reap();
-		timer_rearm();
-		/* Nothing to run: sleep until an interrupt (or the timer). */
-		sv_halt(sched_timer_take());
+		idle_halt();
 	}
 	slice_end = runq_head ? time_monotonic_ns() + SLICE_NS : 0;
 	timer_rearm();

@@ -134,12 +134,13 @@ sv_timer:
 sv_ret:
 	iretq
 
-/* RSI = TSC deadline or 0. Sleep until an interrupt: `sti; hlt` is atomic
- * (sti's one-instruction shadow), so an interrupt that arrives after the
- * check still wakes us. Its handler returns to the iretq with interrupts on,
- * and another one taken there is handled like any other at CPL0. */
+/* RSI = TSC deadline, or 0 to leave it as it is unless RDX != 0 (then 0
+ * disarms). Sleep until an interrupt: `sti; hlt` is atomic (sti's
+ * one-instruction shadow), so an interrupt that arrives after the check
+ * still wakes us. Its handler returns to the iretq with interrupts on, and
+ * another one taken there is handled like any other at CPL0. */
 sv_halt:
-	testq	%rsi, %rsi
+	orq	%rsi, %rdx
 	jz	1f
 	wrdeadline
 1:	cmpq	$0, kcpu0+KCPU_IRQ_PENDING(%rip)
