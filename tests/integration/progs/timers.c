@@ -313,12 +313,89 @@ static void test_setitimer(void)
 	signal(SIGALRM, SIG_DFL);
 }
 
+/* ------------------------------------------------------------ idle sleepers */
+
+/* A timed sleep must end on time whatever deadline the CPU last had armed:
+ * the time slice of a process that ran and then blocked, the timeout of a
+ * sleeper woken early, or none at all (an idle CPU with nothing timed). */
+static void test_idle_sleepers(void)
+{
+	int to_child[2], to_parent[2];
+	char c = 0;
+	long t0, dt;
+	pid_t pid;
+	int st;
+
+	if (pipe(to_child) || pipe(to_parent)) {
+		check("pipes for the sleepers", 0);
+		return;
+	}
+	pid = fork();
+	if (pid == 0) {
+		/* Echo each byte; 's' first sleeps 5 ms, 't' 80 ms. */
+		close(to_child[1]);
+		close(to_parent[0]);
+		while (read(to_child[0], &c, 1) == 1) {
+			if (c == 's')
+				msleep(5);
+			else if (c == 't')
+				msleep(80);
+			if (write(to_parent[1], &c, 1) != 1)
+				break;
+		}
+		_exit(0);
+	}
+	/* Both run in turn (each wakeup starts a time slice), then the
+	 * child blocks and the parent sleeps alone. */
+	for (int i = 0; i < 20; i++) {
+		c = 'p';
+		if (write(to_child[1], &c, 1) != 1 || read(to_parent[0], &c, 1) != 1)
+			break;
+	}
+	t0 = now_ms();
+	msleep(50);
+	dt = now_ms() - t0;
+	check("nanosleep(50 ms) after a ping-pong, the other process idle", dt >= 50 && dt < 2000);
+
+	/* A poll timeout cut short by data, then a longer sleep. */
+	{
+		struct pollfd pfd = {to_parent[0], POLLIN, 0};
+
+		c = 's';
+		check("echo request", write(to_child[1], &c, 1) == 1);
+		check("poll(30 ms) woken early by data",
+		      poll(&pfd, 1, 30) == 1 && read(to_parent[0], &c, 1) == 1 && c == 's');
+		t0 = now_ms();
+		msleep(100);
+		dt = now_ms() - t0;
+		check("nanosleep(100 ms) after it", dt >= 100 && dt < 2000);
+	}
+
+	/* The other process sleeps on a timer while this one blocks with
+	 * none: the CPU idles with only the sleeper's deadline. */
+	c = 't';
+	t0 = now_ms();
+	check("sleeping echo request", write(to_child[1], &c, 1) == 1);
+	check("read() until the child's 80 ms sleep ends",
+	      read(to_parent[0], &c, 1) == 1 && c == 't');
+	dt = now_ms() - t0;
+	check("it ended on time", dt >= 80 && dt < 2000);
+
+	close(to_child[1]);
+	waitpid(pid, &st, 0);
+	check("the echo child exits", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(to_child[0]);
+	close(to_parent[0]);
+	close(to_parent[1]);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_timerfd();
 	test_alarm();
 	test_setitimer();
+	test_idle_sleepers();
 	printf("timers: %s\n", failures ? "FAILED" : "all ok");
 	return failures != 0;
 }
