@@ -202,11 +202,6 @@ static void timers_expire(void)
 	}
 }
 
-/* The TSC deadline: the next timer (a sleeper's or a kernel timer's,
- * ktimer.c), or the end of the slice when others wait to run. Arming costs
- * a supervisor call, so only when it must come sooner, and then with the
- * next call that is made anyway (timer_unsent). A deadline no longer
- * wanted is never disarmed: it fires, and irq_poll finds nothing due. */
 /* The next timed wakeup (a sleeper's or a kernel timer's), 0 if none. */
 static uint64_t timer_next(void)
 {
@@ -217,6 +212,12 @@ static uint64_t timer_next(void)
 	return want;
 }
 
+/* The TSC deadline: the next timer (a sleeper's or a kernel timer's,
+ * ktimer.c), or the end of the slice when others wait to run. Arming costs
+ * a supervisor call, so only when it must come sooner, and then with the
+ * next call that is made anyway (timer_unsent). A deadline no longer
+ * wanted is not disarmed while there is work: it fires, and irq_poll finds
+ * nothing due. Only an idle CPU replaces it (idle_halt). */
 static void timer_rearm(void)
 {
 	uint64_t want = timer_next();
