@@ -59,7 +59,8 @@ uint64_t pmem_alloc_pt(void);
 void pmem_free_pt(uint64_t pa);
 size_t pmem_free_pages(void);
 /* Have the VMM make the host memory behind [pa, pa + len) present (a hint:
- * see pmem.c). */
+ * see pmem.c), for fresh frames in aligned chunks of this many. */
+#define PMEM_POP_CHUNK 256
 void host_populate(uint64_t pa, uint64_t len);
 /* Have the VMM make the RAM past kiln,early-ram-end usable; returns once it
  * is (KILN_PORT_RAM). */

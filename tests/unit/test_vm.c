@@ -69,7 +69,7 @@ static unsigned npopulated;
 
 void host_populate(uint64_t pa, uint64_t len)
 {
-	ck_assert_uint_eq(len, 16 * 4096);
+	ck_assert_uint_eq(len, PMEM_POP_CHUNK * 4096);
 	ck_assert_uint_eq(pa % len, 0);
 	if (npopulated < 64)
 		populated[npopulated] = pa;
@@ -225,36 +225,36 @@ START_TEST(contig_first_fit)
 }
 END_TEST
 
-/* Once 16 MiB are in use, the first frame handed out of a chunk of 16
- * fresh ones comes with a request to populate the chunk; frames used
- * before, and a guest using less, come without. */
+/* Once 16 MiB are in use, the first frame handed out of a chunk of
+ * PMEM_POP_CHUNK fresh ones comes with a request to populate the chunk;
+ * frames used before, and a guest using less, come without. */
 START_TEST(fresh_chunks_populated_when_busy)
 {
 	size_t busy = 16 * MIB / PAGE_SIZE;
-	uint64_t pa = 0, reused;
+	uint64_t pa = 0, reused, chunk = PMEM_POP_CHUNK * PAGE_SIZE;
 
 	npopulated = 0;
 	while (pmem_total_pages() - pmem_free_pages() < busy)
 		ck_assert_uint_ne(pmem_alloc(false), 0);
 	ck_assert_uint_eq(npopulated, 0);
-	for (int i = 0; i < 16; i++) {
+	for (int i = 0; i < PMEM_POP_CHUNK; i++) {
 		pa = pmem_alloc(false);
-		if (pa % (16 * PAGE_SIZE) == 0)
+		if (pa % chunk == 0)
 			break;
 	}
-	ck_assert_uint_eq(pa % (16 * PAGE_SIZE), 0);
+	ck_assert_uint_eq(pa % chunk, 0);
 	ck_assert_uint_eq(npopulated, 1);
 	ck_assert_uint_eq(populated[0], pa);
-	for (int i = 1; i < 16; i++) /* the rest of the chunk */
+	for (int i = 1; i < PMEM_POP_CHUNK; i++) /* the rest of the chunk */
 		ck_assert_uint_eq(pmem_alloc(false), pa + i * PAGE_SIZE);
 	ck_assert_uint_eq(npopulated, 1);
 	pmem_free(pa);
 	reused = pmem_alloc(true);
 	ck_assert_uint_eq(reused, pa);
 	ck_assert_uint_eq(npopulated, 1);
-	ck_assert_uint_eq(pmem_alloc(false), pa + 16 * PAGE_SIZE);
+	ck_assert_uint_eq(pmem_alloc(false), pa + chunk);
 	ck_assert_uint_eq(npopulated, 2);
-	ck_assert_uint_eq(populated[1], pa + 16 * PAGE_SIZE);
+	ck_assert_uint_eq(populated[1], pa + chunk);
 }
 END_TEST
 
