@@ -52,7 +52,9 @@ if (FAKE) {
   console.log(`e2b: ${IMAGES}/base.erofs missing (the SDK's default template): run make images`)
   process.exit(1)
 }
-const API_PORT = 20000 + Math.floor(Math.random() * 20000)
+// Below the kernel's ephemeral range (32768-60999): a port a client connection
+// of the run before still holds would make kilnd's listen fail.
+const API_PORT = 20000 + Math.floor(Math.random() * 12000)
 const ENVD_PORT = API_PORT + 1
 const API_KEY = 'e2b_' + randomBytes(20).toString('hex')
 const API_URL = `http://127.0.0.1:${API_PORT}`
