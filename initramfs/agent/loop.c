@@ -193,15 +193,6 @@ static void agent_ready(struct agent *a, struct pslot *s, short revents)
 		conn_dead(c);
 }
 
-/* A stream with a process of its own (exec, pty) is open. */
-static bool streams_run(const struct agent *a)
-{
-	for (unsigned i = 0; i < a->nconns; i++)
-		if (a->conns[i]->ops && a->conns[i]->ops->child)
-			return true;
-	return false;
-}
-
 static int64_t conn_deadline(struct conn *c)
 {
 	if (c->state == CONN_DRAIN)
@@ -232,9 +223,8 @@ void agent_loop(struct agent *a)
 			int64_t d = conn_deadline(c);
 			next = d < next ? d : next;
 		}
-		/* In case a SIGCHLD went missing, reap now and then while streams
-		 * run; an idle agent (kept and spare connections only) sleeps. */
-		if (next > now + REAP_FALLBACK_MS && streams_run(a))
+		/* In case a SIGCHLD went missing, reap now and then while streams run. */
+		if (a->nconns && next > now + REAP_FALLBACK_MS)
 			next = now + REAP_FALLBACK_MS;
 		int timeout = next == AGENT_NO_DEADLINE ? -1 : next <= now ? 0 : (int)(next - now);
 		if (a->busy)
