@@ -83,7 +83,7 @@ async function startKilnd() {
     '--data-dir', DATA, '--vmm', VMM, '--kernel', KERNEL, '--initrd', INITRD,
     '--images', IMAGES, '--image-initrd', IMAGE_INITRD,
     '--listen-tcp', `127.0.0.1:${API_PORT}`, '--envd-listen', `127.0.0.1:${ENVD_PORT}`,
-    '--api-key', API_KEY, '--boot-timeout', '20',
+    '--api-key', API_KEY, '--boot-timeout', '20', '--verbose',
   ], { stdio: ['ignore', log, log] })
   for (let i = 0; i < 200; i++) {
     try {
@@ -94,6 +94,21 @@ async function startKilnd() {
   }
   console.log('e2b: kilnd did not start; log:\n' + fs.readFileSync(`${T}/kilnd.log`, 'utf8'))
   process.exit(1)
+}
+
+// After a failure: the ends of kilnd's log and of each sandbox's console,
+// since cleanup() removes them (a failure in CI leaves nothing else).
+function showLogs() {
+  const tail = (file, n) => {
+    try {
+      const lines = fs.readFileSync(file, 'utf8').trimEnd().split('\n')
+      console.log(`# --- ${file} (last ${Math.min(n, lines.length)} lines)`)
+      for (const l of lines.slice(-n)) console.log(`#   ${l}`)
+    } catch {}
+  }
+  tail(`${T}/kilnd.log`, 60)
+  const dir = `${DATA}/sandboxes`
+  for (const id of fs.existsSync(dir) ? fs.readdirSync(dir) : []) tail(`${dir}/${id}/console.log`, 20)
 }
 
 function cleanup() {
@@ -1387,6 +1402,7 @@ try {
   failed++
   console.log(`not ok - harness: ${e && e.stack ? e.stack : e}`)
 } finally {
+  if (failed) showLogs()
   cleanup()
 }
 console.log(`${passed} passed, ${failed} failed`)
