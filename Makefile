@@ -25,10 +25,10 @@ $(DEPS_STAMP): mk/deps.sh
 
 # ---------------------------------------------------------------- kiln-vmm
 # The guest's cpio parser too: the VMM builds the initramfs index with it.
-VMM_SRCS := $(wildcard vmm/*.c vmm/virtio/*.c) guest-kernel/libos/cpio.c
+VMM_SRCS := $(wildcard vmm/*.c vmm/virtio/*.c) guest-kernel/libos/fs/cpio.c
 VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/host/%.o)
-$(BUILD)/host/guest-kernel/libos/cpio.o: HOST_CFLAGS += -iquote guest-kernel/include -DKILN_HOSTED
-$(BUILD)/host/vmm/initrd_index.o: HOST_CFLAGS += -iquote guest-kernel/libos -iquote guest-kernel/include -DKILN_HOSTED
+$(BUILD)/host/guest-kernel/libos/fs/cpio.o: HOST_CFLAGS += -iquote guest-kernel/include -DKILN_HOSTED
+$(BUILD)/host/vmm/initrd_index.o: HOST_CFLAGS += -iquote guest-kernel/libos/fs -iquote guest-kernel/include -DKILN_HOSTED
 
 $(BUILD)/host/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)

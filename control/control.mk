@@ -2,22 +2,25 @@
 # Debian packages: libev-dev libhttp-parser-dev libjansson-dev
 # libsqlite3-dev nettle-dev (see mk/deps.sh).
 
-KILND_SRCS := $(wildcard control/*.c)
+KILND_SRCS := $(wildcard control/*.c control/*/*.c)
 KILND_OBJS := $(KILND_SRCS:%.c=$(BUILD)/host/%.o)
 
 $(BIN)/kilnd: $(KILND_OBJS)
 	@mkdir -p $(dir $@)
 	$(V)$(CC) -o $@ $^ -lev -lhttp_parser -ljansson -lsqlite3 -lnettle
 
+# Subsystems include each other by folder: "http/http.h", "sandbox/sandbox.h".
+$(BUILD)/host/control/%.o: HOST_CFLAGS += -iquote control
+
 all: $(BIN)/kilnd
 
 # The code interpreter's Python kernel, embedded in kilnd as a C string.
 CODEINT_KERNEL_H := $(BUILD)/host/control/gen/codeint_kernel.h
-$(CODEINT_KERNEL_H): control/codeint_kernel.py control/control.mk
+$(CODEINT_KERNEL_H): control/envd/codeint_kernel.py control/control.mk
 	@mkdir -p $(dir $@)
-	$(V){ echo '/* generated from control/codeint_kernel.py */'; \
+	$(V){ echo '/* generated from control/envd/codeint_kernel.py */'; \
 	  echo 'static const char codeint_kernel_py[] ='; \
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n"/' $<; \
 	  echo '    ;'; } >$@.tmp && mv $@.tmp $@
-$(BUILD)/host/control/codeint.o: $(CODEINT_KERNEL_H)
-$(BUILD)/host/control/codeint.o: HOST_CFLAGS += -I$(BUILD)/host/control/gen
+$(BUILD)/host/control/envd/codeint.o: $(CODEINT_KERNEL_H)
+$(BUILD)/host/control/envd/codeint.o: HOST_CFLAGS += -I$(BUILD)/host/control/gen

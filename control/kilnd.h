@@ -9,7 +9,7 @@
 
 #include <ev.h>
 
-#include "http.h"
+#include "http/http.h"
 
 /* envdVersion reported in E2B-shaped answers: the SDK requires semver
  * >= 0.1.0 and gates features on it; 0.6.4 is the level kiln targets. */

@@ -26,12 +26,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "bootfile.h"
-#include "envd.h"
+#include "sandbox/bootfile.h"
+#include "envd/envd.h"
 #include "kilnd.h"
-#include "sandbox.h"
-#include "store.h"
-#include "template.h"
+#include "sandbox/sandbox.h"
+#include "sandbox/store.h"
+#include "sandbox/template.h"
 #include "util.h"
 
 #define HOUSEKEEPING_PERIOD 30.0

@@ -18,10 +18,10 @@ GUEST_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror=im
 SV_CFLAGS    := $(GUEST_CFLAGS) -mno-red-zone -mincoming-stack-boundary=3
 # Each function in its own section, so that kernel.ld can put the code a
 # boot runs together (hot_text.ld).
-LIBOS_CFLAGS := $(GUEST_CFLAGS) -DKILN_LIBOS -ffunction-sections
+LIBOS_CFLAGS := $(GUEST_CFLAGS) -iquote guest-kernel/libos -DKILN_LIBOS -ffunction-sections
 
 SV_SRCS    := $(wildcard guest-kernel/sv/*.c guest-kernel/sv/*.S)
-LIBOS_SRCS := $(wildcard guest-kernel/libos/*.c guest-kernel/libos/*.S)
+LIBOS_SRCS := $(wildcard guest-kernel/libos/*/*.c guest-kernel/libos/*/*.S)
 SV_OBJS    := $(patsubst %,$(GUEST_DIR)/obj/%.o,$(SV_SRCS))
 LIBOS_OBJS := $(patsubst %,$(GUEST_DIR)/obj/%.o,$(LIBOS_SRCS))
 LIBFDT_A   := /usr/lib/x86_64-linux-gnu/libfdt.a
@@ -52,5 +52,5 @@ $(GUEST_DIR)/gen/syscall_names.h: /usr/include/x86_64-linux-gnu/asm/unistd_64.h
 	  echo 'static const struct { short nr; const char *name; } syscall_names[] = {'; \
 	  sed -n 's/^#define __NR_\([a-z0-9_]*\) \([0-9]*\)$$/\t{\2, "\1"},/p' $<; \
 	  echo '};'; } > $@
-$(GUEST_DIR)/obj/guest-kernel/libos/syscall.c.o: $(GUEST_DIR)/gen/syscall_names.h
+$(GUEST_DIR)/obj/guest-kernel/libos/core/syscall.c.o: $(GUEST_DIR)/gen/syscall_names.h
 LIBOS_CFLAGS += -I$(GUEST_DIR)/gen

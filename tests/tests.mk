@@ -8,7 +8,7 @@
 UNIT_TESTS :=
 include tests/unit/unit.mk
 
-UNIT_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclude -iquote guest-kernel/include \
+UNIT_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclude -iquote guest-kernel/include -iquote guest-kernel/libos \
 	-D_GNU_SOURCE -DKILN_HOSTED $(shell pkg-config --cflags check 2>/dev/null)
 UNIT_LDLIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread) -lfdt -lev -lpthread
 SAN_FLAGS   := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

@@ -5,7 +5,7 @@
  * Walking the archive itself, the guest touches every page that holds a
  * header, and each first touch of a page costs it 15-25 us under shadow
  * paging (test.cpio: 53 pages, ~1 ms); the index is a few pages. It is
- * built with the guest's own parser (guest-kernel/libos/cpio.c), so an
+ * built with the guest's own parser (guest-kernel/libos/fs/cpio.c), so an
  * archive gets one only if the guest would accept it, names included: the
  * guest then skips its own pass over the names.
  */

@@ -8,7 +8,7 @@
  * hosts run CPL3 rdtsc natively, so an offset could not be applied to what
  * the guest reads anyway; KVM would then arm its timers against a TSC the
  * guest does not see). The guest learns at the quiesce point that its TSC
- * may have moved and rebases its clocks (guest-kernel/libos/time.c). What is
+ * may have moved and rebases its clocks (guest-kernel/libos/core/time.c). What is
  * kept is the time left on the TSC deadline timer.
  */
 #include <errno.h>

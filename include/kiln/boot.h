@@ -291,7 +291,7 @@ struct kiln_boot_image {
  *                          (absent: none): its members without their data,
  *                          so that unpacking it need not touch every page
  *                          holding a header; records as in
- *                          guest-kernel/libos/cpio.h. Given only for an
+ *                          guest-kernel/libos/fs/cpio.h. Given only for an
  *                          archive whose every member name passes
  *                          cpio_name_ok(), which the guest then need not
  *                          check again

@@ -13,7 +13,7 @@ $(E2E_BIN)/fake-vmm: $(FAKE_VMM_SRCS) tests/e2e/fake-vmm/fake_vmm.h include/kiln
 	@mkdir -p $(dir $@)
 	$(V)$(CC) $(HOST_CFLAGS) -o $@ $(FAKE_VMM_SRCS) -lutil
 
-$(E2E_BIN)/kiln-hostile: tests/e2e/hostile.c control/ws.c control/buf.c | $(DEPS_STAMP)
+$(E2E_BIN)/kiln-hostile: tests/e2e/hostile.c control/http/ws.c control/http/buf.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(V)$(CC) $(HOST_CFLAGS) -Icontrol -o $@ $^ -lnettle
 
@@ -28,11 +28,11 @@ e2e: $(E2E_PROGS)
 	$(V)bash tests/e2e/run.sh
 
 # Check unit tests of kilnd's codecs, built with ASan+UBSan. (They could move
-# to tests/unit: UNIT_SRCS_test_ws := control/ws.c control/buf.c, and
-# UNIT_SRCS_test_agent_proto := control/agent_proto.c control/buf.c.)
+# to tests/unit: UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c, and
+# UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c.)
 E2E_UNIT := test_ws test_agent_proto
-E2E_UNIT_SRCS_test_ws := control/ws.c control/buf.c
-E2E_UNIT_SRCS_test_agent_proto := control/agent_proto.c control/buf.c
+E2E_UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c
+E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c
 E2E_UNIT_FLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclude -Icontrol \
 	-D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize-recover=all \
 	$(shell pkg-config --cflags check 2>/dev/null)

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ws.h"
+#include "http/ws.h"
 
 static int dial(const char *path)
 {

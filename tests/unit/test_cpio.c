@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "klib.h"
-#include "../../guest-kernel/libos/cpio.h"
+#include "../../guest-kernel/libos/fs/cpio.h"
 
 enum {
 	F_INO,

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "klib.h"
-#include "../../guest-kernel/libos/elf.h"
+#include "../../guest-kernel/libos/proc/elf.h"
 
 #define IMG_LEN 0x2100
 

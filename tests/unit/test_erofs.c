@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for the guest's erofs reader (guest-kernel/libos/erofs.c).
+ * Unit tests for the guest's erofs reader (guest-kernel/libos/fs/erofs.c).
  * Images come from the real mkfs.erofs (erofs-utils), made from a directory
  * tree with files of many sizes, nested and large directories, long and odd
  * names, symlinks, special files, hard links and xattrs, in the layouts
@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "klib.h"
-#include "../../guest-kernel/libos/erofs.h"
+#include "../../guest-kernel/libos/fs/erofs.h"
 
 static char work[200], tree[256], img_path[256];
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The device tree the VMM builds (vmm/fdt.c) read back by the guest's parser
- * (guest-kernel/libos/bootinfo.c): what goes in must come out. */
+ * (guest-kernel/libos/core/bootinfo.c): what goes in must come out. */
 #include <check.h>
 #include <libfdt.h>
 #include <stdlib.h>

@@ -19,11 +19,11 @@
 #include <asm/termbits.h>
 #include <asm/termios.h>
 
-#include "../../guest-kernel/libos/sys_fd.c"
-#include "../../guest-kernel/libos/sys_file.c"
-#include "../../guest-kernel/libos/sys_fs.c"
-#include "../../guest-kernel/libos/sys_open.c"
-#include "../../guest-kernel/libos/sys_stat.c"
+#include "../../guest-kernel/libos/fs/sys_fd.c"
+#include "../../guest-kernel/libos/fs/sys_file.c"
+#include "../../guest-kernel/libos/fs/sys_fs.c"
+#include "../../guest-kernel/libos/fs/sys_open.c"
+#include "../../guest-kernel/libos/fs/sys_stat.c"
 #include "console.h"
 #include "kpoll.h"
 #include "printk.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for the line discipline (guest-kernel/libos/tty.c and
+ * Unit tests for the line discipline (guest-kernel/libos/tty/tty.c and
  * tty_ioctl.c): input goes in through tty_receive() as a device gives it,
  * reads and writes go through the tty's file operations, and what the
  * device is handed to send (echo, processed output) is collected in `out`.

@@ -18,7 +18,7 @@
 #include "mm.h"
 #include "pmem.h"
 #include "vm.h"
-#include "../../guest-kernel/libos/vm_pt.h"
+#include "../../guest-kernel/libos/mm/vm_pt.h"
 
 #define MIB (1ULL << 20)
 #define RAM (64 * MIB)

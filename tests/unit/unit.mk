@@ -9,15 +9,15 @@ UNIT_SRCS_test_mmio := tests/unit/kvm_stubs.c vmm/virtio/mmio.c vmm/virtio/virtq
 	vmm/virtio/rng.c vmm/mem.c
 
 UNIT_TESTS += test_cpio
-UNIT_SRCS_test_cpio := guest-kernel/libos/cpio.c
+UNIT_SRCS_test_cpio := guest-kernel/libos/fs/cpio.c
 UNIT_TESTS += test_elf
-UNIT_SRCS_test_elf := guest-kernel/libos/elf.c
+UNIT_SRCS_test_elf := guest-kernel/libos/proc/elf.c
 
 UNIT_TESTS += test_erofs
-UNIT_SRCS_test_erofs := guest-kernel/libos/erofs.c
+UNIT_SRCS_test_erofs := guest-kernel/libos/fs/erofs.c
 
 UNIT_TESTS += test_fdt
-UNIT_SRCS_test_fdt := vmm/fdt.c guest-kernel/libos/bootinfo.c
+UNIT_SRCS_test_fdt := vmm/fdt.c guest-kernel/libos/core/bootinfo.c
 
 UNIT_TESTS += test_mem
 UNIT_SRCS_test_mem := vmm/mem.c
@@ -26,14 +26,14 @@ UNIT_TESTS += test_loader
 UNIT_SRCS_test_loader := vmm/loader.c vmm/mem.c
 
 UNIT_TESTS += test_ramfs
-UNIT_SRCS_test_ramfs := guest-kernel/libos/vfs.c guest-kernel/libos/namei.c \
-	guest-kernel/libos/ramfs.c guest-kernel/libos/devfs.c guest-kernel/libos/file.c \
-	guest-kernel/libos/cpio.c guest-kernel/libos/tty.c guest-kernel/libos/tty_input.c \
-	guest-kernel/libos/tty_ioctl.c guest-kernel/libos/pty.c
+UNIT_SRCS_test_ramfs := guest-kernel/libos/fs/vfs.c guest-kernel/libos/fs/namei.c \
+	guest-kernel/libos/fs/ramfs.c guest-kernel/libos/fs/devfs.c guest-kernel/libos/fs/file.c \
+	guest-kernel/libos/fs/cpio.c guest-kernel/libos/tty/tty.c guest-kernel/libos/tty/tty_input.c \
+	guest-kernel/libos/tty/tty_ioctl.c guest-kernel/libos/tty/pty.c
 
 UNIT_TESTS += test_tty
-UNIT_SRCS_test_tty := guest-kernel/libos/tty.c guest-kernel/libos/tty_input.c \
-	guest-kernel/libos/tty_ioctl.c
+UNIT_SRCS_test_tty := guest-kernel/libos/tty/tty.c guest-kernel/libos/tty/tty_input.c \
+	guest-kernel/libos/tty/tty_ioctl.c
 
 UNIT_TESTS += test_vsock
 UNIT_SRCS_test_vsock := tests/unit/kvm_stubs.c tests/unit/virtio_driver.c vmm/virtio/vsock.c vmm/virtio/vsock_conn.c vmm/virtio/mmio.c \
@@ -52,8 +52,8 @@ UNIT_SRCS_test_virtio_state := tests/unit/kvm_stubs.c vmm/virtio/mmio.c vmm/virt
 
 # The guest's page allocator and address spaces, 2 MiB pages included.
 UNIT_TESTS += test_vm
-UNIT_SRCS_test_vm := guest-kernel/libos/vm.c guest-kernel/libos/vm_pt.c guest-kernel/libos/vm_text.c guest-kernel/libos/vm_keep.c \
-	guest-kernel/libos/vm_huge.c guest-kernel/libos/pmem.c
+UNIT_SRCS_test_vm := guest-kernel/libos/mm/vm.c guest-kernel/libos/mm/vm_pt.c guest-kernel/libos/mm/vm_text.c guest-kernel/libos/mm/vm_keep.c \
+	guest-kernel/libos/mm/vm_huge.c guest-kernel/libos/mm/pmem.c
 
 UNIT_TESTS += test_snapshot
 UNIT_SRCS_test_snapshot := $(wildcard snapshot/*.c)

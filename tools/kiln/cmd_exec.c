@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
+#include "http/buf.h"
 #include "kiln.h"
 #include "util.h"
 

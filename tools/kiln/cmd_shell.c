@@ -19,7 +19,7 @@
 #include <http_parser.h>
 
 #include "kiln.h"
-#include "ws.h"
+#include "http/ws.h"
 
 struct shell {
 	int fd;

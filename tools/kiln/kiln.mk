@@ -4,7 +4,7 @@
 # kiln-snapshot: tools/snapshot/inspect.c built without its main(), over
 # the snapshot library.
 
-KILN_CLI_SRCS := $(wildcard tools/kiln/*.c) control/buf.c control/util.c control/ws.c
+KILN_CLI_SRCS := $(wildcard tools/kiln/*.c) control/http/buf.c control/util.c control/http/ws.c
 KILN_CLI_OBJS := $(KILN_CLI_SRCS:%.c=$(BUILD)/host/%.o) $(BUILD)/host/tools/kiln/snap-inspect.o
 
 $(BUILD)/host/tools/kiln/%.o: HOST_CFLAGS += -Icontrol

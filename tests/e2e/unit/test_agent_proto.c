@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for control/agent_proto.c: frame headers, message layouts,
+/* Unit tests for control/agent/agent_proto.c: frame headers, message layouts,
  * bounds. */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent_proto.h"
+#include "agent/agent_proto.h"
 
 static struct kiln_frame hdr_of(const struct buf *b, size_t at)
 {

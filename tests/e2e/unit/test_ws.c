@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for control/ws.c: RFC 6455 framing, limits and errors. */
+/* Unit tests for control/http/ws.c: RFC 6455 framing, limits and errors. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ws.h"
+#include "http/ws.h"
 
 struct rec {
 	struct buf out; /* bytes the codec sent */

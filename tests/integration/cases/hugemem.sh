@@ -1,5 +1,5 @@
 # 2 MiB pages for anonymous memory filled front to back
-# (guest-kernel/libos/vm_huge.c), cut up by fork, munmap, mprotect,
+# (guest-kernel/libos/mm/vm_huge.c), cut up by fork, munmap, mprotect,
 # MADV_DONTNEED and mremap, with guest RAM in either host backing
 # (kiln-vmm --mem-backing). Sourced by run.sh.
 expect_same hugemem -- /bin/hugemem

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/* Encoding and decoding of kiln agent protocol frames (include/kiln/agent.h).
+ * Pure functions over buffers: no I/O, so they are unit-testable and shared
+ * by the libev client (agent_client.c). Every decoder checks bounds and
+ * requires that a payload parse exactly. */
+#ifndef KILND_AGENT_PROTO_H
+#define KILND_AGENT_PROTO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kiln/agent.h>
+
+#include "http/buf.h"
+
+#define AGENT_HDR_LEN 8
+
+/* Validates a frame header: len <= KILN_FRAME_MAX, a known type, flags 0. */
+int agent_hdr_decode(const void *p, struct kiln_frame *f);
+
+/* Builder: agent_begin() writes a header placeholder, agent_put_*() append
+ * payload fields, agent_end() fills in the length. Errors are sticky in
+ * w->err and returned by agent_end(); on error the frame is removed. */
+struct agent_wr {
+	struct buf *b;
+	size_t start; /* header position, relative to buf_head(b) */
+	int err;
+};
+void agent_begin(struct agent_wr *w, struct buf *b, uint16_t type);
+void agent_put_u16(struct agent_wr *w, uint16_t v);
+void agent_put_u32(struct agent_wr *w, uint32_t v);
+void agent_put_u64(struct agent_wr *w, uint64_t v);
+void agent_put_bytes(struct agent_wr *w, const void *p, size_t n);
+void agent_put_str(struct agent_wr *w, const char *s, size_t n);
+int agent_end(struct agent_wr *w);
+
+/* Reader over one payload. */
+struct agent_rd {
+	const uint8_t *p;
+	uint32_t len, off;
+	int err;
+};
+void agent_rd_init(struct agent_rd *r, const void *p, uint32_t len);
+uint16_t agent_get_u16(struct agent_rd *r);
+uint32_t agent_get_u32(struct agent_rd *r);
+uint64_t agent_get_u64(struct agent_rd *r);
+/* A string: bounded by KILN_MAX_STRING, no NUL inside. Not NUL-terminated. */
+void agent_get_str(struct agent_rd *r, const char **s, uint32_t *n);
+/* 0 if everything parsed and nothing is left over, else -EPROTO. */
+int agent_rd_done(struct agent_rd *r);
+
+/* ---- whole messages ---- */
+/* flags: 0 or KILN_FRAME_REUSE (then see spare_reuse()). */
+int agent_msg_hello(struct buf *b, uint32_t stream_kind, uint16_t flags);
+int agent_msg_empty(struct buf *b, uint16_t type);
+int agent_msg_u32(struct buf *b, uint16_t type, uint32_t v);
+/* Data frames (STDIN, DATA): split into frames of at most KILN_DATA_CHUNK. */
+int agent_msg_data(struct buf *b, uint16_t type, const void *p, size_t n);
+int agent_msg_resize(struct buf *b, uint16_t cols, uint16_t rows);
+
+struct agent_start {
+	const char *const *argv; /* NULL-terminated */
+	const char *const *env;  /* NULL-terminated, "NAME=value" */
+	const char *cwd;         /* NULL or "" for "/" */
+	uint32_t uid, timeout_ms;
+	uint16_t cols, rows;
+	bool keep; /* KILN_FRAME_KEEP: the command outlives the stream */
+};
+int agent_msg_start(struct buf *b, const struct agent_start *s);
+/* FILE_REQUEST; `arg` is the u32 (WRITE/MKDIR mode, REMOVE recursive) and
+ * `path2` the new path of RENAME. */
+int agent_msg_file(struct buf *b, uint32_t op, const char *path, uint32_t arg, const char *path2);
+
+struct agent_stat {
+	uint32_t mode;
+	uint64_t size;
+	int64_t mtime;
+	uint32_t mtime_ns; /* 0 from agents that do not send it */
+	const char *name, *target;
+	uint32_t name_len, target_len;
+};
+int agent_parse_hello(const void *p, uint32_t n, uint32_t *version, uint32_t *kind);
+int agent_parse_error(const void *p, uint32_t n, uint32_t *err, const char **msg,
+                      uint32_t *msg_len);
+int agent_parse_u32(const void *p, uint32_t n, uint32_t *v);
+int agent_parse_exit(const void *p, uint32_t n, int32_t *code, uint32_t *sig, uint32_t *flags);
+int agent_parse_stat(const void *p, uint32_t n, struct agent_stat *st);
+
+struct agent_info {
+	const char *version;
+	uint32_t version_len;
+	uint64_t uptime_ms, mem_total_kb, mem_free_kb;
+	uint32_t nr_procs;
+};
+int agent_parse_info(const void *p, uint32_t n, struct agent_info *info);
+
+const char *agent_msg_name(uint16_t type);
+
+#endif

@@ -1,0 +1,899 @@
+/* SPDX-License-Identifier: MIT */
+/* The request router and the control endpoints (create, list, get, delete,
+ * timeout, logs, images). Paths follow the E2B control API where one
+ * exists (also under /v2); kiln's own endpoints hang off
+ * /sandboxes/{id}/... and live in exec.c, pty.c and files.c; create in
+ * api_create.c, pause, resume, connect and fork in api_pause.c,
+ * templates in template.c. */
+#include <fcntl.h>
+#include <limits.h>
+#include <time.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "envd/envd.h"
+#include "sandbox/image.h"
+#include "http/jsonutil.h"
+#include "proxy.h"
+#include "sandbox/sandbox.h"
+#include "agent/spare.h"
+#include "util.h"
+#include "sandbox/wake.h"
+
+#define BODY_SMALL (64u << 10) /* JSON control requests */
+#define BODY_EXEC  (16u << 20) /* exec carries stdin */
+#define MAX_SEGS   6
+#define LIT(s)     s, sizeof(s) - 1 /* a literal body and its length */
+
+enum route_kind {
+	R_CREATE,
+	R_TIMEOUT,
+	R_CONNECT,
+	R_RESUME,
+	R_PAUSE,
+	R_FORK,
+	R_TEMPLATE,
+	R_EXEC,
+	R_MKDIR,
+	R_REMOVE,
+	R_RENAME,
+	/* served at headers time (their handlers read the body, if any) */
+	R_FILES_GET,
+	R_FILES_PUT,
+	R_FILES_LIST,
+	R_FILES_STAT,
+	R_PTY,
+};
+
+/* ---------------------------------------------------------------- auth */
+
+static bool key_equal(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char d = la != lb;
+
+	/* constant time in the length of the secret */
+	for (size_t i = 0; i < lb; i++)
+		d |= (unsigned char)(a[i < la ? i : 0] ^ b[i]);
+	return d == 0;
+}
+
+static bool authorized(struct kilnd *kd, struct http_req *req)
+{
+	const char *k = http_header(req, "X-API-Key"), *auth;
+
+	if (!req->tcp)
+		return true; /* the unix socket is guarded by its file mode */
+	if (!kd->cfg.api_key)
+		return false;
+	if (k && key_equal(k, kd->cfg.api_key))
+		return true;
+	auth = http_header(req, "Authorization");
+	return auth && !strncasecmp(auth, "Bearer ", 7) && key_equal(auth + 7, kd->cfg.api_key);
+}
+
+json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb)
+{
+	char token[ENVD_TOKEN_LEN + 1];
+	json_t *j = sb_to_json(sb);
+
+	envd_token(kd, sb->rec.id, token);
+	if (j) {
+		json_object_set_new(j, "envdAccessToken", json_string(token));
+		json_object_set_new(j, "trafficAccessToken", json_null());
+	}
+	return j;
+}
+
+/* ---------------------------------------------------------------- list / get */
+
+static bool in_csv(const char *csv, const char *word)
+{
+	size_t wl = strlen(word);
+
+	for (const char *p = csv; p && *p;) {
+		const char *comma = strchr(p, ',');
+		size_t l = comma ? (size_t)(comma - p) : strlen(p);
+
+		if (l == wl && !strncmp(p, word, l))
+			return true;
+		p = comma ? comma + 1 : NULL;
+	}
+	return false;
+}
+
+/* Does every word of a state filter name a state? (A typo would list nothing.) */
+static bool states_known(const char *csv)
+{
+	for (const char *p = csv;;) {
+		const char *comma = strchr(p, ',');
+		size_t l = comma ? (size_t)(comma - p) : strlen(p);
+		bool known = false;
+
+		for (int s = SB_STARTING; s <= SB_ERROR; s++)
+			known |= strlen(sb_state_name(s)) == l && !strncmp(p, sb_state_name(s), l);
+		if (!known)
+			return false;
+		if (!comma)
+			return true;
+		p = comma + 1;
+	}
+}
+
+/* E2B's metadata filter: "k=v&k2=v2" (itself URL-encoded in the query). */
+static bool metadata_matches(const struct sandbox *sb, const char *filter)
+{
+	char *f = strdup(filter), *save = NULL;
+	bool ok = true;
+
+	for (char *kv = strtok_r(f, "&", &save); kv && ok; kv = strtok_r(NULL, "&", &save)) {
+		char *eq = strchr(kv, '=');
+		json_t *v;
+
+		if (!eq)
+			continue;
+		*eq = 0;
+		v = json_object_get(sb->metadata, kv);
+		ok = v && !strcmp(json_string_value(v), eq + 1);
+	}
+	free(f);
+	return ok;
+}
+
+/* "2024-01-02T03:04:05.678Z" (what JS's toISOString() gives) in ms, or -1. */
+static int64_t parse_iso8601(const char *s)
+{
+	struct tm tm = {0};
+	int ms = 0, used = 0;
+
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+	           &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6)
+		return -1;
+	s += used;
+	if (*s == '.') {
+		int digits = 0;
+
+		for (s++; *s >= '0' && *s <= '9'; s++, digits++)
+			if (digits < 3)
+				ms = ms * 10 + (*s - '0');
+		while (digits > 0 && digits < 3) {
+			ms *= 10;
+			digits++;
+		}
+	}
+	if (*s != 'Z' && *s)
+		return -1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t)timegm(&tm) * 1000 + ms;
+}
+
+static int cmp_newest_first(const void *a, const void *b)
+{
+	const struct sandbox *x = *(struct sandbox *const *)a, *y = *(struct sandbox *const *)b;
+
+	if (x->rec.created_ms != y->rec.created_ms)
+		return x->rec.created_ms > y->rec.created_ms ? -1 : 1;
+	return -strcmp(x->rec.id, y->rec.id);
+}
+
+/* Paging token: "<created_ms>.<id>" of the last sandbox returned. */
+static bool after_token(const struct sandbox *sb, long long tok_ms, const char *tok_id, bool asc)
+{
+	int c;
+
+	if (sb->rec.created_ms != tok_ms)
+		c = sb->rec.created_ms < tok_ms ? -1 : 1;
+	else
+		c = strcmp(sb->rec.id, tok_id);
+	return asc ? c > 0 : c < 0;
+}
+
+/* GET /sandboxes (all states) and /v2/sandboxes (running and paused by default, E2B's
+ * pages of `limit`, default 100, with X-Next-Token when more follow). */
+static void do_list(struct kilnd *kd, struct http_conn *c, struct http_req *req, bool v2)
+{
+	char *state = http_query_param(req, "state"), *meta = http_query_param(req, "metadata");
+	char *tmpl = http_query_param(req, "template"),
+	     *after = http_query_param(req, "startedAfter");
+	char *order = http_query_param(req, "order"), *lim = http_query_param(req, "limit");
+	char *tok = http_query_param(req, "nextToken"), tok_id[SB_ID_LEN + 1] = "", *end;
+	long long limit = v2 ? 100 : LLONG_MAX, tok_ms = 0;
+	int64_t after_ms = -1;
+	struct sandbox **all = NULL, *sb;
+	size_t n = 0, cap = 0, out = 0;
+	bool asc = order && !strcasecmp(order, "asc");
+	json_t *arr = NULL;
+	char hdr[96] = "";
+
+	if (lim) {
+		limit = strtoll(lim, &end, 10);
+		if (!*lim || *end || limit < 1 || limit > 1000) {
+			http_respond_error(c, 400, "limit must be between 1 and 1000");
+			goto out;
+		}
+	}
+	if (state && !states_known(state)) {
+		http_respond_error(c, 400,
+		                   "state must be a comma-separated list of starting, running, "
+		                   "pausing, paused, resuming, killed, error");
+		goto out;
+	}
+	if (order && !asc && strcasecmp(order, "desc")) {
+		http_respond_error(c, 400, "order must be asc or desc");
+		goto out;
+	}
+	if (after && (after_ms = parse_iso8601(after)) < 0) {
+		http_respond_error(c, 400, "startedAfter must be an ISO 8601 time");
+		goto out;
+	}
+	if (tok && (sscanf(tok, "%lld.%20s", &tok_ms, tok_id) != 2 || !tok_id[0])) {
+		http_respond_error(c, 400, "malformed nextToken");
+		goto out;
+	}
+	for (sb = kd->sandboxes; sb; sb = sb->next) {
+		const char *st = sb_state_name(sb->state);
+
+		if (sb->rec.flags & SB_F_POOL)
+			continue; /* not a user's until taken from its pool */
+		/* E2B lists running and paused sandboxes unless told */
+		if (state ? !in_csv(state, st)
+		          : v2 && strcmp(st, "running") && strcmp(st, "paused"))
+			continue;
+		if (meta && !metadata_matches(sb, meta))
+			continue;
+		if (tmpl && *tmpl && strcmp(tmpl, sb->rec.template_id))
+			continue;
+		if (after_ms >= 0 && sb->rec.created_ms <= after_ms)
+			continue;
+		if (n == cap) {
+			struct sandbox **na =
+			    realloc(all, (cap = cap ? 2 * cap : 16) * sizeof(*na));
+
+			if (!na) {
+				http_respond_error(c, 500, "out of memory");
+				goto out;
+			}
+			all = na;
+		}
+		all[n++] = sb;
+	}
+	if (n)
+		qsort(all, n, sizeof(*all), cmp_newest_first);
+	arr = json_array();
+	for (size_t k = 0; k < n && arr; k++) {
+		sb = all[asc ? n - 1 - k : k];
+		if (tok && !after_token(sb, tok_ms, tok_id, asc))
+			continue;
+		if ((long long)out == limit) {
+			/* more follow: the token names the last one sent */
+			struct sandbox *last = all[asc ? n - k : k - 1];
+
+			snprintf(hdr, sizeof(hdr), "X-Next-Token: %lld.%s\r\n",
+			         (long long)last->rec.created_ms, last->rec.id);
+			break;
+		}
+		json_array_append_new(arr, sb_to_json(sb));
+		out++;
+	}
+	if (!arr) {
+		http_respond_error(c, 500, "out of memory");
+		goto out;
+	}
+	{
+		char *body = json_dumps(arr, JSON_COMPACT);
+
+		if (body)
+			http_respond(c, 200, "application/json", hdr[0] ? hdr : NULL, body,
+			             strlen(body));
+		else
+			http_respond_error(c, 500, "out of memory");
+		free(body);
+	}
+out:
+	json_decref(arr);
+	free(all);
+	free(state);
+	free(meta);
+	free(tmpl);
+	free(after);
+	free(order);
+	free(lim);
+	free(tok);
+}
+
+/* ---------------------------------------------------------------- metrics */
+
+struct metrics_req {
+	struct kilnd *kd;
+	struct http_conn *c;
+	struct agent_conn *a;
+	int cpu_count;
+	bool hello;
+	bool reuse; /* the agent keeps the connection after INFO */
+};
+
+static void metrics_free(struct metrics_req *r)
+{
+	agent_close(r->a);
+	free(r);
+}
+
+static void metrics_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
+{
+	struct metrics_req *r = ctx;
+	struct agent_info info;
+	uint32_t v, kind;
+
+	if (type == KILN_MSG_HELLO && !r->hello && !agent_parse_hello(p, n, &v, &kind)) {
+		r->hello = true;
+		r->reuse = kind & KILN_HELLO_REUSE; /* the answer's flags */
+		return;
+	}
+	if (type == KILN_MSG_INFO && r->hello && !agent_parse_info(p, n, &info)) {
+		/* E2B's SandboxMetric, from what the agent knows (memory); kiln
+		 * does not measure CPU or disk use yet. */
+		json_t *m = json_pack(
+		    "[{s:s,s:I,s:f,s:i,s:I,s:I,s:I,s:I,s:I}]", "timestamp", "", "timestampUnix",
+		    (json_int_t)(now_ms() / 1000), "cpuUsedPct", 0.0, "cpuCount", r->cpu_count,
+		    "memUsed", (json_int_t)(info.mem_total_kb - info.mem_free_kb) * 1024,
+		    "memTotal", (json_int_t)info.mem_total_kb * 1024, "memCache", (json_int_t)0,
+		    "diskUsed", (json_int_t)0, "diskTotal", (json_int_t)0);
+		char ts[32];
+
+		iso8601(now_ms(), ts);
+		if (m)
+			json_object_set_new(json_array_get(m, 0), "timestamp", json_string(ts));
+		http_respond_json(r->c, 200, m);
+		spare_release(&r->a, r->reuse);
+		metrics_free(r);
+		return;
+	}
+	http_respond_error(r->c, 502, "metrics: unexpected answer from the agent");
+	metrics_free(r);
+}
+
+static void metrics_close(void *ctx, int err)
+{
+	struct metrics_req *r = ctx;
+
+	r->a = NULL;
+	http_respond_error(r->c, 502, "metrics: the agent stream ended early");
+	metrics_free(r);
+}
+
+static const struct agent_conn_ops metrics_agent_ops = {
+    .on_frame = metrics_frame,
+    .on_close = metrics_close,
+};
+
+static void metrics_abort(void *ctx)
+{
+	metrics_free(ctx);
+}
+
+static const struct http_handler metrics_http_ops = {.on_abort = metrics_abort};
+
+/* GET /sandboxes/{id}/metrics: one sample, now (E2B returns a series). */
+static void do_metrics(struct kilnd *kd, struct http_conn *c, struct sandbox *sb)
+{
+	struct metrics_req *r;
+
+	if (sb->state != SB_RUNNING) {
+		http_respond(c, 200, "application/json", NULL, "[]", 2);
+		return;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		http_respond_error(c, 500, "out of memory");
+		return;
+	}
+	r->kd = kd;
+	r->c = c;
+	r->cpu_count = sb->rec.cpu_count;
+	r->a = proxy_open(kd, c, sb, KILN_STREAM_INFO, KILN_FRAME_REUSE, &metrics_agent_ops, r);
+	if (!r->a) {
+		free(r);
+		return;
+	}
+	agent_flush(r->a);
+	http_set_handler(c, &metrics_http_ops, r, 0);
+}
+
+/* ---------------------------------------------------------------- logs */
+
+struct logs_sess {
+	struct http_conn *c;
+	int fd;
+	off_t left;
+};
+
+static void logs_pump(void *ctx)
+{
+	struct logs_sess *s = ctx;
+	char chunk[64 << 10];
+
+	while (s->left > 0 && http_out_pending(s->c) < HTTP_OUT_HIGH) {
+		ssize_t n = read(s->fd, chunk,
+		                 s->left < (off_t)sizeof(chunk) ? (size_t)s->left : sizeof(chunk));
+
+		if (n <= 0)
+			break;
+		http_stream_write(s->c, chunk, (size_t)n);
+		s->left -= n;
+		if (n < (ssize_t)sizeof(chunk) && s->left > 0)
+			break; /* the file shrank: stop at what there is */
+	}
+	if (s->left > 0 && http_out_pending(s->c) >= HTTP_OUT_HIGH)
+		return; /* on_drain brings us back */
+	http_stream_end(s->c);
+	close(s->fd);
+	free(s);
+}
+
+static void logs_abort(void *ctx)
+{
+	struct logs_sess *s = ctx;
+
+	close(s->fd);
+	free(s);
+}
+
+static const struct http_handler logs_ops = {.on_drain = logs_pump, .on_abort = logs_abort};
+
+static void do_logs(struct http_conn *c, struct sandbox *sb)
+{
+	struct logs_sess *s;
+	struct stat st;
+	int fd = open(sb->console_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		http_respond(c, 200, "text/plain; charset=utf-8", NULL, "", 0);
+		return;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || fstat(fd, &st)) {
+		free(s);
+		close(fd);
+		http_respond_error(c, 500, "cannot read the console log");
+		return;
+	}
+	s->c = c;
+	s->fd = fd;
+	s->left = st.st_size; /* what is there now; later output is for the next call */
+	http_stream_start(c, 200, "text/plain; charset=utf-8", NULL);
+	http_set_handler(c, &logs_ops, s, 0);
+	logs_pump(s);
+}
+
+/* ---------------------------------------------------------------- on a running sandbox */
+
+/* The requests served by the sandbox's agent: on a paused sandbox they
+ * resume it first (wake.h). */
+static const char *route_name(enum route_kind kind)
+{
+	switch (kind) {
+	case R_EXEC:
+		return "exec";
+	case R_PTY:
+		return "pty";
+	case R_FILES_PUT:
+		return "PUT /files";
+	default:
+		return "a file request";
+	}
+}
+
+static void serve(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, enum route_kind kind,
+                  json_t *body)
+{
+	struct http_req *req = http_conn_req(c);
+
+	switch (kind) {
+	case R_EXEC:
+		exec_start(kd, c, sb, body);
+		break;
+	case R_MKDIR:
+		files_op(kd, c, sb, KILN_FILE_MKDIR, body);
+		break;
+	case R_REMOVE:
+		files_op(kd, c, sb, KILN_FILE_REMOVE, body);
+		break;
+	case R_RENAME:
+		files_op(kd, c, sb, KILN_FILE_RENAME, body);
+		break;
+	case R_FILES_GET:
+		files_get(kd, c, req, sb);
+		break;
+	case R_FILES_PUT:
+		files_put(kd, c, req, sb);
+		break;
+	case R_FILES_LIST:
+	case R_FILES_STAT:
+		files_list(kd, c, req, sb, kind == R_FILES_STAT);
+		break;
+	case R_PTY:
+		pty_start(kd, c, req, sb);
+		break;
+	default:
+		http_respond_error(c, 500, "request not handled");
+	}
+}
+
+struct on_running {
+	struct kilnd *kd;
+	struct http_conn *c;
+	enum route_kind kind;
+	json_t *body;
+};
+
+static void on_running_free(struct on_running *o)
+{
+	json_decref(o->body);
+	free(o);
+}
+
+static void or_run(void *ctx, struct sandbox *sb)
+{
+	struct on_running *o = ctx;
+
+	serve(o->kd, o->c, sb, o->kind, o->body);
+	on_running_free(o);
+}
+
+static void or_fail(void *ctx, int status, const char *msg)
+{
+	struct on_running *o = ctx;
+
+	if (status == 429) {
+		json_t *j = json_pack("{s:i,s:s}", "code", 429, "message", msg);
+		char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+		json_decref(j);
+		if (s)
+			http_respond(o->c, 429, "application/json", "Retry-After: 1\r\n", s,
+			             strlen(s));
+		else
+			http_respond_error(o->c, 500, "out of memory");
+		free(s);
+	} else {
+		http_respond_error(o->c, status, "%s", msg);
+	}
+	on_running_free(o);
+}
+
+static void or_drop(void *ctx)
+{
+	on_running_free(ctx);
+}
+
+static const struct wake_ops on_running_ops = {.run = or_run, .fail = or_fail, .drop = or_drop};
+
+/* Serve the request now if sb runs, else once it has been resumed. body:
+ * the buffered JSON body, or NULL at headers time. */
+static void when_running(struct kilnd *kd, struct http_conn *c, struct sandbox *sb,
+                         enum route_kind kind, json_t *body)
+{
+	struct on_running *o;
+
+	if (sb->state == SB_RUNNING) {
+		serve(kd, c, sb, kind, body);
+		return;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		http_respond_error(c, 500, "out of memory");
+		return;
+	}
+	o->kd = kd;
+	o->c = c;
+	o->kind = kind;
+	o->body = json_incref(body);
+	sb_wake(kd, c, sb, route_name(kind), body ? 0 : WAKE_HOLD, &on_running_ops, o);
+}
+
+/* ---------------------------------------------------------------- buffered bodies */
+
+struct pending {
+	struct kilnd *kd;
+	struct http_conn *c;
+	enum route_kind kind;
+	char id[SB_ID_LEN + 1];
+};
+
+static void pending_abort(void *ctx)
+{
+	free(ctx);
+}
+
+static void pending_complete(void *ctx)
+{
+	struct pending *p = ctx;
+	struct kilnd *kd = p->kd;
+	struct http_conn *c = p->c;
+	struct http_req *req = http_conn_req(c);
+	char err[JSON_ERR_LEN] = "";
+	struct sandbox *sb = NULL;
+	long long secs;
+	json_t *body;
+
+	http_set_handler(c, NULL, NULL, 0);
+	body = json_body(req, err);
+	if (!body) {
+		http_respond_error(c, 400, "%s", err);
+		free(p);
+		return;
+	}
+	if (p->kind != R_CREATE && p->kind != R_TEMPLATE) {
+		sb = sb_find(kd, p->id);
+		if (!sb) {
+			http_respond_error(c, 404, "sandbox %s not found", p->id);
+			goto out;
+		}
+	}
+	switch (p->kind) {
+	case R_CREATE:
+		api_create(kd, c, body);
+		break;
+	case R_TIMEOUT:
+		if (json_get_int(body, "timeout", 1, kd->cfg.max_timeout, -1, &secs, err) ||
+		    secs < 0) {
+			http_respond_error(c, 400, "%s", err[0] ? err : "'timeout' is required");
+			break;
+		}
+		if (sb->state != SB_RUNNING && sb->state != SB_STARTING) {
+			http_respond_error(c, 409, "sandbox %s is %s", sb->rec.id,
+			                   sb_state_name(sb->state));
+			break;
+		}
+		sb_set_timeout(sb, secs);
+		http_respond(c, 204, NULL, NULL, NULL, 0);
+		break;
+	case R_CONNECT:
+	case R_RESUME:
+		api_resume(kd, c, sb, body, p->kind == R_CONNECT);
+		break;
+	case R_PAUSE:
+		api_pause(kd, c, sb);
+		break;
+	case R_FORK:
+		api_fork(kd, c, sb, body);
+		break;
+	case R_TEMPLATE:
+		api_template_create(kd, c, body);
+		break;
+	default:
+		when_running(kd, c, sb, p->kind, body);
+		break;
+	}
+out:
+	json_decref(body);
+	free(p);
+}
+
+static const struct http_handler pending_ops = {
+    .on_complete = pending_complete,
+    .on_abort = pending_abort,
+};
+
+static void buffer_body(struct kilnd *kd, struct http_conn *c, enum route_kind kind, const char *id,
+                        size_t limit)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		http_respond_error(c, 500, "out of memory");
+		return;
+	}
+	p->kd = kd;
+	p->c = c;
+	p->kind = kind;
+	snprintf(p->id, sizeof(p->id), "%s", id ? id : "");
+	http_set_handler(c, &pending_ops, p, limit);
+}
+
+/* ---------------------------------------------------------------- router */
+
+static int split(char *path, char **seg)
+{
+	int n = 0;
+
+	for (char *save = NULL, *t = strtok_r(path, "/", &save); t;
+	     t = strtok_r(NULL, "/", &save)) {
+		if (n == MAX_SEGS)
+			return -1;
+		seg[n++] = t;
+	}
+	return n;
+}
+
+static void method_not_allowed(struct http_conn *c, const char *allow)
+{
+	char hdr[64];
+
+	snprintf(hdr, sizeof(hdr), "Allow: %s\r\n", allow);
+	http_respond(c, 405, "application/json", hdr,
+	             LIT("{\"code\":405,\"message\":\"method not allowed\"}"));
+}
+
+/* /templates[/{name}] */
+static void route_templates(struct kilnd *kd, struct http_conn *c, int m, char **seg, int n)
+{
+	if (n == 1) {
+		if (m == HTTP_GET)
+			api_template_list(kd, c);
+		else if (m == HTTP_POST)
+			buffer_body(kd, c, R_TEMPLATE, NULL, BODY_SMALL);
+		else
+			method_not_allowed(c, "GET, POST");
+	} else if (n == 2) {
+		if (m == HTTP_GET)
+			api_template_get(kd, c, seg[1]);
+		else if (m == HTTP_DELETE)
+			api_template_delete(kd, c, seg[1]);
+		else
+			method_not_allowed(c, "GET, DELETE");
+	} else {
+		http_respond_error(c, 404, "no such endpoint");
+	}
+}
+
+void api_route(struct http_conn *c, struct http_req *req, void *udata)
+{
+	struct kilnd *kd = udata;
+	char *seg[MAX_SEGS], *path;
+	int n, m = req->method;
+	bool v2 = false;
+	struct sandbox *sb;
+
+	if (envd_wants(req)) {
+		/* E2B's in-sandbox API; its own authentication (envd.c) */
+		envd_route(c, req, kd);
+		return;
+	}
+	path = strdup(req->path);
+	n = path ? split(path, seg) : -1;
+
+	if (n < 0) {
+		http_respond_error(c, 404, "no such endpoint");
+		goto out;
+	}
+	if (n > 0 && !strcmp(seg[0], "v2")) {
+		v2 = true;
+		memmove(seg, seg + 1, (size_t)(--n) * sizeof(*seg));
+	}
+	if (n == 1 && !strcmp(seg[0], "health")) {
+		http_respond(c, 200, "application/json", NULL, LIT("{\"status\":\"ok\"}"));
+		goto out;
+	}
+	if (!authorized(kd, req)) {
+		http_respond(c, 401, "application/json", "WWW-Authenticate: Bearer\r\n",
+		             LIT("{\"code\":401,\"message\":\"missing or wrong API key\"}"));
+		goto out;
+	}
+	if (n == 0) {
+		http_respond(c, 200, "application/json", NULL,
+		             LIT("{\"name\":\"kilnd\",\"version\":\"" KILN_VERSION "\"}"));
+		goto out;
+	}
+	if (!strcmp(seg[0], "templates")) {
+		route_templates(kd, c, m, seg, n);
+		goto out;
+	}
+	if (n == 1 && !strcmp(seg[0], "images")) {
+		if (m == HTTP_GET)
+			http_respond_json(c, 200, img_list(kd));
+		else
+			method_not_allowed(c, "GET");
+		goto out;
+	}
+	if (strcmp(seg[0], "sandboxes")) {
+		http_respond_error(c, 404, "no such endpoint");
+		goto out;
+	}
+	if (n == 1) {
+		if (m == HTTP_GET)
+			do_list(kd, c, req, v2);
+		else if (m == HTTP_POST)
+			buffer_body(kd, c, R_CREATE, NULL, BODY_SMALL);
+		else
+			method_not_allowed(c, "GET, POST");
+		goto out;
+	}
+	sb = sb_find(kd, seg[1]);
+	if (!sb || sb->rec.flags & SB_F_POOL) {
+		http_respond_error(c, 404, "sandbox %.64s not found", seg[1]);
+		goto out;
+	}
+	if (n == 2) {
+		if (m == HTTP_GET) {
+			http_respond_json(c, 200, api_sandbox_json(kd, sb));
+		} else if (m == HTTP_DELETE) {
+			sb_delete(sb);
+			http_respond(c, 204, NULL, NULL, NULL, 0);
+		} else {
+			method_not_allowed(c, "GET, DELETE");
+		}
+		goto out;
+	}
+	if (n == 3 && !strcmp(seg[2], "timeout")) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c, R_TIMEOUT, sb->rec.id, BODY_SMALL);
+		else
+			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "connect")) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c, R_CONNECT, sb->rec.id, BODY_SMALL);
+		else
+			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "resume")) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c, R_RESUME, sb->rec.id, BODY_SMALL);
+		else
+			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "pause")) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c, R_PAUSE, sb->rec.id, BODY_SMALL);
+		else
+			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "fork")) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c, R_FORK, sb->rec.id, BODY_SMALL);
+		else
+			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "metrics")) {
+		if (m == HTTP_GET)
+			do_metrics(kd, c, sb);
+		else
+			method_not_allowed(c, "GET");
+	} else if (n == 3 && !strcmp(seg[2], "exec")) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c, R_EXEC, sb->rec.id, BODY_EXEC);
+		else
+			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "pty")) {
+		if (m == HTTP_GET)
+			when_running(kd, c, sb, R_PTY, NULL);
+		else
+			method_not_allowed(c, "GET");
+	} else if (n == 3 && !strcmp(seg[2], "logs")) {
+		if (m == HTTP_GET)
+			do_logs(c, sb);
+		else
+			method_not_allowed(c, "GET");
+	} else if (n == 3 && !strcmp(seg[2], "files")) {
+		if (m == HTTP_GET)
+			when_running(kd, c, sb, R_FILES_GET, NULL);
+		else if (m == HTTP_PUT)
+			when_running(kd, c, sb, R_FILES_PUT, NULL);
+		else
+			method_not_allowed(c, "GET, PUT");
+	} else if (n == 4 && !strcmp(seg[2], "files") &&
+	           (!strcmp(seg[3], "list") || !strcmp(seg[3], "stat"))) {
+		if (m == HTTP_GET)
+			when_running(kd, c, sb,
+			             !strcmp(seg[3], "stat") ? R_FILES_STAT : R_FILES_LIST, NULL);
+		else
+			method_not_allowed(c, "GET");
+	} else if (n == 4 && !strcmp(seg[2], "files") &&
+	           (!strcmp(seg[3], "mkdir") || !strcmp(seg[3], "remove") ||
+	            !strcmp(seg[3], "rename"))) {
+		if (m == HTTP_POST)
+			buffer_body(kd, c,
+			            !strcmp(seg[3], "mkdir")    ? R_MKDIR
+			            : !strcmp(seg[3], "remove") ? R_REMOVE
+			                                        : R_RENAME,
+			            sb->rec.id, BODY_SMALL);
+		else
+			method_not_allowed(c, "POST");
+	} else {
+		http_respond_error(c, 404, "no such endpoint");
+	}
+out:
+	free(path);
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP endpoints outside api.c: create (api_create.c), pause, resume
+ * and fork (api_pause.c), templates (template.c), and what they share with
+ * api.c. Each answers the request on c, now or later. */
+#ifndef KILND_API_H
+#define KILND_API_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "http/http.h"
+#include "kilnd.h"
+#include "sandbox/sandbox.h"
+
+/* The sandbox as create, connect and get answer it: with its envd access
+ * token (the SDK sends it as X-Access-Token to the envd API). */
+json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb);
+/* A name of letters, digits, '.', '_' and '-', 1 to max bytes. */
+bool api_name_ok(const char *s, size_t max);
+
+/* POST /sandboxes (api_create.c): 201 and the sandbox once it runs. */
+void api_create(struct kilnd *kd, struct http_conn *c, json_t *body);
+/* POST /sandboxes/{id}/pause: 204 once paused. */
+void api_pause(struct kilnd *kd, struct http_conn *c, struct sandbox *sb);
+/* POST /sandboxes/{id}/resume and .../connect: 201 and the sandbox once
+ * resumed; connect answers 200 for a running one (and extends its
+ * lifetime to at least "timeout"). */
+void api_resume(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_t *body,
+                bool connect);
+/* POST /sandboxes/{id}/fork {"count","timeout"}: E2B's array of
+ * {"sandbox"} or {"error"}, one per clone. */
+void api_fork(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_t *body);
+
+/* template.c: POST /templates, GET /templates[/{name}], DELETE. */
+void api_template_create(struct kilnd *kd, struct http_conn *c, json_t *body);
+void api_template_list(struct kilnd *kd, struct http_conn *c);
+void api_template_get(struct kilnd *kd, struct http_conn *c, const char *name);
+void api_template_delete(struct kilnd *kd, struct http_conn *c, const char *name);
+
+#endif

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: MIT */
+/* POST /sandboxes/{id}/exec: run a command through the agent's exec stream
+ * and stream its output as newline-delimited JSON events over a chunked
+ * response:
+ *   {"type":"start","pid":N}
+ *   {"type":"stdout"|"stderr","data":"<base64>"}   in the order produced
+ *   {"type":"exit","exitCode":N,"signal":S,"timedOut":bool}
+ *   {"type":"error","message":"..."}               the stream broke
+ * The response starts when the agent reports the command started; a
+ * command that cannot start gets an HTTP error with the agent's errno. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/jsonutil.h"
+#include "proxy.h"
+#include "agent/spare.h"
+#include "util.h"
+
+#define EXEC_MAX_ARGS 4096
+
+struct exec_sess {
+	struct kilnd *kd;
+	struct http_conn *c;
+	struct agent_conn *a;
+	bool hello, started;
+	bool reuse; /* the agent keeps the connection after EXIT */
+	struct buf line;
+};
+
+static void sess_free(struct exec_sess *s)
+{
+	agent_close(s->a);
+	buf_free(&s->line);
+	free(s);
+}
+
+static void emit(struct exec_sess *s)
+{
+	http_stream_write(s->c, buf_head(&s->line), buf_avail(&s->line));
+	buf_reset(&s->line);
+	if (s->a && http_out_pending(s->c) > HTTP_OUT_HIGH)
+		agent_pause(s->a, true);
+}
+
+static void emit_error(struct exec_sess *s, const char *msg)
+{
+	json_t *j = json_pack("{s:s,s:s}", "type", "error", "message", msg);
+	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	json_decref(j);
+	if (t) {
+		buf_printf(&s->line, "%s\n", t);
+		free(t);
+		emit(s);
+	}
+}
+
+/* The session ends: finish the HTTP side, drop the agent side. */
+static void finish(struct exec_sess *s, const char *error)
+{
+	if (!s->started) {
+		http_respond_error(s->c, 502, "exec: %s",
+		                   error ? error : "agent closed the stream");
+	} else {
+		if (error)
+			emit_error(s, error);
+		http_stream_end(s->c);
+	}
+	sess_free(s);
+}
+
+static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
+{
+	struct exec_sess *s = ctx;
+	uint32_t v, kind, sig, flags;
+	int32_t code;
+
+	if (!s->hello) {
+		if (type == KILN_MSG_ERROR && !s->started) {
+			proxy_respond_agent_error(s->c, "exec", p, n);
+			sess_free(s);
+			return;
+		}
+		if (type != KILN_MSG_HELLO || agent_parse_hello(p, n, &v, &kind) ||
+		    v != KILN_AGENT_VERSION) {
+			finish(s, "agent protocol mismatch");
+			return;
+		}
+		s->hello = true;
+		s->reuse = kind & KILN_HELLO_REUSE; /* the answer's flags */
+		return;
+	}
+	switch (type) {
+	case KILN_MSG_STARTED:
+		if (s->started || agent_parse_u32(p, n, &v))
+			break;
+		s->started = true;
+		http_stream_start(s->c, 200, "application/x-ndjson", "Cache-Control: no-store\r\n");
+		buf_printf(&s->line, "{\"type\":\"start\",\"pid\":%u}\n", v);
+		emit(s);
+		return;
+	case KILN_MSG_STDOUT:
+	case KILN_MSG_STDERR:
+		if (!s->started)
+			break;
+		buf_printf(&s->line, "{\"type\":\"%s\",\"data\":\"",
+		           type == KILN_MSG_STDOUT ? "stdout" : "stderr");
+		b64_encode(&s->line, p, n);
+		buf_puts(&s->line, "\"}\n");
+		emit(s);
+		return;
+	case KILN_MSG_EXIT:
+		if (!s->started || agent_parse_exit(p, n, &code, &sig, &flags))
+			break;
+		buf_printf(&s->line,
+		           "{\"type\":\"exit\",\"exitCode\":%d,\"signal\":%u,\"timedOut\":%s}\n",
+		           code, sig, flags & KILN_EXIT_TIMEOUT ? "true" : "false");
+		emit(s);
+		spare_release(&s->a, s->reuse);
+		finish(s, NULL);
+		return;
+	case KILN_MSG_ERROR:
+		if (!s->started) {
+			proxy_respond_agent_error(s->c, "exec", p, n);
+			sess_free(s);
+			return;
+		} else {
+			const char *msg;
+			uint32_t err, len;
+			char text[400];
+
+			if (agent_parse_error(p, n, &err, &msg, &len))
+				break;
+			snprintf(text, sizeof(text), "agent: %.*s", (int)(len > 300 ? 300 : len),
+			         msg);
+			finish(s, text);
+			return;
+		}
+	}
+	log_debug("exec: unexpected %s frame", agent_msg_name(type));
+	finish(s, "agent protocol error");
+}
+
+static void on_agent_close(void *ctx, int err)
+{
+	struct exec_sess *s = ctx;
+	char msg[128];
+
+	s->a = NULL;
+	snprintf(msg, sizeof(msg), "the agent stream ended without an exit status (%s)",
+	         err ? strerror(-err) : "closed");
+	finish(s, msg);
+}
+
+static void on_http_drain(void *ctx)
+{
+	struct exec_sess *s = ctx;
+
+	agent_pause(s->a, false);
+}
+
+static void on_http_abort(void *ctx)
+{
+	/* Closing the stream makes the agent kill the command. */
+	sess_free(ctx);
+}
+
+static const struct agent_conn_ops agent_ops = {
+    .on_frame = on_frame,
+    .on_close = on_agent_close,
+};
+
+static const struct http_handler http_ops = {
+    .on_drain = on_http_drain,
+    .on_abort = on_http_abort,
+};
+
+/* argv from "cmd": an array of strings, or a string run by /bin/sh -c. */
+static char **parse_cmd(json_t *body, char *err)
+{
+	json_t *cmd = json_object_get(body, "cmd"), *v;
+	char **argv;
+	size_t i;
+
+	if (json_is_string(cmd)) {
+		argv = calloc(4, sizeof(*argv));
+		if (!argv)
+			return NULL;
+		argv[0] = strdup("/bin/sh");
+		argv[1] = strdup("-c");
+		argv[2] = strdup(json_string_value(cmd));
+		return argv;
+	}
+	if (!json_is_array(cmd) || json_array_size(cmd) == 0 ||
+	    json_array_size(cmd) > EXEC_MAX_ARGS) {
+		snprintf(err, JSON_ERR_LEN,
+		         "'cmd' must be a non-empty array of strings (or a string)");
+		return NULL;
+	}
+	argv = calloc(json_array_size(cmd) + 1, sizeof(*argv));
+	if (!argv)
+		return NULL;
+	json_array_foreach(cmd, i, v)
+	{
+		if (!json_is_string(v) || json_string_length(v) > KILN_MAX_STRING ||
+		    memchr(json_string_value(v), 0, json_string_length(v))) {
+			snprintf(err, JSON_ERR_LEN, "'cmd[%zu]' must be a string without NUL bytes",
+			         i);
+			sb_env_free(argv);
+			return NULL;
+		}
+		argv[i] = strdup(json_string_value(v));
+	}
+	return argv;
+}
+
+void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_t *body)
+{
+	char err[JSON_ERR_LEN] = "";
+	const char *cwd = NULL, *in = NULL, *enc = NULL;
+	long long timeout_ms;
+	json_t *env_extra;
+	char **argv = NULL, **env = NULL;
+	struct buf stdin_buf = {0};
+	struct agent_start st;
+	struct exec_sess *s;
+
+	argv = parse_cmd(body, err);
+	if (!argv)
+		goto bad;
+	if (json_get_str(body, "cwd", 4096, &cwd, err) ||
+	    json_get_str(body, "stdin", SIZE_MAX, &in, err) ||
+	    json_get_str(body, "stdinEncoding", 16, &enc, err) ||
+	    json_get_int(body, "timeoutMs", 0, UINT32_MAX, 0, &timeout_ms, err) ||
+	    json_get_str_map(body, "env", KILN_MAX_ARGS / 2, 1u << 20, &env_extra, err))
+		goto bad;
+	if (enc && strcmp(enc, "base64") && strcmp(enc, "text")) {
+		snprintf(err, sizeof(err), "'stdinEncoding' must be \"text\" or \"base64\"");
+		goto bad;
+	}
+	if (in && enc && !strcmp(enc, "base64")) {
+		if (b64_decode(&stdin_buf, in, strlen(in))) {
+			snprintf(err, sizeof(err), "'stdin' is not valid base64");
+			goto bad;
+		}
+	} else if (in) {
+		buf_append(&stdin_buf, in, strlen(in));
+	}
+	env = sb_env(sb, env_extra);
+	if (!env) {
+		http_respond_error(c, 500, "out of memory");
+		goto out;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		http_respond_error(c, 500, "out of memory");
+		goto out;
+	}
+	s->kd = kd;
+	s->c = c;
+	s->a = proxy_open(kd, c, sb, KILN_STREAM_EXEC, KILN_FRAME_REUSE, &agent_ops, s);
+	if (!s->a) {
+		free(s);
+		goto out;
+	}
+	st = (struct agent_start){
+	    .argv = (const char *const *)argv,
+	    .env = (const char *const *)env,
+	    .cwd = cwd,
+	    .timeout_ms = (uint32_t)timeout_ms,
+	};
+	/* Everything goes out at once: HELLO, START, the input, its end. */
+	if (agent_msg_start(agent_out(s->a), &st) ||
+	    agent_msg_data(agent_out(s->a), KILN_MSG_STDIN, buf_head(&stdin_buf),
+	                   buf_avail(&stdin_buf)) ||
+	    agent_msg_empty(agent_out(s->a), KILN_MSG_STDIN_EOF)) {
+		http_respond_error(c, 400, "command, environment or input too large for the agent");
+		sess_free(s);
+		goto out;
+	}
+	agent_flush(s->a);
+	http_set_handler(c, &http_ops, s, 0);
+	goto out;
+bad:
+	http_respond_error(c, 400, "%s", err[0] ? err : "out of memory");
+out:
+	sb_env_free(argv);
+	sb_env_free(env);
+	buf_free(&stdin_buf);
+}
