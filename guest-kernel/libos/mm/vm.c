@@ -19,36 +19,10 @@
 bool vm_borrow_pages = true;
 static uint64_t boot_pml4;
 static void aspace_destroy(struct aspace *as);
-static int remember_patch(struct aspace *as, uint64_t site);
 static uint64_t sled_pa;
 static struct aspace *active;
 extern char __libos_text_start[];
 extern char __libos_phys_delta[];
-
-/* The zpoline sled: any offset below KILN_SLED_END decodes as padding that
- * ends exactly at KILN_SLED_END, where a jmp rel32 whose displacement bytes
- * are themselves nops (see KILN_VA_ZPOLINE_ENTRY) enters the library OS.
- * Long no-op instructions (0x66 prefixes + 0x90) keep the slide short:
- * about 35 instructions instead of 512. */
-static void build_sled(uint8_t *p)
-{
-	const unsigned blk = 15;
-	unsigned i = 0, first = KILN_SLED_END % blk;
-
-	for (; i + 1 < first; i++)
-		p[i] = 0x66;
-	if (first)
-		p[i++] = 0x90;
-	for (; i < KILN_SLED_END; i++)
-		p[i] = ((i - first) % blk == blk - 1) ? 0x90 : 0x66;
-	p[i++] = 0xe9;
-	p[i++] = 0x90;
-	p[i++] = 0x90;
-	p[i++] = 0x90;
-	p[i++] = 0x90;
-	for (; i < PAGE_SIZE; i++)
-		p[i] = 0xf4; /* hlt: #GP at CPL3, reported as -ENOSYS */
-}
 
 /*
  * The first address space (init's) takes the boot page tables, whose user
@@ -72,7 +46,7 @@ void vm_init(const struct bootinfo *bi)
 	sled_pa = pmem_alloc(false);
 	if (!sled_pa)
 		kpanic("no memory for the syscall sled");
-	build_sled(phys_to_virt(sled_pa));
+	vm_build_sled(phys_to_virt(sled_pa));
 	/* Sanity: the jump lands on zpoline_entry. */
 	if (KILN_SLED_END + 5 + (int64_t)(int32_t)0x90909090 != (int64_t)KILN_VA_ZPOLINE_ENTRY)
 		kpanic("zpoline entry address does not match the sled");
@@ -265,7 +239,7 @@ struct aspace *aspace_copy(struct aspace *src)
 		if (size == HUGE_SIZE ? copy_huge(as, va, *e) : copy_page(as, va, *e))
 			goto fail;
 	for (size_t i = 0; i < src->patched_cap; i++)
-		if (src->patched[i] && remember_patch(as, src->patched[i]))
+		if (src->patched[i] && vm_remember_patch(as, src->patched[i]))
 			goto fail;
 	as->brk_start = src->brk_start;
 	as->brk = src->brk;
@@ -599,7 +573,7 @@ uint64_t vm_translate(struct aspace *as, uint64_t va)
 	return (*e & PTE_ADDR & ~(size - 1)) | (va & (size - 1));
 }
 
-static bool vm_is_borrowed(struct aspace *as, uint64_t va)
+bool vm_is_borrowed(struct aspace *as, uint64_t va)
 {
 	uint64_t size, *e = pt_leaf(as, va, &size);
 
@@ -629,7 +603,7 @@ static int unborrow(struct aspace *as, uint64_t va, uint64_t *pte, uint32_t prot
 	if (text_is_copy(old))
 		for (unsigned off = 0; off < PAGE_SIZE - 1; off++)
 			if (text_site_patched(old + off) &&
-			    remember_patch(as, ALIGN_DOWN(va, PAGE_SIZE) + off)) {
+			    vm_remember_patch(as, ALIGN_DOWN(va, PAGE_SIZE) + off)) {
 				pmem_free(pa);
 				return -ENOMEM;
 			}
@@ -841,7 +815,7 @@ int vm_grow_stack(struct aspace *as, uint64_t addr)
 
 /* The page at va made private (keeping its protection), for the kernel to
  * write. ~0 when out of memory. */
-static uint64_t own_page(struct aspace *as, uint64_t va)
+uint64_t vm_own_page(struct aspace *as, uint64_t va)
 {
 	uint64_t size, *e = pt_leaf(as, va, &size);
 	struct vma *v = vm_find_vma(as, va);
@@ -849,122 +823,4 @@ static uint64_t own_page(struct aspace *as, uint64_t va)
 	if (!e || ((*e & PTE_BORROWED) && (!v || unborrow(as, va, e, v->prot))))
 		return ~0ULL;
 	return (*e & PTE_ADDR & ~(size - 1)) | (va & (size - 1));
-}
-
-static size_t slot_of(uint64_t site, size_t cap)
-{
-	return (size_t)((site * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
-}
-
-/* In as's own record (sites patched in private copies)? */
-static bool patched_here(const struct aspace *as, uint64_t site)
-{
-	if (!as->patched_cap)
-		return false;
-	for (size_t i = slot_of(site, as->patched_cap);; i = (i + 1) & (as->patched_cap - 1)) {
-		if (as->patched[i] == site)
-			return true;
-		if (!as->patched[i])
-			return false;
-	}
-}
-
-bool vm_is_patched(struct aspace *as, uint64_t site)
-{
-	uint64_t pa;
-
-	if (patched_here(as, site))
-		return true;
-	pa = vm_translate(as, site);
-	return pa != ~0ULL && text_site_patched(pa);
-}
-
-static void set_insert(uint64_t *set, size_t cap, uint64_t site)
-{
-	size_t i = slot_of(site, cap);
-
-	while (set[i] && set[i] != site)
-		i = (i + 1) & (cap - 1);
-	set[i] = site;
-}
-
-static int remember_patch(struct aspace *as, uint64_t site)
-{
-	if (patched_here(as, site))
-		return 0;
-	if ((as->patched_n + 1) * 2 > as->patched_cap) {
-		size_t cap = as->patched_cap ? as->patched_cap * 2 : 64;
-		uint64_t *set = kzalloc(cap * sizeof(*set));
-		if (!set)
-			return -ENOMEM;
-		for (size_t i = 0; i < as->patched_cap; i++)
-			if (as->patched[i])
-				set_insert(set, cap, as->patched[i]);
-		kfree(as->patched);
-		as->patched = set;
-		as->patched_cap = cap;
-	}
-	set_insert(as->patched, as->patched_cap, site);
-	as->patched_n++;
-	return 0;
-}
-
-/* Drop the translations of the two bytes of a syscall site. */
-static void flush_site(struct aspace *as, uint64_t site)
-{
-	pt_flush_page(as, site);
-	if ((site + 1) / PAGE_SIZE != site / PAGE_SIZE)
-		pt_flush_page(as, site + 1);
-}
-
-int vm_patch_syscall(struct aspace *as, uint64_t site)
-{
-	uint64_t p0 = vm_translate(as, site), p1 = vm_translate(as, site + 1);
-	bool flush = false;
-	uint8_t *b0, *b1;
-
-	if (p0 == ~0ULL || p1 == ~0ULL)
-		return -EFAULT;
-	b0 = phys_to_virt(p0);
-	b1 = phys_to_virt(p1);
-	if (*b0 == 0xff && *b1 == 0xd0) {
-		/* Rewritten already, yet `syscall` ran here: from a stale
-		 * translation to the page before text_patch made the copy. */
-		flush_site(as, site);
-		return 0;
-	}
-	if (*b0 != 0x0f || *b1 != 0x05)
-		return -EINVAL;
-	if (vm_is_borrowed(as, site) && vm_is_borrowed(as, site + 1)) {
-		uint64_t size, *pte = pt_leaf(as, site, &size);
-
-		/* Code mapped from the image: rewrite it for everyone. */
-		if (!text_patch(as, pte, site))
-			return 0;
-	}
-	if (vm_is_borrowed(as, site) || vm_is_borrowed(as, site + 1)) {
-		/* Code mapped from the image: patch a private copy, and flush
-		 * the TLB at once (unlike text_patch: the copy may be writable,
-		 * and a write through the stale read-only entry would fault
-		 * where vm_fault sees nothing to do). */
-		p0 = own_page(as, site);
-		p1 = own_page(as, site + 1);
-		if (p0 == ~0ULL || p1 == ~0ULL)
-			return -ENOMEM;
-		b0 = phys_to_virt(p0);
-		b1 = phys_to_virt(p1);
-		flush = true;
-	}
-	/* Without a record of the site a later bad syscall number there would
-	 * look like a wild call: leave such a site unpatched (it still works,
-	 * through the slow path). */
-	if (remember_patch(as, site))
-		return -ENOMEM;
-	/* Second byte first: a racing thread sees 0f d0 (invalid) only if it
-	 * is mid-decode, which the single-vCPU kernel never allows. */
-	*b1 = 0xd0;
-	*b0 = 0xff;
-	if (flush)
-		flush_site(as, site);
-	return 0;
 }

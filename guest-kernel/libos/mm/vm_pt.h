@@ -154,4 +154,15 @@ int text_patch(struct aspace *as, uint64_t *pte, uint64_t site);
 /* Is pa the address of a syscall site rewritten in a shared copy? */
 bool text_site_patched(uint64_t pa);
 
+/* Between vm.c and vm_zpoline.c. */
+/* Write the sled's page at p (vm_zpoline.c). */
+void vm_build_sled(uint8_t *p);
+/* Record site as patched in as's own copy (vm_zpoline.c); -ENOMEM. */
+int vm_remember_patch(struct aspace *as, uint64_t site);
+/* Is the page at va borrowed from the image (vm.c)? */
+bool vm_is_borrowed(struct aspace *as, uint64_t va);
+/* The page at va made private (keeping its protection), for the kernel to
+ * write: its physical address, ~0 when out of memory (vm.c). */
+uint64_t vm_own_page(struct aspace *as, uint64_t va);
+
 #endif
