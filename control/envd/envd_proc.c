@@ -31,61 +31,9 @@
 #include "codeint.h"
 #include "http/connectrpc.h"
 #include "envd.h"
+#include "envd_proc.h"
 #include "agent/spare.h"
 #include "util.h"
-
-#define PTY_MAX_DIM    4096
-#define INPUT_MAX_HELD (8u << 20) /* stdin queued towards the agent */
-#define TAG_MAX        256
-
-struct envd_proc;
-
-struct sub {
-	struct envd_proc *p;
-	struct sub *next;
-	struct http_conn *c;
-	ev_timer tick;
-	double ka;          /* keepalive interval, seconds */
-	ev_tstamp last;     /* last event sent */
-	ev_tstamp deadline; /* 0: none */
-	bool streaming;
-};
-
-struct waiter {
-	struct waiter *next;
-	struct envd_proc *p;
-	struct http_conn *c;
-};
-
-struct envd_proc {
-	struct envd_sb *es;
-	struct envd_proc *next;
-	struct agent_conn *a;
-	uint32_t pid;
-	bool hello, started, pty, stdin_open, fell_back;
-	bool reuse;     /* the agent keeps the connection after EXIT */
-	bool suspended; /* the sandbox paused: no agent stream until it resumes */
-	bool attaching; /* ATTACH sent, STARTED awaited */
-	char *tag;
-	json_t *config; /* {cmd, args, envs, cwd} as List reports it */
-	char **argv, **env;
-	char *cwd;
-	uint32_t timeout_ms;
-	uint16_t cols, rows;
-	struct sub *subs;
-	unsigned nsubs;
-	struct waiter *waiters;
-};
-
-struct envd_sb {
-	struct sandbox *sb;
-	struct envd_proc *procs;
-	unsigned nprocs;
-	/* after a resume: ATTACHes not answered yet, and who waits for them */
-	unsigned attaching;
-	void (*reattached)(struct sandbox *sb);
-	ev_timer settle;
-};
 
 static void attach_settled(struct envd_sb *es);
 static void on_settle(struct ev_loop *loop, ev_timer *w, int revents);
@@ -113,7 +61,7 @@ static void sub_free(struct sub *s)
 }
 
 /* Pause the agent while any subscriber is backed up. */
-static void flow(struct envd_proc *p)
+void envd_proc_flow(struct envd_proc *p)
 {
 	bool high = false;
 
@@ -135,7 +83,7 @@ static void broadcast(struct envd_proc *p, const char *json, size_t n)
 	for (struct sub *s = p->subs; s; s = s->next)
 		if (s->streaming)
 			sub_send(s, json, n);
-	flow(p);
+	envd_proc_flow(p);
 }
 
 /* End one subscriber's stream (it has started) and forget it. */
@@ -168,7 +116,7 @@ static void on_tick(struct ev_loop *loop, ev_timer *w, int revents)
 		/* Connect-Timeout-Ms of a Connect call: the stream ends, the
 		 * process goes on. */
 		sub_end(s, CRPC_DEADLINE_EXCEEDED, "the stream reached its Connect-Timeout-Ms");
-		flow(p);
+		envd_proc_flow(p);
 		return;
 	}
 	if (now - s->last >= s->ka - 0.001)
@@ -180,7 +128,7 @@ static void sub_drain(void *ctx)
 {
 	struct sub *s = ctx;
 
-	flow(s->p);
+	envd_proc_flow(s->p);
 }
 
 static void sub_abort(void *ctx)
@@ -190,7 +138,7 @@ static void sub_abort(void *ctx)
 
 	/* The client went away: the process keeps running. */
 	sub_free(s);
-	flow(p);
+	envd_proc_flow(p);
 }
 
 static const struct http_handler sub_ops = {
@@ -198,8 +146,7 @@ static const struct http_handler sub_ops = {
     .on_abort = sub_abort,
 };
 
-static struct sub *sub_new(struct envd_proc *p, struct http_conn *c, double ka,
-                           long long timeout_ms)
+struct sub *envd_sub_new(struct envd_proc *p, struct http_conn *c, double ka, long long timeout_ms)
 {
 	struct sub *s = calloc(1, sizeof(*s));
 
@@ -220,7 +167,7 @@ static struct sub *sub_new(struct envd_proc *p, struct http_conn *c, double ka,
 }
 
 /* The stream begins: the start event first (the SDK requires it). */
-static void sub_begin(struct sub *s)
+void envd_sub_begin(struct sub *s)
 {
 	char msg[64];
 	int n = snprintf(msg, sizeof(msg), "{\"event\":{\"start\":{\"pid\":%u}}}", s->p->pid);
@@ -251,7 +198,7 @@ static void waiter_abort(void *ctx)
 	free(w);
 }
 
-static const struct http_handler waiter_ops = {.on_abort = waiter_abort};
+const struct http_handler envd_waiter_ops = {.on_abort = waiter_abort};
 
 static void waiters_release(struct envd_proc *p, int code, const char *msg)
 {
@@ -269,7 +216,7 @@ static void waiters_release(struct envd_proc *p, int code, const char *msg)
 
 /* ---------------------------------------------------------------- processes */
 
-static void proc_free(struct envd_proc *p)
+void envd_proc_free(struct envd_proc *p)
 {
 	struct envd_sb *es = p->es;
 	struct envd_proc **pp = &es->procs;
@@ -304,7 +251,7 @@ static void proc_free(struct envd_proc *p)
 }
 
 /* The process is over for everyone: end every stream with (code, msg). */
-static void proc_end(struct envd_proc *p, int code, const char *msg)
+void envd_proc_end(struct envd_proc *p, int code, const char *msg)
 {
 	while (p->subs) {
 		struct sub *s = p->subs;
@@ -316,7 +263,7 @@ static void proc_end(struct envd_proc *p, int code, const char *msg)
 			sub_free(s);
 		}
 	}
-	proc_free(p);
+	envd_proc_free(p);
 }
 
 /* Go's os.ProcessState.String() for a signal, which envd reports. */
@@ -359,8 +306,6 @@ static const char *signal_text(uint32_t sig, char *tmp, size_t n)
 	}
 }
 
-static int spawn(struct envd_proc *p);
-
 static const struct agent_conn_ops agent_ops;
 
 static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
@@ -379,7 +324,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 			return;
 		}
 		if (type != KILN_MSG_ERROR) {
-			proc_end(p, CRPC_INTERNAL, "agent protocol mismatch");
+			envd_proc_end(p, CRPC_INTERNAL, "agent protocol mismatch");
 			return;
 		}
 	}
@@ -391,8 +336,8 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 			attach_settled(p->es);
 			for (struct sub *s = p->subs; s; s = s->next)
 				if (!s->streaming)
-					sub_begin(s);
-			flow(p);
+					envd_sub_begin(s);
+			envd_proc_flow(p);
 			return;
 		}
 		if (p->started || agent_parse_u32(f, n, &v))
@@ -400,8 +345,8 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 		p->started = true;
 		p->pid = v;
 		for (struct sub *s = p->subs; s; s = s->next)
-			sub_begin(s);
-		flow(p);
+			envd_sub_begin(s);
+		envd_proc_flow(p);
 		return;
 	case KILN_MSG_STDOUT:
 	case KILN_MSG_STDERR: {
@@ -443,9 +388,9 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 			snprintf(text, sizeof(text),
 			         "the process was killed at its timeout (Connect-Timeout-Ms %u)",
 			         p->timeout_ms);
-			proc_end(p, CRPC_DEADLINE_EXCEEDED, text);
+			envd_proc_end(p, CRPC_DEADLINE_EXCEEDED, text);
 		} else {
-			proc_end(p, CRPC_OK, NULL);
+			envd_proc_end(p, CRPC_OK, NULL);
 		}
 		return;
 	}
@@ -459,7 +404,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 		if (p->attaching) {
 			snprintf(text, sizeof(text), "process %u did not survive the pause: %.*s",
 			         p->pid, (int)(len > 300 ? 300 : len), emsg);
-			proc_end(p, CRPC_NOT_FOUND, text);
+			envd_proc_end(p, CRPC_NOT_FOUND, text);
 			return;
 		}
 		if (!p->started && err == ENOENT && !p->fell_back &&
@@ -475,19 +420,20 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 				agent_close(p->a);
 				p->a = NULL;
 				p->hello = false;
-				if (!spawn(p))
+				if (!envd_proc_spawn(p))
 					return;
-				proc_end(p, CRPC_UNAVAILABLE, "cannot reach the sandbox's agent");
+				envd_proc_end(p, CRPC_UNAVAILABLE,
+				              "cannot reach the sandbox's agent");
 				return;
 			}
 		}
 		snprintf(text, sizeof(text), "%s: %.*s", p->started ? "process" : "cannot start",
 		         (int)(len > 300 ? 300 : len), emsg);
-		proc_end(p, p->started ? CRPC_INTERNAL : crpc_code_from_errno((int)err), text);
+		envd_proc_end(p, p->started ? CRPC_INTERNAL : crpc_code_from_errno((int)err), text);
 		return;
 	}
 	log_debug("envd: unexpected %s frame", agent_msg_name(type));
-	proc_end(p, CRPC_INTERNAL, "agent protocol error");
+	envd_proc_end(p, CRPC_INTERNAL, "agent protocol error");
 }
 
 /* The sandbox is pausing: its VMM stops once the snapshot is written, and
@@ -524,7 +470,7 @@ static void on_agent_close(void *ctx, int err)
 		snprintf(msg, sizeof(msg),
 		         "process %u did not survive the pause (the agent closed its stream)",
 		         p->pid);
-		proc_end(p, CRPC_NOT_FOUND, msg);
+		envd_proc_end(p, CRPC_NOT_FOUND, msg);
 		return;
 	}
 	if (p->started && (sb->state == SB_PAUSING || sb->state == SB_PAUSED)) {
@@ -533,7 +479,7 @@ static void on_agent_close(void *ctx, int err)
 	}
 	snprintf(msg, sizeof(msg), "the sandbox's agent stream ended without an exit status (%s)",
 	         err ? strerror(-err) : "closed");
-	proc_end(p, CRPC_UNAVAILABLE, msg);
+	envd_proc_end(p, CRPC_UNAVAILABLE, msg);
 }
 
 static void on_agent_drain(void *ctx)
@@ -551,7 +497,7 @@ static const struct agent_conn_ops agent_ops = {
 
 /* Open the agent stream and send HELLO, START (and the end of stdin when
  * the caller wants none). */
-static int spawn(struct envd_proc *p)
+int envd_proc_spawn(struct envd_proc *p)
 {
 	struct sandbox *sb = p->es->sb;
 	struct agent_start st = {
@@ -579,7 +525,7 @@ static int spawn(struct envd_proc *p)
 	return 0;
 }
 
-static struct envd_sb *envd_sb_get(struct sandbox *sb)
+struct envd_sb *envd_sb_get(struct sandbox *sb)
 {
 	if (!sb->envd) {
 		sb->envd = calloc(1, sizeof(*sb->envd));
@@ -651,7 +597,7 @@ bool envd_sandbox_reattach(struct sandbox *sb, void (*done)(struct sandbox *sb))
 		if (rc) {
 			snprintf(msg, sizeof(msg), "cannot reach the sandbox's agent: %s",
 			         strerror(-rc));
-			proc_end(p, CRPC_UNAVAILABLE, msg);
+			envd_proc_end(p, CRPC_UNAVAILABLE, msg);
 			continue;
 		}
 		es->attaching++;
@@ -684,402 +630,8 @@ void envd_sandbox_down(struct sandbox *sb)
 		return;
 	es->reattached = NULL;
 	while (es->procs)
-		proc_end(es->procs, CRPC_UNAVAILABLE, "the sandbox stopped");
+		envd_proc_end(es->procs, CRPC_UNAVAILABLE, "the sandbox stopped");
 	ev_timer_stop(sb->kd->loop, &es->settle);
 	free(es);
 	sb->envd = NULL;
-}
-
-/* ---------------------------------------------------------------- selectors */
-
-static struct envd_proc *find(struct sandbox *sb, json_t *msg, char *err, size_t errlen)
-{
-	json_t *sel = json_object_get(msg, "process"), *tag;
-	unsigned long long pid;
-
-	if (!json_is_object(sel)) {
-		snprintf(err, errlen, "'process' (a ProcessSelector) is required");
-		return NULL;
-	}
-	tag = json_object_get(sel, "tag");
-	if (crpc_get_u32(sel, "pid", UINT32_MAX, 0, &pid) || (tag && !json_is_string(tag))) {
-		snprintf(err, errlen, "malformed ProcessSelector");
-		return NULL;
-	}
-	if (!json_object_get(sel, "pid") && !tag) {
-		snprintf(err, errlen, "the ProcessSelector names no pid or tag");
-		return NULL;
-	}
-	for (struct envd_proc *p = sb->envd ? sb->envd->procs : NULL; p; p = p->next) {
-		if (!p->started || p->suspended)
-			continue;
-		if (tag ? p->tag && !strcmp(p->tag, json_string_value(tag)) : p->pid == pid)
-			return p;
-	}
-	if (tag)
-		snprintf(err, errlen, "process with tag '%.100s' not found",
-		         json_string_value(tag));
-	else
-		snprintf(err, errlen, "process with pid %llu not found", pid);
-	return NULL;
-}
-
-/* ---------------------------------------------------------------- Start */
-
-static int get_size(json_t *pty, uint16_t *cols, uint16_t *rows)
-{
-	json_t *size = json_object_get(pty, "size");
-	unsigned long long c, r;
-
-	*cols = 80;
-	*rows = 24;
-	if (!size || json_is_null(size))
-		return 0;
-	if (!json_is_object(size) || crpc_get_u32(size, "cols", PTY_MAX_DIM, 80, &c) ||
-	    crpc_get_u32(size, "rows", PTY_MAX_DIM, 24, &r) || !c || !r)
-		return -1;
-	*cols = (uint16_t)c;
-	*rows = (uint16_t)r;
-	return 0;
-}
-
-static bool str_ok(json_t *v, size_t max)
-{
-	return json_is_string(v) && json_string_length(v) <= max &&
-	       !memchr(json_string_value(v), 0, json_string_length(v));
-}
-
-/* Parse StartRequest into p; an error message on failure. */
-static const char *parse_start(struct envd_proc *p, struct sandbox *sb, json_t *msg)
-{
-	json_t *proc = json_object_get(msg, "process"), *cmd, *args, *envs, *cwd, *v, *pty, *tag;
-	json_t *stdin_v;
-	const char *k;
-	size_t i, nargs;
-	char *cwd_abs;
-
-	if (!json_is_object(proc))
-		return "'process' (a ProcessConfig) is required";
-	cmd = json_object_get(proc, "cmd");
-	args = json_object_get(proc, "args");
-	envs = json_object_get(proc, "envs");
-	cwd = json_object_get(proc, "cwd");
-	if (!str_ok(cmd, KILN_MAX_STRING) || !json_string_length(cmd))
-		return "'process.cmd' must be a non-empty string";
-	if (args && !json_is_null(args) &&
-	    (!json_is_array(args) || json_array_size(args) >= KILN_MAX_ARGS))
-		return "'process.args' must be an array of strings";
-	nargs = json_is_array(args) ? json_array_size(args) : 0;
-	if (envs && !json_is_null(envs)) {
-		if (!json_is_object(envs) || json_object_size(envs) > KILN_MAX_ARGS / 2)
-			return "'process.envs' must be an object of strings";
-		json_object_foreach(envs, k, v)
-		{
-			if (!*k || strchr(k, '=') || strlen(k) > 1024 ||
-			    !str_ok(v, KILN_MAX_STRING))
-				return "'process.envs' must map names (without '=') to strings";
-		}
-	} else {
-		envs = NULL;
-	}
-	if (cwd && !json_is_null(cwd) && !str_ok(cwd, ENVD_PATH_MAX))
-		return "'process.cwd' must be a string";
-	p->argv = calloc(nargs + 2, sizeof(*p->argv));
-	if (!p->argv || !(p->argv[0] = strdup(json_string_value(cmd))))
-		return "out of memory";
-	for (i = 0; i < nargs; i++) {
-		v = json_array_get(args, i);
-		if (!str_ok(v, KILN_MAX_STRING))
-			return "'process.args' must be an array of strings";
-		p->argv[i + 1] = strdup(json_string_value(v));
-		if (!p->argv[i + 1])
-			return "out of memory";
-	}
-	p->env = sb_env(sb, envs);
-	if (!p->env)
-		return "out of memory";
-	cwd_abs = envd_resolve_path(json_is_string(cwd) ? json_string_value(cwd) : NULL);
-	if (!cwd_abs)
-		return "'process.cwd' is too long";
-	p->cwd = cwd_abs;
-
-	pty = json_object_get(msg, "pty");
-	if (pty && !json_is_null(pty)) {
-		if (!json_is_object(pty) || get_size(pty, &p->cols, &p->rows))
-			return "'pty.size' must have cols and rows between 1 and 4096";
-		p->pty = true;
-	}
-	tag = json_object_get(msg, "tag");
-	if (tag && !json_is_null(tag)) {
-		if (!str_ok(tag, TAG_MAX))
-			return "'tag' must be a string of at most 256 bytes";
-		p->tag = strdup(json_string_value(tag));
-	}
-	stdin_v = json_object_get(msg, "stdin");
-	if (stdin_v && !json_is_null(stdin_v) && !json_is_boolean(stdin_v))
-		return "'stdin' must be a boolean";
-	/* envd keeps stdin open unless told otherwise; a pty always has input */
-	p->stdin_open = p->pty || !stdin_v || json_is_null(stdin_v) || json_is_true(stdin_v);
-
-	p->config = json_pack("{s:O,s:o,s:o}", "cmd", cmd, "args",
-	                      json_is_array(args) ? json_deep_copy(args) : json_array(), "envs",
-	                      envs ? json_deep_copy(envs) : json_object());
-	if (!p->config)
-		return "out of memory";
-	if (json_is_string(cwd))
-		json_object_set(p->config, "cwd", cwd);
-	return NULL;
-}
-
-void envd_proc_start(struct envd_req *r)
-{
-	struct envd_sb *es = envd_sb_get(r->sb);
-	struct envd_proc *p;
-	const char *why;
-	int rc;
-
-	if (!es) {
-		crpc_stream_fail(r->c, CRPC_INTERNAL, "out of memory");
-		return;
-	}
-	if (es->nprocs >= ENVD_MAX_PROCS) {
-		crpc_stream_fail(r->c, CRPC_RESOURCE_EXHAUSTED,
-		                 "too many processes in this sandbox (limit %d)", ENVD_MAX_PROCS);
-		return;
-	}
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		crpc_stream_fail(r->c, CRPC_INTERNAL, "out of memory");
-		return;
-	}
-	p->es = es;
-	p->next = es->procs;
-	es->procs = p;
-	es->nprocs++;
-	why = parse_start(p, r->sb, r->msg);
-	if (why) {
-		crpc_stream_fail(r->c, CRPC_INVALID_ARGUMENT, "%s", why);
-		proc_free(p);
-		return;
-	}
-	p->timeout_ms = (uint32_t)r->timeout_ms;
-	if (!sub_new(p, r->c, r->keepalive_s, 0)) {
-		crpc_stream_fail(r->c, CRPC_INTERNAL, "out of memory");
-		proc_free(p);
-		return;
-	}
-	rc = spawn(p);
-	if (rc) {
-		proc_end(p, rc == -E2BIG ? CRPC_INVALID_ARGUMENT : CRPC_UNAVAILABLE,
-		         rc == -E2BIG ? "command or environment too large"
-		                      : "cannot reach the sandbox's agent");
-		return;
-	}
-}
-
-/* ---------------------------------------------------------------- Connect */
-
-void envd_proc_connect(struct envd_req *r)
-{
-	char err[200];
-	struct envd_proc *p = find(r->sb, r->msg, err, sizeof(err));
-	struct sub *s;
-
-	if (!p) {
-		crpc_stream_fail(r->c,
-		                 strstr(err, "not found") ? CRPC_NOT_FOUND : CRPC_INVALID_ARGUMENT,
-		                 "%s", err);
-		return;
-	}
-	if (p->nsubs >= ENVD_MAX_SUBS) {
-		crpc_stream_fail(r->c, CRPC_RESOURCE_EXHAUSTED,
-		                 "too many streams attached to process %u", p->pid);
-		return;
-	}
-	s = sub_new(p, r->c, r->keepalive_s, r->timeout_ms);
-	if (!s) {
-		crpc_stream_fail(r->c, CRPC_INTERNAL, "out of memory");
-		return;
-	}
-	sub_begin(s);
-	flow(p);
-}
-
-/* ---------------------------------------------------------------- unary calls */
-
-void envd_proc_list(struct envd_req *r)
-{
-	json_t *arr = json_array();
-
-	for (struct envd_proc *p = r->sb->envd ? r->sb->envd->procs : NULL; p && arr; p = p->next) {
-		json_t *e;
-
-		if (!p->started)
-			continue;
-		e = json_pack("{s:O,s:I}", "config", p->config, "pid", (json_int_t)p->pid);
-		if (e && p->tag)
-			json_object_set_new(e, "tag", json_string(p->tag));
-		json_array_append_new(arr, e);
-	}
-	crpc_respond(r->c, json_pack("{s:o}", "processes", arr ? arr : json_array()));
-}
-
-static struct envd_proc *find_or_fail(struct envd_req *r)
-{
-	char err[200];
-	struct envd_proc *p = find(r->sb, r->msg, err, sizeof(err));
-
-	if (!p)
-		crpc_respond_error(
-		    r->c, strstr(err, "not found") ? CRPC_NOT_FOUND : CRPC_INVALID_ARGUMENT, "%s",
-		    err);
-	return p;
-}
-
-void envd_proc_send_input(struct envd_req *r)
-{
-	struct envd_proc *p = find_or_fail(r);
-	json_t *in, *data;
-	struct buf b = {0};
-	bool pty_in;
-
-	if (!p)
-		return;
-	in = json_object_get(r->msg, "input");
-	if (!json_is_object(in)) {
-		crpc_respond_error(r->c, CRPC_INVALID_ARGUMENT, "'input' is required");
-		return;
-	}
-	data = json_object_get(in, "pty");
-	pty_in = data != NULL;
-	if (!data)
-		data = json_object_get(in, "stdin");
-	if (!json_is_string(data) ||
-	    b64_decode(&b, json_string_value(data), json_string_length(data))) {
-		buf_free(&b);
-		crpc_respond_error(r->c, CRPC_INVALID_ARGUMENT,
-		                   "'input.stdin' or 'input.pty' must be base64 bytes");
-		return;
-	}
-	if (pty_in != p->pty) {
-		buf_free(&b);
-		crpc_respond_error(r->c, CRPC_FAILED_PRECONDITION,
-		                   p->pty ? "process %u is a pty: send input.pty"
-		                          : "process %u has no pty: send input.stdin",
-		                   p->pid);
-		return;
-	}
-	if (!p->stdin_open) {
-		buf_free(&b);
-		crpc_respond_error(r->c, CRPC_FAILED_PRECONDITION,
-		                   "the stdin of process %u is closed (start it with stdin: true)",
-		                   p->pid);
-		return;
-	}
-	if (agent_pending(p->a) > INPUT_MAX_HELD) {
-		buf_free(&b);
-		crpc_respond_error(r->c, CRPC_RESOURCE_EXHAUSTED,
-		                   "process %u is not reading its input", p->pid);
-		return;
-	}
-	if (buf_avail(&b) &&
-	    agent_msg_data(agent_out(p->a), KILN_MSG_STDIN, buf_head(&b), buf_avail(&b))) {
-		buf_free(&b);
-		crpc_respond_error(r->c, CRPC_INTERNAL, "out of memory");
-		return;
-	}
-	buf_free(&b);
-	agent_flush(p->a);
-	if (agent_pending(p->a) > AGENT_OUT_HIGH) {
-		/* answer once the agent took it: the client slows down */
-		struct waiter *w = calloc(1, sizeof(*w));
-
-		if (w) {
-			w->p = p;
-			w->c = r->c;
-			w->next = p->waiters;
-			p->waiters = w;
-			http_set_handler(r->c, &waiter_ops, w, 0);
-			return;
-		}
-	}
-	crpc_respond(r->c, json_object());
-}
-
-void envd_proc_send_signal(struct envd_req *r)
-{
-	struct envd_proc *p = find_or_fail(r);
-	json_t *sig;
-	long long n = 0;
-
-	if (!p)
-		return;
-	sig = json_object_get(r->msg, "signal");
-	if (json_is_string(sig)) {
-		const char *s = json_string_value(sig);
-
-		n = !strcmp(s, "SIGNAL_SIGKILL")   ? SIGKILL
-		    : !strcmp(s, "SIGNAL_SIGTERM") ? SIGTERM
-		                                   : 0;
-	} else if (json_is_integer(sig)) {
-		n = json_integer_value(sig);
-	}
-	if (n < 1 || n > 64) {
-		crpc_respond_error(r->c, CRPC_INVALID_ARGUMENT,
-		                   "'signal' must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
-		return;
-	}
-	if (agent_msg_u32(agent_out(p->a), KILN_MSG_SIGNAL, (uint32_t)n)) {
-		crpc_respond_error(r->c, CRPC_INTERNAL, "out of memory");
-		return;
-	}
-	agent_flush(p->a);
-	crpc_respond(r->c, json_object());
-}
-
-void envd_proc_close_stdin(struct envd_req *r)
-{
-	struct envd_proc *p = find_or_fail(r);
-
-	if (!p)
-		return;
-	if (p->stdin_open) {
-		if (agent_msg_empty(agent_out(p->a), KILN_MSG_STDIN_EOF)) {
-			crpc_respond_error(r->c, CRPC_INTERNAL, "out of memory");
-			return;
-		}
-		agent_flush(p->a);
-		p->stdin_open = false;
-	}
-	crpc_respond(r->c, json_object());
-}
-
-void envd_proc_update(struct envd_req *r)
-{
-	struct envd_proc *p = find_or_fail(r);
-	json_t *pty;
-	uint16_t cols, rows;
-
-	if (!p)
-		return;
-	pty = json_object_get(r->msg, "pty");
-	if (!pty || json_is_null(pty)) {
-		crpc_respond(r->c, json_object()); /* nothing to change */
-		return;
-	}
-	if (!json_is_object(pty) || get_size(pty, &cols, &rows)) {
-		crpc_respond_error(r->c, CRPC_INVALID_ARGUMENT,
-		                   "'pty.size' must have cols and rows between 1 and 4096");
-		return;
-	}
-	if (!p->pty) {
-		crpc_respond_error(r->c, CRPC_FAILED_PRECONDITION, "process %u has no pty", p->pid);
-		return;
-	}
-	if (agent_msg_resize(agent_out(p->a), cols, rows)) {
-		crpc_respond_error(r->c, CRPC_INTERNAL, "out of memory");
-		return;
-	}
-	agent_flush(p->a);
-	crpc_respond(r->c, json_object());
 }

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* Between envd_proc.c (the process table: agent streams, subscribers,
+ * suspend and reattach across a pause) and envd_proc_rpc.c (the
+ * process.Process calls that start, find and steer processes). */
+#ifndef KILND_ENVD_PROC_H
+#define KILND_ENVD_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ev.h>
+#include <jansson.h>
+
+#include "http/http.h"
+
+struct sandbox;
+
+struct envd_proc;
+
+struct sub {
+	struct envd_proc *p;
+	struct sub *next;
+	struct http_conn *c;
+	ev_timer tick;
+	double ka;          /* keepalive interval, seconds */
+	ev_tstamp last;     /* last event sent */
+	ev_tstamp deadline; /* 0: none */
+	bool streaming;
+};
+
+struct waiter {
+	struct waiter *next;
+	struct envd_proc *p;
+	struct http_conn *c;
+};
+
+struct envd_proc {
+	struct envd_sb *es;
+	struct envd_proc *next;
+	struct agent_conn *a;
+	uint32_t pid;
+	bool hello, started, pty, stdin_open, fell_back;
+	bool reuse;     /* the agent keeps the connection after EXIT */
+	bool suspended; /* the sandbox paused: no agent stream until it resumes */
+	bool attaching; /* ATTACH sent, STARTED awaited */
+	char *tag;
+	json_t *config; /* {cmd, args, envs, cwd} as List reports it */
+	char **argv, **env;
+	char *cwd;
+	uint32_t timeout_ms;
+	uint16_t cols, rows;
+	struct sub *subs;
+	unsigned nsubs;
+	struct waiter *waiters;
+};
+
+struct envd_sb {
+	struct sandbox *sb;
+	struct envd_proc *procs;
+	unsigned nprocs;
+	/* after a resume: ATTACHes not answered yet, and who waits for them */
+	unsigned attaching;
+	void (*reattached)(struct sandbox *sb);
+	ev_timer settle;
+};
+
+/* Pause the agent stream while any subscriber is backed up. */
+void envd_proc_flow(struct envd_proc *p);
+/* A subscriber of p on connection c (keepalive ka seconds, deadline
+ * timeout_ms, 0 for none); NULL when out of memory. */
+struct sub *envd_sub_new(struct envd_proc *p, struct http_conn *c, double ka, long long timeout_ms);
+/* The subscriber's stream begins: the start event first. */
+void envd_sub_begin(struct sub *s);
+void envd_proc_free(struct envd_proc *p);
+/* The process is over for everyone: end every stream with (code, msg). */
+void envd_proc_end(struct envd_proc *p, int code, const char *msg);
+/* Open the agent stream and send HELLO, START (and stdin's end). */
+int envd_proc_spawn(struct envd_proc *p);
+/* The sandbox's process table, made on first use; NULL when out of memory. */
+struct envd_sb *envd_sb_get(struct sandbox *sb);
+/* The handler of a SendInput call waiting for the agent to drain. */
+extern const struct http_handler envd_waiter_ops;
+
+#endif
