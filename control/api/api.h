@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The HTTP endpoints outside api.c: create (api_create.c), pause, resume
+/* The HTTP endpoints outside api.c: the list (api_list.c), create (api_create.c), pause, resume
  * and fork (api_pause.c), templates (template.c), and what they share with
  * api.c. Each answers the request on c, now or later. */
 #ifndef KILND_API_H
@@ -19,6 +19,8 @@ json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb);
 /* A name of letters, digits, '.', '_' and '-', 1 to max bytes. */
 bool api_name_ok(const char *s, size_t max);
 
+/* GET /sandboxes (v2: /v2/sandboxes, with its paging) (api_list.c). */
+void api_list(struct kilnd *kd, struct http_conn *c, struct http_req *req, bool v2);
 /* POST /sandboxes (api_create.c): 201 and the sandbox once it runs. */
 void api_create(struct kilnd *kd, struct http_conn *c, json_t *body);
 /* POST /sandboxes/{id}/pause: 204 once paused. */
