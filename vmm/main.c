@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,6 +31,7 @@
 #include "api.h"
 #include "fdt.h"
 #include "imageid.h"
+#include "options.h"
 #include "snap_vm.h"
 #include "vcpu.h"
 #include "virtio/virtio.h"
@@ -39,8 +39,6 @@
 #include "x86.h"
 
 #define MIB             (1ULL << 20)
-#define DEFAULT_MEM     (256 * MIB)
-#define MAX_MEM         (1ULL << 40)
 #define MAX_KERNEL_FILE (64 * MIB)
 /* RAM the guest needs beyond its images: page tables, heap, a process. */
 #define MIN_FREE_MEM (8 * MIB)
@@ -52,76 +50,6 @@
 #define LATE_RAM_FROM (64 * MIB)
 /* KVM's shadow MMU maps pages in groups of 8 (PTE_PREFETCH_NUM). */
 #define PREFETCH_GROUP (8 * 4096ULL)
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-	        "usage: kiln-vmm --kernel FILE [--initrd FILE] [options] [-- PROGRAM [ARGS...]]\n"
-	        "\n"
-	        "Boot kiln-kernel in a KVM virtual machine; PROGRAM (a path inside the\n"
-	        "initramfs) runs as the guest's init. kiln-vmm exits with its status.\n"
-	        "\n"
-	        "  --kernel FILE    kiln-kernel ELF image\n"
-	        "  --initrd FILE    initramfs (cpio newc archive)\n"
-	        "  --mem SIZE       guest memory, e.g. 256M or 1G (default 256M)\n"
-	        "  --mem-backing memfd|thp\n"
-	        "                   host memory behind guest RAM. memfd (default): taken\n"
-	        "                   4 KiB at a time, an idle VM costs least. thp: anonymous\n"
-	        "                   memory in 2 MiB host pages where the host has them\n"
-	        "                   (transparent huge pages): a first touch of memory costs\n"
-	        "                   about 20x less, an idle VM a few MiB more. Booting and\n"
-	        "                   --restore-mode eager only\n"
-	        "  --cpus N         number of vCPUs (default 1)\n"
-	        "  --cmdline STR    kernel options, e.g. 'kiln.stats=1'\n"
-	        "  --vsock CID,UDS_PATH\n"
-	        "                   virtio-vsock with guest CID (3 to 4294967294); host clients\n"
-	        "                   connect to UDS_PATH, guest connections to port P go to\n"
-	        "                   UDS_PATH_P (Firecracker's protocol)\n"
-	        "  --image FILE     read-only image (e.g. erofs, at most 64G) as virtio-pmem,\n"
-	        "                   mapped from the host's page cache and shared by every VM\n"
-	        "  --disk FILE[,ro] raw disk file or block device as virtio-blk, read-write\n"
-	        "                   (locked against other writers) or read-only with ,ro\n"
-	        "  --api-sock PATH  serve the VM's JSON API on this unix socket (pause,\n"
-	        "                   resume, snapshot, state, stop, metrics; see vmm/API.md)\n"
-	        "  --stats          print guest syscall statistics, VMM memory use and when\n"
-	        "                   each boot step ended (with --cmdline kiln.stats=1 the\n"
-	        "                   guest adds its own) at exit\n"
-	        "  -h, --help       this text\n"
-	        "\n"
-	        "Starting from a snapshot instead of booting (the VM goes on where it was;\n"
-	        "--kernel, --initrd, --image and --disk name the same files as when it was\n"
-	        "taken, devices as then, --mem may be left out):\n"
-	        "  --restore FILE   the snapshot\n"
-	        "  --restore-mode eager|lazy|template\n"
-	        "                   eager: all memory at once on every CPU, the guest running\n"
-	        "                   meanwhile (default); lazy: each chunk mostly on first\n"
-	        "                   touch (both userfaultfd; eager without it: all memory\n"
-	        "                   before the guest runs); template: a private\n"
-	        "                   copy-on-write mapping of memory shared by every clone of\n"
-	        "                   the snapshot\n"
-	        "  --parent FILE    the full snapshot a diff snapshot was taken against\n"
-	        "  --template-dir DIR\n"
-	        "                   where template memory files live (default /dev/shm;\n"
-	        "                   only --restore-mode template uses it)\n"
-	        "  --mem-fd N       template memory handed over as open fd N instead\n"
-	        "  --paused         wait for a \"resume\" request before running\n"
-	        "\n"
-	        "Exit status: the guest's; 125 if the guest crashed; 1 on a VMM error;\n"
-	        "2 on bad usage.\n");
-}
-
-static int die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int die_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "kiln-vmm: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'kiln-vmm --help'.\n");
-	exit(2);
-}
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
@@ -136,202 +64,6 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
-static uint64_t parse_size(const char *s)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || v == 0)
-		die_usage("--mem '%s': not a size (examples: 256M, 1G)", s);
-	switch (*end) {
-	case 'k':
-	case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm':
-	case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g':
-	case 'G':
-		v <<= 30;
-		end++;
-		break;
-	case 0:
-		v <<= 20;
-		break; /* a bare number is MiB */
-	default:
-		break;
-	}
-	if (*end == 'i' || *end == 'B')
-		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
-	if (*end)
-		die_usage("--mem '%s': not a size (examples: 256M, 1G)", s);
-	if (v > MAX_MEM)
-		die_usage("--mem '%s': more than the 1T kiln supports", s);
-	if (v % (2 * MIB))
-		die_usage("--mem '%s': must be a multiple of 2M", s);
-	return v;
-}
-
-static void parse_args(int argc, char **argv, struct vm_config *cfg)
-{
-	static const struct option opts[] = {
-	    {"kernel", required_argument, 0, 'k'},
-	    {"initrd", required_argument, 0, 'i'},
-	    {"mem", required_argument, 0, 'm'},
-	    {"cpus", required_argument, 0, 'c'},
-	    {"cmdline", required_argument, 0, 'C'},
-	    {"stats", no_argument, 0, 's'},
-	    {"vsock", required_argument, 0, 'V'},
-	    {"image", required_argument, 0, 'I'},
-	    {"disk", required_argument, 0, 'D'},
-	    {"api-sock", required_argument, 0, 'A'},
-	    {"restore", required_argument, 0, 'R'},
-	    {"restore-mode", required_argument, 0, 'M'},
-	    {"parent", required_argument, 0, 'P'},
-	    {"template-dir", required_argument, 0, 'T'},
-	    {"mem-fd", required_argument, 0, 'F'},
-	    {"paused", no_argument, 0, 'p'},
-	    {"mem-backing", required_argument, 0, 'B'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
-	};
-	char *end;
-	long n;
-	int c;
-
-	cfg->mem_size = DEFAULT_MEM;
-	cfg->nr_cpus = 1;
-	cfg->mem_fd = -1;
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'k':
-			cfg->kernel_path = optarg;
-			break;
-		case 'i':
-			cfg->initrd_path = optarg;
-			break;
-		case 'm':
-			cfg->mem_size = parse_size(optarg);
-			cfg->mem_size_given = true;
-			break;
-		case 'C':
-			cfg->cmdline = optarg;
-			break;
-		case 's':
-			cfg->stats = true;
-			break;
-		case 'c':
-			errno = 0;
-			n = strtol(optarg, &end, 10);
-			if (errno || *end || n < 1 || n > 64)
-				die_usage("--cpus '%s': expected a number from 1 to 64", optarg);
-			cfg->nr_cpus = (int)n;
-			break;
-		case 'V':
-			errno = 0;
-			cfg->vsock_cid = strtoull(optarg, &end, 10);
-			if (errno || end == optarg || *end != ',' || !end[1] ||
-			    cfg->vsock_cid < 3 || cfg->vsock_cid > 0xfffffffeULL)
-				die_usage(
-				    "--vsock '%s': expected CID,UDS_PATH with a CID from 3 to "
-				    "4294967294",
-				    optarg);
-			cfg->vsock_path = end + 1;
-			break;
-		case 'I':
-			if (cfg->image_path)
-				die_usage("--image given twice; kiln supports one image");
-			cfg->image_path = optarg;
-			break;
-		case 'D':
-			if (cfg->disk_path)
-				die_usage("--disk given twice; kiln supports one disk");
-			n = (long)strlen(optarg);
-			cfg->disk_ro = n > 3 && !strcmp(optarg + n - 3, ",ro");
-			cfg->disk_path = cfg->disk_ro ? strndup(optarg, (size_t)n - 3) : optarg;
-			if (!cfg->disk_path || !*cfg->disk_path)
-				die_usage("--disk '%s': expected FILE or FILE,ro", optarg);
-			break;
-		case 'A':
-			cfg->api_path = optarg;
-			break;
-		case 'R':
-			cfg->restore_path = optarg;
-			break;
-		case 'M':
-			if (!strcmp(optarg, "eager"))
-				cfg->restore_mode = RESTORE_EAGER;
-			else if (!strcmp(optarg, "lazy"))
-				cfg->restore_mode = RESTORE_LAZY;
-			else if (!strcmp(optarg, "template"))
-				cfg->restore_mode = RESTORE_TEMPLATE;
-			else
-				die_usage("--restore-mode '%s': expected eager, lazy or template",
-				          optarg);
-			break;
-		case 'P':
-			cfg->parent_path = optarg;
-			break;
-		case 'T':
-			cfg->template_dir = optarg;
-			break;
-		case 'F':
-			errno = 0;
-			n = strtol(optarg, &end, 10);
-			if (errno || *end || n < 3 || n > 1000000 || fcntl((int)n, F_GETFD) < 0)
-				die_usage("--mem-fd '%s': not an open file descriptor", optarg);
-			cfg->mem_fd = (int)n;
-			break;
-		case 'p':
-			cfg->start_paused = true;
-			break;
-		case 'B':
-			if (!strcmp(optarg, "memfd"))
-				cfg->mem_backing = MEM_BACKING_MEMFD;
-			else if (!strcmp(optarg, "thp"))
-				cfg->mem_backing = MEM_BACKING_THP;
-			else
-				die_usage("--mem-backing '%s': expected memfd or thp", optarg);
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			die_usage("bad option");
-		}
-	}
-	if (!cfg->kernel_path)
-		die_usage("--kernel is required");
-	if (cfg->nr_cpus != 1)
-		die_usage("--cpus %d: this kiln-kernel runs on one vCPU; SMP is not supported yet",
-		          cfg->nr_cpus);
-	cfg->init_argc = argc - optind;
-	cfg->init_argv = argv + optind;
-	if (cfg->restore_path && (cfg->init_argc || cfg->cmdline))
-		die_usage("--restore: a restored VM goes on with its own programs and kernel "
-		          "options; drop --cmdline and the arguments after --");
-	if (!cfg->restore_path && (cfg->parent_path || cfg->template_dir || cfg->mem_fd >= 0 ||
-	                           cfg->start_paused || cfg->restore_mode != RESTORE_EAGER))
-		die_usage("--restore-mode, --parent, --template-dir, --mem-fd and --paused go "
-		          "with --restore");
-	if (cfg->mem_fd >= 0 && cfg->restore_mode != RESTORE_TEMPLATE)
-		die_usage("--mem-fd goes with --restore-mode template");
-	if (cfg->mem_backing == MEM_BACKING_THP && cfg->restore_path &&
-	    cfg->restore_mode != RESTORE_EAGER)
-		die_usage("--mem-backing thp goes with booting or --restore-mode eager: a lazy "
-		          "restore fills memory page by page and a template clone maps the "
-		          "template's memory");
-	cfg->console_in = STDIN_FILENO;
-	cfg->console_out = STDOUT_FILENO;
-}
-
-/* Open a regular file of at most max bytes; its size in *len. */
 static int open_image(const char *what, const char *path, uint64_t max, size_t *len)
 {
 	struct stat st;
@@ -829,7 +561,7 @@ int main(int argc, char **argv)
 	int err;
 
 	vm.t.start = vm_now_ns();
-	parse_args(argc, argv, &vm.cfg);
+	options_parse(argc, argv, &vm.cfg);
 	check_host_thp(&vm.cfg);
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit();
