@@ -184,75 +184,6 @@ void vsock_free(struct vsock_sk *vs)
 	kfree(vs);
 }
 
-/* ---------------------------------------------------------------- receive buffer */
-
-static char *rx_at(const struct vsock_rxbuf *rb, uint32_t pos)
-{
-	uint32_t abs = rb->off + pos;
-
-	return (char *)phys_to_virt(rb->page[(rb->first + abs / PAGE_SIZE) % VSOCK_RX_PAGES]) +
-	       abs % PAGE_SIZE;
-}
-
-/* Append n bytes; the caller has checked them against our credit. */
-static int rx_append(struct vsock_rxbuf *rb, const char *src, uint32_t n)
-{
-	while (n) {
-		uint32_t end = rb->off + rb->len, in = end % PAGE_SIZE;
-		uint32_t chunk = MIN(n, (uint32_t)PAGE_SIZE - in);
-
-		if (end / PAGE_SIZE == rb->npages) {
-			uint64_t pa;
-
-			if (rb->npages == VSOCK_RX_PAGES || !(pa = pmem_alloc(false)))
-				return -ENOMEM;
-			rb->page[(rb->first + rb->npages++) % VSOCK_RX_PAGES] = pa;
-		}
-		memcpy(rx_at(rb, rb->len), src, chunk);
-		rb->len += chunk;
-		src += chunk;
-		n -= chunk;
-	}
-	return 0;
-}
-
-static void rx_drop(struct vsock_rxbuf *rb, uint32_t n)
-{
-	rb->off += n;
-	rb->len -= n;
-	while (rb->npages && (rb->off >= PAGE_SIZE || !rb->len)) {
-		pmem_free(rb->page[rb->first]);
-		rb->first = (rb->first + 1) % VSOCK_RX_PAGES;
-		rb->npages--;
-		rb->off = rb->off >= PAGE_SIZE ? rb->off - PAGE_SIZE : 0;
-	}
-	if (!rb->len)
-		rb->off = 0;
-}
-
-int vsock_rx_copy(struct vsock_sk *vs, struct sock_iter *it, uint32_t n, bool peek)
-{
-	struct vsock_rxbuf *rb = &vs->rx;
-
-	for (uint32_t done = 0; done < n;) {
-		uint32_t in = (rb->off + done) % PAGE_SIZE;
-		uint32_t chunk = MIN(n - done, (uint32_t)PAGE_SIZE - in);
-
-		if (sock_iter_to(it, rx_at(rb, done), chunk))
-			return -EFAULT;
-		done += chunk;
-	}
-	if (!peek)
-		rx_drop(rb, n);
-	return 0;
-}
-
-void vsock_rx_free(struct vsock_sk *vs)
-{
-	if (vs->rx.len)
-		rx_drop(&vs->rx, vs->rx.len);
-}
-
 /* ---------------------------------------------------------------- transmit */
 
 static struct vsock_hdr *hdr_of(unsigned desc)
@@ -536,7 +467,7 @@ static void recv_data(struct vsock_sk *vs, const struct vsock_hdr *h, const char
 		vsock_consumed(vs, h->len); /* nobody will read it */
 		return;
 	}
-	if (rx_append(&vs->rx, data, h->len)) {
+	if (vsock_rx_append(&vs->rx, data, h->len)) {
 		conn_done(vs, ENOBUFS);
 		vsock_owe(vs, VSK_P_RST);
 		return;

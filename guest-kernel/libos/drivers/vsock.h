@@ -146,6 +146,10 @@ void vsock_tx_flush(void);
 /* The program read n bytes of vs: credit them, and tell the host once
  * enough has been read. */
 void vsock_consumed(struct vsock_sk *vs, uint32_t n);
+/* Receive buffers (vsock_rxbuf.c). */
+/* Append n bytes from src (checked against our credit by the caller);
+ * -ENOMEM when out of pages. */
+int vsock_rx_append(struct vsock_rxbuf *rb, const char *src, uint32_t n);
 /* Copy n bytes (<= rx.len) from the front of vs's receive buffer to `it`;
  * drop them unless peek. 0 or -EFAULT. */
 int vsock_rx_copy(struct vsock_sk *vs, struct sock_iter *it, uint32_t n, bool peek);
