@@ -140,7 +140,7 @@ while True:
 	create_exec '{"templateID":"pyrepl"}' "$ask" "$RUNS"
 	line "first pandas result, warm interpreter clone" "$T/times"
 
-	# The code interpreter (E2B's port 49999, control/codeint.c): a fresh
+	# The code interpreter (E2B's port 49999, control/envd/codeint.c): a fresh
 	# sandbox's first runCode starts its Python process; later ones reuse it.
 	run_code() { # ID CODE_JSON
 		curl -s --unix-socket "$SOCK" -o "$BODY" -w '%{time_total}\n' \

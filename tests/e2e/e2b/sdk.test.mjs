@@ -715,7 +715,7 @@ async function main() {
     assert.equal(bad.status, 400)
   })
 
-  // kilnd polls the directory (control/envd_scan.c): events come within a
+  // kilnd polls the directory (control/envd/envd_scan.c): events come within a
   // scan period (100 ms for small trees), so each step waits for its event.
   const watchEvents = () => {
     const seen = []
@@ -974,7 +974,7 @@ async function main() {
     await test('runCode kernel: interrupts outside an execution are ignored', async () => {
       // the kernel on the host: kilnd's SIGINT for a client that went away
       // may come just after the execution ended
-      const k = spawn('python3', ['-u', '-c', fs.readFileSync(`${ROOT}/control/codeint_kernel.py`, 'utf8')],
+      const k = spawn('python3', ['-u', '-c', fs.readFileSync(`${ROOT}/control/envd/codeint_kernel.py`, 'utf8')],
         { env: { PATH: process.env.PATH, KILN_CI_CWD: T }, stdio: ['pipe', 'pipe', 'inherit'] })
       let buf = ''
       const waiters = []
