@@ -57,6 +57,9 @@ struct cjob {
 	size_t n_ext;
 	int level;
 	bool reuse; /* in->ref's chunks match these (same size and memory) */
+	/* in->written at the chunk size: chunks that may differ from ref's.
+	 * NULL: not known, every chunk is looked at. */
+	uint64_t *written;
 	struct snap_mem_out *out;
 	atomic_uint_fast64_t next_claim;
 
@@ -244,6 +247,7 @@ enum kind { K_ABSENT, K_HOLE, K_ZERO, K_DATA, K_REUSED };
 
 struct enc_out {
 	enum kind kind;
+	bool unwritten;   /* taken from ref unread: nothing wrote the chunk */
 	const void *data; /* len stored bytes (len 0: no data) */
 	size_t len;
 	uint16_t enc;
@@ -320,7 +324,8 @@ static int underlay(const struct cjob *j, struct wbuf *w, uint64_t i, size_t n, 
 /* Classify chunk i and make its stored bytes: taken from ref when they are
  * known to be the same, else compressed (or raw when zstd does not shrink
  * it). */
-static int encode(struct cjob *j, struct wbuf *w, uint64_t i, struct enc_out *o, const char **what)
+static int encode_read(struct cjob *j, struct wbuf *w, uint64_t i, struct enc_out *o,
+                       const char **what)
 {
 	uint64_t start = i * j->chunk_size;
 	const uint8_t *src = j->mem + start;
@@ -409,6 +414,42 @@ static int encode(struct cjob *j, struct wbuf *w, uint64_t i, struct enc_out *o,
 	return 0;
 }
 
+/* Did encode_read find chunk i as ref has it? */
+static bool same_as_ref(const struct cjob *j, uint64_t i, const struct enc_out *o)
+{
+	const struct snap *h = snap_holder(j->in->ref, i);
+
+	if (o->kind == K_ABSENT || !h)
+		return o->kind == K_ABSENT;
+	if (bm_test(h->zero, i))
+		return o->kind == K_HOLE || o->kind == K_ZERO;
+	return o->kind == K_REUSED;
+}
+
+/* Chunk i: ref's as it is when nothing wrote it since ref (j->written),
+ * else read from memory. */
+static int encode(struct cjob *j, struct wbuf *w, uint64_t i, struct enc_out *o, const char **what)
+{
+	bool unwritten = j->written && !bm_test(j->written, i) &&
+	                 !(j->in->dirty_chunks && !bm_test(j->in->dirty_chunks, i));
+	int ret;
+
+	if (unwritten && !j->in->check_written) {
+		memset(o, 0, sizeof(*o));
+		if (ref_chunk(j, w, i, o, what) == 0) {
+			o->unwritten = true;
+			return 0;
+		}
+		/* A damaged older file: the memory is here, read it. */
+	}
+	ret = encode_read(j, w, i, o, what);
+	if (ret == 0 && unwritten && !same_as_ref(j, i, o)) {
+		*what = "it changed though no write to it was tracked (check_written)";
+		return -EIO;
+	}
+	return ret;
+}
+
 /* Level j->level with blocks of at most 16 KiB (zstd's default is 128):
  * zstd keeps one set of entropy tables per block, and guest memory can
  * change kind (text, code, pointers, random bytes) from one page to the
@@ -481,6 +522,7 @@ static void *worker(void *arg)
 		j->st.nabsent += o.kind == K_ABSENT;
 		j->st.nholes += o.kind == K_HOLE;
 		j->st.nzero += o.kind == K_HOLE || o.kind == K_ZERO;
+		j->st.nunwritten += o.unwritten;
 		if (o.len) {
 			off = j->cur_off;
 			j->cur_off += o.len;
@@ -538,20 +580,30 @@ int snap_write_memory(int fd, uint64_t data_off, const struct snap_save *in, uns
 	j.nchunks = (j.mem_size + j.chunk_size - 1) >> shift;
 	j.reuse =
 	    in->ref && in->ref->chunk_size == j.chunk_size && in->ref->mi.mem_size == j.mem_size;
+	if (in->written && j.reuse) {
+		j.written = calloc(BM_WORDS(j.nchunks), 8);
+		if (!j.written)
+			return snap_errf(err, -ENOMEM, "out of memory");
+		snap_chunks_from_pages(j.written, shift, in->written, j.mem_size / SNAP_PAGE_SIZE,
+		                       0);
+	}
 	if (in->mem_fd >= 0)
 		data_extents(&j, in->mem_fd);
 	else if (in->mem_pages)
 		page_extents(&j, in->mem_pages);
 	/* Reading a hole here could wait on userfaultfd: never guess. */
-	if (in->holes_from_ref && !j.ext)
+	if (in->holes_from_ref && !j.ext) {
+		free(j.written);
 		return snap_errf(err, -EIO,
 		                 "finding the pages guest memory holds (SEEK_DATA on the "
 		                 "memfd) failed, or out of memory");
+	}
 	if (threads > j.nchunks)
 		threads = (unsigned)j.nchunks;
 	w = calloc(threads, sizeof(*w));
 	if (!w) {
 		free(j.ext);
+		free(j.written);
 		return snap_errf(err, -ENOMEM, "out of memory");
 	}
 	for (unsigned t = 0; t < threads; t++)
@@ -573,11 +625,13 @@ int snap_write_memory(int fd, uint64_t data_off, const struct snap_save *in, uns
 	st->ndata = j.st.ndata;
 	st->nraw = j.st.nraw;
 	st->nreused = j.st.nreused;
+	st->nunwritten = j.st.nunwritten;
 	st->data_in = j.st.data_in;
 	st->data_out = j.st.data_out;
 	pthread_cond_destroy(&j.turn);
 	pthread_mutex_destroy(&j.lock);
 	free(j.ext);
+	free(j.written);
 	free(w);
 	return ret;
 }

@@ -104,6 +104,15 @@ struct snap_save {
 	 * snap_chunks_from_pages(). Both NULL for a full snapshot. */
 	const struct snap *parent;
 	const uint64_t *dirty_chunks;
+	/* With ref, or NULL: a bitmap of the 4 KiB pages of mem that may have
+	 * been written since ref was taken (KVM's dirty log and the VMM's own
+	 * writes), which the caller vouches for: memory was exactly ref then.
+	 * A chunk with none of them is ref's chunk as it is, copied without
+	 * reading mem. Needs ref's chunk size. */
+	const uint64_t *written;
+	/* With written: read such chunks all the same and fail (-EIO) if one
+	 * is not ref's (tests: a write the tracking missed). */
+	bool check_written;
 	unsigned threads;     /* 0: snap_default_threads() */
 	int level;            /* zstd level; 0: SNAP_DEFAULT_LEVEL */
 	unsigned chunk_shift; /* 0: SNAP_DEFAULT_CHUNK_SHIFT (diff: the parent's) */
@@ -112,9 +121,10 @@ struct snap_save {
 
 struct snap_write_stats {
 	uint64_t nchunks, nzero, nholes, ndata, nraw, nabsent;
-	uint64_t nreused;  /* data chunks copied from ref, not compressed (in ndata) */
-	uint64_t data_in;  /* bytes of chunks that were compressed */
-	uint64_t data_out; /* bytes stored for them */
+	uint64_t nreused;    /* data chunks copied from ref, not compressed (in ndata) */
+	uint64_t nunwritten; /* chunks taken from ref unread: no write touched them */
+	uint64_t data_in;    /* bytes of chunks that were compressed */
+	uint64_t data_out;   /* bytes stored for them */
 	uint64_t file_size;
 	uint64_t id;
 	uint64_t mem_ns;  /* scanning + compressing + writing memory */

@@ -84,6 +84,12 @@ static int set_msi_routes(struct vm *vm)
 #define SLOT_PMEM     3
 #define SLOT_LOW_LATE 4
 
+/* RAM slots log dirty pages when snapshots track writes (vmm/dirty.c). */
+static uint32_t ram_flags(const struct vm *vm)
+{
+	return vm->dirty.on ? KVM_MEM_LOG_DIRTY_PAGES : 0;
+}
+
 /* RAM from GPA `from` up: the rest of low RAM, then high RAM. */
 static int set_ram_slots(struct vm *vm, uint64_t from)
 {
@@ -92,11 +98,37 @@ static int set_ram_slots(struct vm *vm, uint64_t from)
 
 	if (from < m->low_size)
 		err = set_slot(vm, from ? SLOT_LOW_LATE : SLOT_LOW, from, m->low_size - from,
-		               m->host + from, 0);
+		               m->host + from, ram_flags(vm));
 	if (!err && m->size > m->low_size)
 		err = set_slot(vm, SLOT_HIGH, KILN_GPA_HIGH_RAM, m->size - m->low_size,
-		               m->host + m->low_size, 0);
+		               m->host + m->low_size, ram_flags(vm));
 	return err;
+}
+
+int vm_ram_slots(struct vm *vm, struct ram_slot *s)
+{
+	const struct guest_mem *m = &vm->mem;
+	struct vm_late_ram *l = &vm->late;
+	uint64_t low_end = m->low_size;
+	bool rest;
+	int n = 0;
+
+	pthread_mutex_lock(&l->lock);
+	rest = l->done;
+	pthread_mutex_unlock(&l->lock);
+	if (l->early_end) {
+		low_end = l->early_end < m->low_size ? l->early_end : m->low_size;
+		s[n++] = (struct ram_slot){SLOT_LOW, 0, low_end, 0};
+		if (rest && low_end < m->low_size)
+			s[n++] = (struct ram_slot){SLOT_LOW_LATE, low_end, m->low_size - low_end,
+			                           low_end};
+	} else {
+		s[n++] = (struct ram_slot){SLOT_LOW, 0, m->low_size, 0};
+	}
+	if ((rest || !l->early_end) && m->size > m->low_size)
+		s[n++] = (struct ram_slot){SLOT_HIGH, KILN_GPA_HIGH_RAM, m->size - m->low_size,
+		                           m->low_size};
+	return n;
 }
 
 int vm_create(struct vm *vm)
@@ -118,8 +150,9 @@ int vm_create(struct vm *vm)
 	/* Memory before the irqchip: once an irqchip exists, a memslot change
 	 * soon after it waits for an SRCU grace period (6-7 ms on PVM hosts;
 	 * see struct vm_late_ram for the late RAM). */
+	vm_dirty_enable(vm);
 	if (l->early_end)
-		err = set_slot(vm, SLOT_LOW, 0, l->early_end, vm->mem.host, 0);
+		err = set_slot(vm, SLOT_LOW, 0, l->early_end, vm->mem.host, ram_flags(vm));
 	else
 		err = set_ram_slots(vm, 0);
 	l->done = !l->early_end;
@@ -161,6 +194,7 @@ void vm_destroy(struct vm *vm)
 	vm->fd = vm->kvm_fd = -1;
 	free(vm->supported_cpuid);
 	vm->supported_cpuid = NULL;
+	vm_dirty_free(vm);
 }
 
 int vm_msi_irqfd(struct vm *vm, unsigned vector)

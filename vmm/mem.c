@@ -3,7 +3,9 @@
  * anonymous memory in huge pages (faster first touches, see mem_init_thp),
  * or a private mapping of a template's memory (vmm/template.c). */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@ int mem_init(struct guest_mem *mem, uint64_t size)
 	    mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, mem->fd, 0);
 	if (mem->host == MAP_FAILED)
 		goto fail;
+	mem->marks = calloc((size / 4096 + 63) / 64, 8);
 	return 0;
 fail:
 	err = -errno;
@@ -92,6 +95,7 @@ int mem_init_private(struct guest_mem *mem, uint64_t size, int fd)
 		mem->fd = -1;
 		return -errno;
 	}
+	mem->marks = calloc((size / 4096 + 63) / 64, 8);
 	return 0;
 }
 
@@ -106,25 +110,48 @@ void mem_destroy(struct guest_mem *mem)
 		close(mem->fd);
 	mem->host = NULL;
 	mem->fd = -1;
+	free((void *)mem->marks);
+	mem->marks = NULL;
+}
+
+/* The pages of [off, off + len) of RAM, for the next snapshot (vmm/dirty.c):
+ * whoever asks for guest memory may write it. */
+static void mark(const struct guest_mem *mem, uint64_t off, uint64_t len)
+{
+	uint64_t p = off / 4096, last = (off + len - 1) / 4096;
+
+	while (p <= last) {
+		uint64_t n = 64 - p % 64 < last - p + 1 ? 64 - p % 64 : last - p + 1;
+		uint64_t bits = (n == 64 ? ~0ULL : (1ULL << n) - 1) << (p % 64);
+		_Atomic uint64_t *w = &mem->marks[p / 64];
+
+		if ((atomic_load_explicit(w, memory_order_relaxed) & bits) != bits)
+			atomic_fetch_or_explicit(w, bits, memory_order_relaxed);
+		p += n;
+	}
 }
 
 void *gpa_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len)
 {
-	uint64_t high_size = mem->size - mem->low_size;
+	uint64_t high_size = mem->size - mem->low_size, off;
 
 	if (!mem->host)
 		return NULL;
 	if (gpa < mem->low_size) {
 		if (len > mem->low_size - gpa)
 			return NULL;
-		return mem->host + gpa;
+		off = gpa;
+	} else {
+		if (gpa < KILN_GPA_HIGH_RAM)
+			return NULL;
+		gpa -= KILN_GPA_HIGH_RAM;
+		if (gpa >= high_size || len > high_size - gpa)
+			return NULL;
+		off = mem->low_size + gpa;
 	}
-	if (gpa < KILN_GPA_HIGH_RAM)
-		return NULL;
-	gpa -= KILN_GPA_HIGH_RAM;
-	if (gpa >= high_size || len > high_size - gpa)
-		return NULL;
-	return mem->host + mem->low_size + gpa;
+	if (mem->marks && len)
+		mark(mem, off, len);
+	return mem->host + off;
 }
 
 bool gpa_is_ram(const struct guest_mem *mem, uint64_t gpa)

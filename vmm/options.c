@@ -49,6 +49,8 @@ static void usage(FILE *f)
 	        "  --stats          print guest syscall statistics, VMM memory use and when\n"
 	        "                   each boot step ended (with --cmdline kiln.stats=1 the\n"
 	        "                   guest adds its own) at exit\n"
+	        "  --no-dirty-log   snapshots read all of RAM instead of what KVM's dirty log\n"
+	        "                   and the devices say was written since the last one\n"
 	        "  -h, --help       this text\n"
 	        "\n"
 	        "Starting from a snapshot instead of booting (the VM goes on where it was;\n"
@@ -147,6 +149,7 @@ void options_parse(int argc, char **argv, struct vm_config *cfg)
 	    {"mem-fd", required_argument, 0, 'F'},
 	    {"paused", no_argument, 0, 'p'},
 	    {"mem-backing", required_argument, 0, 'B'},
+	    {"no-dirty-log", no_argument, 0, 'N'},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -174,6 +177,9 @@ void options_parse(int argc, char **argv, struct vm_config *cfg)
 			break;
 		case 's':
 			cfg->stats = true;
+			break;
+		case 'N':
+			cfg->no_dirty_log = true;
 			break;
 		case 'c':
 			errno = 0;

@@ -279,6 +279,11 @@ int vm_restore_state(struct vm *vm, char *why, size_t len)
 
 	err = check_all(vm, why, len);
 	vm->snap.restore_checked_ns = vm_now_ns() - vm->t.start;
+	/* Memory is the snapshot's from here (a lazy or eager restore loads
+	 * the rest of it as it was), before any device or vCPU writes it:
+	 * the first pause reads only what changed (vmm/dirty.c). */
+	if (!err)
+		vm_dirty_begin(vm, snap_id(s));
 	if (!err)
 		err = fill_memory(vm, why, len);
 	vm->snap.restore_mem_ns = vm_now_ns() - vm->t.start;

@@ -157,6 +157,28 @@ static int clone_dirty_chunks(struct vm *vm, const struct snap *base, uint64_t *
 	return 0;
 }
 
+/* The pages written since memory was snapshot vm->dirty.ref_id, or NULL
+ * (not known, or out of memory: then every chunk is read). */
+static uint64_t *collect_written(struct vm *vm)
+{
+	uint64_t *pages = malloc((vm->mem.size / SNAP_PAGE_SIZE + 63) / 64 * 8);
+
+	if (pages && vm_dirty_collect(vm, pages)) {
+		free(pages);
+		pages = NULL;
+	}
+	return pages;
+}
+
+/* KILN_SNAP_CHECK_WRITTEN=1 (the tests): read the chunks the dirty log
+ * says nobody wrote all the same, and fail the snapshot if one changed. */
+static bool check_written(void)
+{
+	const char *v = getenv("KILN_SNAP_CHECK_WRITTEN");
+
+	return v && strcmp(v, "0");
+}
+
 /* The last snapshot this VM wrote, if it is still there as written: the
  * reference for the next one. NULL otherwise (deleted, replaced, a diff
  * whose parent is not at hand): the next snapshot compresses everything. */
@@ -200,7 +222,7 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	struct snap_vcpu_state *vcpus = NULL;
 	struct snap_dev_blob devs[KILN_MMIO_MAX_DEVICES] = {{0}};
 	const struct snap *base = vm->snap.src_parent ? vm->snap.src_parent : vm->snap.src;
-	uint64_t *dirty = NULL, *held = NULL, *loaded = NULL, t0 = vm_now_ns();
+	uint64_t *dirty = NULL, *held = NULL, *loaded = NULL, *written = NULL, t0 = vm_now_ns();
 	struct snap *last = NULL;
 	struct snap_save in = {0};
 	struct snap_err serr;
@@ -246,6 +268,8 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 	}
 	if (!err && o->diff)
 		err = clone_dirty_chunks(vm, base, &dirty, why, len);
+	if (!err && vm->dirty.valid)
+		written = collect_written(vm);
 	if (!err && (vm->mem.anon || vm->mem.private))
 		err = own_pages(vm, &held, why, len);
 	if (err)
@@ -281,6 +305,12 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 		in.ref = base;
 	}
 	in.mem_pages = held;
+	/* Chunks nothing wrote since the snapshot memory last equalled are
+	 * that snapshot's, if it is the one reused. */
+	if (written && in.ref && snap_id(in.ref) == vm->dirty.ref_id) {
+		in.written = written;
+		in.check_written = check_written();
+	}
 	in.parent = o->diff ? base : NULL;
 	in.dirty_chunks = dirty;
 	in.level = o->level;
@@ -290,8 +320,13 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 		snprintf(why, len, "%s", serr.msg);
 	vm->snap.count++;
 	vm->snap.last_ms = (vm_now_ns() - t0) / 1000000;
-	if (!err)
+	if (!err) {
 		remember_last(vm, o->path, st->id);
+		/* Not fatal: the next snapshot reads all of memory. */
+		if (vm->dirty.on && vm_dirty_restart(vm, st->id))
+			fprintf(stderr, "kiln-vmm: dirty log: cannot restart it; the next snapshot "
+			                "reads all memory\n");
+	}
 	vm->snap.retired = last;
 out:
 	for (int i = 0; i < vm->nr_devs; i++)
@@ -300,5 +335,6 @@ out:
 	free(dirty);
 	free(held);
 	free(loaded);
+	free(written);
 	return err;
 }

@@ -57,6 +57,10 @@ struct guest_mem {
 	/* RAM is anonymous memory (MEM_BACKING_THP): pages never touched are
 	 * not mapped yet, and read as zero. */
 	bool anon;
+	/* A bit per 4 KiB page of RAM (offsets in the mapping) that gpa_ptr()
+	 * handed out since the last snapshot (vmm/dirty.c); NULL for anonymous
+	 * RAM, or when it could not be allocated (no tracking then). */
+	_Atomic uint64_t *marks;
 };
 
 /* A loaded kernel image (vmm/loader.c). */
@@ -127,6 +131,7 @@ struct vm_config {
 	int mem_fd;               /* template memory handed over, or -1 */
 	bool start_paused;        /* a restored VM waits for "resume" */
 	bool mem_size_given;      /* --mem was on the command line */
+	bool no_dirty_log;        /* --no-dirty-log: snapshots read all of RAM */
 	enum mem_backing mem_backing;
 };
 
@@ -166,6 +171,21 @@ struct vm_late_ram {
 	bool done; /* all RAM is registered */
 	/* CLOCK_MONOTONIC ns: the guest asked, and the slots were in. */
 	uint64_t asked_ns, done_ns;
+};
+
+/* The RAM written since a snapshot (vmm/dirty.c). */
+struct vm_dirty {
+	bool on;           /* RAM slots log dirty pages; mem.marks exists */
+	bool valid;        /* the log and marks cover every write since ref_id */
+	uint64_t ref_id;   /* the snapshot memory was last equal to (snap_id) */
+	uint64_t *scratch; /* a bit per page of RAM: the slots' logs */
+};
+
+/* A memory slot of RAM, at host_off in the mapping of RAM (vmm/kvm.c). */
+#define VM_RAM_SLOTS_MAX 3
+struct ram_slot {
+	uint32_t slot;
+	uint64_t gpa, size, host_off;
 };
 
 /* Snapshot bookkeeping (vmm/snapshot.c, vmm/restore.c). */
@@ -230,6 +250,7 @@ struct vm {
 
 	struct vm_pause pause;
 	struct vm_late_ram late;
+	struct vm_dirty dirty;
 	struct vm_snap snap;
 	struct vm_api *api;
 
@@ -280,6 +301,24 @@ void vm_destroy(struct vm *vm);
 /* Register the RAM past vm->late.early_end unless that was done: 0 or
  * -errno. Any thread. */
 int vm_late_ram_online(struct vm *vm);
+/* The RAM slots registered now, into s (VM_RAM_SLOTS_MAX): their count. */
+int vm_ram_slots(struct vm *vm, struct ram_slot *s);
+
+/* Dirty tracking for snapshots (vmm/dirty.c). */
+/* Before the RAM slots exist: turn on KVM's dirty log for them if this VM
+ * and host allow; true if on. */
+bool vm_dirty_enable(struct vm *vm);
+void vm_dirty_free(struct vm *vm);
+/* With every vCPU parked and the devices at rest: the pages (a bit per
+ * 4 KiB page of RAM) written since memory was last snapshot
+ * vm->dirty.ref_id, into pages. -ENODATA if that is not known. */
+int vm_dirty_collect(struct vm *vm, uint64_t *pages);
+/* Memory is snapshot ref_id, restored from it before any vCPU ran (KVM
+ * has logged nothing yet) or a device wrote it: count writes from here. */
+void vm_dirty_begin(struct vm *vm, uint64_t ref_id);
+/* Memory is snapshot ref_id, just written with the vCPUs parked and the
+ * devices at rest: re-protect what was written, count writes from here. */
+int vm_dirty_restart(struct vm *vm, uint64_t ref_id);
 /* An eventfd that, when written, raises `vector` (a device's or
  * KILN_VEC_QUIESCE) on CPU 0 as an MSI; vm_create installed the routes. */
 int vm_msi_irqfd(struct vm *vm, unsigned vector);

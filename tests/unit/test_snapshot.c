@@ -571,6 +571,59 @@ START_TEST(reuse_ref)
 }
 END_TEST
 
+/* With the pages written since ref (snap_save.written), the chunks none
+ * of them touch are ref's, copied unread; the file restores to the new
+ * memory. A write the bitmap leaves out is refused under check_written,
+ * and without the check it is what the caller vouched for: ref's chunk. */
+START_TEST(written_pages)
+{
+	struct snap *base = open_ok(base_path), *s;
+	struct snap_write_stats st;
+	struct snap_err err = {{0}};
+	struct image now, out;
+	struct snap_save sv;
+	char path[160];
+	uint64_t *pages, *chunks, nwritten = 0, pg;
+
+	image_new(&now, MEM_SIZE);
+	pages = mutate(&now, &img, 300);
+	chunks = dirty_chunks_of(pages);
+	for (uint64_t c = 0; c < MEM_SIZE / CHUNK; c++)
+		nwritten += (chunks[c / 64] >> (c % 64)) & 1;
+	sv = save_of(&now);
+	sv.ref = base;
+	sv.written = pages;
+	snprintf(path, sizeof(path), "%s/written.snap", dir);
+	write_ok(path, &sv, &st);
+	ck_assert_uint_eq(st.nunwritten, MEM_SIZE / CHUNK - nwritten);
+	s = open_ok(path);
+	image_new(&out, MEM_SIZE);
+	ck_assert_msg(snap_restore_file(s, out.fd, 2, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(memcmp(out.mem, now.mem, MEM_SIZE), 0);
+	snap_close(s);
+	/* Checked: every chunk is read, none is taken unread. */
+	sv.check_written = true;
+	write_ok(path, &sv, &st);
+	ck_assert_uint_eq(st.nunwritten, 0);
+	/* A page changed behind the bitmap's back, in a data chunk no marked
+	 * page touches. */
+	for (pg = 0; pg < MEM_SIZE / 4096; pg++)
+		if (!((chunks[pg * 4096 / CHUNK / 64] >> (pg * 4096 / CHUNK % 64)) & 1) &&
+		    !all_zero(now.mem + pg * 4096, 4096))
+			break;
+	ck_assert_uint_lt(pg, MEM_SIZE / 4096);
+	now.mem[pg * 4096] ^= 0x5a;
+	ck_assert_int_lt(snap_write(path, &sv, &st, &err), 0);
+	ck_assert_msg(strstr(err.msg, "though no write to it was tracked"), "%s", err.msg);
+	image_free(&out);
+	image_free(&now);
+	free(chunks);
+	free(pages);
+	snap_close(base);
+	unlink(path);
+}
+END_TEST
+
 /* A lazy restore still loading: the memfd holds some of the base's chunks
  * (loaded), pages of others (touched), and pages the guest wrote since;
  * the rest are holes that are the base's memory, not zero. The snapshot
@@ -1287,6 +1340,7 @@ END_TEST
 static void add_diff_tests(TCase *tc)
 {
 	tcase_add_test(tc, reuse_ref);
+	tcase_add_test(tc, written_pages);
 	tcase_add_test(tc, lazy_holes);
 	tcase_add_test(tc, clone_pages);
 	tcase_add_test(tc, diff_round_trip);
