@@ -235,6 +235,7 @@ hfw=$(awk '$1 == "fork_wait_us" { print $3 }' "$T/out.lf")
 printf '  %-44s %8s us  (host %s us; busybox true, median of 20)\n' "fork+exec+wait of /bin/true in the guest" \
 	"${gf:-?}" "${hf:-?}"
 printf '  %-44s %8s us  (host %s us)\n' "fork+exit+wait in the guest" "${gfw:-?}" "${hfw:-?}"
+sh tools/bench/host_events.sh
 guest_prog /bin/pipebench 64
 gp=$(awk '$1 == "pipe_mbps" { print $2 }' "$T/out.lf")
 host_prog pipebench 64
