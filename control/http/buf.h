@@ -19,9 +19,10 @@ static inline size_t buf_avail(const struct buf *b)
 	return b->len - b->off;
 }
 
+/* NULL for a buffer that never held anything (NULL + 0 is undefined). */
 static inline char *buf_head(const struct buf *b)
 {
-	return b->data + b->off;
+	return b->data ? b->data + b->off : NULL;
 }
 
 /* Make room for at least n more bytes; returns a pointer to them. */
