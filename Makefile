@@ -57,6 +57,7 @@ include initramfs/agent/agent.mk
 
 # ---------------------------------------------------------------- tests
 include tests/tests.mk
+include tests/fuzz/fuzz.mk
 
 # ---------------------------------------------------------------- images
 # Debian-based erofs images, cached outside the clone ($$KILN_CACHE, default

@@ -3,7 +3,7 @@
 # Idempotent and quiet when everything is present.
 set -e
 PKGS="gcc make binutils pkg-config libc6-dev libfdt-dev libzstd-dev libev-dev check libsubunit-dev
- busybox-static cpio musl-tools clang-format mmdebstrap erofs-utils
+ busybox-static cpio musl-tools clang-format clang libclang-rt-14-dev mmdebstrap erofs-utils
  libhttp-parser-dev libjansson-dev libsqlite3-dev nettle-dev curl tmux python3"
 missing=""
 for p in $PKGS; do

@@ -46,6 +46,7 @@ test: deps
 	$(V)$(MAKE) --no-print-directory format-check
 	$(V)$(MAKE) --no-print-directory all
 	$(V)$(MAKE) --no-print-directory unit
+	$(V)$(MAKE) --no-print-directory fuzz-smoke
 	$(V)$(MAKE) --no-print-directory images
 	$(V)$(MAKE) --no-print-directory integration
 	$(V)$(MAKE) --no-print-directory agent-test
