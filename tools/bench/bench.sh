@@ -26,6 +26,7 @@ KVM_DEV=${KILN_KVM_DEV:-/dev/kvm}
 GOAL_BOOT_MS=5
 GOAL_GETPID_NS=50
 GOAL_RSS_KIB=1024
+GOAL_FORK_RATIO=2 # fork+exec+wait in the guest, against the host's own
 
 if [ ! -e "$KVM_DEV" ] || [ ! -r "$KVM_DEV" ] || [ ! -w "$KVM_DEV" ]; then
 	echo "bench: skipped: /dev/kvm not available"
@@ -51,7 +52,13 @@ field() {
 
 # verdict VALUE GOAL: whether VALUE <= GOAL.
 verdict() {
-	awk -v v="$1" -v g="$2" 'BEGIN { print (v + 0 <= g + 0) ? "meets goal" : "MISSES goal" }'
+	awk -v v="$1" -v g="$2" 'BEGIN { if (v !~ /^[0-9.]+$/) print "not measured";
+		else print (v + 0 <= g + 0) ? "meets goal" : "MISSES goal" }'
+}
+
+# ratio A B: A / B to two places, "?" when either is missing.
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f\n", a / b; else print "?" }'
 }
 
 # median: of the numbers on stdin, one per line.
@@ -232,8 +239,10 @@ gfw=$(awk '$1 == "fork_wait_us" { print $3 }' "$T/out.lf")
 host_prog forkbench 20 "$T/true"
 hf=$(awk '$1 == "fork_exec_wait_us" { print $3 }' "$T/out.lf")
 hfw=$(awk '$1 == "fork_wait_us" { print $3 }' "$T/out.lf")
-printf '  %-44s %8s us  (host %s us; busybox true, median of 20)\n' "fork+exec+wait of /bin/true in the guest" \
-	"${gf:-?}" "${hf:-?}"
+fr=$(ratio "${gf:-}" "${hf:-}")
+printf '  %-44s %8s us  (host %s us: %sx; busybox true, median of 20)   goal <= %sx host: %s\n' \
+	"fork+exec+wait of /bin/true in the guest" "${gf:-?}" "${hf:-?}" "$fr" "$GOAL_FORK_RATIO" \
+	"$(verdict "$fr" "$GOAL_FORK_RATIO")"
 printf '  %-44s %8s us  (host %s us)\n' "fork+exit+wait in the guest" "${gfw:-?}" "${hfw:-?}"
 sh tools/bench/host_events.sh
 guest_prog /bin/pipebench 64
