@@ -24,3 +24,15 @@ $(CODEINT_KERNEL_H): control/envd/codeint_kernel.py control/control.mk
 	  echo '    ;'; } >$@.tmp && mv $@.tmp $@
 $(BUILD)/host/control/envd/codeint.o: $(CODEINT_KERNEL_H)
 $(BUILD)/host/control/envd/codeint.o: HOST_CFLAGS += -I$(BUILD)/host/control/gen
+
+# kilnd with ASan and UBSan: make test runs the e2e suite against it once.
+KILND_SAN := $(BUILD)/san/bin/kilnd
+KILND_SAN_OBJS := $(KILND_SRCS:%.c=$(BUILD)/san/%.o)
+$(BUILD)/san/control/%.o: control/%.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(V)$(CC) $(HOST_CFLAGS) -iquote control -O1 $(SAN_FLAGS) -c $< -o $@
+$(BUILD)/san/control/envd/codeint.o: $(CODEINT_KERNEL_H)
+$(BUILD)/san/control/envd/codeint.o: HOST_CFLAGS += -I$(BUILD)/host/control/gen
+$(KILND_SAN): $(KILND_SAN_OBJS)
+	@mkdir -p $(dir $@)
+	$(V)$(CC) $(SAN_FLAGS) -o $@ $^ -lev -lhttp_parser -ljansson -lsqlite3 -lnettle

@@ -680,6 +680,19 @@ for t in ${*:-$ALL}; do
 	case $t in t_*) ;; *) t=t_$t ;; esac
 	$t
 done
+# A sanitizer build (KILN_E2E_KILND) reports memory errors in its log, and
+# leaks only at exit: stop kilnd first, then read the whole log.
+if [ -n "$KILND_PID" ]; then
+	kill "$KILND_PID" 2>/dev/null
+	wait "$KILND_PID" 2>/dev/null
+	KILND_PID=
+fi
+if grep -q -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/kilnd.log"; then
+	not_ok "kilnd's log has no sanitizer report (memory error, leak, undefined behaviour)"
+	grep -E -A 40 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/kilnd.log" | head -n 80 | sed 's/^/#   /'
+else
+	ok "kilnd's log has no sanitizer report (memory error, leak, undefined behaviour)"
+fi
 echo
 echo "$PASS passed, $FAIL failed"
 [ $FAIL = 0 ]
