@@ -70,7 +70,7 @@ images: $(DEPS_STAMP)
 bench: all $(TEST_PROGS) images
 	$(V)sh tools/bench/bench.sh
 
-demo: all
+demo: all images
 	$(V)sh tools/demo.sh
 
 format-check:

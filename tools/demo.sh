@@ -1,7 +1,9 @@
 #!/bin/sh
 # make demo: start kilnd, then run real kiln sandboxes through the kiln CLI:
 # a one-shot command, a sandbox that keeps its files between commands, a
-# file round trip. Exits with the status of the first step that fails.
+# file round trip, Python's data stack from the base image, a pause and a
+# resume that keep a running process. Exits with the status of the first
+# step that fails.
 set -u
 
 BIN=${KILN_BIN:-build/bin}
@@ -64,6 +66,29 @@ step "$BIN/kiln" exec "$id" -- sh -c 'wc -c /tmp/upload.txt; ps'
 step "$BIN/kiln" ls
 step "$BIN/kiln" rm "$id"
 id=
+
+if "$BIN/kiln" images | grep -qw base; then
+	t0=$(ms)
+	step "$BIN/kiln" run --image base -- python3 -c 'import numpy, pandas
+df = pandas.DataFrame({"x": numpy.arange(6), "y": numpy.arange(6) ** 2})
+print(df.describe().loc[["mean", "max"]])'
+	echo "(python3 with numpy and pandas in a fresh VM: $(($(ms) - t0)) ms)"
+	id=$("$BIN/kiln" create --image base | tail -n 1)
+	[ -n "$id" ] || step false "kiln create printed no id"
+	step "$BIN/kiln" exec "$id" -- sh -c 'python3 -c "import time
+n = 0
+while True:
+    n += 1; open(\"/tmp/count\", \"w\").write(str(n)); time.sleep(0.05)" >/dev/null 2>&1 &
+sleep 0.5; echo "counting: $(cat /tmp/count)"'
+	step "$BIN/kiln" pause "$id"
+	step "$BIN/kiln" resume "$id"
+	step "$BIN/kiln" exec "$id" -- sh -c 'a=$(cat /tmp/count); sleep 0.3; echo "after the resume the same process counts on: $a -> $(cat /tmp/count)"'
+	step "$BIN/kiln" rm "$id"
+	id=
+else
+	echo
+	echo "demo: no base image (make images builds it): the Python steps are left out"
+fi
 step "$BIN/kiln" down
 echo
 echo "demo: done"
