@@ -53,7 +53,7 @@ test: deps
 	$(V)$(MAKE) --no-print-directory $(KILND_SAN)
 	$(V)KILN_E2E_VMM=$(BIN)/kiln-vmm KILN_E2E_KERNEL=$(BUILD)/guest/kiln-kernel \
 		KILN_E2E_INITRD=$(BUILD)/initramfs/agent.cpio KILN_E2E_KILND=$(KILND_SAN) \
-		ASAN_OPTIONS=detect_leaks=0 \
+		ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=8 \
 		$(MAKE) --no-print-directory e2e
 	$(V)KILN_E2E_VMM=$(BIN)/kiln-vmm KILN_E2E_KERNEL=$(BUILD)/guest/kiln-kernel \
 		KILN_E2E_INITRD=$(BUILD)/initramfs/agent.cpio $(MAKE) --no-print-directory e2e-e2b
