@@ -46,6 +46,7 @@ $(BIN)/kiln-vmm: $(VMM_OBJS) $(SNAP_LIB)
 # ---------------------------------------------------------------- kilnd, kiln CLI, e2e
 include control/control.mk
 include tools/kiln/kiln.mk
+include tools/image-import/image-import.mk
 include tests/e2e/e2e.mk
 
 # ---------------------------------------------------------------- kiln-kernel

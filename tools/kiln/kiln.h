@@ -93,6 +93,7 @@ int cmd_resume(struct kc *k, int argc, char **argv);
 int cmd_fork(struct kc *k, int argc, char **argv);
 int cmd_template(struct kc *k, int argc, char **argv);
 int cmd_images(struct kc *k, int argc, char **argv);
+int cmd_image(struct kc *k, int argc, char **argv);
 int cmd_snapshot(struct kc *k, int argc, char **argv);
 
 /* shared by create, run and shell: sandbox options */

@@ -33,6 +33,7 @@ static const struct command commands[] = {
     {"fork", cmd_fork, "clone a running sandbox (it goes on running)"},
     {"template", cmd_template, "create, list and remove templates (warm snapshots)"},
     {"images", cmd_images, "list the images sandboxes can boot"},
+    {"image", cmd_image, "import a container image archive (docker save) as an image"},
     {"snapshot", cmd_snapshot, "inspect a snapshot file: header, sections, chunks, checksums"},
     {"inspect", cmd_inspect, "show a sandbox as JSON"},
     {"logs", cmd_logs, "print a sandbox's console log"},
