@@ -34,6 +34,24 @@ struct kilnd_cfg {
 	struct http_cfg http;
 };
 
+/* The API's answers to these, timed for GET /metrics (api/metrics.c). */
+enum api_op {
+	API_OP_NONE,
+	API_OP_CREATE,
+	API_OP_PAUSE,
+	API_OP_RESUME,
+	API_OP_CONNECT,
+	API_OP_FORK,
+	API_OP_EXEC,
+	API_OP_MAX,
+};
+#define API_BUCKETS 14
+struct api_op_stats {
+	unsigned long long count[2];            /* answered ok, with an error status */
+	unsigned long long bucket[API_BUCKETS]; /* at most bounds[i] seconds */
+	double sum;
+};
+
 struct store;
 struct sandbox;
 struct template;
@@ -58,6 +76,7 @@ struct kilnd {
 	struct watch_stream *watch_streams;
 	struct ci_ctx *ci_ctxs; /* codeint.c: code contexts */
 	unsigned nsandboxes;    /* with a VMM: starting, running, pausing, resuming */
+	struct api_op_stats ops[API_OP_MAX];
 	ev_timer housekeeping;
 	ev_timer pool_timer; /* pool.c: refills */
 };

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "sandbox/bootfile.h"
+#include "api/api.h"
 #include "envd/envd.h"
 #include "kilnd.h"
 #include "sandbox/sandbox.h"
@@ -547,6 +548,7 @@ int main(int argc, char **argv)
 	kd.http = http_server_new(kd.loop, &cfg->http, api_route, &kd);
 	if (!kd.http)
 		die("out of memory");
+	http_server_observe(kd.http, api_observe);
 	unix_fd = listen_unix(cfg->socket_path);
 	http_server_add_listener(kd.http, unix_fd, 0);
 	if (cfg->tcp_listen)

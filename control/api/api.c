@@ -462,6 +462,27 @@ static const struct http_handler pending_ops = {
     .on_abort = pending_abort,
 };
 
+/* What GET /metrics times the request as. */
+static enum api_op op_of(enum route_kind kind)
+{
+	switch (kind) {
+	case R_CREATE:
+		return API_OP_CREATE;
+	case R_PAUSE:
+		return API_OP_PAUSE;
+	case R_RESUME:
+		return API_OP_RESUME;
+	case R_CONNECT:
+		return API_OP_CONNECT;
+	case R_FORK:
+		return API_OP_FORK;
+	case R_EXEC:
+		return API_OP_EXEC;
+	default:
+		return API_OP_NONE;
+	}
+}
+
 static void buffer_body(struct kilnd *kd, struct http_conn *c, enum route_kind kind, const char *id,
                         size_t limit)
 {
@@ -475,6 +496,7 @@ static void buffer_body(struct kilnd *kd, struct http_conn *c, enum route_kind k
 	p->c = c;
 	p->kind = kind;
 	snprintf(p->id, sizeof(p->id), "%s", id ? id : "");
+	http_set_tag(c, op_of(kind));
 	http_set_handler(c, &pending_ops, p, limit);
 }
 
@@ -555,6 +577,13 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 	if (!authorized(kd, req)) {
 		http_respond(c, 401, "application/json", "WWW-Authenticate: Bearer\r\n",
 		             LIT("{\"code\":401,\"message\":\"missing or wrong API key\"}"));
+		goto out;
+	}
+	if (n == 1 && !strcmp(seg[0], "metrics")) {
+		if (m != HTTP_GET)
+			method_not_allowed(c, "GET");
+		else
+			api_metrics(kd, c);
 		goto out;
 	}
 	if (n == 0) {

@@ -19,6 +19,10 @@ json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb);
 /* A name of letters, digits, '.', '_' and '-', 1 to max bytes. */
 bool api_name_ok(const char *s, size_t max);
 
+/* GET /metrics, Prometheus's text format (metrics.c). */
+void api_metrics(struct kilnd *kd, struct http_conn *c);
+/* The HTTP server's observer: a tagged request (enum api_op) was answered. */
+void api_observe(void *kd, unsigned tag, int status, double seconds);
 /* GET /sandboxes (v2: /v2/sandboxes, with its paging) (api_list.c). */
 void api_list(struct kilnd *kd, struct http_conn *c, struct http_req *req, bool v2);
 /* POST /sandboxes (api_create.c): 201 and the sandbox once it runs. */

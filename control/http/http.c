@@ -246,6 +246,9 @@ static void response_done(struct http_conn *c)
 {
 	c->rs = RS_DONE;
 	c->h = NULL;
+	if (c->tag && c->srv->observe)
+		c->srv->observe(c->srv->udata, c->tag, c->status, ev_time() - c->req_start);
+	c->tag = 0;
 	if (!can_continue(c)) {
 		c->closing = true;
 		send_now(c);
@@ -263,6 +266,7 @@ static void write_head(struct http_conn *c, int status, const char *ctype, const
 	log_debug("http: %s %s -> %d", http_method_str(c->req.method),
 	          c->req.url ? c->req.url : "(none)", status);
 	out_printf(c, "HTTP/1.1 %d %s\r\n", status, http_status_text(status));
+	c->status = status;
 	if (ctype)
 		out_printf(c, "Content-Type: %s\r\n", ctype);
 	if (extra)
@@ -302,6 +306,16 @@ void http_respond_error(struct http_conn *c, int status, const char *fmt, ...)
 	}
 	http_respond(c, status, "application/json", NULL, s, strlen(s));
 	free(s);
+}
+
+void http_server_observe(struct http_server *s, http_observe_fn fn)
+{
+	s->observe = fn;
+}
+
+void http_set_tag(struct http_conn *c, unsigned tag)
+{
+	c->tag = tag;
 }
 
 void http_stream_start(struct http_conn *c, int status, const char *ctype, const char *extra)

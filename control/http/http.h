@@ -77,6 +77,9 @@ struct http_handler {
 
 struct http_server;
 typedef void (*http_route_fn)(struct http_conn *c, struct http_req *req, void *udata);
+/* A tagged request's answer is complete (its last byte queued): the tag,
+ * the status and the seconds since the request began. */
+typedef void (*http_observe_fn)(void *udata, unsigned tag, int status, double seconds);
 
 struct http_server *http_server_new(struct ev_loop *loop, const struct http_cfg *cfg,
                                     http_route_fn route, void *udata);
@@ -86,6 +89,10 @@ struct http_server *http_server_new(struct ev_loop *loop, const struct http_cfg 
 /* Listen on an already bound and listening socket. */
 int http_server_add_listener(struct http_server *s, int fd, unsigned flags);
 void http_server_free(struct http_server *s);
+/* Call fn (with the server's udata) for each answer of a tagged request. */
+void http_server_observe(struct http_server *s, http_observe_fn fn);
+/* Tag the request being answered on c (nonzero), for the observer. */
+void http_set_tag(struct http_conn *c, unsigned tag);
 unsigned http_server_conns(const struct http_server *s);
 
 const char *http_header(const struct http_req *req, const char *name);

@@ -27,6 +27,7 @@ struct http_server {
 	struct http_conn *conns;
 	unsigned nconns;
 	ev_timer sweep;
+	http_observe_fn observe; /* http_server_observe() */
 };
 
 struct http_conn {
@@ -57,6 +58,8 @@ struct http_conn {
 	size_t body_limit;
 
 	ev_tstamp last_read, last_write, req_start;
+	unsigned tag; /* http_set_tag(): what the observer is told this request was */
+	int status;   /* of the answer, once its head is written */
 };
 
 /* Leave a callback section (c->busy++ before it); false if the connection
