@@ -6,7 +6,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,6 +53,43 @@ void init_stdio(void)
 	}
 }
 
+/* The image's environment (/etc/kiln-env: mkimage's recipe env lines, or a
+ * container image's config Env, from kiln-image-import): NAME=value lines
+ * over the defaults, for every command. Bounded: a line of at most
+ * IMAGE_ENV_LINE bytes, IMAGE_ENV_MAX of them; others are skipped. */
+#define IMAGE_ENV_LINE 4096
+#define IMAGE_ENV_MAX  256
+
+static void load_image_env(void)
+{
+	char line[IMAGE_ENV_LINE];
+	FILE *f = fopen("/etc/kiln-env", "re");
+	unsigned n = 0;
+
+	if (!f)
+		return;
+	while (n < IMAGE_ENV_MAX && fgets(line, sizeof(line), f)) {
+		size_t len = strlen(line);
+		char *eq = strchr(line, '=');
+
+		if (len && line[len - 1] != '\n' && !feof(f)) {
+			int c;
+
+			while ((c = fgetc(f)) != EOF && c != '\n')
+				; /* too long: skip the rest of it */
+			continue;
+		}
+		if (len && line[len - 1] == '\n')
+			line[--len] = 0;
+		if (line[0] == '#' || !eq || eq == line)
+			continue;
+		*eq = 0;
+		setenv(line, eq + 1, 1);
+		n++;
+	}
+	fclose(f);
+}
+
 void init_pid1(void)
 {
 	static const char hostname[] = "kiln";
@@ -74,5 +113,6 @@ void init_pid1(void)
 	setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
 	setenv("HOME", "/root", 1);
 	setenv("LANG", "C.UTF-8", 1);
+	load_image_env();
 	init_stdio();
 }

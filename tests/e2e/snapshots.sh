@@ -56,6 +56,13 @@ t_images() {
 	[ $? = 1 ] && grep -q "unknown image 'nope'" "$T/err" &&
 		grep -q 'busybox (built in), base' "$T/err"
 	check $? "an unknown image is refused, naming the known ones ($(cat "$T/err"))"
+	# The image's environment (/etc/kiln-env, from its recipe) is every
+	# command's; a request's own envVars still win.
+	id=$("$KILN" create --image base | tail -n 1)
+	[ "$("$KILN" exec "$id" -- sh -c 'echo $MPLBACKEND')" = Agg ] &&
+		[ "$("$KILN" exec -e MPLBACKEND=svg "$id" -- sh -c 'echo $MPLBACKEND')" = svg ]
+	check $? "commands get the image's environment (MPLBACKEND=Agg in base), below their own"
+	"$KILN" rm "$id"
 	st=$(api POST /sandboxes -d '{"templateID":"nope"}')
 	[ "$st" = 400 ] && grep -q "unknown template or image 'nope'" "$T/body"
 	check $? "an unknown templateID is 400"
