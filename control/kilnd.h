@@ -21,6 +21,7 @@ struct kilnd_cfg {
 	char *tcp_listen;  /* "127.0.0.1:PORT" or NULL */
 	char *envd_listen; /* the envd API's own listener, or NULL */
 	char *api_key;
+	char *domain; /* of the sandboxes' host names, PORT-ID.DOMAIN (net/ports.h) */
 	char *vmm, *kernel, *initrd;
 	char *images_dir;        /* IMAGES_DIR/NAME.erofs (image.h) */
 	char *image_initrd;      /* the agent alone, booted over an image */

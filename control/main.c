@@ -54,6 +54,9 @@ static void usage(FILE *f)
 	        "  --envd-listen H:PORT  serve E2B's in-sandbox API (envd) on its own TCP port,\n"
 	        "                        for E2B_SANDBOX_URL (also reachable on --listen-tcp\n"
 	        "                        with the E2b-Sandbox-Id header)\n"
+	        "  --domain NAME[:PORT]  sandboxes' ports answer as PORT-ID.NAME (E2B's\n"
+	        "                        getHost); give the :PORT clients reach kilnd at\n"
+	        "                        (default: localhost)\n"
 	        "  --vmm PATH            kiln-vmm (default: next to kilnd)\n"
 	        "  --kernel PATH         guest kernel (default: ../guest/kiln-kernel from kilnd)\n"
 	        "  --initrd PATH         initramfs with the agent and busybox, the built-in\n"
@@ -266,6 +269,7 @@ static void cfg_free(struct kilnd_cfg *cfg)
 	free(cfg->tcp_listen);
 	free(cfg->envd_listen);
 	free(cfg->api_key);
+	free(cfg->domain);
 	free(cfg->vmm);
 	free(cfg->kernel);
 	free(cfg->initrd);
@@ -292,6 +296,7 @@ enum {
 	OPT_TCP,
 	OPT_ENVD,
 	OPT_API_KEY,
+	OPT_DOMAIN,
 	OPT_VMM,
 	OPT_KERNEL,
 	OPT_INITRD,
@@ -319,6 +324,7 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"listen-tcp", required_argument, NULL, OPT_TCP},
 	    {"envd-listen", required_argument, NULL, OPT_ENVD},
 	    {"api-key", required_argument, NULL, OPT_API_KEY},
+	    {"domain", required_argument, NULL, OPT_DOMAIN},
 	    {"vmm", required_argument, NULL, OPT_VMM},
 	    {"kernel", required_argument, NULL, OPT_KERNEL},
 	    {"initrd", required_argument, NULL, OPT_INITRD},
@@ -364,6 +370,12 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 		case OPT_API_KEY:
 			free(cfg->api_key);
 			cfg->api_key = strdup(optarg);
+			break;
+		case OPT_DOMAIN:
+			if (!*optarg || strlen(optarg) > 200 || strpbrk(optarg, "/ \t\r\n"))
+				die("--domain: expected a host name (and :port), got '%s'", optarg);
+			free(cfg->domain);
+			cfg->domain = strdup(optarg);
 			break;
 		case OPT_VMM:
 			free(cfg->vmm);
