@@ -26,6 +26,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "browser/cdp.h"
 #include "sandbox/bootfile.h"
 #include "envd/envd.h"
 #include "kilnd.h"
@@ -57,6 +58,10 @@ static void usage(FILE *f)
 	        "  --domain NAME[:PORT]  sandboxes' ports answer as PORT-ID.NAME (E2B's\n"
 	        "                        getHost); give the :PORT clients reach kilnd at\n"
 	        "                        (default: localhost)\n"
+	        "  --browser-launcher P  the program in the guest that starts the browser on\n"
+	        "                        first use of /sandboxes/ID/cdp (default\n"
+	        "                        " CDP_DEFAULT_LAUNCHER ")\n"
+	        "  --browser-port N      the browser's DevTools port in the guest (9222)\n"
 	        "  --vmm PATH            kiln-vmm (default: next to kilnd)\n"
 	        "  --kernel PATH         guest kernel (default: ../guest/kiln-kernel from kilnd)\n"
 	        "  --initrd PATH         initramfs with the agent and busybox, the built-in\n"
@@ -270,6 +275,7 @@ static void cfg_free(struct kilnd_cfg *cfg)
 	free(cfg->envd_listen);
 	free(cfg->api_key);
 	free(cfg->domain);
+	free(cfg->browser_launcher);
 	free(cfg->vmm);
 	free(cfg->kernel);
 	free(cfg->initrd);
@@ -297,6 +303,8 @@ enum {
 	OPT_ENVD,
 	OPT_API_KEY,
 	OPT_DOMAIN,
+	OPT_BROWSER_LAUNCHER,
+	OPT_BROWSER_PORT,
 	OPT_VMM,
 	OPT_KERNEL,
 	OPT_INITRD,
@@ -325,6 +333,8 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"envd-listen", required_argument, NULL, OPT_ENVD},
 	    {"api-key", required_argument, NULL, OPT_API_KEY},
 	    {"domain", required_argument, NULL, OPT_DOMAIN},
+	    {"browser-launcher", required_argument, NULL, OPT_BROWSER_LAUNCHER},
+	    {"browser-port", required_argument, NULL, OPT_BROWSER_PORT},
 	    {"vmm", required_argument, NULL, OPT_VMM},
 	    {"kernel", required_argument, NULL, OPT_KERNEL},
 	    {"initrd", required_argument, NULL, OPT_INITRD},
@@ -376,6 +386,19 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 				die("--domain: expected a host name (and :port), got '%s'", optarg);
 			free(cfg->domain);
 			cfg->domain = strdup(optarg);
+			break;
+		case OPT_BROWSER_LAUNCHER:
+			if (optarg[0] != '/')
+				die("--browser-launcher: expected an absolute path in the guest, "
+				    "got '%s'",
+				    optarg);
+			free(cfg->browser_launcher);
+			cfg->browser_launcher = strdup(optarg);
+			break;
+		case OPT_BROWSER_PORT:
+			cfg->browser_port = (unsigned)parse_seconds("--browser-port", optarg);
+			if (cfg->browser_port < 1 || cfg->browser_port > 65535)
+				die("--browser-port: expected 1..65535, got '%s'", optarg);
 			break;
 		case OPT_VMM:
 			free(cfg->vmm);
@@ -474,6 +497,7 @@ int main(int argc, char **argv)
 	cfg->max_timeout = 86400;
 	cfg->retain_dead = 3600;
 	cfg->max_upload = 8ULL << 30;
+	cfg->browser_port = CDP_DEFAULT_PORT;
 	cfg->http = (struct http_cfg){
 	    .max_conns = 1024,
 	    .header_timeout = 10,
@@ -493,6 +517,8 @@ int main(int argc, char **argv)
 		cfg->kernel = beside_binary("../guest/kiln-kernel");
 	if (!cfg->initrd)
 		cfg->initrd = beside_binary("../initramfs/agent.cpio");
+	if (!cfg->browser_launcher)
+		cfg->browser_launcher = strdup(CDP_DEFAULT_LAUNCHER);
 	if (!cfg->images_dir)
 		cfg->images_dir = beside_binary("../images");
 	if (!cfg->image_initrd)

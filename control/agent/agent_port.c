@@ -29,10 +29,10 @@ static void aport_free(struct aport *p)
 	free(p);
 }
 
-static void fail(struct aport *p, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void fail_err(struct aport *p, int status, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-static void fail(struct aport *p, int status, const char *fmt, ...)
+static void fail_err(struct aport *p, int status, int err, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -40,9 +40,11 @@ static void fail(struct aport *p, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	p->ops->on_error(p->ctx, status, msg);
+	p->ops->on_error(p->ctx, status, err, msg);
 	aport_free(p);
 }
+
+#define fail(p, status, ...) fail_err(p, status, 0, __VA_ARGS__)
 
 /* The agent's ERROR frame, as the status and message the user gets. */
 static void agent_error(struct aport *p, const uint8_t *f, uint32_t n)
@@ -66,11 +68,11 @@ static void agent_error(struct aport *p, const uint8_t *f, uint32_t n)
 		     "sandbox created anew has a current agent",
 		     p->sb_id, (int)len, msg);
 	else if (err == ECONNREFUSED)
-		fail(p, 502, "port %u of sandbox %s is closed: %.*s", p->port, p->sb_id, (int)len,
-		     msg);
+		fail_err(p, 502, (int)err, "port %u of sandbox %s is closed: %.*s", p->port,
+		         p->sb_id, (int)len, msg);
 	else
-		fail(p, err == ETIMEDOUT ? 504 : 502, "port %u of sandbox %s: %.*s", p->port,
-		     p->sb_id, (int)len, msg);
+		fail_err(p, err == ETIMEDOUT ? 504 : 502, (int)err, "port %u of sandbox %s: %.*s",
+		         p->port, p->sb_id, (int)len, msg);
 }
 
 static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)

@@ -26,8 +26,9 @@ struct aport_ops {
 	void (*on_end)(void *ctx);
 	/* The stream failed: an HTTP status (502 refused or broken, 504
 	 * timed out, 501 the agent predates port streams, 503 unreachable)
-	 * and a message for the user that names the port and the sandbox. */
-	void (*on_error)(void *ctx, int status, const char *msg);
+	 * and a message for the user that names the port and the sandbox;
+	 * err is the agent's errno (ECONNREFUSED: nothing listens), or 0. */
+	void (*on_error)(void *ctx, int status, int err, const char *msg);
 	/* Optional: queued bytes fell below the low mark after aport_busy(). */
 	void (*on_drain)(void *ctx);
 };

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "browser/cdp.h"
 #include "envd/envd.h"
 #include "net/ports.h"
 #include "sandbox/image.h"
@@ -541,7 +542,7 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 	struct sandbox *sb;
 
 	/* a sandbox's port (PORT-ID.DOMAIN, /sandboxes/ID/ports/PORT/...) */
-	if (ports_route(kd, c, req))
+	if (ports_route(kd, c, req) || cdp_route(kd, c, req))
 		return;
 	if (envd_wants(req)) {
 		/* E2B's in-sandbox API; its own authentication (envd.c) */

@@ -312,7 +312,7 @@ static void on_eof(void *ctx)
 	hpx_fail(x, 502, msg);
 }
 
-static void on_error(void *ctx, int status, const char *msg)
+static void on_error(void *ctx, int status, int err, const char *msg)
 {
 	struct hpx *x = ctx;
 

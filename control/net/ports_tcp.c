@@ -148,7 +148,7 @@ static void on_end(void *ctx)
 	sess_end(s, WS_CLOSE_NORMAL, "closed");
 }
 
-static void on_error(void *ctx, int status, const char *msg)
+static void on_error(void *ctx, int status, int err, const char *msg)
 {
 	struct tcp_sess *s = ctx;
 

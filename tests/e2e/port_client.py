@@ -6,10 +6,13 @@
     python3 port_client.py stall HOST:PORT PATH KEY PID  a client that stops
                                                         reading a big answer
     python3 port_client.py reverse HOST:PORT            half-close round trip
+    python3 port_client.py cdp HOST:PORT ID KEY [MODE]   a CDP session (MODE:
+                                  garbage, huge or crash: how it must end)
 
 Prints what it checked and exits non-zero on a mismatch."""
 import base64
 import hashlib
+import json
 import os
 import socket
 import struct
@@ -69,7 +72,7 @@ class Reader:
         return b0 & 0x0F, self.exact(n)
 
 
-def ws(addr, path, key):
+def ws_open(addr, path, key):
     s = connect(addr)
     k = base64.b64encode(os.urandom(16)).decode()
     s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -77,12 +80,16 @@ def ws(addr, path, key):
                % (path, addr, k, key)).encode())
     head, rest = read_head(s)
     if not head.startswith("HTTP/1.1 101"):
-        raise SystemExit("no upgrade: %s" % head)
+        raise SystemExit("no upgrade: %s %s" % (head, rest[:300]))
     want = base64.b64encode(hashlib.sha1(k.encode() + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11")
                             .digest()).decode()
     if "sec-websocket-accept: %s" % want.lower() not in head.lower():
         raise SystemExit("wrong Sec-WebSocket-Accept: %s" % head)
-    r = Reader(s, rest)
+    return s, Reader(s, rest)
+
+
+def ws(addr, path, key):
+    s, r = ws_open(addr, path, key)
     for msg in (b"hello", os.urandom(200000), b"x" * 70000):
         ws_send(s, 2, msg)
         op, got = r.frame()
@@ -147,9 +154,59 @@ def reverse(addr):
     print("reverse: the answer came after the client's half-close")
 
 
+def cdp_call(s, r, n, method):
+    ws_send(s, 1, json.dumps({"id": n, "method": method, "params": {"n": n}}).encode())
+    op, data = r.frame()
+    if op != 1:
+        raise SystemExit("%s: answer of op %d" % (method, op))
+    msg = json.loads(data)
+    if msg.get("id") != n:
+        raise SystemExit("%s: answer %r" % (method, msg))
+    return msg["result"]
+
+
+def expect_close(r, code, what):
+    try:
+        while True:
+            op, data = r.frame()
+            if op == 8:
+                got = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else None
+                if got != code:
+                    raise SystemExit("%s: close %s (%r), want %d" % (what, got, data[2:], code))
+                return data[2:].decode(errors="replace")
+    except (EOFError, ConnectionResetError):
+        raise SystemExit("%s: the connection ended without a close frame" % what)
+
+
+def cdp(addr, sid, key, mode):
+    """A CDP session through /sandboxes/ID/cdp: prints the browser's pid."""
+    s, r = ws_open(addr, "/sandboxes/%s/cdp" % sid, key)
+    if mode == "garbage":  # unmasked junk: not a client's frame
+        s.sendall(b"\x81\x05hello")
+        print("garbage: close 1002 (%s)" % expect_close(r, 1002, "garbage"))
+        return
+    if mode == "huge":  # a masked frame header announcing 1 GiB
+        s.sendall(struct.pack("!BBQ", 0x82, 0x80 | 127, 1 << 30) + os.urandom(4) + b"x" * 1000)
+        print("huge: close 1009 (%s)" % expect_close(r, 1009, "huge"))
+        return
+    v = cdp_call(s, r, 1, "Browser.getVersion")
+    e = cdp_call(s, r, 2, "Target.getTargets")
+    if e.get("method") != "Target.getTargets" or e.get("params") != {"n": 2}:
+        raise SystemExit("echo: %r" % e)
+    if mode == "crash":
+        ws_send(s, 1, json.dumps({"id": 3, "method": "Test.exit"}).encode())
+        print("crash: close 1011 (%s)" % expect_close(r, 1011, "crash"))
+        return
+    ws_send(s, 8, struct.pack("!H", 1000))
+    expect_close(r, 1000, "normal close")
+    print("%s pid %d" % (v["product"], v["pid"]))
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
-    if cmd == "ws":
+    if cmd == "cdp":
+        cdp(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] if len(sys.argv) > 5 else "")
+    elif cmd == "ws":
         ws(*sys.argv[2:5])
     elif cmd == "stall":
         stall(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
