@@ -7,7 +7,7 @@
 # image is tests/e2e/browser/. Sourced by run.sh.
 
 # shellcheck disable=SC2034 # run.sh runs them
-CDP_TESTS="t_cdp_no_browser t_cdp t_cdp_bad_clients t_cdp_browser_dies"
+CDP_TESTS="t_cdp_no_browser t_cdp t_cdp_cli t_cdp_bad_clients t_cdp_browser_dies"
 
 CDP_SB=
 
@@ -54,6 +54,23 @@ t_cdp() {
 	pid2=${out##* }
 	[ -n "$pid1" ] && [ "$pid1" = "$pid2" ]
 	check $? "a second client finds the same browser (pid $pid1, then $pid2)"
+}
+
+t_cdp_cli() {
+	[ -n "$CDP_SB" ] || { not_ok "t_cdp's sandbox"; return; }
+	local out
+	out=$("$KILN" --url "http://127.0.0.1:$PORT" --api-key "$(key)" browser "$CDP_SB" 2>"$T/err")
+	[ "$out" = "ws://127.0.0.1:$PORT/sandboxes/$CDP_SB/cdp
+http://127.0.0.1:$PORT/sandboxes/$CDP_SB/cdp" ] && grep -q "FakeChrome/1.0 answered" "$T/err"
+	check $? "kiln browser ID prints the endpoint ($out; $(cat "$T/err"))"
+	rm -f "$T/shot.png"
+	"$KILN" browser "$CDP_SB" screenshot http://example.test/ "$T/shot.png" 2>"$T/err"
+	[ $? = 0 ] && [ "$(head -c 8 "$T/shot.png" | od -An -tx1 | tr -d ' ')" = 89504e470d0a1a0a ] &&
+		grep -q "navigating to http://example.test/" "$T/err" && grep -q "wrote $T/shot.png" "$T/err"
+	check $? "kiln browser ID screenshot URL FILE writes the PNG, with progress ($(tr '\n' '|' <"$T/err"))"
+	"$KILN" browser "$CDP_SB" screenshot http://fail.test/ "$T/shot2.png" 2>"$T/err"
+	[ $? = 125 ] && grep -q "cannot load http://fail.test/: net::ERR_NAME_NOT_RESOLVED" "$T/err"
+	check $? "a page that does not load is reported ($(tail -1 "$T/err"))"
 }
 
 t_cdp_bad_clients() {

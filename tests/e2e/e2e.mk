@@ -56,3 +56,11 @@ e2e: e2e-unit
 .PHONY: e2e-e2b
 e2e-e2b: $(BIN)/kilnd $(E2E_BIN)/fake-vmm
 	$(V)bash tests/e2e/e2b/run.sh
+
+# Playwright (playwright-core, connectOverCDP) through kilnd's CDP endpoint
+# (tests/e2e/browser): against the host's chromium-headless-shell with the
+# fake VMM, then against the browser image on real VMs; a part that cannot
+# run says NOT RUN.
+.PHONY: e2e-browser
+e2e-browser: $(BIN)/kilnd $(E2E_BIN)/fake-vmm $(BUILD)/tests/agent/kiln-agent-host
+	$(V)bash tests/e2e/browser/run.sh

@@ -9,8 +9,10 @@ Chromium, only with a Host header that is an address or localhost), and
 takes a WebSocket on the browser target's path. Each text message
 {"id": N, "method": M, "params": P} is answered {"id": N, "result": ...}:
 Browser.getVersion gives {"product": "FakeChrome/1.0", "pid": PID}, any
-other method echoes {"method": M, "params": P}; "Test.exit" makes the
-process exit at once (a browser that crashed)."""
+other method echoes {"method": M, "params": P}, except the few that kiln
+browser screenshot uses (a page T1 in session S1, a load event after
+Page.navigate, a 4x3 PNG); "Test.exit" makes the process exit at once (a
+browser that crashed)."""
 import base64
 import hashlib
 import json
@@ -20,6 +22,7 @@ import struct
 import sys
 import threading
 import uuid
+import zlib
 
 TARGET = "/devtools/browser/" + str(uuid.uuid4())
 
@@ -42,6 +45,16 @@ def send_frame(c, op, payload):
     c.sendall(head + payload)
 
 
+def png(w, h):
+    """A w x h white PNG."""
+    def chunk(kind, data):
+        return (struct.pack("!I", len(data)) + kind + data
+                + struct.pack("!I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    rows = b"".join(b"\0" + b"\xff" * 3 * w for _ in range(h))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack("!IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
 def cdp(c):
     while True:
         b0, b1 = recv_exact(c, 2)
@@ -62,11 +75,29 @@ def cdp(c):
         msg = json.loads(data)
         if msg.get("method") == "Test.exit":
             os._exit(3)
-        if msg.get("method") == "Browser.getVersion":
+        method, params, sid = msg.get("method"), msg.get("params") or {}, msg.get("sessionId")
+        event = None
+        if method == "Browser.getVersion":
             result = {"product": "FakeChrome/1.0", "pid": os.getpid()}
+        elif method == "Target.createTarget":
+            result = {"targetId": "T1"}
+        elif method == "Target.attachToTarget":
+            result = {"sessionId": "S1"}
+        elif method == "Page.navigate" and params.get("url", "").startswith("http://fail."):
+            result = {"frameId": "F1", "errorText": "net::ERR_NAME_NOT_RESOLVED"}
+        elif method == "Page.navigate":
+            result = {"frameId": "F1", "loaderId": "L1"}
+            event = {"method": "Page.loadEventFired", "params": {"timestamp": 1}, "sessionId": sid}
+        elif method == "Page.captureScreenshot":
+            result = {"data": base64.b64encode(png(4, 3)).decode()}
         else:
-            result = {"method": msg.get("method"), "params": msg.get("params")}
-        send_frame(c, 1, json.dumps({"id": msg.get("id"), "result": result}).encode())
+            result = {"method": method, "params": params}
+        answer = {"id": msg.get("id"), "result": result}
+        if sid:
+            answer["sessionId"] = sid
+        send_frame(c, 1, json.dumps(answer).encode())
+        if event:
+            send_frame(c, 1, json.dumps(event).encode())
 
 
 def serve(c, port):
