@@ -80,6 +80,9 @@ t_cdp_bad_clients() {
 	check $? "a client that sends garbage is closed: $out"
 	out=$(python3 tests/e2e/port_client.py cdp "127.0.0.1:$PORT" "$CDP_SB" "$(key)" huge 2>&1)
 	check $? "a client that announces a 1 GiB frame is closed: $out"
+	out=$(python3 tests/e2e/port_client.py cdp "127.0.0.1:$PORT" "$CDP_SB" "$(key)" \
+		"stall:$KILND_PID" 2>&1)
+	check $? "a client that never reads a flood is cut off, kilnd unstalled: $out"
 	t0=$(date +%s%N)
 	out=$(python3 tests/e2e/port_client.py cdp "127.0.0.1:$PORT" "$CDP_SB" "$(key)" 2>&1)
 	t1=$(date +%s%N)

@@ -12,7 +12,7 @@ Browser.getVersion gives {"product": "FakeChrome/1.0", "pid": PID}, any
 other method echoes {"method": M, "params": P}, except the few that kiln
 browser screenshot uses (a page T1 in session S1, a load event after
 Page.navigate, a 4x3 PNG); "Test.exit" makes the process exit at once (a
-browser that crashed)."""
+browser that crashed); "Test.flood" sends 256 MiB of events."""
 import base64
 import hashlib
 import json
@@ -75,6 +75,11 @@ def cdp(c):
         msg = json.loads(data)
         if msg.get("method") == "Test.exit":
             os._exit(3)
+        if msg.get("method") == "Test.flood":  # 256 MiB of events, as fast as they go
+            event = json.dumps({"method": "Test.event", "params": {"pad": "x" * 65000}}).encode()
+            for _ in range(4096):
+                send_frame(c, 1, event)
+            continue
         method, params, sid = msg.get("method"), msg.get("params") or {}, msg.get("sessionId")
         event = None
         if method == "Browser.getVersion":

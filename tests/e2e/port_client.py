@@ -189,6 +189,31 @@ def cdp(addr, sid, key, mode):
         s.sendall(struct.pack("!BBQ", 0x82, 0x80 | 127, 1 << 30) + os.urandom(4) + b"x" * 1000)
         print("huge: close 1009 (%s)" % expect_close(r, 1009, "huge"))
         return
+    if mode.startswith("stall:"):  # ask for a flood, read none of it
+        ws_send(s, 1, json.dumps({"id": 1, "method": "Test.flood"}).encode())
+        pid, base = int(mode[6:]), rss_kb(int(mode[6:]))
+        t0 = time.monotonic()
+        h = socket.create_connection(addr.rsplit(":", 1), timeout=5)
+        h.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        ok = h.recv(100).startswith(b"HTTP/1.1 200")
+        health_ms = (time.monotonic() - t0) * 1e3
+        time.sleep(5)  # past kilnd's --write-timeout (3 s in the tests)
+        grown = rss_kb(pid) - base
+        got = 0
+        try:
+            while True:
+                x = s.recv(1 << 20)
+                if not x:
+                    break
+                got += len(x)
+        except (ConnectionResetError, socket.timeout):
+            pass
+        if not ok or grown > 16 << 10 or got >= 256 << 20:
+            raise SystemExit("stall: health %s in %.0f ms, kilnd grew by %d KiB, the client "
+                             "still got %d bytes" % (ok, health_ms, grown, got))
+        print("stall: kilnd answered /health in %.0f ms meanwhile, grew by %d KiB, and cut "
+              "the client off after %d bytes" % (health_ms, grown, got))
+        return
     v = cdp_call(s, r, 1, "Browser.getVersion")
     e = cdp_call(s, r, 2, "Target.getTargets")
     if e.get("method") != "Target.getTargets" or e.get("params") != {"n": 2}:
