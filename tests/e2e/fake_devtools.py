@@ -37,12 +37,16 @@ def recv_exact(c, n):
     return out
 
 
-def send_frame(c, op, payload):
+def frame(op, payload):
     n = len(payload)
     head = (struct.pack("!BB", 0x80 | op, n) if n < 126 else
             struct.pack("!BBH", 0x80 | op, 126, n) if n < 65536 else
             struct.pack("!BBQ", 0x80 | op, 127, n))
-    c.sendall(head + payload)
+    return head + payload
+
+
+def send_frame(c, op, payload):
+    c.sendall(frame(op, payload))
 
 
 def png(w, h):
@@ -100,9 +104,9 @@ def cdp(c):
         answer = {"id": msg.get("id"), "result": result}
         if sid:
             answer["sessionId"] = sid
-        send_frame(c, 1, json.dumps(answer).encode())
-        if event:
-            send_frame(c, 1, json.dumps(event).encode())
+        # an event right behind its answer, in one write, as Chromium's often come
+        c.sendall(frame(1, json.dumps(answer).encode())
+                  + (frame(1, json.dumps(event).encode()) if event else b""))
 
 
 def serve(c, port):

@@ -25,7 +25,8 @@
 struct cdp {
 	int fd;
 	struct ws ws;
-	json_t *msg; /* the last message received */
+	json_t *queue; /* messages received, not read yet (one recv may bring several) */
+	json_t *msg;   /* the message cdp_read() returned */
 	bool closed;
 	uint16_t close_code;
 	int next_id;
@@ -43,11 +44,12 @@ static int cdp_msg(void *ctx, int opcode, uint8_t *p, size_t n, bool fin)
 {
 	struct cdp *c = ctx;
 
+	json_t *m;
+
 	if (opcode != WS_TEXT)
 		return 0;
-	json_decref(c->msg);
-	c->msg = json_loadb((const char *)p, n, 0, NULL);
-	return 0;
+	m = json_loadb((const char *)p, n, 0, NULL);
+	return m ? json_array_append_new(c->queue, m) : -1;
 }
 
 static void cdp_closed(void *ctx, uint16_t code)
@@ -79,7 +81,7 @@ static int cdp_read(struct cdp *c, int ms)
 
 	json_decref(c->msg);
 	c->msg = NULL;
-	while (!c->msg && !c->closed) {
+	while (!json_array_size(c->queue) && !c->closed) {
 		struct pollfd pf = {.fd = c->fd, .events = POLLIN};
 		int left = (int)((end - mono_now()) * 1e3);
 		ssize_t n;
@@ -92,7 +94,11 @@ static int cdp_read(struct cdp *c, int ms)
 		if (n <= 0 || ws_feed(&c->ws, buf, (size_t)n))
 			return -1;
 	}
-	return c->msg ? 0 : -1;
+	if (!json_array_size(c->queue))
+		return -1;
+	c->msg = json_incref(json_array_get(c->queue, 0));
+	json_array_remove(c->queue, 0);
+	return 0;
 }
 
 /* Send method (in session sid, if any) and wait for its answer: the
@@ -174,11 +180,13 @@ out:
 
 static int screenshot(struct kc *k, const char *id, const char *url, const char *file)
 {
-	struct cdp c = {.t0 = mono_now()};
+	struct cdp c = {.t0 = mono_now(), .queue = json_array()};
 	char path[128], *target = NULL, *sid = NULL;
 	json_t *r;
 	int rc = KILN_EXIT_FAIL, n;
 
+	if (!c.queue)
+		die_oom();
 	if (kc_connect(k) < 0)
 		return KILN_EXIT_FAIL;
 	c.fd = k->fd;
@@ -224,6 +232,7 @@ out:
 	free(target);
 	free(sid);
 	json_decref(c.msg);
+	json_decref(c.queue);
 	ws_free(&c.ws);
 	close(c.fd);
 	return rc;
