@@ -175,7 +175,7 @@ async function main() {
     if (id) await api('DELETE', `/sandboxes/${id}`).catch(() => {})
     kilnd.kill('SIGTERM')
     if (HOST && fs.existsSync(`${T}/browser.pid`)) // the host's Chromium, started for the "sandbox"
-      try { process.kill(parseInt(fs.readFileSync(`${T}/browser.pid`, 'utf8'))) } catch {}
+      try { process.kill(-parseInt(fs.readFileSync(`${T}/browser.pid`, 'utf8')), 'SIGKILL') } catch {} // its process group: the agent's setsid
     if (failed) console.log(fs.readFileSync(`${T}/kilnd.log`, 'utf8').split('\n').slice(-40).map((l) => `#   ${l}`).join('\n'))
     fs.rmSync(T, { recursive: true, force: true })
   }
