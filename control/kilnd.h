@@ -21,6 +21,9 @@ struct kilnd_cfg {
 	char *tcp_listen;  /* "127.0.0.1:PORT" or NULL */
 	char *envd_listen; /* the envd API's own listener, or NULL */
 	char *api_key;
+	char *domain;           /* of the sandboxes' host names, PORT-ID.DOMAIN (net/ports.h) */
+	char *browser_launcher; /* browser/cdp.h */
+	unsigned browser_port;
 	char *vmm, *kernel, *initrd;
 	char *images_dir;        /* IMAGES_DIR/NAME.erofs (image.h) */
 	char *image_initrd;      /* the agent alone, booted over an image */
@@ -60,6 +63,7 @@ struct bootfile;
 struct envd_watcher;
 struct watch_stream;
 struct ci_ctx;
+struct cdp_start;
 
 struct kilnd {
 	struct ev_loop *loop;
@@ -74,8 +78,9 @@ struct kilnd {
 	char *envd_secret;             /* keys the sandboxes' envd access tokens */
 	struct envd_watcher *watchers; /* envd_watch.c */
 	struct watch_stream *watch_streams;
-	struct ci_ctx *ci_ctxs; /* codeint.c: code contexts */
-	unsigned nsandboxes;    /* with a VMM: starting, running, pausing, resuming */
+	struct ci_ctx *ci_ctxs;       /* codeint.c: code contexts */
+	struct cdp_start *cdp_starts; /* browser/cdp_start.c: browsers being started */
+	unsigned nsandboxes;          /* with a VMM: starting, running, pausing, resuming */
 	struct api_op_stats ops[API_OP_MAX];
 	ev_timer housekeeping;
 	ev_timer pool_timer; /* pool.c: refills */

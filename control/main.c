@@ -26,6 +26,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "browser/cdp.h"
 #include "sandbox/bootfile.h"
 #include "api/api.h"
 #include "envd/envd.h"
@@ -55,6 +56,13 @@ static void usage(FILE *f)
 	        "  --envd-listen H:PORT  serve E2B's in-sandbox API (envd) on its own TCP port,\n"
 	        "                        for E2B_SANDBOX_URL (also reachable on --listen-tcp\n"
 	        "                        with the E2b-Sandbox-Id header)\n"
+	        "  --domain NAME[:PORT]  sandboxes' ports answer as PORT-ID.NAME (E2B's\n"
+	        "                        getHost); give the :PORT clients reach kilnd at\n"
+	        "                        (default: localhost)\n"
+	        "  --browser-launcher P  the program in the guest that starts the browser on\n"
+	        "                        first use of /sandboxes/ID/cdp (default\n"
+	        "                        " CDP_DEFAULT_LAUNCHER ")\n"
+	        "  --browser-port N      the browser's DevTools port in the guest (9222)\n"
 	        "  --vmm PATH            kiln-vmm (default: next to kilnd)\n"
 	        "  --kernel PATH         guest kernel (default: ../guest/kiln-kernel from kilnd)\n"
 	        "  --initrd PATH         initramfs with the agent and busybox, the built-in\n"
@@ -267,6 +275,8 @@ static void cfg_free(struct kilnd_cfg *cfg)
 	free(cfg->tcp_listen);
 	free(cfg->envd_listen);
 	free(cfg->api_key);
+	free(cfg->domain);
+	free(cfg->browser_launcher);
 	free(cfg->vmm);
 	free(cfg->kernel);
 	free(cfg->initrd);
@@ -293,6 +303,9 @@ enum {
 	OPT_TCP,
 	OPT_ENVD,
 	OPT_API_KEY,
+	OPT_DOMAIN,
+	OPT_BROWSER_LAUNCHER,
+	OPT_BROWSER_PORT,
 	OPT_VMM,
 	OPT_KERNEL,
 	OPT_INITRD,
@@ -320,6 +333,9 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"listen-tcp", required_argument, NULL, OPT_TCP},
 	    {"envd-listen", required_argument, NULL, OPT_ENVD},
 	    {"api-key", required_argument, NULL, OPT_API_KEY},
+	    {"domain", required_argument, NULL, OPT_DOMAIN},
+	    {"browser-launcher", required_argument, NULL, OPT_BROWSER_LAUNCHER},
+	    {"browser-port", required_argument, NULL, OPT_BROWSER_PORT},
 	    {"vmm", required_argument, NULL, OPT_VMM},
 	    {"kernel", required_argument, NULL, OPT_KERNEL},
 	    {"initrd", required_argument, NULL, OPT_INITRD},
@@ -365,6 +381,25 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 		case OPT_API_KEY:
 			free(cfg->api_key);
 			cfg->api_key = strdup(optarg);
+			break;
+		case OPT_DOMAIN:
+			if (!*optarg || strlen(optarg) > 200 || strpbrk(optarg, "/ \t\r\n"))
+				die("--domain: expected a host name (and :port), got '%s'", optarg);
+			free(cfg->domain);
+			cfg->domain = strdup(optarg);
+			break;
+		case OPT_BROWSER_LAUNCHER:
+			if (optarg[0] != '/')
+				die("--browser-launcher: expected an absolute path in the guest, "
+				    "got '%s'",
+				    optarg);
+			free(cfg->browser_launcher);
+			cfg->browser_launcher = strdup(optarg);
+			break;
+		case OPT_BROWSER_PORT:
+			cfg->browser_port = (unsigned)parse_seconds("--browser-port", optarg);
+			if (cfg->browser_port < 1 || cfg->browser_port > 65535)
+				die("--browser-port: expected 1..65535, got '%s'", optarg);
 			break;
 		case OPT_VMM:
 			free(cfg->vmm);
@@ -463,6 +498,7 @@ int main(int argc, char **argv)
 	cfg->max_timeout = 86400;
 	cfg->retain_dead = 3600;
 	cfg->max_upload = 8ULL << 30;
+	cfg->browser_port = CDP_DEFAULT_PORT;
 	cfg->http = (struct http_cfg){
 	    .max_conns = 1024,
 	    .header_timeout = 10,
@@ -482,6 +518,8 @@ int main(int argc, char **argv)
 		cfg->kernel = beside_binary("../guest/kiln-kernel");
 	if (!cfg->initrd)
 		cfg->initrd = beside_binary("../initramfs/agent.cpio");
+	if (!cfg->browser_launcher)
+		cfg->browser_launcher = strdup(CDP_DEFAULT_LAUNCHER);
 	if (!cfg->images_dir)
 		cfg->images_dir = beside_binary("../images");
 	if (!cfg->image_initrd)

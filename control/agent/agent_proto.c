@@ -349,15 +349,16 @@ int agent_parse_info(const void *p, uint32_t n, struct agent_info *info)
 const char *agent_msg_name(uint16_t type)
 {
 	static const char *const names[KILN_MSG_MAX] = {
-	    [KILN_MSG_HELLO] = "HELLO",   [KILN_MSG_ERROR] = "ERROR",
-	    [KILN_MSG_START] = "START",   [KILN_MSG_STARTED] = "STARTED",
-	    [KILN_MSG_STDIN] = "STDIN",   [KILN_MSG_STDIN_EOF] = "STDIN_EOF",
-	    [KILN_MSG_STDOUT] = "STDOUT", [KILN_MSG_STDERR] = "STDERR",
-	    [KILN_MSG_SIGNAL] = "SIGNAL", [KILN_MSG_RESIZE] = "RESIZE",
-	    [KILN_MSG_EXIT] = "EXIT",     [KILN_MSG_FILE_REQUEST] = "FILE_REQUEST",
-	    [KILN_MSG_DATA] = "DATA",     [KILN_MSG_DONE] = "DONE",
-	    [KILN_MSG_STAT] = "STAT",     [KILN_MSG_ENTRY] = "ENTRY",
-	    [KILN_MSG_INFO] = "INFO",     [KILN_MSG_ATTACH] = "ATTACH",
+	    [KILN_MSG_HELLO] = "HELLO",     [KILN_MSG_ERROR] = "ERROR",
+	    [KILN_MSG_START] = "START",     [KILN_MSG_STARTED] = "STARTED",
+	    [KILN_MSG_STDIN] = "STDIN",     [KILN_MSG_STDIN_EOF] = "STDIN_EOF",
+	    [KILN_MSG_STDOUT] = "STDOUT",   [KILN_MSG_STDERR] = "STDERR",
+	    [KILN_MSG_SIGNAL] = "SIGNAL",   [KILN_MSG_RESIZE] = "RESIZE",
+	    [KILN_MSG_EXIT] = "EXIT",       [KILN_MSG_FILE_REQUEST] = "FILE_REQUEST",
+	    [KILN_MSG_DATA] = "DATA",       [KILN_MSG_DONE] = "DONE",
+	    [KILN_MSG_STAT] = "STAT",       [KILN_MSG_ENTRY] = "ENTRY",
+	    [KILN_MSG_INFO] = "INFO",       [KILN_MSG_ATTACH] = "ATTACH",
+	    [KILN_MSG_CONNECT] = "CONNECT", [KILN_MSG_CONNECTED] = "CONNECTED",
 	};
 
 	return type < KILN_MSG_MAX && names[type] ? names[type] : "?";

@@ -14,7 +14,9 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "browser/cdp.h"
 #include "envd/envd.h"
+#include "net/ports.h"
 #include "sandbox/image.h"
 #include "http/jsonutil.h"
 #include "proxy.h"
@@ -61,7 +63,7 @@ static bool key_equal(const char *a, const char *b)
 	return d == 0;
 }
 
-static bool authorized(struct kilnd *kd, struct http_req *req)
+bool api_authorized(struct kilnd *kd, struct http_req *req)
 {
 	const char *k = http_header(req, "X-API-Key"), *auth;
 
@@ -83,7 +85,14 @@ json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb)
 	envd_token(kd, sb->rec.id, token);
 	if (j) {
 		json_object_set_new(j, "envdAccessToken", json_string(token));
-		json_object_set_new(j, "trafficAccessToken", json_null());
+		if (sb->rec.flags & SB_F_PUBLIC_PORTS) {
+			json_object_set_new(j, "trafficAccessToken", json_null());
+		} else {
+			ports_traffic_token(kd, sb->rec.id, token);
+			json_object_set_new(j, "trafficAccessToken", json_string(token));
+		}
+		/* getHost(port) answers PORT-ID.DOMAIN (net/ports.h) */
+		json_object_set_new(j, "domain", json_string(ports_domain(kd)));
 	}
 	return j;
 }
@@ -554,6 +563,9 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 	bool v2 = false;
 	struct sandbox *sb;
 
+	/* a sandbox's port (PORT-ID.DOMAIN, /sandboxes/ID/ports/PORT/...) */
+	if (ports_route(kd, c, req) || cdp_route(kd, c, req))
+		return;
 	if (envd_wants(req)) {
 		/* E2B's in-sandbox API; its own authentication (envd.c) */
 		envd_route(c, req, kd);
@@ -574,7 +586,7 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 		http_respond(c, 200, "application/json", NULL, LIT("{\"status\":\"ok\"}"));
 		goto out;
 	}
-	if (!authorized(kd, req)) {
+	if (!api_authorized(kd, req)) {
 		http_respond(c, 401, "application/json", "WWW-Authenticate: Bearer\r\n",
 		             LIT("{\"code\":401,\"message\":\"missing or wrong API key\"}"));
 		goto out;

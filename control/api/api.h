@@ -16,6 +16,9 @@
 /* The sandbox as create, connect and get answer it: with its envd access
  * token (the SDK sends it as X-Access-Token to the envd API). */
 json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb);
+/* The request carries the API key (X-API-Key, or Authorization: Bearer),
+ * or came over the unix socket. */
+bool api_authorized(struct kilnd *kd, struct http_req *req);
 /* A name of letters, digits, '.', '_' and '-', 1 to max bytes. */
 bool api_name_ok(const char *s, size_t max);
 

@@ -58,6 +58,13 @@ bool api_name_ok(const char *s, size_t max)
 	return true;
 }
 
+/* E2B's network.allowPublicTraffic: its ports answer without a token. */
+static bool e2b_public_traffic(json_t *body)
+{
+	return json_is_true(
+	    json_object_get(json_object_get(body, "network"), "allowPublicTraffic"));
+}
+
 static bool env_names_ok(json_t *env)
 {
 	const char *k;
@@ -141,7 +148,7 @@ void api_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 	struct create_wait *w;
 	struct sandbox *sb;
 	char *image_path = NULL;
-	bool auto_pause;
+	bool auto_pause, public_ports;
 	int status;
 
 	if (json_get_str(body, "templateID", 64, &tmpl, err) ||
@@ -151,12 +158,14 @@ void api_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 	    json_get_int(body, "memoryMB", 64, 65536, -1, &p.memory_mb, err) ||
 	    json_get_int(body, "cpuCount", 1, 64, 1, &p.cpu_count, err) ||
 	    json_get_bool(body, "autoPause", false, &auto_pause, err) ||
+	    json_get_bool(body, "publicPorts", e2b_public_traffic(body), &public_ports, err) ||
 	    json_get_str_map(body, "envVars", 1024, 256u << 10, &p.env, err) ||
 	    json_get_str_map(body, "metadata", 256, 64u << 10, &p.metadata, err)) {
 		http_respond_error(c, 400, "%s", err);
 		return;
 	}
 	p.auto_pause = auto_pause;
+	p.public_ports = public_ports;
 	status = resolve(kd, tmpl, image, &p, &t, &image_path, msg, sizeof(msg));
 	if (status) {
 		http_respond_error(c, status, "%s", msg);

@@ -218,6 +218,7 @@ static void start_clones(struct fork_req *f, struct sandbox *src)
 	    .memory_mb = src->rec.memory_mb,
 	    .cpu_count = src->rec.cpu_count,
 	    .auto_pause = src->rec.flags & SB_F_AUTO_PAUSE,
+	    .public_ports = src->rec.flags & SB_F_PUBLIC_PORTS,
 	    .env = src->env,
 	    .metadata = src->metadata,
 	};

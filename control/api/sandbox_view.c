@@ -24,6 +24,7 @@ json_t *sb_to_json(const struct sandbox *sb)
 		return NULL;
 	if (sb->rec.reason && !sb_is_live(sb->state))
 		json_object_set_new(j, "reason", json_string(sb->rec.reason));
+	json_object_set_new(j, "publicPorts", json_boolean(sb->rec.flags & SB_F_PUBLIC_PORTS));
 	if (sb->alive)
 		json_object_set_new(j, "pid", json_integer(sb->rec.pid));
 	if (sb->agent_version[0])

@@ -16,6 +16,7 @@
 #include "codeint.h"
 #include "http/connectrpc.h"
 #include "envd.h"
+#include "net/ports.h"
 #include "http/jsonutil.h"
 #include "util.h"
 #include "sandbox/wake.h"
@@ -640,13 +641,15 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 		port = *end || p > 65535 ? 0 : (unsigned)p;
 	}
 	if (port != ENVD_PORT && port != CI_PORT) {
-		/* E2B forwards any port of the sandbox; kiln has no guest
-		 * networking to forward to. */
-		json_t *j = json_pack("{s:i,s:s}", "code", 502, "message",
-		                      "kiln serves only the envd (49983) and code interpreter "
-		                      "(49999) ports of a sandbox");
-
-		http_respond_json(c, 502, j);
+		/* any other port of the sandbox: its own server (net/ports.h) */
+		if (!id || !port)
+			http_respond_json(
+			    c, 502,
+			    json_pack("{s:i,s:s}", "code", 502, "message",
+			              id ? "bad E2b-Sandbox-Port"
+			                 : "no sandbox: send the E2b-Sandbox-Id header"));
+		else
+			ports_route_envd(kd, c, req, id, port);
 		return;
 	}
 	if (id)

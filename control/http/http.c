@@ -189,6 +189,7 @@ static void reset_request(struct http_conn *c)
 	c->rs = RS_NONE;
 	c->read_paused = false;
 	c->held = false;
+	c->raw_out = false;
 }
 
 /* Can this connection carry another request after the current response? */
@@ -360,9 +361,27 @@ void http_upgrade(struct http_conn *c, const char *extra)
 		ev_feed_event(c->srv->loop, &c->rw, EV_READ);
 }
 
+void http_respond_raw(struct http_conn *c, bool upgrade)
+{
+	if (c->dead || c->rs != RS_NONE)
+		return;
+	log_debug("http: %s %s -> raw response%s", http_method_str(c->req.method),
+	          c->req.url ? c->req.url : "(none)", upgrade ? " (upgraded)" : "");
+	c->keep_alive = false;
+	c->raw_out = true;
+	c->rs = RS_STREAM;
+	if (upgrade) {
+		c->upgraded = true;
+		c->read_paused = false;
+		update_watchers(c);
+		if (buf_avail(&c->in))
+			ev_feed_event(c->srv->loop, &c->rw, EV_READ);
+	}
+}
+
 void http_write_raw(struct http_conn *c, const void *p, size_t n)
 {
-	if (!c->dead && c->upgraded)
+	if (!c->dead && (c->upgraded || c->raw_out))
 		out_append(c, p, n);
 }
 

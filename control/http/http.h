@@ -118,6 +118,13 @@ void http_stream_write(struct http_conn *c, const void *p, size_t n);
 void http_stream_end(struct http_conn *c);
 /* 101 Switching Protocols; then bytes go both ways raw. */
 void http_upgrade(struct http_conn *c, const char *extra_headers);
+/* The handler writes the whole response itself, status line and headers
+ * included (http_write_raw), and ends it with http_close (a reverse proxy
+ * relaying another server's answer). The connection closes after it. With
+ * upgrade (a relayed 101), the client's bytes after the request go to
+ * on_raw, as after http_upgrade(). */
+void http_respond_raw(struct http_conn *c, bool upgrade);
+/* After http_upgrade() or http_respond_raw(): bytes as they are. */
 void http_write_raw(struct http_conn *c, const void *p, size_t n);
 /* Close once queued output is written (ends the handler). */
 void http_close(struct http_conn *c);

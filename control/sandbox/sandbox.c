@@ -587,8 +587,8 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 	sb->rec.kernel = strdup(p->kernel);
 	sb->rec.initrd = strdup(p->initrd);
 	sb->rec.image = strdup_or_null(p->image);
-	sb->rec.flags =
-	    SB_F_API | (p->auto_pause ? SB_F_AUTO_PAUSE : 0) | (p->pool ? SB_F_POOL : 0);
+	sb->rec.flags = SB_F_API | (p->auto_pause ? SB_F_AUTO_PAUSE : 0) |
+	                (p->pool ? SB_F_POOL : 0) | (p->public_ports ? SB_F_PUBLIC_PORTS : 0);
 	sb->restored = p->restore != NULL;
 	sb->env = p->env ? json_deep_copy(p->env) : json_object();
 	sb->metadata = p->metadata ? json_deep_copy(p->metadata) : json_object();
@@ -630,9 +630,11 @@ fail:
 
 void sb_claim(struct sandbox *sb, const struct sb_params *p)
 {
-	sb->rec.flags &= ~(SB_F_POOL | SB_F_AUTO_PAUSE);
+	sb->rec.flags &= ~(SB_F_POOL | SB_F_AUTO_PAUSE | SB_F_PUBLIC_PORTS);
 	if (p->auto_pause)
 		sb->rec.flags |= SB_F_AUTO_PAUSE;
+	if (p->public_ports)
+		sb->rec.flags |= SB_F_PUBLIC_PORTS;
 	sb->rec.created_ms = now_ms();
 	sb->rec.timeout_s = p->timeout_s;
 	json_decref(sb->env);

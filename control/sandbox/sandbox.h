@@ -91,6 +91,7 @@ struct sb_params {
 	long long timeout_s, memory_mb, cpu_count;
 	bool auto_pause;        /* pause, not kill, when the lifetime ends */
 	bool pool;              /* a clone for its template's warm pool (pool.c) */
+	bool public_ports;      /* its ports answer without the API key (net/ports.h) */
 	json_t *env, *metadata; /* borrowed; may be NULL */
 };
 

@@ -10,9 +10,10 @@
 
 #define SB_ID_LEN 20
 
-#define SB_F_AUTO_PAUSE 1u /* pause instead of kill when the lifetime ends */
-#define SB_F_API        2u /* the VMM serves its API socket: it can be paused */
-#define SB_F_POOL       4u /* a started clone in its template's warm pool (pool.c) */
+#define SB_F_AUTO_PAUSE   1u /* pause instead of kill when the lifetime ends */
+#define SB_F_API          2u /* the VMM serves its API socket: it can be paused */
+#define SB_F_POOL         4u /* a started clone in its template's warm pool (pool.c) */
+#define SB_F_PUBLIC_PORTS 8u /* its ports answer without the API key (net/ports.h) */
 
 /* Plain data: what is persisted about one sandbox. Strings are owned. */
 struct sb_record {

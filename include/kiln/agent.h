@@ -35,7 +35,8 @@
  * Any change to a layout or meaning bumps KILN_AGENT_VERSION. Compatible
  * additions do not (snapshots keep the agent they were taken with): a flag
  * an older agent ignores (KILN_FRAME_KEEP), a message type it refuses with
- * ERROR EPROTO (KILN_MSG_ATTACH).
+ * ERROR EPROTO (KILN_MSG_ATTACH), a stream kind it refuses with ERROR
+ * EINVAL "unknown stream kind" in answer to the HELLO (KILN_STREAM_PORT).
  */
 #ifndef KILN_AGENT_H
 #define KILN_AGENT_H
@@ -88,6 +89,7 @@ enum kiln_stream {
 	KILN_STREAM_PTY,  /* run a command on a pseudo-terminal */
 	KILN_STREAM_FILE, /* one file operation */
 	KILN_STREAM_INFO, /* agent version, uptime, memory */
+	KILN_STREAM_PORT, /* a TCP connection to a port of the guest's loopback */
 	KILN_STREAM_MAX,
 };
 
@@ -185,6 +187,34 @@ enum kiln_msg {
 	 * ESRCH if no such process is waiting for a stream. */
 	KILN_MSG_ATTACH,
 
+	/* ---- port streams: a TCP connection inside the guest ---- */
+	/* Host, once, after HELLO: u32 port (1..65535), u32 family
+	 * (KILN_PORT_ANY: 127.0.0.1, then ::1 if that is refused; KILN_PORT_V4:
+	 * 127.0.0.1 only; KILN_PORT_V6: ::1 only). Anything else: ERROR EINVAL.
+	 * The agent connects, then answers CONNECTED, or ERROR (ECONNREFUSED:
+	 * nothing listens there; ETIMEDOUT after KILN_PORT_CONNECT_MS).
+	 *
+	 * Then bytes go both ways as DATA frames (at most KILN_DATA_CHUNK
+	 * each; the host may send DATA right after CONNECT, it is written once
+	 * the connection is up). DONE, either way, is that side's half-close:
+	 * from the host, the agent shuts down the socket's writing side once
+	 * what came before is written; from the agent, the guest's peer closed
+	 * its writing side (read reached end of file). Each side sends DONE at
+	 * most once and no DATA after it. The stream ends when both DONEs have
+	 * been sent and the host's bytes are written: the agent then shuts
+	 * down its sending side (the host reads EOF) without a last frame of
+	 * its own beyond its DONE. If the guest's peer stops reading (reset,
+	 * or closed), the host's further DATA is dropped and the stream ends
+	 * once the peer's output reached end of file. Either side reads only
+	 * as fast as the other writes: the agent reads the socket only while
+	 * its queue to the host has room, and the host's DATA only while what
+	 * it holds for the socket is below its limit. ERROR from the agent
+	 * (ECONNRESET: the peer reset the connection) or the host, or the host
+	 * closing, ends the stream at once and closes the socket. */
+	KILN_MSG_CONNECT,
+	/* Agent: u32 family the connection was made over (4 or 6). */
+	KILN_MSG_CONNECTED,
+
 	KILN_MSG_MAX,
 };
 
@@ -201,5 +231,11 @@ enum kiln_file_op {
 };
 
 #define KILN_EXIT_TIMEOUT 0x1 /* the command was killed at its timeout */
+
+/* CONNECT's family */
+#define KILN_PORT_ANY        0
+#define KILN_PORT_V4         4
+#define KILN_PORT_V6         6
+#define KILN_PORT_CONNECT_MS 10000
 
 #endif

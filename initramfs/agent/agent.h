@@ -105,7 +105,7 @@ struct conn {
 	struct kbuf in, out;
 };
 
-extern const struct stream_ops exec_ops, pty_ops, file_ops, info_ops;
+extern const struct stream_ops exec_ops, pty_ops, file_ops, info_ops, port_ops;
 
 /* exec.c: the process of an exec or pty stream (0 if none). */
 pid_t exec_pid(const struct conn *c);

@@ -18,10 +18,8 @@
 #define OUT_KEEP       (160u << 10) /* room for one data frame stays allocated */
 
 static const struct stream_ops *const stream_kinds[KILN_STREAM_MAX] = {
-    [KILN_STREAM_EXEC] = &exec_ops,
-    [KILN_STREAM_PTY] = &pty_ops,
-    [KILN_STREAM_FILE] = &file_ops,
-    [KILN_STREAM_INFO] = &info_ops,
+    [KILN_STREAM_EXEC] = &exec_ops, [KILN_STREAM_PTY] = &pty_ops,   [KILN_STREAM_FILE] = &file_ops,
+    [KILN_STREAM_INFO] = &info_ops, [KILN_STREAM_PORT] = &port_ops,
 };
 
 struct conn *conn_new(int fd)

@@ -30,9 +30,10 @@ e2e: $(E2E_PROGS)
 # Check unit tests of kilnd's codecs, built with ASan+UBSan. (They could move
 # to tests/unit: UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c, and
 # UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c.)
-E2E_UNIT := test_ws test_agent_proto
+E2E_UNIT := test_ws test_agent_proto test_ws_scan
 E2E_UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c
+E2E_UNIT_SRCS_test_ws_scan := control/browser/ws_scan.c control/http/ws.c control/http/buf.c
 E2E_UNIT_FLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclude -Icontrol \
 	-D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize-recover=all \
 	$(shell pkg-config --cflags check 2>/dev/null)
@@ -56,3 +57,11 @@ e2e: e2e-unit
 .PHONY: e2e-e2b
 e2e-e2b: $(BIN)/kilnd $(E2E_BIN)/fake-vmm
 	$(V)bash tests/e2e/e2b/run.sh
+
+# Playwright (playwright-core, connectOverCDP) through kilnd's CDP endpoint
+# (tests/e2e/browser): against the host's chromium-headless-shell with the
+# fake VMM, then against the browser image on real VMs; a part that cannot
+# run says NOT RUN.
+.PHONY: e2e-browser
+e2e-browser: $(BIN)/kilnd $(E2E_BIN)/fake-vmm $(BUILD)/tests/agent/kiln-agent-host
+	$(V)bash tests/e2e/browser/run.sh

@@ -58,6 +58,7 @@ else
 fi
 SOCK=$DATA/kilnd.sock
 PORT=$((20000 + RANDOM % 20000))
+CDP_PORT=$((PORT + 2)) # the stand-in browser's DevTools port (cdp.sh)
 # Paths inside the guest (with the fake VMM the guest's file system is the
 # host's, so keep them unique).
 G=/tmp/kiln-e2e-guest-$$
@@ -98,7 +99,8 @@ vmm_opts() {
 
 start_kilnd() {
 	# shellcheck disable=SC2046 # vmm_opts' words are split on purpose
-	"$KILND" --data-dir "$DATA" $(vmm_opts) --listen-tcp "127.0.0.1:$PORT" \
+	"$KILND" --data-dir "$DATA" $(vmm_opts) --listen-tcp "127.0.0.1:$PORT" --domain "localhost:$PORT" \
+		--browser-launcher "$G/kiln-browser" --browser-port "$CDP_PORT" \
 		--header-timeout 2 --write-timeout 3 --body-timeout 5 --max-conns 200 "$@" \
 		>>"$T/kilnd.log" 2>&1 &
 	KILND_PID=$!
@@ -673,9 +675,14 @@ t_cli_errors() {
 . tests/e2e/snapshots.sh
 # shellcheck source=tests/e2e/metrics.sh
 . tests/e2e/metrics.sh
+# shellcheck source=tests/e2e/ports.sh
+. tests/e2e/ports.sh
+# shellcheck source=tests/e2e/cdp.sh
+. tests/e2e/cdp.sh
 
 ALL="t_echo t_streams t_exit_codes t_files t_concurrent t_reuse t_bad_requests t_max_conns t_pty
-t_e2b_api t_lifecycle t_restart t_boot_failures t_cli t_cli_errors $SNAPSHOT_TESTS $METRICS_TESTS"
+t_e2b_api t_lifecycle t_restart t_boot_failures t_cli t_cli_errors $SNAPSHOT_TESTS $PORT_TESTS
+$CDP_TESTS $METRICS_TESTS"
 echo "e2e: kilnd with VMM $VMM${AGENT:+ relaying to the agent $AGENT} (data in $T)"
 start_kilnd
 for t in ${*:-$ALL}; do

@@ -1094,6 +1094,10 @@ def case_no_zombies(a, d):
              what="the agent's zombies to go")
 
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agent_port_cases  # noqa: E402 - uses the helpers above (as __main__)
+
+globals().update({n: f for n, f in vars(agent_port_cases).items() if n.startswith("case_")})
 CASES = [(n[5:].replace("_", "-"), f) for n, f in list(globals().items())
          if n.startswith("case_")]
 

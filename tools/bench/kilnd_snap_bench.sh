@@ -46,17 +46,6 @@ fail() {
 	echo "kilnd_snap_bench: $*: $(head -c 500 "$BODY")"
 	exit 1
 }
-# median, p90 and min of the seconds on stdin, in ms
-stats() {
-	sort -g | awk '{ v[NR] = $1 } END {
-		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		printf "median %7.1f ms, p90 %7.1f ms, min %7.1f ms (n=%d)", m * 1000,
-			v[int(NR * 0.9 + 0.5)] * 1000, v[1] * 1000, NR }'
-}
-line() {
-	printf '%-44s %s\n' "$1" "$(stats <"$2")"
-}
-
 # wait_pool NAME N: until the template's pool has N clones ready again
 wait_pool() {
 	for _ in $(seq 400); do

@@ -25,3 +25,14 @@ for _ in $(seq 100); do
 	curl -s --unix-socket "$SOCK" http://k/health >/dev/null && break
 	sleep 0.05
 done
+
+# median, p90 and min of the seconds on stdin, in ms
+stats() {
+	sort -g | awk '{ v[NR] = $1 } END {
+		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+		printf "median %7.1f ms, p90 %7.1f ms, min %7.1f ms (n=%d)", m * 1000,
+			v[int(NR * 0.9 + 0.5)] * 1000, v[1] * 1000, NR }'
+}
+line() {
+	printf '%-44s %s\n' "$1" "$(stats <"$2")"
+}

@@ -43,7 +43,7 @@ int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-static int send_all(int fd, const void *p, size_t n)
+int kc_send_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
 
@@ -309,7 +309,7 @@ static int send_head(struct kc *k, const char *method, const char *path, const c
 	n += snprintf(head + n, sizeof(head) - (size_t)n, "\r\n");
 	if (n >= (int)sizeof(head))
 		return -1;
-	return send_all(k->fd, head, (size_t)n);
+	return kc_send_all(k->fd, head, (size_t)n);
 }
 
 int kc_request(struct kc *k, const char *method, const char *path, const char *ctype,
@@ -326,7 +326,7 @@ int kc_request(struct kc *k, const char *method, const char *path, const char *c
 		              body || !strcmp(method, "POST") || !strcmp(method, "PUT")
 		                  ? (long long)len
 		                  : -1) ||
-		    (len && send_all(k->fd, body, len))) {
+		    (len && kc_send_all(k->fd, body, len))) {
 			int err = errno;
 
 			/* kilnd answers some requests (404, 413) before reading
@@ -380,7 +380,7 @@ int kc_upload(struct kc *k, const char *method, const char *path, int fd, off_t 
 			kc_disconnect(k);
 			return -1;
 		}
-		if (send_all(k->fd, buf, (size_t)n)) {
+		if (kc_send_all(k->fd, buf, (size_t)n)) {
 			progress_done(&pr);
 			goto broken;
 		}

@@ -16,8 +16,6 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include <http_parser.h>
-
 #include "kiln.h"
 #include "http/ws.h"
 
@@ -53,19 +51,8 @@ static void on_signal(int sig)
 static int ws_out(void *ctx, const void *p, size_t n)
 {
 	struct shell *s = ctx;
-	const char *c = p;
 
-	while (n) {
-		ssize_t w = send(s->fd, c, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return kc_send_all(s->fd, p, n);
 }
 
 static int ws_msg(void *ctx, int opcode, uint8_t *p, size_t n, bool fin)
@@ -114,122 +101,17 @@ static void send_resize(struct shell *s)
 	ws_send(&s->ws, WS_TEXT, msg, strlen(msg));
 }
 
-struct hs {
-	int status;
-	bool done;
-	char field[64];
-	int flen;
-	bool is_accept;
-	char accept[64];
-	int alen;
-};
-
-static int hs_field(http_parser *p, const char *at, size_t n)
-{
-	struct hs *h = p->data;
-
-	if (h->flen + (int)n < (int)sizeof(h->field)) {
-		memcpy(h->field + h->flen, at, n);
-		h->flen += (int)n;
-	}
-	h->field[h->flen] = 0;
-	return 0;
-}
-
-static int hs_value(http_parser *p, const char *at, size_t n)
-{
-	struct hs *h = p->data;
-
-	if (h->flen) {
-		h->is_accept = !strcasecmp(h->field, "Sec-WebSocket-Accept");
-		h->flen = 0;
-	}
-	if (h->is_accept && h->alen + (int)n < (int)sizeof(h->accept)) {
-		memcpy(h->accept + h->alen, at, n);
-		h->alen += (int)n;
-		h->accept[h->alen] = 0;
-	}
-	return 0;
-}
-
-static int hs_done(http_parser *p)
-{
-	struct hs *h = p->data;
-
-	h->status = p->status_code;
-	h->done = true;
-	return 1; /* no body for 101; for errors we read it below */
-}
-
-/* Upgrade an HTTP connection to the pty WebSocket. Leftover bytes that
- * already belong to the WebSocket stream are fed into s->ws. */
+/* Upgrade an HTTP connection to the pty WebSocket. */
 static int handshake(struct kc *k, struct shell *s, const char *id)
 {
-	static http_parser_settings settings = {
-	    .on_header_field = hs_field,
-	    .on_header_value = hs_value,
-	    .on_headers_complete = hs_done,
-	};
-	char key[25], want[29], req[2048], buf[16384];
 	struct winsize wz = {.ws_col = 80, .ws_row = 24};
-	struct hs h = {0};
-	http_parser parser;
-	size_t have = 0, used = 0;
-	int n;
+	char path[160];
 
 	if (isatty(0))
 		ioctl(0, TIOCGWINSZ, &wz);
-	if (ws_client_key(key) || ws_accept_key(key, want))
-		return -1;
-	n = snprintf(req, sizeof(req),
-	             "GET /sandboxes/%.64s/pty?cols=%u&rows=%u HTTP/1.1\r\nHost: kilnd\r\n"
-	             "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-	             "Sec-WebSocket-Key: %s\r\n%s%s%s\r\n",
-	             id, wz.ws_col ? wz.ws_col : 80, wz.ws_row ? wz.ws_row : 24, key,
-	             k->api_key ? "X-API-Key: " : "", k->api_key ? k->api_key : "",
-	             k->api_key ? "\r\n" : "");
-	if (ws_out(s, req, (size_t)n))
-		return -1;
-	http_parser_init(&parser, HTTP_RESPONSE);
-	parser.data = &h;
-	while (!h.done) {
-		ssize_t r = recv(s->fd, buf + have, sizeof(buf) - have, 0);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0 || (have += (size_t)r) == sizeof(buf)) {
-			fprintf(stderr, "kiln: kilnd closed the connection during the handshake\n");
-			return -1;
-		}
-		http_parser_init(&parser, HTTP_RESPONSE);
-		parser.data = &h;
-		memset(&h, 0, sizeof(h));
-		used = http_parser_execute(&parser, &settings, buf, have);
-		if (!h.done && HTTP_PARSER_ERRNO(&parser) != HPE_OK) {
-			fprintf(stderr, "kiln: bad handshake answer from kilnd\n");
-			return -1;
-		}
-	}
-	if (h.status != 101) {
-		char *body = strstr(buf, "\r\n\r\n");
-		json_t *j = NULL;
-
-		buf[have < sizeof(buf) ? have : sizeof(buf) - 1] = 0;
-		if (body)
-			j = json_loads(body + 4, JSON_DISABLE_EOF_CHECK, NULL);
-		fprintf(stderr, "kiln: %s\n",
-		        json_string_value(json_object_get(j, "message"))
-		            ?: "kilnd refused the terminal");
-		json_decref(j);
-		return -1;
-	}
-	if (strcmp(h.accept, want)) {
-		fprintf(stderr, "kiln: bad Sec-WebSocket-Accept from kilnd\n");
-		return -1;
-	}
-	if (used < have && ws_feed(&s->ws, (uint8_t *)buf + used, have - used))
-		return -1;
-	return 0;
+	snprintf(path, sizeof(path), "/sandboxes/%.64s/pty?cols=%u&rows=%u", id,
+	         wz.ws_col ? wz.ws_col : 80, wz.ws_row ? wz.ws_row : 24);
+	return kc_ws_handshake(k, s->fd, &s->ws, path, "kilnd refused the terminal");
 }
 
 static int session(struct kc *k, const char *id)

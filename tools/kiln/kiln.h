@@ -53,9 +53,17 @@ int kc_upload(struct kc *k, const char *method, const char *path, int fd, off_t 
  * message is printed for non-2xx), or -1 if there was no response. */
 int kc_json(struct kc *k, const char *method, const char *path, json_t *body, json_t **out);
 void kc_resp_free(struct kc_resp *r);
+/* Send all of p (blocking); -1 if the connection broke. */
+int kc_send_all(int fd, const void *p, size_t n);
 /* Print "kiln: <what>: <message from an error body>". */
 void kc_print_error(const char *what, const struct kc_resp *r);
 char *url_escape(const char *s);
+
+/* Upgrade connection fd (from kc_connect) to the WebSocket at path; bytes
+ * that came with the answer are fed to ws. -1 after printing kilnd's
+ * message (or "what" refused) unless k->quiet_errors. */
+struct ws;
+int kc_ws_handshake(struct kc *k, int fd, struct ws *ws, const char *path, const char *what);
 
 /* progress on a terminal */
 struct progress {
@@ -95,6 +103,8 @@ int cmd_template(struct kc *k, int argc, char **argv);
 int cmd_images(struct kc *k, int argc, char **argv);
 int cmd_image(struct kc *k, int argc, char **argv);
 int cmd_snapshot(struct kc *k, int argc, char **argv);
+int cmd_port_forward(struct kc *k, int argc, char **argv);
+int cmd_browser(struct kc *k, int argc, char **argv);
 
 /* shared by create, run and shell: sandbox options */
 struct create_opts {

@@ -35,6 +35,8 @@ static const struct command commands[] = {
     {"images", cmd_images, "list the images sandboxes can boot"},
     {"image", cmd_image, "import a container image archive (docker save) as an image"},
     {"snapshot", cmd_snapshot, "inspect a snapshot file: header, sections, chunks, checksums"},
+    {"port-forward", cmd_port_forward, "forward a local TCP port to a port in a sandbox"},
+    {"browser", cmd_browser, "a sandbox's browser: its CDP endpoint, or a screenshot"},
     {"inspect", cmd_inspect, "show a sandbox as JSON"},
     {"logs", cmd_logs, "print a sandbox's console log"},
     {"rm", cmd_rm, "delete sandboxes"},
@@ -44,7 +46,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: kiln [global options] COMMAND [ARGS...]\n\nCommands:\n");
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
-		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
 	fprintf(
 	    f,
 	    "\nGlobal options:\n"

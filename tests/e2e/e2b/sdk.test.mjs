@@ -15,6 +15,7 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
+import http from 'node:http'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -83,7 +84,7 @@ async function startKilnd() {
     '--data-dir', DATA, '--vmm', VMM, '--kernel', KERNEL, '--initrd', INITRD,
     '--images', IMAGES, '--image-initrd', IMAGE_INITRD,
     '--listen-tcp', `127.0.0.1:${API_PORT}`, '--envd-listen', `127.0.0.1:${ENVD_PORT}`,
-    '--api-key', API_KEY, '--boot-timeout', '20', '--verbose',
+    '--api-key', API_KEY, '--boot-timeout', '20', '--verbose', '--domain', `localhost:${API_PORT}`,
   ], { stdio: ['ignore', log, log] })
   for (let i = 0; i < 200; i++) {
     try {
@@ -1298,8 +1299,13 @@ async function main() {
   await test('raw: unknown sandbox and other ports answer 502, 49999 checks its input', async () => {
     let r = await fetch(`${SANDBOX_URL}/health`, { headers: { 'E2b-Sandbox-Id': 'nosuch' } })
     assert.equal(r.status, 502)
+    // another port is the sandbox's own server: its traffic token is needed
     r = await fetch(`${SANDBOX_URL}/health`, { headers: { ...H, 'E2b-Sandbox-Port': '8080' } })
+    assert.equal(r.status, 401)
+    r = await fetch(`${SANDBOX_URL}/health`, { headers: { ...H, 'E2b-Sandbox-Port': '8080',
+      'E2B-Traffic-Access-Token': sbx.trafficAccessToken } })
     assert.equal(r.status, 502)
+    assert.match((await r.json()).message, /port 8080 of sandbox .* is closed/)
     // 49999 is the code interpreter's: it has no /health
     r = await fetch(`${SANDBOX_URL}/health`, { headers: { ...H, 'E2b-Sandbox-Port': '49999' } })
     assert.equal(r.status, 404)
@@ -1312,6 +1318,64 @@ async function main() {
     r = await fetch(`${SANDBOX_URL}/health`)
     assert.equal(r.status, 502)
   })
+
+  // GET http://HOST/PATH with node:http, resolving *.localhost to loopback
+  // as browsers and curl do (RFC 6761); Node's fetch asks the system's
+  // resolver, which does not here.
+  const getVia = (host, p, headers = {}) => new Promise((resolve, reject) => {
+    const [name, port] = host.split(':')
+    const req = http.get({ host: name, port, path: p, headers,
+      lookup: (h, o, cb) => (h.endsWith('.localhost') ? (o.all ? cb(null, [{ address: '127.0.0.1', family: 4 }])
+        : cb(null, '127.0.0.1', 4)) : reject(new Error(`unexpected host ${h}`))) }, (res) => {
+      let body = ''
+      res.on('data', (d) => (body += d))
+      res.on('end', () => resolve({ status: res.statusCode, body }))
+    })
+    req.on('error', reject)
+  })
+  const serveDir = async (s, dir, port) => {
+    await s.files.write(`${dir}/hello.txt`, 'hi from the sandbox\n')
+    const h = await s.commands.run(`python3 -m http.server ${port} --bind 127.0.0.1 --directory ${dir}`,
+      { background: true, timeoutMs: 0 })
+    for (let i = 0; i < 100; i++) {
+      const r = await s.commands.run(`python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}))"`)
+        .catch(() => null)
+      if (r) return h
+      await sleep(100)
+    }
+    throw new Error(`the server on port ${port} did not start`)
+  }
+
+  await test('getHost(port) answers a host name that reaches a server in the sandbox', async () => {
+    const port = 40000 + Math.floor(Math.random() * 10000)
+    const server = await serveDir(sbx, `${G}/www`, port)
+    const host = sbx.getHost(port)
+    assert.equal(host, `${port}-${sbx.sandboxId}.localhost:${API_PORT}`)
+    assert.match(sbx.trafficAccessToken, /^[0-9a-f]{64}$/)
+    let r = await getVia(host, '/hello.txt', { 'E2B-Traffic-Access-Token': sbx.trafficAccessToken })
+    assert.deepEqual([r.status, r.body], [200, 'hi from the sandbox\n'])
+    r = await getVia(host, '/hello.txt', { 'X-API-Key': API_KEY })
+    assert.equal(r.status, 200)
+    r = await getVia(host, '/hello.txt')
+    assert.equal(r.status, 401)
+    r = await getVia(host, '/hello.txt', { 'E2B-Traffic-Access-Token': '0'.repeat(64) })
+    assert.equal(r.status, 401)
+    await server.kill()
+  }, 60000)
+
+  await test('network.allowPublicTraffic: the ports answer without a token', async () => {
+    const s = await Sandbox.create({ network: { allowPublicTraffic: true },
+      envs: FAKE ? { HOME: `${T}/home` } : {} })
+    try {
+      assert.equal(s.trafficAccessToken, undefined)
+      const port = 40000 + Math.floor(Math.random() * 10000)
+      await serveDir(s, `${G}/www-public`, port)
+      const r = await getVia(s.getHost(port), '/hello.txt')
+      assert.deepEqual([r.status, r.body], [200, 'hi from the sandbox\n'])
+    } finally {
+      await s.kill()
+    }
+  }, 60000)
 
   await test(`at most 32 processes per sandbox (resource_exhausted)`, async () => {
     const hs = []

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* A port stream (KILN_STREAM_PORT, include/kiln/agent.h): a TCP connection
+ * the agent makes to a port of the guest's loopback, as a byte pipe on the
+ * libev loop. Bytes may be written at once, before the agent connected;
+ * they are sent after the CONNECT. Exactly one of on_end and on_error ends
+ * the stream (unless the owner closes it first with aport_close()), and it
+ * is freed after that callback returns. */
+#ifndef KILND_AGENT_PORT_H
+#define KILND_AGENT_PORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sandbox;
+struct aport;
+
+struct aport_ops {
+	/* Optional: the agent connected. */
+	void (*on_connected)(void *ctx);
+	/* Bytes from the guest's side. */
+	void (*on_data)(void *ctx, const uint8_t *p, size_t n);
+	/* The guest's side closed its writing side (half-close). */
+	void (*on_eof)(void *ctx);
+	/* Both directions closed cleanly. */
+	void (*on_end)(void *ctx);
+	/* The stream failed: an HTTP status (502 refused or broken, 504
+	 * timed out, 501 the agent predates port streams, 503 unreachable)
+	 * and a message for the user that names the port and the sandbox;
+	 * err is the agent's errno (ECONNREFUSED: nothing listens), or 0. */
+	void (*on_error)(void *ctx, int status, int err, const char *msg);
+	/* Optional: queued bytes fell below the low mark after aport_busy(). */
+	void (*on_drain)(void *ctx);
+};
+
+/* Open a stream to port (1..65535) of sb, which must be running. NULL with
+ * errno set if the agent cannot be reached. */
+struct aport *aport_open(struct sandbox *sb, unsigned port, const struct aport_ops *ops, void *ctx);
+/* Queue bytes for the guest; 0 or -ENOMEM. */
+int aport_write(struct aport *p, const void *data, size_t n);
+/* Half-close: no more bytes for the guest. */
+int aport_shutdown(struct aport *p);
+/* Above the high mark of queued bytes: the producer should wait for on_drain. */
+bool aport_busy(const struct aport *p);
+/* Stop (true) or resume delivering the guest's bytes (backpressure). */
+void aport_pause(struct aport *p, bool paused);
+/* End the stream at once (the guest's socket is closed); no callback. */
+void aport_close(struct aport *p);
+
+#endif
