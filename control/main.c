@@ -535,12 +535,10 @@ int main(int argc, char **argv)
 	{
 		/* Snapshots of forks in progress when kilnd stopped: no clone
 		 * needs them once it runs. */
-		char *forks;
+		int rc = rm_tree(cfg->data_dir, "forks");
 
-		if (asprintf(&forks, "%s/forks", cfg->data_dir) < 0)
-			die("out of memory");
-		rm_rf(forks);
-		free(forks);
+		if (rc)
+			log_warn("cannot remove %s/forks: %s", cfg->data_dir, strerror(-rc));
 	}
 	bootfile_gc(&kd);
 

@@ -16,8 +16,6 @@
 /* The sandbox as create, connect and get answer it: with its envd access
  * token (the SDK sends it as X-Access-Token to the envd API). */
 json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb);
-/* A name of letters, digits, '.', '_' and '-', 1 to max bytes. */
-bool api_name_ok(const char *s, size_t max);
 
 /* GET /sandboxes (v2: /v2/sandboxes, with its paging) (api_list.c). */
 void api_list(struct kilnd *kd, struct http_conn *c, struct http_req *req, bool v2);

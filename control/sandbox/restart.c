@@ -89,9 +89,15 @@ static void readopt(struct sandbox *sb, int pid)
 static int restore_one(void *ctx, struct sb_record *r)
 {
 	struct kilnd *kd = ctx;
-	struct sandbox *sb = sb_alloc(kd, r->id);
+	struct sandbox *sb;
 	int pid;
 
+	if (!name_ok(r->id)) {
+		log_warn("ignoring a stored sandbox with the id '%.64s': not a valid id", r->id);
+		sb_record_free(r);
+		return 0;
+	}
+	sb = sb_alloc(kd, r->id);
 	if (!sb) {
 		sb_record_free(r);
 		return -ENOMEM;
@@ -159,15 +165,15 @@ static void remove_orphans(struct kilnd *kd)
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
-		char *path;
-
 		if (e->d_name[0] == '.' || sb_find(kd, e->d_name))
 			continue;
-		if (asprintf(&path, "%s/%s", kd->sandboxes_dir, e->d_name) < 0)
-			break;
-		log_info("removing %s: no sandbox of that id", path);
-		rm_rf(path);
-		free(path);
+		if (!name_ok(e->d_name)) {
+			log_warn("leaving %s/%s alone: not a sandbox id", kd->sandboxes_dir,
+			         e->d_name);
+			continue;
+		}
+		log_info("removing %s/%s: no sandbox of that id", kd->sandboxes_dir, e->d_name);
+		rm_tree(kd->sandboxes_dir, e->d_name);
 	}
 	closedir(d);
 }

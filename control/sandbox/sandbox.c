@@ -515,7 +515,7 @@ static void on_vmm_exit(struct ev_loop *loop, ev_io *w, int revents)
 	kill(-sb->rec.pid, SIGKILL);
 	if (sb->deleted) {
 		/* Only now: a dying VMM may still have been writing there. */
-		rm_rf(sb->dir);
+		rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
 		sb_free(sb);
 		return;
 	}
@@ -623,7 +623,7 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 fail:
 	log_warn("sandbox %s: %s", id, msg);
 	store_delete(kd->store, id);
-	rm_rf(sb->dir);
+	rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
 	sb_free(sb);
 	return 500;
 }
@@ -667,7 +667,7 @@ void sb_delete(struct sandbox *sb)
 		sb_kill_vmm(sb);
 		return;
 	}
-	rm_rf(sb->dir);
+	rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
 	sb_free(sb);
 }
 
