@@ -61,7 +61,7 @@ static bool key_equal(const char *a, const char *b)
 	return d == 0;
 }
 
-static bool authorized(struct kilnd *kd, struct http_req *req)
+bool api_key_ok(struct kilnd *kd, const struct http_req *req)
 {
 	const char *k = http_header(req, "X-API-Key"), *auth;
 
@@ -77,13 +77,14 @@ static bool authorized(struct kilnd *kd, struct http_req *req)
 
 json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb)
 {
-	char token[ENVD_TOKEN_LEN + 1];
+	char token[ENVD_TOKEN_LEN + 1], traffic[ENVD_TOKEN_LEN + 1];
 	json_t *j = sb_to_json(sb);
 
 	envd_token(kd, sb->rec.id, token);
+	envd_traffic_token(kd, sb->rec.id, traffic);
 	if (j) {
 		json_object_set_new(j, "envdAccessToken", json_string(token));
-		json_object_set_new(j, "trafficAccessToken", json_null());
+		json_object_set_new(j, "trafficAccessToken", json_string(traffic));
 	}
 	return j;
 }
@@ -552,7 +553,7 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 		http_respond(c, 200, "application/json", NULL, LIT("{\"status\":\"ok\"}"));
 		goto out;
 	}
-	if (!authorized(kd, req)) {
+	if (!api_key_ok(kd, req)) {
 		http_respond(c, 401, "application/json", "WWW-Authenticate: Bearer\r\n",
 		             LIT("{\"code\":401,\"message\":\"missing or wrong API key\"}"));
 		goto out;

@@ -13,8 +13,12 @@
 #include "kilnd.h"
 #include "sandbox/sandbox.h"
 
+/* Does the request carry kilnd's API key (X-API-Key or a bearer token)?
+ * Requests on the unix socket need none (its file mode guards it). */
+bool api_key_ok(struct kilnd *kd, const struct http_req *req);
 /* The sandbox as create, connect and get answer it: with its envd access
- * token (the SDK sends it as X-Access-Token to the envd API). */
+ * token (the SDK sends it as X-Access-Token to the envd API) and traffic
+ * token (E2B-Traffic-Access-Token, to the code interpreter's port). */
 json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb);
 
 /* GET /sandboxes (v2: /v2/sandboxes, with its paging) (api_list.c). */

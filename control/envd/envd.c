@@ -16,6 +16,7 @@
 #include "codeint.h"
 #include "http/connectrpc.h"
 #include "envd.h"
+#include "api/api.h"
 #include "http/jsonutil.h"
 #include "util.h"
 #include "sandbox/wake.h"
@@ -68,7 +69,9 @@ int envd_load_secret(struct kilnd *kd)
 	return 0;
 }
 
-void envd_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN + 1])
+/* HMAC-SHA256(secret, label + id) in hex: one token per purpose. */
+static void keyed_token(const struct kilnd *kd, const char *label, const char *id,
+                        char out[ENVD_TOKEN_LEN + 1])
 {
 	static const char hexd[] = "0123456789abcdef";
 	struct hmac_sha256_ctx h;
@@ -76,7 +79,7 @@ void envd_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN 
 	const char *secret = kd->envd_secret ? kd->envd_secret : "";
 
 	hmac_sha256_set_key(&h, strlen(secret), (const uint8_t *)secret);
-	hmac_sha256_update(&h, 14, (const uint8_t *)"envd-token-v1:");
+	hmac_sha256_update(&h, strlen(label), (const uint8_t *)label);
 	hmac_sha256_update(&h, strlen(id), (const uint8_t *)id);
 	hmac_sha256_digest(&h, sizeof(d), d);
 	for (size_t i = 0; i < sizeof(d) && 2 * i < ENVD_TOKEN_LEN; i++) {
@@ -84,6 +87,16 @@ void envd_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN 
 		out[2 * i + 1] = hexd[d[i] & 15];
 	}
 	out[ENVD_TOKEN_LEN] = 0;
+}
+
+void envd_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN + 1])
+{
+	keyed_token(kd, "envd-token-v1:", id, out);
+}
+
+void envd_traffic_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN + 1])
+{
+	keyed_token(kd, "traffic-token-v1:", id, out);
 }
 
 static bool secret_equal(const char *a, const char *b)
@@ -104,6 +117,22 @@ static bool token_ok(const struct kilnd *kd, const struct http_req *req, const s
 	if (!t)
 		return false;
 	envd_token(kd, sb->rec.id, want);
+	return secret_equal(t, want);
+}
+
+/* The code interpreter's port: the SDK sends the envd token with runCode()
+ * only, and E2B's traffic token (E2B-Traffic-Access-Token) with every call
+ * when the create answer has one; kilnd's API key does too. */
+static bool ci_token_ok(struct kilnd *kd, const struct http_req *req, const struct sandbox *sb)
+{
+	const char *t = http_header(req, "E2B-Traffic-Access-Token");
+	char want[ENVD_TOKEN_LEN + 1];
+
+	if (token_ok(kd, req, sb) || api_key_ok(kd, req))
+		return true;
+	if (!t)
+		return false;
+	envd_traffic_token(kd, sb->rec.id, want);
 	return secret_equal(t, want);
 }
 
@@ -654,13 +683,16 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 	if (sb && sb->rec.flags & SB_F_POOL)
 		sb = NULL; /* not a user's until taken from its pool */
 	if (port == CI_PORT) {
-		if (!sb || !servable(sb))
+		/* checked before the state: a paused sandbox is resumed by it */
+		if (sb && !ci_token_ok(kd, req, sb))
+			unauthorized(c, NULL,
+			             "missing or wrong X-Access-Token or E2B-Traffic-Access-Token "
+			             "(the create answer's envdAccessToken, trafficAccessToken)");
+		else if (!sb || !servable(sb))
 			sandbox_gone(c, id ? id : "",
 			             !id   ? "no sandbox: send the E2b-Sandbox-Id header"
 			             : !sb ? "sandbox not found"
 			                   : "the sandbox is not running");
-		else if (http_header(req, "X-Access-Token") && !token_ok(kd, req, sb))
-			unauthorized(c, NULL, "wrong X-Access-Token");
 		else
 			codeint_route(c, req, kd, sb);
 		return;
@@ -689,14 +721,15 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 		                   : "the sandbox is not running");
 		return;
 	}
-	if (!strcmp(req->path, "/health")) {
-		/* like envd: no token needed; a paused sandbox is not running
-		 * (the SDK's isRunning()), and is not resumed by it */
-		http_respond(c, 204, NULL, NULL, NULL, 0);
-		return;
-	}
 	if (!token_ok(kd, req, sb)) {
 		unauthorized(c, m, "missing or wrong X-Access-Token");
+		return;
+	}
+	if (!strcmp(req->path, "/health")) {
+		/* a paused sandbox is not running (the SDK's isRunning()), and
+		 * is not resumed by it; envd needs no token here, kiln does (the
+		 * SDK sends it) */
+		http_respond(c, 204, NULL, NULL, NULL, 0);
 		return;
 	}
 	if (!basic_user_ok(req)) {

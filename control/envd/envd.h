@@ -39,6 +39,9 @@
 int envd_load_secret(struct kilnd *kd);
 /* The access token of sandbox `id` (ENVD_TOKEN_LEN hex digits + NUL). */
 void envd_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN + 1]);
+/* Its traffic token (E2B's trafficAccessToken), for the code interpreter's
+ * port: the SDK sends it as E2B-Traffic-Access-Token. */
+void envd_traffic_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN + 1]);
 
 /* Does this request go to envd rather than to the control API? */
 bool envd_wants(const struct http_req *req);

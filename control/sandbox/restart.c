@@ -136,11 +136,11 @@ static int restore_one(void *ctx, struct sb_record *r)
 			sb->rec.pid_start = st;
 		free(pf);
 		if (!pid)
-			pid = vmm_find(sb->vsock_path);
+			pid = vmm_find(sb->dir, sb->vsock_path);
 		sb->rec.pid = pid;
 	}
-	if (pid && vmm_matches(pid, sb->rec.pid_start, sb->vsock_path) && !sb_watch_pid(sb, pid) &&
-	    vmm_matches(pid, sb->rec.pid_start, sb->vsock_path)) {
+	if (pid && vmm_matches(pid, sb->rec.pid_start, sb->dir, sb->vsock_path) && !sb_watch_pid(sb, pid) &&
+	    vmm_matches(pid, sb->rec.pid_start, sb->dir, sb->vsock_path)) {
 		/* The second check closes the window between check and pidfd. */
 		readopt(sb, pid);
 		return 0;

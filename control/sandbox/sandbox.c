@@ -244,7 +244,7 @@ int sb_spawn(struct sandbox *sb, const char *restore, const char *mode, const ch
 	    .vsock_path = sb->vsock_path,
 	    .api_path = sb->rec.flags & SB_F_API ? sb->api_path : NULL,
 	    .console_path = sb->console_path,
-	    .id = sb->rec.id,
+	    .dir = sb->dir,
 	    .memory_mb = sb->rec.memory_mb,
 	    .cpu_count = sb->rec.cpu_count,
 	    .restore = restore,

@@ -4,7 +4,7 @@
 # route, kernel pinning across restarts, connection budgets, console caps.
 # shellcheck disable=SC2154 # T, DATA, SOCK, PORT ... come from run.sh
 
-HARDENING_TESTS="t_names"
+HARDENING_TESTS="t_names t_auth"
 
 # Names that become paths: one rule for templates, images and sandboxes,
 # and nothing outside DATA_DIR/templates/NAME is ever removed.
@@ -33,5 +33,51 @@ t_names() {
 	st=$(api DELETE /templates/.. --path-as-is)
 	[ "$st" = 404 ] && [ -f "$DATA/kilnd.db" ]
 	check $? "DELETE /templates/.. is 404 and removes nothing"
+}
+
+# tcp_ci ID PATH [curl args]: a code interpreter request over TCP; prints
+# the status
+tcp_ci() {
+	local id=$1 p=$2
+	shift 2
+	curl -s -o "$T/body" -w '%{http_code}' -H "E2b-Sandbox-Id: $id" -H 'E2b-Sandbox-Port: 49999' \
+		"$@" "http://127.0.0.1:$PORT$p"
+}
+
+# Every route wants the API key or the sandbox's token; ids stay out of
+# the command lines every local user can read.
+t_auth() {
+	local id st traffic pid
+	id=$("$KILN" create) || { not_ok "create for auth"; return; }
+	traffic=$(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$id" |
+		sed -n 's/.*"trafficAccessToken":"\([0-9a-f]*\)".*/\1/p')
+	st=$(tcp_ci "$id" /contexts)
+	[ "$st" = 401 ]
+	check $? "the code interpreter's port without a token is 401 ($st)"
+	st=$(tcp_ci "$id" /execute -H 'Content-Type: application/json' -d '{"code":"1"}')
+	[ "$st" = 401 ]
+	check $? "runCode without a token is 401 ($st)"
+	st=$(tcp_ci "$id" /contexts -H "X-Access-Token: $(sb_token "$id")x")
+	[ "$st" = 401 ]
+	check $? "and with a wrong one ($st)"
+	[ -n "$traffic" ] && [ "$(tcp_ci "$id" /contexts -H "E2B-Traffic-Access-Token: $traffic")" = 200 ] &&
+		[ "$(tcp_ci "$id" /contexts -H "X-Access-Token: $(sb_token "$id")")" = 200 ] &&
+		[ "$(tcp_ci "$id" /contexts -H "X-API-Key: $(cat "$DATA/api-key")")" = 200 ]
+	check $? "with the traffic token, the envd token or the API key it is 200"
+	st=$(curl -s -o "$T/body" -w '%{http_code}' -H "E2b-Sandbox-Id: $id" \
+		"http://127.0.0.1:$PORT/health")
+	[ "$st" = 401 ]
+	check $? "envd's /health without a token is 401 ($st)"
+	"$KILN" pause "$id" >/dev/null
+	st=$(tcp_ci "$id" /execute -H 'Content-Type: application/json' -d '{"code":"1"}')
+	sleep 0.3
+	[ "$st" = 401 ] && [ "$(sb_field "$id" state)" = paused ]
+	check $? "an unauthenticated runCode does not resume a paused sandbox ($st)"
+	"$KILN" resume "$id" >/dev/null
+	pid=$(cut -d' ' -f1 "$DATA/sandboxes/$id/vmm.pid")
+	[ -n "$pid" ] && ! tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$id" &&
+		tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- '--vsock'
+	check $? "the VMM's command line does not name the sandbox ($(tr '\0' ' ' <"/proc/$pid/cmdline"))"
+	"$KILN" rm "$id"
 }
 

@@ -442,10 +442,13 @@ async function main() {
       assert.equal(e.name, 'AuthenticationError'))
   })
 
-  await test('envd refuses a wrong X-Access-Token (401), /health needs none', async () => {
+  await test('envd refuses a missing or wrong X-Access-Token (401), on /health too', async () => {
     const h = { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983' }
     let r = await fetch(`${SANDBOX_URL}/health`, { headers: h })
+    assert.equal(r.status, 401)
+    r = await fetch(`${SANDBOX_URL}/health`, { headers: { ...h, 'X-Access-Token': sbx.envdAccessToken } })
     assert.equal(r.status, 204)
+    assert.equal(await sbx.isRunning(), true)
     r = await fetch(`${SANDBOX_URL}/process.Process/List`, {
       method: 'POST',
       headers: { ...h, 'Content-Type': 'application/json', 'X-Access-Token': 'nope' },
@@ -964,7 +967,8 @@ async function main() {
       await new Promise((r) => s.on('connect', r))
       s.pause()
       s.write(`POST /execute HTTP/1.1\r\nHost: k\r\nE2b-Sandbox-Id: ${ci.sandboxId}\r\n` +
-        `E2b-Sandbox-Port: 49999\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+        `E2b-Sandbox-Port: 49999\r\nE2B-Traffic-Access-Token: ${ci.trafficAccessToken}\r\n` +
+          `Content-Length: ${body.length}\r\n\r\n${body}`)
       await sleep(3000)
       s.destroy()
       const ex = await withTimeout(ci.runCode('1 + 1'), 20000, 'runCode after the stalled client')
@@ -1057,7 +1061,8 @@ async function main() {
         s.on('data', (d) => { s.got += d })
         s.on('error', () => {})
         s.write(`POST /execute HTTP/1.1\r\nHost: k\r\nE2b-Sandbox-Id: ${ci.sandboxId}\r\n` +
-          `E2b-Sandbox-Port: 49999\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+          `E2b-Sandbox-Port: 49999\r\nE2B-Traffic-Access-Token: ${ci.trafficAccessToken}\r\n` +
+          `Content-Length: ${body.length}\r\n\r\n${body}`)
         return s
       }
       const socks = [post('import time\ntime.sleep(600)')]
@@ -1078,11 +1083,23 @@ async function main() {
       await ci.removeCodeContext(ctx)
     }, 60000)
 
+    await test('the code interpreter port wants a token: without one 401, the SDK sends its trafficAccessToken', async () => {
+      assert.match(ci.trafficAccessToken || '', /^[0-9a-f]{64}$/)
+      const h = { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999', 'Content-Type': 'application/json' }
+      let r = await fetch(`${SANDBOX_URL}/contexts`, { headers: h })
+      assert.equal(r.status, 401)
+      r = await fetch(`${SANDBOX_URL}/execute`, { method: 'POST', headers: h, body: '{"code":"1"}' })
+      assert.equal(r.status, 401)
+      r = await fetch(`${SANDBOX_URL}/contexts`, { headers: { ...h, 'E2B-Traffic-Access-Token': ci.envdAccessToken } })
+      assert.equal(r.status, 401, 'the envd token is not the traffic token')
+      assert.ok(Array.isArray(await ci.listCodeContexts()))
+    })
+
     await test('code contexts: a cwd that cannot be made fails the creation, no context is left', async () => {
       const before = (await ci.listCodeContexts()).length
       await ci.files.write(`${G}/ci-file`, 'f')
       const r = await fetch(`${SANDBOX_URL}/contexts`, { method: 'POST', body: JSON.stringify({ cwd: `${G}/ci-file/sub` }),
-        headers: { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999' } })
+        headers: { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999', 'E2B-Traffic-Access-Token': ci.trafficAccessToken } })
       assert.equal(r.status, 500)
       assert.match((await r.json()).message, /NotADirectoryError|FileExistsError/)
       assert.equal((await ci.listCodeContexts()).length, before)
@@ -1132,7 +1149,7 @@ async function main() {
       }, 120000)
 
       await test('code contexts: a pause while a context starts answers its creation', async () => {
-        const H49999 = { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999' }
+        const H49999 = { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999', 'E2B-Traffic-Access-Token': ci.trafficAccessToken }
         const before = (await ci.listCodeContexts()).length
         for (let i = 0; i < 6; i++) {
           const made = fetch(`${SANDBOX_URL}/contexts`, { method: 'POST', headers: H49999, body: '{}' })
@@ -1170,7 +1187,7 @@ async function main() {
           (await ci.runCode('import os\nos.getpid()', { context: b })).text]
         await ci.pause()
         const r = await fetch(`${SANDBOX_URL}/contexts/no-such-context`, { method: 'DELETE',
-          headers: { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999' } })
+          headers: { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999', 'E2B-Traffic-Access-Token': ci.trafficAccessToken } })
         assert.equal(r.status, 404)
         assert.equal((await ci.getInfo()).state, 'paused', 'an unknown context does not resume it')
         await ci.removeCodeContext(b)
