@@ -22,7 +22,8 @@ json_t *sb_to_json(const struct sandbox *sb)
 	              sb->metadata);
 	if (!j)
 		return NULL;
-	if (sb->rec.reason && !sb_is_live(sb->state))
+	/* (a running sandbox has one when its auto-pause failed) */
+	if (sb->rec.reason)
 		json_object_set_new(j, "reason", json_string(sb->rec.reason));
 	if (sb->alive)
 		json_object_set_new(j, "pid", json_integer(sb->rec.pid));

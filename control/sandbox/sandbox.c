@@ -435,18 +435,22 @@ static void kill_sandbox(struct sandbox *sb, enum sb_state state, const char *re
 	notify_ready(sb, -ECANCELED, reason);
 }
 
+#define PAUSE_RETRY_S 60 /* an auto-pause that failed is tried again */
+
 static void auto_pause_done(void *ctx, struct sandbox *sb, int status, const char *msg)
 {
-	char reason[512];
-
 	if (!sb || status == 204 || sb->state != SB_RUNNING)
 		return;
-	/* It could not be paused: the lifetime is over all the same. */
-	snprintf(reason, sizeof(reason), "the sandbox's timeout expired and pausing it failed: %s",
-	         msg);
-	log_warn("sandbox %s: %s", sb->rec.id, reason);
-	kill_sandbox(sb, SB_KILLED, reason);
-	sb_settle(sb);
+	/* Never killed for it: the user asked to keep its state, and what
+	 * failed (a full disk, ...) may pass. It runs on and is tried again. */
+	sb_set_reason(sb,
+	              "the sandbox's timeout expired and pausing it failed (tried again every "
+	              "%d s; kiln rm deletes it): %s",
+	              PAUSE_RETRY_S, msg);
+	log_warn("sandbox %s: %s", sb->rec.id, sb->rec.reason);
+	sb->rec.end_ms = now_ms() + PAUSE_RETRY_S * 1000;
+	sb_save(sb);
+	sb_arm_lifetime(sb);
 }
 
 static void on_lifetime(struct ev_loop *loop, ev_timer *w, int revents)

@@ -4,7 +4,7 @@
 # route, kernel pinning across restarts, connection budgets, console caps.
 # shellcheck disable=SC2154 # T, DATA, SOCK, PORT ... come from run.sh
 
-HARDENING_TESTS="t_names t_auth"
+HARDENING_TESTS="t_names t_auth t_pin_pause"
 
 # Names that become paths: one rule for templates, images and sandboxes,
 # and nothing outside DATA_DIR/templates/NAME is ever removed.
@@ -81,3 +81,34 @@ t_auth() {
 	"$KILN" rm "$id"
 }
 
+# Kernel pinning is idempotent across kilnd restarts, and a pause that
+# cannot snapshot never kills.
+t_pin_pause() {
+	local a b st d=$T/data-pin p
+	a=$("$KILN" create) || { not_ok "create for pinning"; return; }
+	kill -9 "$KILND_PID"
+	wait "$KILND_PID" 2>/dev/null
+	start_kilnd
+	b=$("$KILN" create) # pins the kernel again
+	st=$(api POST "/sandboxes/$a/pause")
+	[ "$st" = 204 ] && [ "$(sb_field "$a" state)" = paused ]
+	check $? "a sandbox from before a kilnd restart can still be paused ($st: $(cat "$T/body"))"
+	"$KILN" rm "$a" "$b"
+
+	# shellcheck disable=SC2046
+	FAKE_VMM_SNAPSHOT_ENOSPC=1 "$KILND" --data-dir "$d" $(vmm_opts) >"$T/kilnd-pin.log" 2>&1 &
+	p=$!
+	wait_socket "$d/kilnd.sock"
+	st=$(curl -sS --unix-socket "$d/kilnd.sock" -o "$T/body" -w '%{http_code}' \
+		-d '{"timeout":1,"autoPause":true}' http://k/sandboxes)
+	a=$(sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$T/body")
+	sleep 2.5
+	curl -s --unix-socket "$d/kilnd.sock" -o "$T/body" "http://k/sandboxes/$a"
+	[ "$st" = 201 ] && grep -q '"state":"running"' "$T/body" &&
+		grep -q 'pausing it failed (tried again every 60 s' "$T/body" &&
+		[ "$(KILN_DATA_DIR=$d "$KILN" exec "$a" -- echo alive)" = alive ]
+	check $? "an auto-pause that cannot snapshot leaves the sandbox running, saying why ($st: $(cat "$T/body"))"
+	KILN_DATA_DIR=$d "$KILN" rm "$a"
+	kill "$p"
+	wait "$p" 2>/dev/null
+}

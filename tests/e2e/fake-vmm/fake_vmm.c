@@ -235,6 +235,10 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	cfg.kernel = kernel;
+	if (stat(kernel, &cfg.kernel_st)) {
+		fprintf(stderr, "fake-vmm: %s: %s\n", kernel, strerror(errno));
+		return 1;
+	}
 	if (cfg.restore)
 		fake_restore(&cfg);
 	else
