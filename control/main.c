@@ -72,7 +72,11 @@ static void usage(FILE *f)
 	        "  --max-timeout S       longest lifetime a request may ask for (default 86400)\n"
 	        "  --retain S            seconds dead sandboxes stay listed (default 3600)\n"
 	        "  --max-upload BYTES    largest file upload (default 8G)\n"
-	        "  --max-conns N         client connections at once (default 1024)\n"
+	        "  --max-conns N         client connections at once (default 1024; the unix\n"
+	        "                        socket keeps 64 of them, at most a quarter)\n"
+	        "  --max-unauth-conns N  TCP connections before their first authenticated\n"
+	        "                        request (default 64, at most half of --max-conns)\n"
+	        "  --unauth-timeout S    such a connection's idle time (default 5)\n"
 	        "  --header-timeout S    to receive a request's headers (default 10)\n"
 	        "  --idle-timeout S      keep-alive connection idle time (default 60)\n"
 	        "  --body-timeout S      without request body progress (default 30)\n"
@@ -305,6 +309,8 @@ enum {
 	OPT_RETAIN,
 	OPT_MAX_UPLOAD,
 	OPT_MAX_CONNS,
+	OPT_MAX_UNAUTH,
+	OPT_UNAUTH_TIMEOUT,
 	OPT_HEADER_TIMEOUT,
 	OPT_IDLE_TIMEOUT,
 	OPT_BODY_TIMEOUT,
@@ -332,6 +338,8 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"retain", required_argument, NULL, OPT_RETAIN},
 	    {"max-upload", required_argument, NULL, OPT_MAX_UPLOAD},
 	    {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+	    {"max-unauth-conns", required_argument, NULL, OPT_MAX_UNAUTH},
+	    {"unauth-timeout", required_argument, NULL, OPT_UNAUTH_TIMEOUT},
 	    {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
 	    {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
 	    {"body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT},
@@ -411,6 +419,13 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 		case OPT_MAX_CONNS:
 			cfg->http.max_conns = (unsigned)parse_seconds("--max-conns", optarg);
 			break;
+		case OPT_MAX_UNAUTH:
+			cfg->http.max_untrusted =
+			    (unsigned)parse_seconds("--max-unauth-conns", optarg);
+			break;
+		case OPT_UNAUTH_TIMEOUT:
+			cfg->http.untrusted_idle = parse_seconds("--unauth-timeout", optarg);
+			break;
 		case OPT_HEADER_TIMEOUT:
 			cfg->http.header_timeout = parse_seconds("--header-timeout", optarg);
 			break;
@@ -464,6 +479,9 @@ int main(int argc, char **argv)
 	cfg->max_upload = 8ULL << 30;
 	cfg->http = (struct http_cfg){
 	    .max_conns = 1024,
+	    .max_untrusted = 64,
+	    .unix_reserve = 64,
+	    .untrusted_idle = 5,
 	    .header_timeout = 10,
 	    .idle_timeout = 60,
 	    .body_timeout = 30,
@@ -471,6 +489,10 @@ int main(int argc, char **argv)
 	    .max_out = 8u << 20,
 	};
 	parse_args(cfg, argc, argv);
+	if (cfg->http.unix_reserve > cfg->http.max_conns / 4)
+		cfg->http.unix_reserve = cfg->http.max_conns / 4;
+	if (cfg->http.max_untrusted > cfg->http.max_conns / 2)
+		cfg->http.max_untrusted = cfg->http.max_conns / 2;
 	if (!cfg->socket_path)
 		cfg->socket_path = kiln_default_socket(cfg->data_dir);
 	if (!cfg->data_dir)

@@ -558,6 +558,7 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 		             LIT("{\"code\":401,\"message\":\"missing or wrong API key\"}"));
 		goto out;
 	}
+	http_conn_trust(c);
 	if (n == 0) {
 		http_respond(c, 200, "application/json", NULL,
 		             LIT("{\"name\":\"kilnd\",\"version\":\"" KILN_VERSION "\"}"));

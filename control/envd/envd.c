@@ -605,6 +605,7 @@ static void files_route(struct kilnd *kd, struct http_conn *c, struct http_req *
 			goto out;
 		}
 	}
+	http_conn_trust(c);
 	if (!user_known(user) || !basic_user_ok(req)) {
 		http_respond_error(c, 400, "unknown user (kiln sandboxes have root only)");
 		goto out;
@@ -693,8 +694,10 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 			             !id   ? "no sandbox: send the E2b-Sandbox-Id header"
 			             : !sb ? "sandbox not found"
 			                   : "the sandbox is not running");
-		else
+		else {
+			http_conn_trust(c);
 			codeint_route(c, req, kd, sb);
+		}
 		return;
 	}
 	if (!strncmp(req->path, "/process.Process/", 17) ||
@@ -725,6 +728,7 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 		unauthorized(c, m, "missing or wrong X-Access-Token");
 		return;
 	}
+	http_conn_trust(c);
 	if (!strcmp(req->path, "/health")) {
 		/* a paused sandbox is not running (the SDK's isRunning()), and
 		 * is not resumed by it; envd needs no token here, kiln does (the

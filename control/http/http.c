@@ -599,8 +599,9 @@ static void on_sweep(struct ev_loop *loop, ev_timer *w, int revents)
 		else if (c->closing)
 			continue;
 		else if (c->rq == RQ_IDLE && !c->upgraded && c->rs == RS_NONE &&
-		         now - c->last_read > cfg->idle_timeout)
-			why = "idle";
+		         now - c->last_read >
+		             (c->trusted ? cfg->idle_timeout : cfg->untrusted_idle))
+			why = c->trusted ? "idle" : "idle and unauthenticated";
 		else if (c->rq == RQ_HEADERS && now - c->req_start > cfg->header_timeout)
 			why = "header timeout";
 		else if (c->rq == RQ_BODY && !c->read_paused && !c->held &&
@@ -623,6 +624,41 @@ static void on_sweep(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_timer_stop(loop, w);
 }
 
+/* Can c go to make room: unauthenticated, and no request being served? */
+static bool evictable(const struct http_conn *c)
+{
+	return !c->trusted && !c->closing && !c->upgraded && !c->h && c->rs == RS_NONE &&
+	       (c->rq == RQ_IDLE || c->rq == RQ_HEADERS) && !buf_avail(&c->out);
+}
+
+/* Room for one more connection from listener l? A TCP one may push out the
+ * oldest unauthenticated connection (the list is newest first). */
+static bool make_room(struct http_server *s, const struct http_listener *l)
+{
+	const struct http_cfg *cfg = &s->cfg;
+	struct http_conn *c, *oldest = NULL;
+	unsigned tcp = 0, untrusted = 0;
+
+	if (!(l->flags & HTTP_LISTEN_TCP))
+		return s->nconns < cfg->max_conns;
+	for (c = s->conns; c; c = c->next) {
+		if (!(c->flags & HTTP_LISTEN_TCP))
+			continue;
+		tcp++;
+		untrusted += !c->trusted;
+		if (evictable(c))
+			oldest = c;
+	}
+	if (untrusted < cfg->max_untrusted && s->nconns < cfg->max_conns &&
+	    tcp + cfg->unix_reserve < cfg->max_conns)
+		return true;
+	if (!oldest)
+		return false;
+	log_debug("http: closing the oldest unauthenticated connection for a new one");
+	conn_close(oldest, true);
+	return true;
+}
+
 static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct http_listener *l = w->data;
@@ -637,7 +673,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 				log_warn("accept: %s", strerror(errno));
 			return;
 		}
-		if (s->nconns >= s->cfg.max_conns) {
+		if (!make_room(s, l)) {
 			static const char body[] =
 			    "{\"code\":503,\"message\":\"too many connections\"}";
 			char msg[256];
@@ -661,6 +697,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 		c->srv = s;
 		c->fd = fd;
 		c->flags = l->flags;
+		c->trusted = !(l->flags & HTTP_LISTEN_TCP);
 		http_parser_init(&c->parser, HTTP_REQUEST);
 		c->parser.data = c;
 		ev_io_init(&c->rw, on_read, fd, EV_READ);
@@ -713,6 +750,11 @@ int http_server_add_listener(struct http_server *s, int fd, unsigned flags)
 	l->next = s->listeners;
 	s->listeners = l;
 	return 0;
+}
+
+void http_conn_trust(struct http_conn *c)
+{
+	c->trusted = true;
 }
 
 unsigned http_server_conns(const struct http_server *s)

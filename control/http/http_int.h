@@ -39,7 +39,8 @@ struct http_conn {
 	struct buf in, out;
 	int busy;
 	bool dead, closing, read_paused, upgraded, keep_alive, out_high, overflow;
-	bool held; /* http_hold(): the parser stopped after the headers */
+	bool held;    /* http_hold(): the parser stopped after the headers */
+	bool trusted; /* a unix socket's, or one that authenticated */
 
 	/* the request being read */
 	int rq, rs;

@@ -4,7 +4,7 @@
 # route, kernel pinning across restarts, connection budgets, console caps.
 # shellcheck disable=SC2154 # T, DATA, SOCK, PORT ... come from run.sh
 
-HARDENING_TESTS="t_names t_auth t_pin_pause"
+HARDENING_TESTS="t_names t_auth t_pin_pause t_unauth_flood"
 
 # Names that become paths: one rule for templates, images and sandboxes,
 # and nothing outside DATA_DIR/templates/NAME is ever removed.
@@ -109,6 +109,43 @@ t_pin_pause() {
 		[ "$(KILN_DATA_DIR=$d "$KILN" exec "$a" -- echo alive)" = alive ]
 	check $? "an auto-pause that cannot snapshot leaves the sandbox running, saying why ($st: $(cat "$T/body"))"
 	KILN_DATA_DIR=$d "$KILN" rm "$a"
+	kill "$p"
+	wait "$p" 2>/dev/null
+}
+
+# 1,030 TCP connections that send nothing: /health still answers on TCP
+# and on the unix socket, an authenticated client gets in, and the idle
+# ones are closed after --unauth-timeout (default 5 s).
+t_unauth_flood() {
+	local d=$T/data-flood p port=$((PORT + 1)) hp st t0 key up tcp_h unix_h authed
+	# shellcheck disable=SC2046
+	"$KILND" --data-dir "$d" $(vmm_opts) --listen-tcp "127.0.0.1:$port" \
+		>"$T/kilnd-flood.log" 2>&1 &
+	p=$!
+	wait_socket "$d/kilnd.sock"
+	key=$(cat "$d/api-key")
+	"$HOSTILE" idle "tcp:$port" 1030 12 >"$T/flood" &
+	hp=$!
+	for _ in $(seq 100); do
+		grep -q "open 1030" "$T/flood" && break
+		sleep 0.05
+	done
+	up=$(cat "$T/flood")
+	tcp_h=$(curl -s -m 3 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/health")
+	unix_h=$(curl -s -m 3 -o /dev/null -w '%{http_code}' --unix-socket "$d/kilnd.sock" http://k/health)
+	authed=$(curl -s -m 3 -o /dev/null -w '%{http_code}' -H "X-API-Key: $key" \
+		"http://127.0.0.1:$port/sandboxes")
+	[ "$up" = "open 1030" ] && [ "$tcp_h" = 200 ] && [ "$unix_h" = 200 ] && [ "$authed" = 200 ]
+	check $? "under 1,030 idle TCP connections /health answers on TCP ($tcp_h) and unix ($unix_h), a key gets in ($authed)"
+	t0=$SECONDS
+	for _ in $(seq 100); do
+		[ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -lt 5 ] && break
+		sleep 0.1
+	done
+	[ $((SECONDS - t0)) -lt 10 ] && [ "$(ss -Htn state established "( sport = :$port )" | wc -l)" -lt 5 ]
+	check $? "kilnd closes unauthenticated idle connections after --unauth-timeout ($((SECONDS - t0)) s)"
+	kill "$hp" 2>/dev/null
+	wait "$hp" 2>/dev/null
 	kill "$p"
 	wait "$p" 2>/dev/null
 }
