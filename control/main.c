@@ -26,6 +26,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "sandbox/console.h"
 #include "sandbox/bootfile.h"
 #include "envd/envd.h"
 #include "kilnd.h"
@@ -72,6 +73,8 @@ static void usage(FILE *f)
 	        "  --max-timeout S       longest lifetime a request may ask for (default 86400)\n"
 	        "  --retain S            seconds dead sandboxes stay listed (default 3600)\n"
 	        "  --max-upload BYTES    largest file upload (default 8G)\n"
+	        "  --console-max BYTES   a sandbox's console.log before it is rotated to\n"
+	        "                        console.log.1 (default 4M)\n"
 	        "  --max-conns N         client connections at once (default 1024; the unix\n"
 	        "                        socket keeps 64 of them, at most a quarter)\n"
 	        "  --max-unauth-conns N  TCP connections before their first authenticated\n"
@@ -309,6 +312,7 @@ enum {
 	OPT_RETAIN,
 	OPT_MAX_UPLOAD,
 	OPT_MAX_CONNS,
+	OPT_CONSOLE_MAX,
 	OPT_MAX_UNAUTH,
 	OPT_UNAUTH_TIMEOUT,
 	OPT_HEADER_TIMEOUT,
@@ -338,6 +342,7 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"retain", required_argument, NULL, OPT_RETAIN},
 	    {"max-upload", required_argument, NULL, OPT_MAX_UPLOAD},
 	    {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+	    {"console-max", required_argument, NULL, OPT_CONSOLE_MAX},
 	    {"max-unauth-conns", required_argument, NULL, OPT_MAX_UNAUTH},
 	    {"unauth-timeout", required_argument, NULL, OPT_UNAUTH_TIMEOUT},
 	    {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
@@ -419,6 +424,9 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 		case OPT_MAX_CONNS:
 			cfg->http.max_conns = (unsigned)parse_seconds("--max-conns", optarg);
 			break;
+		case OPT_CONSOLE_MAX:
+			cfg->console_max = parse_size("--console-max", optarg);
+			break;
 		case OPT_MAX_UNAUTH:
 			cfg->http.max_untrusted =
 			    (unsigned)parse_seconds("--max-unauth-conns", optarg);
@@ -477,6 +485,7 @@ int main(int argc, char **argv)
 	cfg->max_timeout = 86400;
 	cfg->retain_dead = 3600;
 	cfg->max_upload = 8ULL << 30;
+	cfg->console_max = 4ULL << 20;
 	cfg->http = (struct http_cfg){
 	    .max_conns = 1024,
 	    .max_untrusted = 64,
@@ -550,6 +559,8 @@ int main(int argc, char **argv)
 	if (rc)
 		die("cannot open the state store %s", db);
 	free(db);
+	if (console_init(&kd))
+		die("inotify_init1: %s", strerror(errno));
 	if (sb_restore_all(&kd))
 		die("cannot load the state store");
 	if (tmpl_load_all(&kd))
@@ -594,6 +605,7 @@ int main(int argc, char **argv)
 	http_server_free(kd.http);
 	unlink(cfg->socket_path);
 	sb_free_all(&kd);
+	console_free(&kd);
 	tmpl_free_all(&kd);
 	bootfile_free_all(&kd);
 	store_close(kd.store);

@@ -189,10 +189,11 @@ static void do_metrics(struct kilnd *kd, struct http_conn *c, struct sandbox *sb
 
 /* ---------------------------------------------------------------- logs */
 
+/* console.log.1 (what the last rotation kept, console.c), then console.log */
 struct logs_sess {
 	struct http_conn *c;
-	int fd;
-	off_t left;
+	int fd, next_fd;
+	off_t left, next_left;
 };
 
 static void logs_pump(void *ctx)
@@ -200,19 +201,31 @@ static void logs_pump(void *ctx)
 	struct logs_sess *s = ctx;
 	char chunk[64 << 10];
 
-	while (s->left > 0 && http_out_pending(s->c) < HTTP_OUT_HIGH) {
-		ssize_t n = read(s->fd, chunk,
-		                 s->left < (off_t)sizeof(chunk) ? (size_t)s->left : sizeof(chunk));
+	for (;;) {
+		while (s->left > 0 && http_out_pending(s->c) < HTTP_OUT_HIGH) {
+			ssize_t n =
+			    read(s->fd, chunk,
+			         s->left < (off_t)sizeof(chunk) ? (size_t)s->left : sizeof(chunk));
 
-		if (n <= 0)
+			if (n <= 0 || (n < (ssize_t)sizeof(chunk) && s->left > n)) {
+				/* the file shrank (rotated): stop at what there is */
+				if (n > 0)
+					http_stream_write(s->c, chunk, (size_t)n);
+				s->left = 0;
+				break;
+			}
+			http_stream_write(s->c, chunk, (size_t)n);
+			s->left -= n;
+		}
+		if (s->left > 0)
+			return; /* output is full: on_drain brings us back */
+		if (s->next_fd < 0)
 			break;
-		http_stream_write(s->c, chunk, (size_t)n);
-		s->left -= n;
-		if (n < (ssize_t)sizeof(chunk) && s->left > 0)
-			break; /* the file shrank: stop at what there is */
+		close(s->fd);
+		s->fd = s->next_fd;
+		s->left = s->next_left;
+		s->next_fd = -1;
 	}
-	if (s->left > 0 && http_out_pending(s->c) >= HTTP_OUT_HIGH)
-		return; /* on_drain brings us back */
 	http_stream_end(s->c);
 	close(s->fd);
 	free(s);
@@ -223,6 +236,8 @@ static void logs_abort(void *ctx)
 	struct logs_sess *s = ctx;
 
 	close(s->fd);
+	if (s->next_fd >= 0)
+		close(s->next_fd);
 	free(s);
 }
 
@@ -231,23 +246,32 @@ static const struct http_handler logs_ops = {.on_drain = logs_pump, .on_abort = 
 static void do_logs(struct http_conn *c, struct sandbox *sb)
 {
 	struct logs_sess *s;
-	struct stat st;
-	int fd = open(sb->console_path, O_RDONLY | O_CLOEXEC);
+	struct stat st, st1;
+	char *old = NULL;
+	int fd = open(sb->console_path, O_RDONLY | O_CLOEXEC), fd1 = -1;
 
 	if (fd < 0) {
 		http_respond(c, 200, "text/plain; charset=utf-8", NULL, "", 0);
 		return;
 	}
+	if (asprintf(&old, "%s.1", sb->console_path) >= 0)
+		fd1 = open(old, O_RDONLY | O_CLOEXEC);
+	free(old);
 	s = calloc(1, sizeof(*s));
-	if (!s || fstat(fd, &st)) {
+	if (!s || fstat(fd, &st) || (fd1 >= 0 && fstat(fd1, &st1))) {
 		free(s);
 		close(fd);
+		if (fd1 >= 0)
+			close(fd1);
 		http_respond_error(c, 500, "cannot read the console log");
 		return;
 	}
 	s->c = c;
-	s->fd = fd;
-	s->left = st.st_size; /* what is there now; later output is for the next call */
+	/* what is there now; later output is for the next call */
+	s->fd = fd1 >= 0 ? fd1 : fd;
+	s->left = fd1 >= 0 ? st1.st_size : st.st_size;
+	s->next_fd = fd1 >= 0 ? fd : -1;
+	s->next_left = st.st_size;
 	http_stream_start(c, 200, "text/plain; charset=utf-8", NULL);
 	http_set_handler(c, &logs_ops, s, 0);
 	logs_pump(s);

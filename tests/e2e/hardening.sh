@@ -4,7 +4,8 @@
 # route, kernel pinning across restarts, connection budgets, console caps.
 # shellcheck disable=SC2154 # T, DATA, SOCK, PORT ... come from run.sh
 
-HARDENING_TESTS="t_names t_auth t_pin_pause t_unauth_flood"
+HARDENING_TESTS="t_names t_auth t_pin_pause t_unauth_flood t_console_cap t_unsaved
+t_unknown_vmm"
 
 # Names that become paths: one rule for templates, images and sandboxes,
 # and nothing outside DATA_DIR/templates/NAME is ever removed.
@@ -148,4 +149,88 @@ t_unauth_flood() {
 	wait "$hp" 2>/dev/null
 	kill "$p"
 	wait "$p" 2>/dev/null
+}
+
+# A guest that prints without end: console.log is capped (--console-max,
+# default 4 MiB) and rotated to console.log.1; GET /logs serves both.
+t_console_cap() {
+	local d=$T/data-console p id dir max=0 size i done_=0
+	# shellcheck disable=SC2046
+	FAKE_VMM_CONSOLE_FLOOD_MB=300 "$KILND" --data-dir "$d" $(vmm_opts) >"$T/kilnd-console.log" 2>&1 &
+	p=$!
+	wait_socket "$d/kilnd.sock"
+	id=$(KILN_DATA_DIR=$d "$KILN" create) || { not_ok "create for the console"; kill "$p"; return; }
+	dir=$d/sandboxes/$id
+	for i in $(seq 150); do # 15 s at most; the flood takes about 2
+		size=$(du -sk "$dir" | cut -f1)
+		[ "$size" -gt $max ] && max=$size
+		grep -q "console flood done" "$dir/console.log" 2>/dev/null && { done_=1; break; }
+		sleep 0.1
+	done
+	[ $done_ = 1 ] && [ $max -lt 32768 ] && [ "$(du -sk "$dir" | cut -f1)" -lt 12288 ] &&
+		[ -f "$dir/console.log.1" ]
+	check $? "300 MiB of console output leave at most $max KiB on disk (cap 4 MiB, rotated)"
+	curl -s --unix-socket "$d/kilnd.sock" "http://k/sandboxes/$id/logs" >"$T/logs"
+	[ "$(tail -1 "$T/logs")" = "console flood done" ] && [ "$(wc -c <"$T/logs")" -le 9437184 ]
+	check $? "GET logs serves the rotated log and the current one ($(wc -c <"$T/logs") bytes)"
+	KILN_DATA_DIR=$d "$KILN" rm "$id"
+	kill "$p"
+	wait "$p" 2>/dev/null
+}
+
+# vmms_in DATA_DIR: the pids of fake VMMs working under DATA_DIR/sandboxes
+vmm_pids_in() {
+	local p
+	for p in $(pgrep -f -- "--vsock [0-9]+,"); do
+		case $(readlink "/proc/$p/cwd" 2>/dev/null) in "$1"/sandboxes/*) echo "$p" ;; esac
+	done
+}
+
+# A create that cannot be recorded (the disk is full) fails and leaves
+# nothing running; a VMM the store does not know is stopped at start.
+t_unsaved() {
+	local d=$T/data-full p st n0
+	command -v unshare >/dev/null && command -v nsenter >/dev/null ||
+		{ echo "skip t_unsaved: no unshare or nsenter"; return 0; }
+	mkdir -p "$d"
+	# kilnd in a mount namespace of its own, its data on a 16 MiB tmpfs
+	# shellcheck disable=SC2016,SC2046
+	unshare -m --propagation private sh -c 'mount -t tmpfs -o size=16m kiln-e2e "$1" &&
+		shift && exec "$@"' sh "$d" "$KILND" --data-dir "$d" --socket "$T/full.sock" \
+		$(vmm_opts) >"$T/kilnd-full.log" 2>&1 &
+	p=$!
+	wait_socket "$T/full.sock" || { not_ok "kilnd on a tmpfs ($(tail -3 "$T/kilnd-full.log"))"; return; }
+	st=$(curl -sS --unix-socket "$T/full.sock" -o "$T/body" -w '%{http_code}' -d '{}' http://k/sandboxes)
+	[ "$st" = 201 ]
+	check $? "a create on the small disk works while there is room"
+	n0=$(vmm_pids_in "$d" | wc -l)
+	nsenter -t "$p" -m sh -c "cat /dev/zero >'$d/fill'" 2>/dev/null
+	st=$(curl -sS --unix-socket "$T/full.sock" -o "$T/body" -w '%{http_code}' -d '{}' http://k/sandboxes)
+	sleep 0.3
+	[ "$st" = 507 ] && grep -q "cannot record the sandbox in the state store" "$T/body" &&
+		[ "$(vmm_pids_in "$d" | wc -l)" = "$n0" ]
+	check $? "with the disk full a create fails (507) and starts nothing ($st: $(cat "$T/body"))"
+	kill "$p"
+	wait "$p" 2>/dev/null
+	vmm_pids_in "$d" | xargs -r kill -9
+}
+
+t_unknown_vmm() {
+	local id=orphan0000000000000 dir vp
+	dir=$DATA/sandboxes/$id
+	mkdir -p "$dir"
+	(cd "$dir" && exec "$VMM" --kernel "$KERNEL" --initrd "$INITRD" --vsock 3,vsock.sock \
+		--api-sock api.sock >console.log 2>&1) &
+	vp=$!
+	echo "$vp" >"$dir/vmm.pid"
+	sleep 0.3
+	kill -9 "$KILND_PID"
+	wait "$KILND_PID" 2>/dev/null
+	start_kilnd
+	sleep 0.3
+	! kill -0 "$vp" 2>/dev/null && [ ! -e "$dir" ] &&
+		grep -q "sandbox $id: stopping its VMM (pid $vp): the state store has no record of it" "$T/kilnd.log"
+	check $? "at start kilnd stops a VMM it has no record of, and removes its directory"
+	kill -9 "$vp" 2>/dev/null
+	wait "$vp" 2>/dev/null
 }
