@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -698,6 +700,15 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 		c->fd = fd;
 		c->flags = l->flags;
 		c->trusted = !(l->flags & HTTP_LISTEN_TCP);
+		if (l->flags & HTTP_LISTEN_TCP) {
+			/* Without it the small last write of a streamed answer
+			 * (an end event after a process's output) waits for the
+			 * client's delayed ACK, ~40 ms. Writes are not small:
+			 * each is what the loop gathered in c->out. */
+			int one = 1;
+
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		}
 		http_parser_init(&c->parser, HTTP_REQUEST);
 		c->parser.data = c;
 		ev_io_init(&c->rw, on_read, fd, EV_READ);

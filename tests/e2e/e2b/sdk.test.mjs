@@ -462,6 +462,37 @@ async function main() {
 
   // ------------------------------------------------------------ commands
 
+  // A streamed answer's small last write (the end event) held back by
+  // Nagle's algorithm until the client's delayed ACK costs ~40 ms: the
+  // SDK's round trip against kilnd's own exec, by ratio (no fixed time).
+  await test("no Nagle stall: commands.run('true') within 5x of kilnd's exec (medians of 20)", async () => {
+    const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1]
+    const time = async (f) => {
+      const t0 = performance.now()
+      await f()
+      return performance.now() - t0
+    }
+    const exec = () => fetch(`${API_URL}/sandboxes/${sbx.sandboxId}/exec`, {
+      method: 'POST',
+      headers: { 'X-API-Key': API_KEY, 'Content-Type': 'application/json' },
+      body: '{"cmd":["true"]}',
+    }).then((r) => r.text())
+    for (let i = 0; i < 3; i++) {
+      await exec()
+      await sbx.commands.run('true')
+    }
+    const raw = []
+    const sdk = []
+    for (let i = 0; i < 20; i++) {
+      raw.push(await time(exec))
+      sdk.push(await time(() => sbx.commands.run('true')))
+    }
+    const r = median(raw)
+    const s = median(sdk)
+    console.log(`# commands.run('true') median ${s.toFixed(2)} ms, kilnd's exec ${r.toFixed(2)} ms`)
+    assert.ok(s < 5 * r, `commands.run('true') ${s.toFixed(2)} ms against exec ${r.toFixed(2)} ms`)
+  }, 60000)
+
   await test("commands.run('echo hi')", async () => {
     const r = await sbx.commands.run('echo hi')
     assert.equal(r.exitCode, 0)
