@@ -322,10 +322,26 @@ static void call_abort(void *ctx)
 
 static const struct http_handler call_ops = {.on_abort = call_abort};
 
+/* envd's code for what the guest answered (its filesystem handlers; the
+ * SDK maps not_found to FileNotFoundError, invalid_argument to
+ * InvalidArgumentError, the rest to SandboxError). */
+static int fs_code(enum fs_kind kind, int err, int code)
+{
+	if (err <= 0)
+		return code; /* kilnd's own: the agent unreachable, a limit */
+	if (err == ENOENT && kind != FS_MKDIR)
+		return CRPC_NOT_FOUND;
+	if (kind == FS_LIST && err == ENOTDIR)
+		return CRPC_INVALID_ARGUMENT;
+	if (kind == FS_LIST && err == ELOOP)
+		return CRPC_FAILED_PRECONDITION;
+	return CRPC_INTERNAL;
+}
+
 static void call_error(struct fscall *f, int err, const char *msg, const char *path)
 {
 	char text[512];
-	int code = envd_fs_error(err, msg, path, text, sizeof(text));
+	int code = fs_code(f->kind, err, envd_fs_error(err, msg, path, text, sizeof(text)));
 
 	crpc_respond_error(f->c, code, "%s", text);
 	call_free(f);

@@ -70,7 +70,7 @@ delete process.env.E2B_DEBUG
 delete process.env.E2B_DOMAIN
 
 const e2b = await import('e2b')
-const { Sandbox, CommandExitError, FileNotFoundError, SandboxError, TimeoutError } = e2b
+const { Sandbox, CommandExitError, FileNotFoundError, InvalidArgumentError, SandboxError, TimeoutError } = e2b
 const { Sandbox: CiSandbox } = await import('@e2b/code-interpreter')
 
 // ---------------------------------------------------------------- kilnd
@@ -519,6 +519,40 @@ async function main() {
     assert.ok(e instanceof CommandExitError, `got ${e}`)
     assert.equal(e.exitCode, 3)
     assert.equal(e.stdout, 'partial\n')
+    // envd's end event `error` (Go's cmd.Wait() error) is the message
+    assert.equal(e.message, 'exit status 3')
+    assert.equal(e.error, 'exit status 3')
+  })
+
+  await test("CommandExitError.message: 'signal: killed', 'signal: terminated'; none for exit 0", async () => {
+    let e = await rejects(sbx.commands.run('kill -KILL $$'))
+    assert.ok(e instanceof CommandExitError, `got ${e}`)
+    assert.deepEqual([e.exitCode, e.message], [-1, 'signal: killed'])
+    e = await rejects(sbx.commands.run('kill -TERM $$'))
+    assert.deepEqual([e.exitCode, e.message], [-1, 'signal: terminated'])
+    const h = await sbx.commands.run('sleep 30', { background: true, timeoutMs: 0 })
+    await h.kill()
+    e = await rejects(h.wait())
+    assert.deepEqual([e.exitCode, e.message], [-1, 'signal: killed'])
+    const r = await sbx.commands.run('true')
+    assert.deepEqual([r.exitCode, r.error], [0, undefined])
+  })
+
+  await test('error classes as envd: a missing cwd is InvalidArgumentError, files as envd maps them', async () => {
+    let e = await rejects(sbx.commands.run('pwd', { cwd: `${G}/no/such/dir` }))
+    assert.ok(e instanceof InvalidArgumentError, `got ${e}`)
+    await sbx.files.write(`${G}/a-file`, 'f')
+    e = await rejects(sbx.files.list(`${G}/a-file`))
+    assert.ok(e instanceof InvalidArgumentError, `got ${e}`)
+    e = await rejects(sbx.files.list(`${G}/no-such-dir`))
+    assert.ok(e instanceof FileNotFoundError, `got ${e}`)
+    e = await rejects(sbx.files.rename(`${G}/no-such-file`, `${G}/x`))
+    assert.ok(e instanceof FileNotFoundError, `got ${e}`)
+    assert.equal(await sbx.files.makeDir(G), false, 'an existing directory: already_exists')
+    e = await rejects(sbx.files.makeDir(`${G}/a-file`))
+    assert.ok(e instanceof InvalidArgumentError, `got ${e}`)
+    await sbx.files.remove(`${G}/no-such-file`) // envd's RemoveAll: no error
+    assert.equal(await sbx.files.exists(`${G}/no-such-file`), false)
   })
 
   await test('envs: per command and from Sandbox.create', async () => {
@@ -1253,7 +1287,7 @@ async function main() {
     const err = events.filter((e) => e.data && e.data.stderr).map((e) => Buffer.from(e.data.stderr, 'base64')).join('')
     assert.equal(out, 'hi')
     assert.equal(err, 'err')
-    assert.deepEqual(events.at(-1).end, { exitCode: 4, exited: true, status: 'exit status 4' })
+    assert.deepEqual(events.at(-1).end, { exitCode: 4, exited: true, status: 'exit status 4', error: 'exit status 4' })
     assert.deepEqual(end, {})
   })
 
@@ -1293,16 +1327,20 @@ async function main() {
     assert.ok(events.at(-1).end)
   })
 
-  await test('raw Start: a missing program is not_found in the end-of-stream', async () => {
-    const { events, end } = await rpcStream(H, 'process.Process/Start', { process: { cmd: '/no/such/program' } })
+  await test('raw Start: a missing program or cwd is invalid_argument in the end-of-stream', async () => {
+    let { events, end } = await rpcStream(H, 'process.Process/Start', { process: { cmd: '/no/such/program' } })
     assert.equal(events.length, 0)
-    assert.equal(end.error.code, 'not_found')
+    assert.equal(end.error.code, 'invalid_argument')
+    ;({ events, end } = await rpcStream(H, 'process.Process/Start', { process: { cmd: '/bin/true', cwd: '/no/such/dir' } }))
+    assert.equal(events.length, 0)
+    assert.equal(end.error.code, 'invalid_argument')
   })
 
-  await test('raw Start: signal death is exitCode -1, "signal: killed"', async () => {
+  await test('raw Start: signal death is exitCode -1, "signal: killed" (status and error)', async () => {
     const { events } = await rpcStream(H, 'process.Process/Start',
       { process: { cmd: '/bin/sh', args: ['-c', 'kill -KILL $$'] } })
-    assert.deepEqual(events.at(-1).end, { exitCode: -1, exited: false, status: 'signal: killed' })
+    assert.deepEqual(events.at(-1).end,
+      { exitCode: -1, exited: false, status: 'signal: killed', error: 'signal: killed' })
   })
 
   await test('raw Connect: Connect-Timeout-Ms ends the stream, not the process', async () => {
