@@ -102,6 +102,30 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
+/* An existing data directory is kilnd's alone (it holds the API key and
+ * every sandbox's files): 0700, owned by kilnd's user, not a link. */
+static void tighten_data_dir(const char *dir)
+{
+	struct stat st;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		die("%s: %s (the data directory must be a directory, not a link)", dir,
+		    strerror(errno));
+	if (fstat(fd, &st))
+		die("%s: %s", dir, strerror(errno));
+	if (st.st_uid != geteuid())
+		die("%s belongs to uid %u, not to kilnd's user (uid %u): use a directory of your "
+		    "own",
+		    dir, (unsigned)st.st_uid, (unsigned)geteuid());
+	if ((st.st_mode & 07777) != 0700) {
+		log_warn("%s was mode %04o: making it 0700", dir, (unsigned)(st.st_mode & 07777));
+		if (fchmod(fd, 0700))
+			die("cannot make %s mode 0700: %s", dir, strerror(errno));
+	}
+	close(fd);
+}
+
 static double parse_seconds(const char *opt, const char *s)
 {
 	char *end;
@@ -540,6 +564,7 @@ int main(int argc, char **argv)
 	umask(077);
 	if (mkdir_p(cfg->data_dir, 0700))
 		die("cannot create %s: %s", cfg->data_dir, strerror(errno));
+	tighten_data_dir(cfg->data_dir);
 	lock_fd = lock_data_dir(cfg->data_dir);
 	if (asprintf(&kd.sandboxes_dir, "%s/sandboxes", cfg->data_dir) < 0 ||
 	    asprintf(&db, "%s/kilnd.db", cfg->data_dir) < 0)

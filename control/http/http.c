@@ -15,6 +15,7 @@
 
 #include "http.h"
 #include "http_int.h"
+#include "jsonutil.h"
 #include "util.h"
 
 #define READ_CHUNK   (64u << 10)
@@ -295,7 +296,9 @@ void http_respond_error(struct http_conn *c, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	j = json_pack("{s:i,s:s}", "code", status, "message", msg);
+	/* a message may quote a path that is not UTF-8 (or be cut inside a
+	 * character): JSON all the same */
+	j = json_pack("{s:i,s:o}", "code", status, "message", json_lossy(msg, strlen(msg)));
 	s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (!s) {
@@ -612,10 +615,23 @@ static void on_sweep(struct ev_loop *loop, ev_timer *w, int revents)
 		if (!why)
 			continue;
 		log_debug("http: closing connection: %s", why);
-		if (c->rq == RQ_HEADERS && c->rs == RS_NONE && !buf_avail(&c->out)) {
-			/* Tell a slow client why, then hang up. */
+		if ((c->rq == RQ_HEADERS || c->rq == RQ_BODY) && c->rs == RS_NONE &&
+		    !buf_avail(&c->out) && !c->upgraded) {
+			/* Tell a slow client why, then hang up (its handler, if
+			 * any, learns of it as a client that went away). */
+			const struct http_handler *h = c->h;
+
 			c->keep_alive = false;
-			http_respond_error(c, 408, "request headers not received in time");
+			c->h = NULL;
+			if (h && h->on_abort) {
+				c->busy++;
+				h->on_abort(c->hctx);
+				if (!http_conn_leave(c))
+					continue;
+			}
+			if (c->rs == RS_NONE)
+				http_respond_error(c, 408, "request %s not received in time",
+				                   c->rq == RQ_BODY ? "body" : "headers");
 			c->last_write = now;
 			c->closing = true;
 			continue;

@@ -5,7 +5,7 @@
 # shellcheck disable=SC2154 # T, DATA, SOCK, PORT ... come from run.sh
 
 HARDENING_TESTS="t_names t_auth t_pin_pause t_unauth_flood t_console_cap t_unsaved
-t_unknown_vmm"
+t_unknown_vmm t_odd_input"
 
 # Names that become paths: one rule for templates, images and sandboxes,
 # and nothing outside DATA_DIR/templates/NAME is ever removed.
@@ -233,4 +233,39 @@ t_unknown_vmm() {
 	check $? "at start kilnd stops a VMM it has no record of, and removes its directory"
 	kill -9 "$vp" 2>/dev/null
 	wait "$vp" 2>/dev/null
+}
+
+# The smaller holes: names and paths that are not UTF-8, a body that never
+# completes, a data directory others can read.
+t_odd_input() {
+	local id st d=$T/data-perm p bad
+	bad=$(printf 'bad\377name')
+	id=$("$KILN" create) || { not_ok "create for odd input"; return; }
+	mkdir -p "$G/nu" && : >"$G/nu/$bad"
+	st=$(api GET "/sandboxes/$id/files/list?path=$G/nu")
+	[ "$st" = 200 ] && grep -q "$(printf '"name":"bad\357\277\275name"')" "$T/body"
+	check $? "files/list with a name that is not UTF-8 is 200, U+FFFD in its place ($st)"
+	st=$(curl -sS --unix-socket "$SOCK" -o "$T/body" -w '%{http_code}' -H "E2b-Sandbox-Id: $id" \
+		-H "X-Access-Token: $(sb_token "$id")" -H 'Content-Type: application/json' \
+		-d "{\"path\":\"$G/nu\"}" http://k/filesystem.Filesystem/ListDir)
+	[ "$st" = 200 ] && grep -q "$(printf 'bad\357\277\275name')" "$T/body"
+	check $? "envd ListDir with such a name is 200 ($st)"
+	st=$(curl -s --path-as-is -o "$T/body" -w '%{http_code} %{content_type}' --unix-socket "$SOCK" \
+		"http://k/sandboxes/%FF%FEx")
+	[ "$st" = "404 application/json" ] && grep -q '"code":404' "$T/body"
+	check $? "a request path that is not UTF-8 gets a JSON 404 ($st)"
+	st=$(printf 'POST /sandboxes HTTP/1.1\r\nHost: k\r\nContent-Length: 100\r\n\r\n{"time' |
+		"$HOSTILE" raw "$SOCK")
+	[ "$st" = "HTTP/1.1 408 Request Timeout" ]
+	check $? "a body that stops short gets 408 at --body-timeout ($st)"
+	"$KILN" rm "$id"
+	mkdir -m 0755 "$d"
+	# shellcheck disable=SC2046
+	"$KILND" --data-dir "$d" $(vmm_opts) >"$T/kilnd-perm.log" 2>&1 &
+	p=$!
+	wait_socket "$d/kilnd.sock"
+	[ "$(stat -c %a "$d")" = 700 ]
+	check $? "an existing data directory is made 0700 ($(stat -c %a "$d"))"
+	kill "$p"
+	wait "$p" 2>/dev/null
 }
