@@ -308,8 +308,8 @@ static const struct method methods[] = {
     {"/process.Process/SendSignal", false, SMALL, envd_proc_send_signal},
     {"/process.Process/CloseStdin", false, SMALL, envd_proc_close_stdin},
     {"/process.Process/Update", false, SMALL, envd_proc_update},
-    /* client streaming: fetch() cannot send it, the SDK never calls it */
-    {"/process.Process/StreamInput", true, SMALL, NULL},
+    /* client streaming (envd_input.c): served at headers time */
+    {"/process.Process/StreamInput", true, 0, NULL},
     {"/filesystem.Filesystem/Stat", false, SMALL, envd_fs_stat},
     {"/filesystem.Filesystem/MakeDir", false, SMALL, envd_fs_make_dir},
     {"/filesystem.Filesystem/Move", false, SMALL, envd_fs_move},
@@ -459,6 +459,40 @@ static const struct http_handler rpc_ops = {
     .on_abort = rpc_abort,
 };
 
+/* StreamInput on a sandbox being resumed (wake.h): its body waits. */
+struct input_wait {
+	struct kilnd *kd;
+	struct http_conn *c;
+};
+
+static void iw_run(void *ctx, struct sandbox *sb)
+{
+	struct input_wait *w = ctx;
+
+	envd_proc_stream_input(w->kd, w->c, sb);
+	free(w);
+}
+
+static void iw_fail(void *ctx, int status, const char *msg)
+{
+	struct input_wait *w = ctx;
+
+	crpc_stream_fail(w->c,
+	                 status == 429   ? CRPC_RESOURCE_EXHAUSTED
+	                 : status == 404 ? CRPC_NOT_FOUND
+	                 : status == 409 ? CRPC_FAILED_PRECONDITION
+	                                 : CRPC_UNAVAILABLE,
+	                 "%s", msg);
+	free(w);
+}
+
+static void iw_drop(void *ctx)
+{
+	free(ctx);
+}
+
+static const struct wake_ops input_wake_ops = {.run = iw_run, .fail = iw_fail, .drop = iw_drop};
+
 static void rpc_route(struct kilnd *kd, struct http_conn *c, struct http_req *req,
                       struct sandbox *sb, const struct method *m)
 {
@@ -483,9 +517,23 @@ static void rpc_route(struct kilnd *kd, struct http_conn *c, struct http_req *re
 		return;
 	}
 	if (!m->fn) {
-		/* the body is not needed: the answer goes out now */
-		rpc_fail(c, m, CRPC_UNIMPLEMENTED,
-		         "StreamInput (client streaming) is not implemented; use SendInput");
+		/* StreamInput: its body is read as it comes, on a running sandbox
+		 * (a paused one is resumed first, the body held meanwhile) */
+		if (sb->state == SB_RUNNING) {
+			envd_proc_stream_input(kd, c, sb);
+			return;
+		}
+		{
+			struct input_wait *w = calloc(1, sizeof(*w));
+
+			if (!w) {
+				rpc_fail(c, m, CRPC_INTERNAL, "out of memory");
+				return;
+			}
+			w->kd = kd;
+			w->c = c;
+			sb_wake(kd, c, sb, "StreamInput", WAKE_HOLD, &input_wake_ops, w);
+		}
 		return;
 	}
 	tmo = crpc_timeout_ms(req);

@@ -81,6 +81,8 @@ void envd_proc_send_input(struct envd_req *r);
 void envd_proc_send_signal(struct envd_req *r);
 void envd_proc_close_stdin(struct envd_req *r);
 void envd_proc_update(struct envd_req *r);
+/* StreamInput (envd_input.c): reads the request body as it comes. */
+void envd_proc_stream_input(struct kilnd *kd, struct http_conn *c, struct sandbox *sb);
 
 void envd_fs_stat(struct envd_req *r);
 void envd_fs_make_dir(struct envd_req *r);

@@ -15,6 +15,7 @@
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
+import http from 'node:http'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -1378,7 +1379,75 @@ async function main() {
     u = await rpcUnary(H, 'filesystem.Filesystem/ListDir', { path: `${G}/plain` })
     assert.deepEqual([u.status, u.body.code], [400, 'invalid_argument'])
     r = await rpcStream(H, 'process.Process/StreamInput', {})
-    assert.equal(r.end.error.code, 'unimplemented')
+    assert.equal(r.end.error.code, 'invalid_argument')
+  })
+
+  // StreamInput: the request body is a stream of envelopes, sent (chunked)
+  // while the process reads them; the answer comes when the client ends.
+  function streamInput(h) {
+    let resolveRes
+    const res = new Promise((r) => { resolveRes = r })
+    const req = http.request(`${SANDBOX_URL}/process.Process/StreamInput`, {
+      method: 'POST',
+      headers: { ...h, 'Content-Type': 'application/connect+json', 'Connect-Protocol-Version': '1' },
+    }, (r) => {
+      const chunks = []
+      r.on('data', (d) => chunks.push(d))
+      r.on('end', () => {
+        try {
+          resolveRes({ status: r.statusCode, envs: parseEnvelopes(Buffer.concat(chunks)) })
+        } catch (e) {
+          resolveRes({ status: r.statusCode, error: e, body: Buffer.concat(chunks).toString() })
+        }
+      })
+    })
+    req.on('error', (e) => resolveRes({ error: e }))
+    req.flushHeaders()
+    return { send: (m) => req.write(envelope(m)), end: () => req.end(), res }
+  }
+
+  await test('raw StreamInput: stdin streamed as it comes, answered at the end', async () => {
+    H = H || await envdHeaders(sbx.sandboxId)
+    let out = ''
+    const h = await sbx.commands.run('cat', { background: true, stdin: true, timeoutMs: 0,
+      onStdout: (d) => { out += d } })
+    const s = streamInput(H)
+    s.send({ start: { process: { pid: h.pid } } })
+    s.send({ data: { input: { stdin: Buffer.from('hello ').toString('base64') } } })
+    for (let i = 0; i < 100 && out !== 'hello '; i++) await sleep(50)
+    assert.equal(out, 'hello ', 'the first input arrived while the request goes on')
+    s.send({ keepalive: {} })
+    s.send({ data: { input: { stdin: Buffer.from('world\n').toString('base64') } } })
+    s.end()
+    const r = await withTimeout(s.res, 10000, 'the StreamInput answer')
+    assert.equal(r.status, 200)
+    assert.deepEqual(r.envs.map((e) => [e.flags, e.msg]), [[0, {}], [2, {}]])
+    for (let i = 0; i < 100 && out !== 'hello world\n'; i++) await sleep(50)
+    assert.equal(out, 'hello world\n')
+    await sbx.commands.closeStdin(h.pid)
+    assert.equal((await h.wait()).exitCode, 0)
+  })
+
+  await test('raw StreamInput: errors end the stream (no start, unknown pid, closed stdin)', async () => {
+    H = H || await envdHeaders(sbx.sandboxId)
+    let s = streamInput(H)
+    s.send({ data: { input: { stdin: 'eA==' } } })
+    let r = await withTimeout(s.res, 10000, 'StreamInput without start')
+    assert.equal(r.envs.at(-1).msg.error.code, 'invalid_argument')
+    s.end()
+    s = streamInput(H)
+    s.send({ start: { process: { pid: 4242424 } } })
+    r = await withTimeout(s.res, 10000, 'StreamInput to an unknown pid')
+    assert.equal(r.envs.at(-1).msg.error.code, 'not_found')
+    s.end()
+    const h = await sbx.commands.run('sleep 5', { background: true, timeoutMs: 0 })
+    s = streamInput(H)
+    s.send({ start: { process: { pid: h.pid } } })
+    s.send({ data: { input: { stdin: 'eA==' } } })
+    r = await withTimeout(s.res, 10000, 'StreamInput to a closed stdin')
+    assert.equal(r.envs.at(-1).msg.error.code, 'failed_precondition')
+    s.end()
+    await h.kill()
   })
 
   await test('raw: unknown sandbox and other ports answer 502, 49999 checks its input', async () => {
