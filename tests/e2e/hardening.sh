@@ -5,7 +5,7 @@
 # shellcheck disable=SC2154 # T, DATA, SOCK, PORT ... come from run.sh
 
 HARDENING_TESTS="t_names t_auth t_pin_pause t_unauth_flood t_console_cap t_unsaved
-t_unknown_vmm t_odd_input"
+t_unknown_vmm t_odd_input t_timeout_session"
 
 # Names that become paths: one rule for templates, images and sandboxes,
 # and nothing outside DATA_DIR/templates/NAME is ever removed.
@@ -96,6 +96,7 @@ t_pin_pause() {
 	check $? "a sandbox from before a kilnd restart can still be paused ($st: $(cat "$T/body"))"
 	"$KILN" rm "$a" "$b"
 
+	[ $FAKE = 1 ] || return 0 # (the fake VMM fails snapshots on request)
 	# shellcheck disable=SC2046
 	FAKE_VMM_SNAPSHOT_ENOSPC=1 "$KILND" --data-dir "$d" $(vmm_opts) >"$T/kilnd-pin.log" 2>&1 &
 	p=$!
@@ -154,6 +155,7 @@ t_unauth_flood() {
 # A guest that prints without end: console.log is capped (--console-max,
 # default 4 MiB) and rotated to console.log.1; GET /logs serves both.
 t_console_cap() {
+	[ $FAKE = 1 ] || return 0 # (the fake VMM's guest floods on request)
 	local d=$T/data-console p id dir max=0 size i done_=0
 	# shellcheck disable=SC2046
 	FAKE_VMM_CONSOLE_FLOOD_MB=300 "$KILND" --data-dir "$d" $(vmm_opts) >"$T/kilnd-console.log" 2>&1 &
@@ -189,6 +191,7 @@ vmm_pids_in() {
 # A create that cannot be recorded (the disk is full) fails and leaves
 # nothing running; a VMM the store does not know is stopped at start.
 t_unsaved() {
+	[ $FAKE = 1 ] || return 0 # kilnd's own behaviour: the fake VMM suffices
 	local d=$T/data-full p st n0
 	command -v unshare >/dev/null && command -v nsenter >/dev/null ||
 		{ echo "skip t_unsaved: no unshare or nsenter"; return 0; }
@@ -216,6 +219,7 @@ t_unsaved() {
 }
 
 t_unknown_vmm() {
+	[ $FAKE = 1 ] || return 0 # (a fake VMM started by hand)
 	local id=orphan0000000000000 dir vp
 	dir=$DATA/sandboxes/$id
 	mkdir -p "$dir"
@@ -238,10 +242,9 @@ t_unknown_vmm() {
 # The smaller holes: names and paths that are not UTF-8, a body that never
 # completes, a data directory others can read.
 t_odd_input() {
-	local id st d=$T/data-perm p bad
-	bad=$(printf 'bad\377name')
+	local id st d=$T/data-perm p
 	id=$("$KILN" create) || { not_ok "create for odd input"; return; }
-	mkdir -p "$G/nu" && : >"$G/nu/$bad"
+	"$KILN" exec "$id" -- sh -c "mkdir -p $G/nu && : >$G/nu/\$(printf 'bad\\377name')"
 	st=$(api GET "/sandboxes/$id/files/list?path=$G/nu")
 	[ "$st" = 200 ] && grep -q "$(printf '"name":"bad\357\277\275name"')" "$T/body"
 	check $? "files/list with a name that is not UTF-8 is 200, U+FFFD in its place ($st)"
@@ -268,4 +271,24 @@ t_odd_input() {
 	check $? "an existing data directory is made 0700 ($(stat -c %a "$d"))"
 	kill "$p"
 	wait "$p" 2>/dev/null
+}
+
+# An exec timeout ends the whole command, children that called setsid()
+# included (they are in a session and group of their own).
+t_timeout_session() {
+	local id rc t0 n p m=kiln-e2e-spin-$$
+	id=$("$KILN" create) || { not_ok "create for the timeout"; return; }
+	t0=$SECONDS
+	"$KILN" exec --cmd-timeout 1 "$id" -- sh -c "setsid sh -c 'while :; do :; done' $m & wait" \
+		>/dev/null 2>&1
+	rc=$?
+	sleep 0.5
+	n=$("$KILN" exec "$id" -- sh -c 'for p in /proc/[0-9]*; do { tr "\0" " " <$p/cmdline; } 2>/dev/null; echo; done' |
+		grep -c "[k]${m#k}")
+	[ $rc = 124 ] && [ $((SECONDS - t0)) -lt 8 ] && [ "$n" = 0 ]
+	check $? "--cmd-timeout kills a setsid child too (status $rc, $n left)"
+	"$KILN" rm "$id"
+	[ $FAKE = 1 ] && for p in /proc/[0-9]*; do # (with the fake VMM the guest is the host)
+		grep -qa -- "$m" "$p/cmdline" 2>/dev/null && kill -9 "${p#/proc/}"
+	done
 }
