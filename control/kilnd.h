@@ -32,8 +32,9 @@ struct kilnd_cfg {
 	double boot_timeout;      /* seconds to wait for the agent's first answer */
 	unsigned default_timeout; /* sandbox lifetime, seconds */
 	unsigned max_timeout;
-	unsigned retain_dead;          /* seconds a dead sandbox stays listed */
-	unsigned long long max_upload; /* bytes per PUT /files */
+	unsigned retain_dead;           /* seconds a dead sandbox stays listed */
+	unsigned long long max_upload;  /* bytes per PUT /files */
+	unsigned long long console_max; /* console.log's cap (console.c); 0: none */
 	struct http_cfg http;
 };
 
@@ -84,6 +85,8 @@ struct kilnd {
 	struct api_op_stats ops[API_OP_MAX];
 	ev_timer housekeeping;
 	ev_timer pool_timer; /* pool.c: refills */
+	int console_ifd;     /* console.c: inotify of the console logs */
+	ev_io console_w;
 };
 
 /* api.c: the request router. */

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "browser/cdp.h"
+#include "sandbox/console.h"
 #include "sandbox/bootfile.h"
 #include "api/api.h"
 #include "envd/envd.h"
@@ -81,7 +82,13 @@ static void usage(FILE *f)
 	        "  --max-timeout S       longest lifetime a request may ask for (default 86400)\n"
 	        "  --retain S            seconds dead sandboxes stay listed (default 3600)\n"
 	        "  --max-upload BYTES    largest file upload (default 8G)\n"
-	        "  --max-conns N         client connections at once (default 1024)\n"
+	        "  --console-max BYTES   a sandbox's console.log before it is rotated to\n"
+	        "                        console.log.1 (default 4M)\n"
+	        "  --max-conns N         client connections at once (default 1024; the unix\n"
+	        "                        socket keeps 64 of them, at most a quarter)\n"
+	        "  --max-unauth-conns N  TCP connections before their first authenticated\n"
+	        "                        request (default 64, at most half of --max-conns)\n"
+	        "  --unauth-timeout S    such a connection's idle time (default 5)\n"
 	        "  --header-timeout S    to receive a request's headers (default 10)\n"
 	        "  --idle-timeout S      keep-alive connection idle time (default 60)\n"
 	        "  --body-timeout S      without request body progress (default 30)\n"
@@ -102,6 +109,30 @@ static void die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(1);
+}
+
+/* An existing data directory is kilnd's alone (it holds the API key and
+ * every sandbox's files): 0700, owned by kilnd's user, not a link. */
+static void tighten_data_dir(const char *dir)
+{
+	struct stat st;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		die("%s: %s (the data directory must be a directory, not a link)", dir,
+		    strerror(errno));
+	if (fstat(fd, &st))
+		die("%s: %s", dir, strerror(errno));
+	if (st.st_uid != geteuid())
+		die("%s belongs to uid %u, not to kilnd's user (uid %u): use a directory of your "
+		    "own",
+		    dir, (unsigned)st.st_uid, (unsigned)geteuid());
+	if ((st.st_mode & 07777) != 0700) {
+		log_warn("%s was mode %04o: making it 0700", dir, (unsigned)(st.st_mode & 07777));
+		if (fchmod(fd, 0700))
+			die("cannot make %s mode 0700: %s", dir, strerror(errno));
+	}
+	close(fd);
 }
 
 static double parse_seconds(const char *opt, const char *s)
@@ -319,6 +350,9 @@ enum {
 	OPT_RETAIN,
 	OPT_MAX_UPLOAD,
 	OPT_MAX_CONNS,
+	OPT_CONSOLE_MAX,
+	OPT_MAX_UNAUTH,
+	OPT_UNAUTH_TIMEOUT,
 	OPT_HEADER_TIMEOUT,
 	OPT_IDLE_TIMEOUT,
 	OPT_BODY_TIMEOUT,
@@ -349,6 +383,9 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"retain", required_argument, NULL, OPT_RETAIN},
 	    {"max-upload", required_argument, NULL, OPT_MAX_UPLOAD},
 	    {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+	    {"console-max", required_argument, NULL, OPT_CONSOLE_MAX},
+	    {"max-unauth-conns", required_argument, NULL, OPT_MAX_UNAUTH},
+	    {"unauth-timeout", required_argument, NULL, OPT_UNAUTH_TIMEOUT},
 	    {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
 	    {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
 	    {"body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT},
@@ -447,6 +484,16 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 		case OPT_MAX_CONNS:
 			cfg->http.max_conns = (unsigned)parse_seconds("--max-conns", optarg);
 			break;
+		case OPT_CONSOLE_MAX:
+			cfg->console_max = parse_size("--console-max", optarg);
+			break;
+		case OPT_MAX_UNAUTH:
+			cfg->http.max_untrusted =
+			    (unsigned)parse_seconds("--max-unauth-conns", optarg);
+			break;
+		case OPT_UNAUTH_TIMEOUT:
+			cfg->http.untrusted_idle = parse_seconds("--unauth-timeout", optarg);
+			break;
 		case OPT_HEADER_TIMEOUT:
 			cfg->http.header_timeout = parse_seconds("--header-timeout", optarg);
 			break;
@@ -499,8 +546,12 @@ int main(int argc, char **argv)
 	cfg->retain_dead = 3600;
 	cfg->max_upload = 8ULL << 30;
 	cfg->browser_port = CDP_DEFAULT_PORT;
+	cfg->console_max = 4ULL << 20;
 	cfg->http = (struct http_cfg){
 	    .max_conns = 1024,
+	    .max_untrusted = 64,
+	    .unix_reserve = 64,
+	    .untrusted_idle = 5,
 	    .header_timeout = 10,
 	    .idle_timeout = 60,
 	    .body_timeout = 30,
@@ -508,6 +559,10 @@ int main(int argc, char **argv)
 	    .max_out = 8u << 20,
 	};
 	parse_args(cfg, argc, argv);
+	if (cfg->http.unix_reserve > cfg->http.max_conns / 4)
+		cfg->http.unix_reserve = cfg->http.max_conns / 4;
+	if (cfg->http.max_untrusted > cfg->http.max_conns / 2)
+		cfg->http.max_untrusted = cfg->http.max_conns / 2;
 	if (!cfg->socket_path)
 		cfg->socket_path = kiln_default_socket(cfg->data_dir);
 	if (!cfg->data_dir)
@@ -548,6 +603,7 @@ int main(int argc, char **argv)
 	umask(077);
 	if (mkdir_p(cfg->data_dir, 0700))
 		die("cannot create %s: %s", cfg->data_dir, strerror(errno));
+	tighten_data_dir(cfg->data_dir);
 	lock_fd = lock_data_dir(cfg->data_dir);
 	if (asprintf(&kd.sandboxes_dir, "%s/sandboxes", cfg->data_dir) < 0 ||
 	    asprintf(&db, "%s/kilnd.db", cfg->data_dir) < 0)
@@ -567,6 +623,8 @@ int main(int argc, char **argv)
 	if (rc)
 		die("cannot open the state store %s", db);
 	free(db);
+	if (console_init(&kd))
+		die("inotify_init1: %s", strerror(errno));
 	if (sb_restore_all(&kd))
 		die("cannot load the state store");
 	if (tmpl_load_all(&kd))
@@ -574,12 +632,10 @@ int main(int argc, char **argv)
 	{
 		/* Snapshots of forks in progress when kilnd stopped: no clone
 		 * needs them once it runs. */
-		char *forks;
+		int rc = rm_tree(cfg->data_dir, "forks");
 
-		if (asprintf(&forks, "%s/forks", cfg->data_dir) < 0)
-			die("out of memory");
-		rm_rf(forks);
-		free(forks);
+		if (rc)
+			log_warn("cannot remove %s/forks: %s", cfg->data_dir, strerror(-rc));
 	}
 	bootfile_gc(&kd);
 
@@ -614,6 +670,7 @@ int main(int argc, char **argv)
 	http_server_free(kd.http);
 	unlink(cfg->socket_path);
 	sb_free_all(&kd);
+	console_free(&kd);
 	tmpl_free_all(&kd);
 	bootfile_free_all(&kd);
 	store_close(kd.store);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -185,37 +186,84 @@ int mkdir_p(const char *path, unsigned mode)
 	return 0;
 }
 
-int rm_rf(const char *path)
+bool name_ok(const char *s)
 {
-	struct stat st;
-	DIR *d;
+	size_t n = strlen(s);
+
+	/* A letter or digit first: never ".", "..", a hidden file or an option. */
+	if (!n || n > NAME_MAX_LEN || !isalnum((unsigned char)s[0]))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
+			return false;
+	return true;
+}
+
+#define RM_DEPTH 64 /* a guest never writes into kilnd's directories */
+
+/* Empty the directory open as dfd (closed here), depth levels deep at most. */
+static int rm_contents(int dfd, int depth)
+{
+	DIR *d = fdopendir(dfd);
 	struct dirent *e;
 	int rc = 0;
 
-	if (lstat(path, &st))
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISDIR(st.st_mode))
-		return unlink(path) ? -errno : 0;
-	d = opendir(path);
-	if (!d)
-		return -errno;
+	if (!d) {
+		rc = -errno;
+		close(dfd);
+		return rc;
+	}
 	while ((e = readdir(d))) {
-		char *sub;
+		int sub;
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		if (asprintf(&sub, "%s/%s", path, e->d_name) < 0) {
-			rc = -ENOMEM;
+		if (!unlinkat(dirfd(d), e->d_name, 0))
+			continue;
+		if (errno != EISDIR && errno != EPERM) {
+			rc = -errno;
 			break;
 		}
-		rc = rm_rf(sub);
-		free(sub);
-		if (rc)
+		/* O_NOFOLLOW: a link is removed above, never followed */
+		sub = depth ? openat(dirfd(d), e->d_name,
+		                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+		            : (errno = ELOOP, -1);
+		if (sub < 0 || (rc = rm_contents(sub, depth - 1))) {
+			rc = rc ? rc : -errno;
 			break;
+		}
+		if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR)) {
+			rc = -errno;
+			break;
+		}
 	}
 	closedir(d);
-	if (!rc && rmdir(path))
+	return rc;
+}
+
+int rm_tree(const char *parent, const char *name)
+{
+	int pfd, dfd, rc;
+
+	if (!name_ok(name))
+		return -EINVAL;
+	pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!unlinkat(pfd, name, 0) || errno == ENOENT) {
+		close(pfd);
+		return 0;
+	}
+	dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
 		rc = -errno;
+		close(pfd);
+		return rc;
+	}
+	rc = rm_contents(dfd, RM_DEPTH);
+	if (!rc && unlinkat(pfd, name, AT_REMOVEDIR))
+		rc = -errno;
+	close(pfd);
 	return rc;
 }
 

@@ -4,6 +4,7 @@
 #ifndef KILND_UTIL_H
 #define KILND_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -40,8 +41,17 @@ int b64_decode(struct buf *out, const char *s, size_t n);
 char *kiln_default_data_dir(void);
 char *kiln_default_socket(const char *data_dir_or_null);
 
+#define NAME_MAX_LEN 64
+/* The one rule for every name that becomes a path component (a sandbox id,
+ * a template or an image name): 1 to 64 letters, digits, '.', '_' or '-',
+ * the first a letter or digit (so never ".", ".." or a hidden file). */
+bool name_ok(const char *s);
+
 int mkdir_p(const char *path, unsigned mode);
-int rm_rf(const char *path);
+/* Remove parent/name and everything in it, by *at() calls from the opened
+ * parent (symbolic links are removed, never followed). name must pass
+ * name_ok() (or be one of kilnd's own "forks", "templates"): -EINVAL. */
+int rm_tree(const char *parent, const char *name);
 /* Read up to max bytes of a small file into a malloc'd NUL-terminated string. */
 char *read_small_file(const char *path, size_t max, size_t *len);
 /* The last `lines` lines (at most max_bytes) of a file, or NULL. */

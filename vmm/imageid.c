@@ -7,10 +7,13 @@
  * inode, size, mtime and ctime (any write changes the last two), under
  * $KILN_CACHE/image-ids (default ~/.cache/kiln, or /tmp/kiln-cache-UID
  * without a home), one file per image. A missing or stale entry only costs
- * the hash.
+ * the hash. An entry names a file as a kernel: the cache is used only in
+ * a directory that is ours (not a link, owned by our uid, writable by
+ * nobody else), and its entries are opened without following links.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +43,33 @@ static int cache_dir(char *buf, size_t len)
 	else if (home && *home)
 		n = snprintf(buf, len, "%s/.cache/kiln/image-ids", home);
 	else
-		n = snprintf(buf, len, "/tmp/kiln-cache-%u/image-ids", (unsigned)getuid());
+		n = snprintf(buf, len, "/tmp/kiln-cache-%u/image-ids", (unsigned)geteuid());
 	return n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+static bool dir_is_ours(const char *path)
+{
+	struct stat st;
+
+	return !lstat(path, &st) && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	       !(st.st_mode & 022);
+}
+
+/* The cache directory, if it can be trusted; in /tmp (shared with every
+ * user) its parent kiln-cache-UID too, which another user may have made. */
+static bool cache_dir_ok(char *dir)
+{
+	char *slash = strrchr(dir, '/');
+	bool ok;
+
+	if (!dir_is_ours(dir))
+		return false;
+	if (strncmp(dir, "/tmp/", 5) || !slash)
+		return true;
+	*slash = 0;
+	ok = dir_is_ours(dir);
+	*slash = '/';
+	return ok;
 }
 
 /* mkdir -p, owner-only for what we create. */
@@ -85,13 +113,13 @@ static int entry_path(const struct stat *st, char *buf, size_t len)
 static bool cache_get(const struct stat *st, struct snap_image_id *id)
 {
 	struct cache_entry want, got;
-	char path[600];
+	char path[600], dir[512];
 	ssize_t n;
 	int fd;
 
-	if (entry_path(st, path, sizeof(path)))
+	if (entry_path(st, path, sizeof(path)) || cache_dir(dir, sizeof(dir)) || !cache_dir_ok(dir))
 		return false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return false;
 	n = read(fd, &got, sizeof(got));
@@ -113,8 +141,11 @@ static void cache_put(const struct stat *st, const struct snap_image_id *id)
 	if (entry_path(st, path, sizeof(path)) || cache_dir(dir, sizeof(dir)))
 		return;
 	make_dirs(dir);
+	if (!cache_dir_ok(dir))
+		return;
 	snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return;
 	fill_key(&e, st);

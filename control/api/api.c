@@ -63,7 +63,7 @@ static bool key_equal(const char *a, const char *b)
 	return d == 0;
 }
 
-bool api_authorized(struct kilnd *kd, struct http_req *req)
+bool api_key_ok(struct kilnd *kd, const struct http_req *req)
 {
 	const char *k = http_header(req, "X-API-Key"), *auth;
 
@@ -79,18 +79,17 @@ bool api_authorized(struct kilnd *kd, struct http_req *req)
 
 json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb)
 {
-	char token[ENVD_TOKEN_LEN + 1];
+	char token[ENVD_TOKEN_LEN + 1], traffic[ENVD_TOKEN_LEN + 1];
 	json_t *j = sb_to_json(sb);
 
 	envd_token(kd, sb->rec.id, token);
+	envd_traffic_token(kd, sb->rec.id, traffic);
 	if (j) {
 		json_object_set_new(j, "envdAccessToken", json_string(token));
-		if (sb->rec.flags & SB_F_PUBLIC_PORTS) {
+		if (sb->rec.flags & SB_F_PUBLIC_PORTS)
 			json_object_set_new(j, "trafficAccessToken", json_null());
-		} else {
-			ports_traffic_token(kd, sb->rec.id, token);
-			json_object_set_new(j, "trafficAccessToken", json_string(token));
-		}
+		else
+			json_object_set_new(j, "trafficAccessToken", json_string(traffic));
 		/* getHost(port) answers PORT-ID.DOMAIN (net/ports.h) */
 		json_object_set_new(j, "domain", json_string(ports_domain(kd)));
 	}
@@ -197,10 +196,11 @@ static void do_metrics(struct kilnd *kd, struct http_conn *c, struct sandbox *sb
 
 /* ---------------------------------------------------------------- logs */
 
+/* console.log.1 (what the last rotation kept, console.c), then console.log */
 struct logs_sess {
 	struct http_conn *c;
-	int fd;
-	off_t left;
+	int fd, next_fd;
+	off_t left, next_left;
 };
 
 static void logs_pump(void *ctx)
@@ -208,19 +208,31 @@ static void logs_pump(void *ctx)
 	struct logs_sess *s = ctx;
 	char chunk[64 << 10];
 
-	while (s->left > 0 && http_out_pending(s->c) < HTTP_OUT_HIGH) {
-		ssize_t n = read(s->fd, chunk,
-		                 s->left < (off_t)sizeof(chunk) ? (size_t)s->left : sizeof(chunk));
+	for (;;) {
+		while (s->left > 0 && http_out_pending(s->c) < HTTP_OUT_HIGH) {
+			ssize_t n =
+			    read(s->fd, chunk,
+			         s->left < (off_t)sizeof(chunk) ? (size_t)s->left : sizeof(chunk));
 
-		if (n <= 0)
+			if (n <= 0 || (n < (ssize_t)sizeof(chunk) && s->left > n)) {
+				/* the file shrank (rotated): stop at what there is */
+				if (n > 0)
+					http_stream_write(s->c, chunk, (size_t)n);
+				s->left = 0;
+				break;
+			}
+			http_stream_write(s->c, chunk, (size_t)n);
+			s->left -= n;
+		}
+		if (s->left > 0)
+			return; /* output is full: on_drain brings us back */
+		if (s->next_fd < 0)
 			break;
-		http_stream_write(s->c, chunk, (size_t)n);
-		s->left -= n;
-		if (n < (ssize_t)sizeof(chunk) && s->left > 0)
-			break; /* the file shrank: stop at what there is */
+		close(s->fd);
+		s->fd = s->next_fd;
+		s->left = s->next_left;
+		s->next_fd = -1;
 	}
-	if (s->left > 0 && http_out_pending(s->c) >= HTTP_OUT_HIGH)
-		return; /* on_drain brings us back */
 	http_stream_end(s->c);
 	close(s->fd);
 	free(s);
@@ -231,6 +243,8 @@ static void logs_abort(void *ctx)
 	struct logs_sess *s = ctx;
 
 	close(s->fd);
+	if (s->next_fd >= 0)
+		close(s->next_fd);
 	free(s);
 }
 
@@ -239,23 +253,32 @@ static const struct http_handler logs_ops = {.on_drain = logs_pump, .on_abort = 
 static void do_logs(struct http_conn *c, struct sandbox *sb)
 {
 	struct logs_sess *s;
-	struct stat st;
-	int fd = open(sb->console_path, O_RDONLY | O_CLOEXEC);
+	struct stat st, st1;
+	char *old = NULL;
+	int fd = open(sb->console_path, O_RDONLY | O_CLOEXEC), fd1 = -1;
 
 	if (fd < 0) {
 		http_respond(c, 200, "text/plain; charset=utf-8", NULL, "", 0);
 		return;
 	}
+	if (asprintf(&old, "%s.1", sb->console_path) >= 0)
+		fd1 = open(old, O_RDONLY | O_CLOEXEC);
+	free(old);
 	s = calloc(1, sizeof(*s));
-	if (!s || fstat(fd, &st)) {
+	if (!s || fstat(fd, &st) || (fd1 >= 0 && fstat(fd1, &st1))) {
 		free(s);
 		close(fd);
+		if (fd1 >= 0)
+			close(fd1);
 		http_respond_error(c, 500, "cannot read the console log");
 		return;
 	}
 	s->c = c;
-	s->fd = fd;
-	s->left = st.st_size; /* what is there now; later output is for the next call */
+	/* what is there now; later output is for the next call */
+	s->fd = fd1 >= 0 ? fd1 : fd;
+	s->left = fd1 >= 0 ? st1.st_size : st.st_size;
+	s->next_fd = fd1 >= 0 ? fd : -1;
+	s->next_left = st.st_size;
 	http_stream_start(c, 200, "text/plain; charset=utf-8", NULL);
 	http_set_handler(c, &logs_ops, s, 0);
 	logs_pump(s);
@@ -586,11 +609,12 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 		http_respond(c, 200, "application/json", NULL, LIT("{\"status\":\"ok\"}"));
 		goto out;
 	}
-	if (!api_authorized(kd, req)) {
+	if (!api_key_ok(kd, req)) {
 		http_respond(c, 401, "application/json", "WWW-Authenticate: Bearer\r\n",
 		             LIT("{\"code\":401,\"message\":\"missing or wrong API key\"}"));
 		goto out;
 	}
+	http_conn_trust(c);
 	if (n == 1 && !strcmp(seg[0], "metrics")) {
 		if (m != HTTP_GET)
 			method_not_allowed(c, "GET");

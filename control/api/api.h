@@ -13,14 +13,13 @@
 #include "kilnd.h"
 #include "sandbox/sandbox.h"
 
+/* Does the request carry kilnd's API key (X-API-Key or a bearer token)?
+ * Requests on the unix socket need none (its file mode guards it). */
+bool api_key_ok(struct kilnd *kd, const struct http_req *req);
 /* The sandbox as create, connect and get answer it: with its envd access
- * token (the SDK sends it as X-Access-Token to the envd API). */
+ * token (the SDK sends it as X-Access-Token to the envd API) and traffic
+ * token (E2B-Traffic-Access-Token, to the code interpreter's port). */
 json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb);
-/* The request carries the API key (X-API-Key, or Authorization: Bearer),
- * or came over the unix socket. */
-bool api_authorized(struct kilnd *kd, struct http_req *req);
-/* A name of letters, digits, '.', '_' and '-', 1 to max bytes. */
-bool api_name_ok(const char *s, size_t max);
 
 /* GET /metrics, Prometheus's text format (metrics.c). */
 void api_metrics(struct kilnd *kd, struct http_conn *c);

@@ -46,18 +46,6 @@ static void create_abort(void *ctx)
 
 static const struct http_handler create_ops = {.on_abort = create_abort};
 
-bool api_name_ok(const char *s, size_t max)
-{
-	size_t n = strlen(s);
-
-	if (!n || n > max)
-		return false;
-	for (; *s; s++)
-		if (!isalnum((unsigned char)*s) && !strchr("._-", *s))
-			return false;
-	return true;
-}
-
 /* E2B's network.allowPublicTraffic: its ports answer without a token. */
 static bool e2b_public_traffic(json_t *body)
 {
@@ -92,8 +80,11 @@ static int resolve(struct kilnd *kd, const char *tmpl, const char *image, struct
 		snprintf(msg, n, "give 'templateID' (a template or an image) or 'image', not both");
 		return 400;
 	}
-	if (!api_name_ok(name, 64)) {
-		snprintf(msg, n, "bad template or image name");
+	if (!name_ok(name)) {
+		snprintf(msg, n,
+		         "bad template or image name '%.64s': 1 to 64 letters, digits, '.', '_' "
+		         "or '-', starting with a letter or digit",
+		         name);
 		return 400;
 	}
 	p->template_id = name;

@@ -129,6 +129,7 @@ struct fork_req {
 	struct sandbox *src;
 	struct sb_waiter *w;   /* while the snapshot is taken */
 	char *dir, *snap_path; /* the snapshot clones start from, and its memory */
+	char tag[17];          /* dir's name, in DATA_DIR/forks */
 	long long timeout_s;
 	int count, pending;
 	struct fork_clone *clones;
@@ -136,7 +137,14 @@ struct fork_req {
 
 static void fork_free(struct fork_req *f)
 {
-	rm_rf(f->dir); /* running clones keep their memory mapping */
+	if (f->dir) {
+		/* running clones keep their memory mapping */
+		char *forks = strndup(f->dir, strlen(f->dir) - strlen(f->tag) - 1);
+
+		if (forks)
+			rm_tree(forks, f->tag);
+		free(forks);
+	}
 	for (int i = 0; i < f->count; i++)
 		json_decref(f->clones[i].result);
 	free(f->clones);
@@ -262,7 +270,7 @@ static void fork_snapshot_done(void *ctx, struct sandbox *sb, json_t *reply, con
 
 void api_fork(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_t *body)
 {
-	char err[JSON_ERR_LEN] = "", tag[17];
+	char err[JSON_ERR_LEN] = "";
 	long long count, secs;
 	struct fork_req *f;
 	struct sb_waiter *w;
@@ -274,8 +282,9 @@ void api_fork(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_t 
 		return;
 	}
 	f = calloc(1, sizeof(*f));
-	if (!f || !(f->clones = calloc((size_t)count, sizeof(*f->clones))) || random_hex(tag, 8) ||
-	    asprintf(&f->dir, "%s/forks/%s", kd->cfg.data_dir, tag) < 0 ||
+	if (!f || !(f->clones = calloc((size_t)count, sizeof(*f->clones))) ||
+	    random_hex(f->tag, 8) ||
+	    asprintf(&f->dir, "%s/forks/%s", kd->cfg.data_dir, f->tag) < 0 ||
 	    asprintf(&f->snap_path, "%s/snapshot", f->dir) < 0) {
 		if (f)
 			free(f->clones);

@@ -79,13 +79,14 @@ static json_t *entry_json(const struct agent_stat *st, const char *dir_path)
 	} else {
 		path = NULL;
 	}
-	j = json_pack("{s:s%,s:s,s:I,s:i,s:I}", "name", st->name, (size_t)st->name_len, "type",
+	/* names need not be UTF-8: JSON gets U+FFFD for what is not */
+	j = json_pack("{s:o,s:s,s:I,s:i,s:I}", "name", json_lossy(st->name, st->name_len), "type",
 	              type_name(st->mode), "size", (json_int_t)st->size, "mode",
 	              (int)(st->mode & 07777), "mtime", (json_int_t)st->mtime);
 	if (j && path)
-		json_object_set_new(j, "path", json_string(path));
+		json_object_set_new(j, "path", json_lossy(path, strlen(path)));
 	if (j && st->target_len)
-		json_object_set_new(j, "symlinkTarget", json_stringn(st->target, st->target_len));
+		json_object_set_new(j, "symlinkTarget", json_lossy(st->target, st->target_len));
 	free(path);
 	return j;
 }

@@ -22,7 +22,8 @@ json_t *sb_to_json(const struct sandbox *sb)
 	              sb->metadata);
 	if (!j)
 		return NULL;
-	if (sb->rec.reason && !sb_is_live(sb->state))
+	/* (a running sandbox has one when its auto-pause failed) */
+	if (sb->rec.reason)
 		json_object_set_new(j, "reason", json_string(sb->rec.reason));
 	json_object_set_new(j, "publicPorts", json_boolean(sb->rec.flags & SB_F_PUBLIC_PORTS));
 	if (sb->alive)

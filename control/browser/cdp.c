@@ -383,10 +383,11 @@ bool cdp_route(struct kilnd *kd, struct http_conn *c, struct http_req *req)
 
 	if (!cdp_path(req->path, id, &ws))
 		return false;
-	if (!api_authorized(kd, req)) {
+	if (!api_key_ok(kd, req)) {
 		http_respond_error(c, 401, "missing or wrong API key");
 		return true;
 	}
+	http_conn_trust(c);
 	sb = sb_find(kd, id);
 	if (!sb || sb->rec.flags & SB_F_POOL) {
 		http_respond_error(c, 404, "sandbox %s not found", id);

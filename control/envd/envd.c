@@ -16,6 +16,7 @@
 #include "codeint.h"
 #include "http/connectrpc.h"
 #include "envd.h"
+#include "api/api.h"
 #include "net/ports.h"
 #include "http/jsonutil.h"
 #include "util.h"
@@ -69,7 +70,9 @@ int envd_load_secret(struct kilnd *kd)
 	return 0;
 }
 
-void envd_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN + 1])
+/* HMAC-SHA256(secret, label + id) in hex: one token per purpose. */
+static void keyed_token(const struct kilnd *kd, const char *label, const char *id,
+                        char out[ENVD_TOKEN_LEN + 1])
 {
 	static const char hexd[] = "0123456789abcdef";
 	struct hmac_sha256_ctx h;
@@ -77,7 +80,7 @@ void envd_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN 
 	const char *secret = kd->envd_secret ? kd->envd_secret : "";
 
 	hmac_sha256_set_key(&h, strlen(secret), (const uint8_t *)secret);
-	hmac_sha256_update(&h, 14, (const uint8_t *)"envd-token-v1:");
+	hmac_sha256_update(&h, strlen(label), (const uint8_t *)label);
 	hmac_sha256_update(&h, strlen(id), (const uint8_t *)id);
 	hmac_sha256_digest(&h, sizeof(d), d);
 	for (size_t i = 0; i < sizeof(d) && 2 * i < ENVD_TOKEN_LEN; i++) {
@@ -85,6 +88,16 @@ void envd_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN 
 		out[2 * i + 1] = hexd[d[i] & 15];
 	}
 	out[ENVD_TOKEN_LEN] = 0;
+}
+
+void envd_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN + 1])
+{
+	keyed_token(kd, "envd-token-v1:", id, out);
+}
+
+void envd_traffic_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN + 1])
+{
+	keyed_token(kd, "traffic-token-v1:", id, out);
 }
 
 static bool secret_equal(const char *a, const char *b)
@@ -105,6 +118,22 @@ static bool token_ok(const struct kilnd *kd, const struct http_req *req, const s
 	if (!t)
 		return false;
 	envd_token(kd, sb->rec.id, want);
+	return secret_equal(t, want);
+}
+
+/* The code interpreter's port: the SDK sends the envd token with runCode()
+ * only, and E2B's traffic token (E2B-Traffic-Access-Token) with every call
+ * when the create answer has one; kilnd's API key does too. */
+static bool ci_token_ok(struct kilnd *kd, const struct http_req *req, const struct sandbox *sb)
+{
+	const char *t = http_header(req, "E2B-Traffic-Access-Token");
+	char want[ENVD_TOKEN_LEN + 1];
+
+	if (token_ok(kd, req, sb) || api_key_ok(kd, req))
+		return true;
+	if (!t)
+		return false;
+	envd_traffic_token(kd, sb->rec.id, want);
 	return secret_equal(t, want);
 }
 
@@ -280,8 +309,8 @@ static const struct method methods[] = {
     {"/process.Process/SendSignal", false, SMALL, envd_proc_send_signal},
     {"/process.Process/CloseStdin", false, SMALL, envd_proc_close_stdin},
     {"/process.Process/Update", false, SMALL, envd_proc_update},
-    /* client streaming: fetch() cannot send it, the SDK never calls it */
-    {"/process.Process/StreamInput", true, SMALL, NULL},
+    /* client streaming (envd_input.c): served at headers time */
+    {"/process.Process/StreamInput", true, 0, NULL},
     {"/filesystem.Filesystem/Stat", false, SMALL, envd_fs_stat},
     {"/filesystem.Filesystem/MakeDir", false, SMALL, envd_fs_make_dir},
     {"/filesystem.Filesystem/Move", false, SMALL, envd_fs_move},
@@ -431,6 +460,40 @@ static const struct http_handler rpc_ops = {
     .on_abort = rpc_abort,
 };
 
+/* StreamInput on a sandbox being resumed (wake.h): its body waits. */
+struct input_wait {
+	struct kilnd *kd;
+	struct http_conn *c;
+};
+
+static void iw_run(void *ctx, struct sandbox *sb)
+{
+	struct input_wait *w = ctx;
+
+	envd_proc_stream_input(w->kd, w->c, sb);
+	free(w);
+}
+
+static void iw_fail(void *ctx, int status, const char *msg)
+{
+	struct input_wait *w = ctx;
+
+	crpc_stream_fail(w->c,
+	                 status == 429   ? CRPC_RESOURCE_EXHAUSTED
+	                 : status == 404 ? CRPC_NOT_FOUND
+	                 : status == 409 ? CRPC_FAILED_PRECONDITION
+	                                 : CRPC_UNAVAILABLE,
+	                 "%s", msg);
+	free(w);
+}
+
+static void iw_drop(void *ctx)
+{
+	free(ctx);
+}
+
+static const struct wake_ops input_wake_ops = {.run = iw_run, .fail = iw_fail, .drop = iw_drop};
+
 static void rpc_route(struct kilnd *kd, struct http_conn *c, struct http_req *req,
                       struct sandbox *sb, const struct method *m)
 {
@@ -455,9 +518,23 @@ static void rpc_route(struct kilnd *kd, struct http_conn *c, struct http_req *re
 		return;
 	}
 	if (!m->fn) {
-		/* the body is not needed: the answer goes out now */
-		rpc_fail(c, m, CRPC_UNIMPLEMENTED,
-		         "StreamInput (client streaming) is not implemented; use SendInput");
+		/* StreamInput: its body is read as it comes, on a running sandbox
+		 * (a paused one is resumed first, the body held meanwhile) */
+		if (sb->state == SB_RUNNING) {
+			envd_proc_stream_input(kd, c, sb);
+			return;
+		}
+		{
+			struct input_wait *w = calloc(1, sizeof(*w));
+
+			if (!w) {
+				rpc_fail(c, m, CRPC_INTERNAL, "out of memory");
+				return;
+			}
+			w->kd = kd;
+			w->c = c;
+			sb_wake(kd, c, sb, "StreamInput", WAKE_HOLD, &input_wake_ops, w);
+		}
 		return;
 	}
 	tmo = crpc_timeout_ms(req);
@@ -577,6 +654,7 @@ static void files_route(struct kilnd *kd, struct http_conn *c, struct http_req *
 			goto out;
 		}
 	}
+	http_conn_trust(c);
 	if (!user_known(user) || !basic_user_ok(req)) {
 		http_respond_error(c, 400, "unknown user (kiln sandboxes have root only)");
 		goto out;
@@ -657,15 +735,20 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 	if (sb && sb->rec.flags & SB_F_POOL)
 		sb = NULL; /* not a user's until taken from its pool */
 	if (port == CI_PORT) {
-		if (!sb || !servable(sb))
+		/* checked before the state: a paused sandbox is resumed by it */
+		if (sb && !ci_token_ok(kd, req, sb))
+			unauthorized(c, NULL,
+			             "missing or wrong X-Access-Token or E2B-Traffic-Access-Token "
+			             "(the create answer's envdAccessToken, trafficAccessToken)");
+		else if (!sb || !servable(sb))
 			sandbox_gone(c, id ? id : "",
 			             !id   ? "no sandbox: send the E2b-Sandbox-Id header"
 			             : !sb ? "sandbox not found"
 			                   : "the sandbox is not running");
-		else if (http_header(req, "X-Access-Token") && !token_ok(kd, req, sb))
-			unauthorized(c, NULL, "wrong X-Access-Token");
-		else
+		else {
+			http_conn_trust(c);
 			codeint_route(c, req, kd, sb);
+		}
 		return;
 	}
 	if (!strncmp(req->path, "/process.Process/", 17) ||
@@ -692,14 +775,16 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 		                   : "the sandbox is not running");
 		return;
 	}
-	if (!strcmp(req->path, "/health")) {
-		/* like envd: no token needed; a paused sandbox is not running
-		 * (the SDK's isRunning()), and is not resumed by it */
-		http_respond(c, 204, NULL, NULL, NULL, 0);
-		return;
-	}
 	if (!token_ok(kd, req, sb)) {
 		unauthorized(c, m, "missing or wrong X-Access-Token");
+		return;
+	}
+	http_conn_trust(c);
+	if (!strcmp(req->path, "/health")) {
+		/* a paused sandbox is not running (the SDK's isRunning()), and
+		 * is not resumed by it; envd needs no token here, kiln does (the
+		 * SDK sends it) */
+		http_respond(c, 204, NULL, NULL, NULL, 0);
 		return;
 	}
 	if (!basic_user_ok(req)) {

@@ -39,6 +39,9 @@
 int envd_load_secret(struct kilnd *kd);
 /* The access token of sandbox `id` (ENVD_TOKEN_LEN hex digits + NUL). */
 void envd_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN + 1]);
+/* Its traffic token (E2B's trafficAccessToken), for the code interpreter's
+ * port: the SDK sends it as E2B-Traffic-Access-Token. */
+void envd_traffic_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN + 1]);
 
 /* Does this request go to envd rather than to the control API? */
 bool envd_wants(const struct http_req *req);
@@ -78,6 +81,8 @@ void envd_proc_send_input(struct envd_req *r);
 void envd_proc_send_signal(struct envd_req *r);
 void envd_proc_close_stdin(struct envd_req *r);
 void envd_proc_update(struct envd_req *r);
+/* StreamInput (envd_input.c): reads the request body as it comes. */
+void envd_proc_stream_input(struct kilnd *kd, struct http_conn *c, struct sandbox *sb);
 
 void envd_fs_stat(struct envd_req *r);
 void envd_fs_make_dir(struct envd_req *r);

@@ -19,6 +19,7 @@
 
 #include "agent/agent_client.h"
 #include "http/connectrpc.h"
+#include "http/jsonutil.h"
 #include "envd.h"
 #include "agent/spare.h"
 #include "util.h"
@@ -246,8 +247,10 @@ json_t *envd_entry_json(uint32_t mode, uint64_t size, int64_t mtime, const char 
 	if (!gmtime_r(&t, &tm) || !strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm))
 		snprintf(ts, sizeof(ts), "1970-01-01T00:00:00Z");
 	snprintf(sz, sizeof(sz), "%llu", (unsigned long long)size);
-	j = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s}", "name", name, "path", path, "size", sz, "mode",
-	              (int)(mode & 0777), "permissions", perms, "modifiedTime", ts);
+	/* names need not be UTF-8: JSON gets U+FFFD for what is not */
+	j = json_pack("{s:o,s:o,s:s,s:i,s:s,s:s}", "name", json_lossy(name, strlen(name)), "path",
+	              json_lossy(path, strlen(path)), "size", sz, "mode", (int)(mode & 0777),
+	              "permissions", perms, "modifiedTime", ts);
 	if (!j)
 		return NULL;
 	/* proto3 JSON leaves FILE_TYPE_UNSPECIFIED out */
@@ -258,7 +261,7 @@ json_t *envd_entry_json(uint32_t mode, uint64_t size, int64_t mtime, const char 
 	else if (S_ISLNK(mode))
 		json_object_set_new(j, "type", json_string("FILE_TYPE_SYMLINK"));
 	if (target)
-		json_object_set_new(j, "symlinkTarget", json_string(target));
+		json_object_set_new(j, "symlinkTarget", json_lossy(target, strlen(target)));
 	return j;
 }
 
@@ -322,10 +325,26 @@ static void call_abort(void *ctx)
 
 static const struct http_handler call_ops = {.on_abort = call_abort};
 
+/* envd's code for what the guest answered (its filesystem handlers; the
+ * SDK maps not_found to FileNotFoundError, invalid_argument to
+ * InvalidArgumentError, the rest to SandboxError). */
+static int fs_code(enum fs_kind kind, int err, int code)
+{
+	if (err <= 0)
+		return code; /* kilnd's own: the agent unreachable, a limit */
+	if (err == ENOENT && kind != FS_MKDIR)
+		return CRPC_NOT_FOUND;
+	if (kind == FS_LIST && err == ENOTDIR)
+		return CRPC_INVALID_ARGUMENT;
+	if (kind == FS_LIST && err == ELOOP)
+		return CRPC_FAILED_PRECONDITION;
+	return CRPC_INTERNAL;
+}
+
 static void call_error(struct fscall *f, int err, const char *msg, const char *path)
 {
 	char text[512];
-	int code = envd_fs_error(err, msg, path, text, sizeof(text));
+	int code = fs_code(f->kind, err, envd_fs_error(err, msg, path, text, sizeof(text)));
 
 	crpc_respond_error(f->c, code, "%s", text);
 	call_free(f);

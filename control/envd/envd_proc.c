@@ -308,6 +308,23 @@ static const char *signal_text(uint32_t sig, char *tmp, size_t n)
 
 static const struct agent_conn_ops agent_ops;
 
+/* envd's code for a process that could not start (a missing cwd, program,
+ * ...): invalid_argument, the request is bad; resource_exhausted for what
+ * may pass (the SDK's retries key on it). */
+static int start_error_code(uint32_t err)
+{
+	switch (err) {
+	case EAGAIN:
+	case ENOMEM:
+	case EMFILE:
+	case ENFILE:
+	case ENOSPC:
+		return CRPC_RESOURCE_EXHAUSTED;
+	default:
+		return CRPC_INVALID_ARGUMENT;
+	}
+}
+
 static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 {
 	struct envd_proc *p = ctx;
@@ -372,16 +389,25 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 
 		if (!p->started || agent_parse_exit(f, n, &code, &sig, &flags))
 			break;
-		if (sig)
+		/* envd's `error` is Go's cmd.Wait() error, the status again for
+		 * anything but exit status 0: the SDK's CommandExitError.message. */
+		if (sig) {
+			const char *st = signal_text(sig, tmp, sizeof(tmp));
+
 			m = snprintf(msg, sizeof(msg),
 			             "{\"event\":{\"end\":{\"exitCode\":-1,\"exited\":false,"
-			             "\"status\":\"signal: %s\"}}}",
-			             signal_text(sig, tmp, sizeof(tmp)));
+			             "\"status\":\"signal: %s\",\"error\":\"signal: %s\"}}}",
+			             st, st);
+		} else if (code)
+			m = snprintf(
+			    msg, sizeof(msg),
+			    "{\"event\":{\"end\":{\"exitCode\":%d,\"exited\":true,"
+			    "\"status\":\"exit status %d\",\"error\":\"exit status %d\"}}}",
+			    code, code, code);
 		else
 			m = snprintf(msg, sizeof(msg),
-			             "{\"event\":{\"end\":{\"exitCode\":%d,\"exited\":true,"
-			             "\"status\":\"exit status %d\"}}}",
-			             code, code);
+			             "{\"event\":{\"end\":{\"exitCode\":0,\"exited\":true,"
+			             "\"status\":\"exit status 0\"}}}");
 		broadcast(p, msg, (size_t)m);
 		spare_release(&p->a, p->reuse);
 		if (flags & KILN_EXIT_TIMEOUT) {
@@ -429,7 +455,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 		}
 		snprintf(text, sizeof(text), "%s: %.*s", p->started ? "process" : "cannot start",
 		         (int)(len > 300 ? 300 : len), emsg);
-		envd_proc_end(p, p->started ? CRPC_INTERNAL : crpc_code_from_errno((int)err), text);
+		envd_proc_end(p, p->started ? CRPC_INTERNAL : start_error_code(err), text);
 		return;
 	}
 	log_debug("envd: unexpected %s frame", agent_msg_name(type));

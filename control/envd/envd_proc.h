@@ -72,6 +72,11 @@ struct sub *envd_sub_new(struct envd_proc *p, struct http_conn *c, double ka, lo
 /* The subscriber's stream begins: the start event first. */
 void envd_sub_begin(struct sub *s);
 void envd_proc_free(struct envd_proc *p);
+/* The process msg's "process" selector names in sb, or NULL with err. */
+struct envd_proc *envd_proc_find(struct sandbox *sb, json_t *msg, char *err, size_t errlen);
+/* Queue a ProcessInput ({"stdin"|"pty": base64}) for p: CRPC_OK, or a
+ * code with err filled in. */
+int envd_proc_put_input(struct envd_proc *p, json_t *in, char *err, size_t n);
 /* The process is over for everyone: end every stream with (code, msg). */
 void envd_proc_end(struct envd_proc *p, int code, const char *msg);
 /* Open the agent stream and send HELLO, START (and stdin's end). */

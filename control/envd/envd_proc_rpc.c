@@ -21,7 +21,7 @@
 
 /* ---------------------------------------------------------------- selectors */
 
-static struct envd_proc *find(struct sandbox *sb, json_t *msg, char *err, size_t errlen)
+struct envd_proc *envd_proc_find(struct sandbox *sb, json_t *msg, char *err, size_t errlen)
 {
 	json_t *sel = json_object_get(msg, "process"), *tag;
 	unsigned long long pid;
@@ -211,7 +211,7 @@ void envd_proc_start(struct envd_req *r)
 void envd_proc_connect(struct envd_req *r)
 {
 	char err[200];
-	struct envd_proc *p = find(r->sb, r->msg, err, sizeof(err));
+	struct envd_proc *p = envd_proc_find(r->sb, r->msg, err, sizeof(err));
 	struct sub *s;
 
 	if (!p) {
@@ -256,7 +256,7 @@ void envd_proc_list(struct envd_req *r)
 static struct envd_proc *find_or_fail(struct envd_req *r)
 {
 	char err[200];
-	struct envd_proc *p = find(r->sb, r->msg, err, sizeof(err));
+	struct envd_proc *p = envd_proc_find(r->sb, r->msg, err, sizeof(err));
 
 	if (!p)
 		crpc_respond_error(
@@ -265,19 +265,16 @@ static struct envd_proc *find_or_fail(struct envd_req *r)
 	return p;
 }
 
-void envd_proc_send_input(struct envd_req *r)
+int envd_proc_put_input(struct envd_proc *p, json_t *in, char *err, size_t n)
 {
-	struct envd_proc *p = find_or_fail(r);
-	json_t *in, *data;
+	json_t *data;
 	struct buf b = {0};
 	bool pty_in;
+	int code = CRPC_OK;
 
-	if (!p)
-		return;
-	in = json_object_get(r->msg, "input");
 	if (!json_is_object(in)) {
-		crpc_respond_error(r->c, CRPC_INVALID_ARGUMENT, "'input' is required");
-		return;
+		snprintf(err, n, "'input' is required");
+		return CRPC_INVALID_ARGUMENT;
 	}
 	data = json_object_get(in, "pty");
 	pty_in = data != NULL;
@@ -285,40 +282,45 @@ void envd_proc_send_input(struct envd_req *r)
 		data = json_object_get(in, "stdin");
 	if (!json_is_string(data) ||
 	    b64_decode(&b, json_string_value(data), json_string_length(data))) {
-		buf_free(&b);
-		crpc_respond_error(r->c, CRPC_INVALID_ARGUMENT,
-		                   "'input.stdin' or 'input.pty' must be base64 bytes");
-		return;
-	}
-	if (pty_in != p->pty) {
-		buf_free(&b);
-		crpc_respond_error(r->c, CRPC_FAILED_PRECONDITION,
-		                   p->pty ? "process %u is a pty: send input.pty"
-		                          : "process %u has no pty: send input.stdin",
-		                   p->pid);
-		return;
-	}
-	if (!p->stdin_open) {
-		buf_free(&b);
-		crpc_respond_error(r->c, CRPC_FAILED_PRECONDITION,
-		                   "the stdin of process %u is closed (start it with stdin: true)",
-		                   p->pid);
-		return;
-	}
-	if (agent_pending(p->a) > INPUT_MAX_HELD) {
-		buf_free(&b);
-		crpc_respond_error(r->c, CRPC_RESOURCE_EXHAUSTED,
-		                   "process %u is not reading its input", p->pid);
-		return;
-	}
-	if (buf_avail(&b) &&
-	    agent_msg_data(agent_out(p->a), KILN_MSG_STDIN, buf_head(&b), buf_avail(&b))) {
-		buf_free(&b);
-		crpc_respond_error(r->c, CRPC_INTERNAL, "out of memory");
-		return;
+		snprintf(err, n, "'input.stdin' or 'input.pty' must be base64 bytes");
+		code = CRPC_INVALID_ARGUMENT;
+	} else if (pty_in != p->pty) {
+		snprintf(err, n,
+		         p->pty ? "process %u is a pty: send input.pty"
+		                : "process %u has no pty: send input.stdin",
+		         p->pid);
+		code = CRPC_FAILED_PRECONDITION;
+	} else if (!p->stdin_open) {
+		snprintf(err, n, "the stdin of process %u is closed (start it with stdin: true)",
+		         p->pid);
+		code = CRPC_FAILED_PRECONDITION;
+	} else if (agent_pending(p->a) > INPUT_MAX_HELD) {
+		snprintf(err, n, "process %u is not reading its input", p->pid);
+		code = CRPC_RESOURCE_EXHAUSTED;
+	} else if (buf_avail(&b) &&
+	           agent_msg_data(agent_out(p->a), KILN_MSG_STDIN, buf_head(&b), buf_avail(&b))) {
+		snprintf(err, n, "out of memory");
+		code = CRPC_INTERNAL;
 	}
 	buf_free(&b);
-	agent_flush(p->a);
+	if (code == CRPC_OK)
+		agent_flush(p->a);
+	return code;
+}
+
+void envd_proc_send_input(struct envd_req *r)
+{
+	struct envd_proc *p = find_or_fail(r);
+	char err[200];
+	int code;
+
+	if (!p)
+		return;
+	code = envd_proc_put_input(p, json_object_get(r->msg, "input"), err, sizeof(err));
+	if (code != CRPC_OK) {
+		crpc_respond_error(r->c, code, "%s", err);
+		return;
+	}
 	if (agent_pending(p->a) > AGENT_OUT_HIGH) {
 		/* answer once the agent took it: the client slows down */
 		struct waiter *w = calloc(1, sizeof(*w));

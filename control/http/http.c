@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 
 #include "http.h"
 #include "http_int.h"
+#include "jsonutil.h"
 #include "util.h"
 
 #define READ_CHUNK   (64u << 10)
@@ -298,7 +301,9 @@ void http_respond_error(struct http_conn *c, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	j = json_pack("{s:i,s:s}", "code", status, "message", msg);
+	/* a message may quote a path that is not UTF-8 (or be cut inside a
+	 * character): JSON all the same */
+	j = json_pack("{s:i,s:o}", "code", status, "message", json_lossy(msg, strlen(msg)));
 	s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (!s) {
@@ -632,8 +637,9 @@ static void on_sweep(struct ev_loop *loop, ev_timer *w, int revents)
 		else if (c->closing)
 			continue;
 		else if (c->rq == RQ_IDLE && !c->upgraded && c->rs == RS_NONE &&
-		         now - c->last_read > cfg->idle_timeout)
-			why = "idle";
+		         now - c->last_read >
+		             (c->trusted ? cfg->idle_timeout : cfg->untrusted_idle))
+			why = c->trusted ? "idle" : "idle and unauthenticated";
 		else if (c->rq == RQ_HEADERS && now - c->req_start > cfg->header_timeout)
 			why = "header timeout";
 		else if (c->rq == RQ_BODY && !c->read_paused && !c->held &&
@@ -642,10 +648,23 @@ static void on_sweep(struct ev_loop *loop, ev_timer *w, int revents)
 		if (!why)
 			continue;
 		log_debug("http: closing connection: %s", why);
-		if (c->rq == RQ_HEADERS && c->rs == RS_NONE && !buf_avail(&c->out)) {
-			/* Tell a slow client why, then hang up. */
+		if ((c->rq == RQ_HEADERS || c->rq == RQ_BODY) && c->rs == RS_NONE &&
+		    !buf_avail(&c->out) && !c->upgraded) {
+			/* Tell a slow client why, then hang up (its handler, if
+			 * any, learns of it as a client that went away). */
+			const struct http_handler *h = c->h;
+
 			c->keep_alive = false;
-			http_respond_error(c, 408, "request headers not received in time");
+			c->h = NULL;
+			if (h && h->on_abort) {
+				c->busy++;
+				h->on_abort(c->hctx);
+				if (!http_conn_leave(c))
+					continue;
+			}
+			if (c->rs == RS_NONE)
+				http_respond_error(c, 408, "request %s not received in time",
+				                   c->rq == RQ_BODY ? "body" : "headers");
 			c->last_write = now;
 			c->closing = true;
 			continue;
@@ -654,6 +673,41 @@ static void on_sweep(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	if (!s->nconns)
 		ev_timer_stop(loop, w);
+}
+
+/* Can c go to make room: unauthenticated, and no request being served? */
+static bool evictable(const struct http_conn *c)
+{
+	return !c->trusted && !c->closing && !c->upgraded && !c->h && c->rs == RS_NONE &&
+	       (c->rq == RQ_IDLE || c->rq == RQ_HEADERS) && !buf_avail(&c->out);
+}
+
+/* Room for one more connection from listener l? A TCP one may push out the
+ * oldest unauthenticated connection (the list is newest first). */
+static bool make_room(struct http_server *s, const struct http_listener *l)
+{
+	const struct http_cfg *cfg = &s->cfg;
+	struct http_conn *c, *oldest = NULL;
+	unsigned tcp = 0, untrusted = 0;
+
+	if (!(l->flags & HTTP_LISTEN_TCP))
+		return s->nconns < cfg->max_conns;
+	for (c = s->conns; c; c = c->next) {
+		if (!(c->flags & HTTP_LISTEN_TCP))
+			continue;
+		tcp++;
+		untrusted += !c->trusted;
+		if (evictable(c))
+			oldest = c;
+	}
+	if (untrusted < cfg->max_untrusted && s->nconns < cfg->max_conns &&
+	    tcp + cfg->unix_reserve < cfg->max_conns)
+		return true;
+	if (!oldest)
+		return false;
+	log_debug("http: closing the oldest unauthenticated connection for a new one");
+	conn_close(oldest, true);
+	return true;
 }
 
 static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
@@ -670,7 +724,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 				log_warn("accept: %s", strerror(errno));
 			return;
 		}
-		if (s->nconns >= s->cfg.max_conns) {
+		if (!make_room(s, l)) {
 			static const char body[] =
 			    "{\"code\":503,\"message\":\"too many connections\"}";
 			char msg[256];
@@ -694,6 +748,16 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 		c->srv = s;
 		c->fd = fd;
 		c->flags = l->flags;
+		c->trusted = !(l->flags & HTTP_LISTEN_TCP);
+		if (l->flags & HTTP_LISTEN_TCP) {
+			/* Without it the small last write of a streamed answer
+			 * (an end event after a process's output) waits for the
+			 * client's delayed ACK, ~40 ms. Writes are not small:
+			 * each is what the loop gathered in c->out. */
+			int one = 1;
+
+			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		}
 		http_parser_init(&c->parser, HTTP_REQUEST);
 		c->parser.data = c;
 		ev_io_init(&c->rw, on_read, fd, EV_READ);
@@ -746,6 +810,11 @@ int http_server_add_listener(struct http_server *s, int fd, unsigned flags)
 	l->next = s->listeners;
 	s->listeners = l;
 	return 0;
+}
+
+void http_conn_trust(struct http_conn *c)
+{
+	c->trusted = true;
 }
 
 unsigned http_server_conns(const struct http_server *s)

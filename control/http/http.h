@@ -33,6 +33,12 @@
 
 struct http_cfg {
 	unsigned max_conns;
+	/* TCP connections that sent no authenticated request yet: at most
+	 * max_untrusted (a new one pushes out the oldest that is not being
+	 * served), closed after untrusted_idle seconds without a request. The
+	 * unix socket keeps unix_reserve of max_conns to itself. */
+	unsigned max_untrusted, unix_reserve;
+	double untrusted_idle;
 	double header_timeout; /* from the first byte of a request to its last header */
 	double idle_timeout;   /* keep-alive: between requests */
 	double body_timeout;   /* without body progress (not while we pause) */
@@ -99,6 +105,9 @@ const char *http_header(const struct http_req *req, const char *name);
 /* Value of query parameter `name`, percent-decoded (malloc'd), or NULL. */
 char *http_query_param(const struct http_req *req, const char *name);
 struct http_req *http_conn_req(struct http_conn *c);
+/* The router authenticated a request on c (API key or sandbox token): it
+ * leaves the small budget of unauthenticated TCP connections. */
+void http_conn_trust(struct http_conn *c);
 
 /* Install a handler (NULL removes it). body_limit > 0 buffers the body into req->body up to
  * that many bytes (more: 413, and on_abort is called, also when the announced

@@ -42,6 +42,7 @@ struct http_conn {
 	bool dead, closing, read_paused, upgraded, keep_alive, out_high, overflow;
 	bool held;    /* http_hold(): the parser stopped after the headers */
 	bool raw_out; /* http_respond_raw(): the handler writes the response */
+	bool trusted; /* a unix socket's, or one that authenticated */
 
 	/* the request being read */
 	int rq, rs;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "jsonutil.h"
 
 json_t *json_body(const struct http_req *req, char *err)
@@ -132,4 +134,61 @@ int json_get_str_map(json_t *obj, const char *key, size_t max_entries, size_t ma
 	}
 	*out = v;
 	return 0;
+}
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), or 0. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	/* no overlong forms, surrogates or code points past U+10FFFF */
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+json_t *json_lossy(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	struct buf b = {0};
+	json_t *j;
+
+	for (size_t i = 0; i < n; i++)
+		if (!p[i])
+			goto copy; /* jansson's strings may hold NUL; keep them as U+FFFD too */
+	j = json_stringn(s, n);
+	if (j)
+		return j;
+copy:
+	for (size_t i = 0; i < n;) {
+		size_t l = p[i] ? utf8_seq(p + i, n - i) : 0;
+
+		if (l ? buf_append(&b, p + i, l) : buf_append(&b, "\xef\xbf\xbd", 3)) {
+			buf_free(&b);
+			return NULL;
+		}
+		i += l ? l : 1;
+	}
+	j = json_stringn(buf_avail(&b) ? buf_head(&b) : "", buf_avail(&b));
+	buf_free(&b);
+	return j;
 }

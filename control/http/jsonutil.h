@@ -16,6 +16,10 @@
 
 /* The body as a JSON object ({} if empty). NULL and err set if malformed. */
 json_t *json_body(const struct http_req *req, char *err);
+/* A JSON string of n bytes that may not be UTF-8 (file names, paths and
+ * messages from the guest or a client): each byte of an invalid sequence
+ * becomes U+FFFD. NULL only when out of memory. */
+json_t *json_lossy(const char *s, size_t n);
 /* Send j (reference stolen) as the response. */
 void http_respond_json(struct http_conn *c, int status, json_t *j);
 

@@ -24,15 +24,6 @@ struct port_wait {
 	size_t prefix;
 };
 
-void ports_traffic_token(const struct kilnd *kd, const char *id, char out[ENVD_TOKEN_LEN + 1])
-{
-	char name[SB_ID_LEN + 16];
-
-	/* keyed like the envd token, of a name no sandbox id can be */
-	snprintf(name, sizeof(name), "traffic/%s", id);
-	envd_token(kd, name, out);
-}
-
 /* E2B's E2B-Traffic-Access-Token, for sandboxes whose ports are not public. */
 static bool traffic_token_ok(const struct kilnd *kd, const struct http_req *req, const char *id)
 {
@@ -42,7 +33,7 @@ static bool traffic_token_ok(const struct kilnd *kd, const struct http_req *req,
 
 	if (!t || strlen(t) != ENVD_TOKEN_LEN)
 		return false;
-	ports_traffic_token(kd, id, want);
+	envd_traffic_token(kd, id, want);
 	for (size_t i = 0; i < ENVD_TOKEN_LEN; i++)
 		d |= (unsigned char)(t[i] ^ want[i]);
 	return d == 0;
@@ -164,7 +155,7 @@ static void serve(struct kilnd *kd, struct http_conn *c, struct http_req *req, c
 		http_respond_error(c, 404, "sandbox %.64s not found", id);
 		return;
 	}
-	if (!(sb->rec.flags & SB_F_PUBLIC_PORTS) && !api_authorized(kd, req) &&
+	if (!(sb->rec.flags & SB_F_PUBLIC_PORTS) && !api_key_ok(kd, req) &&
 	    !traffic_token_ok(kd, req, sb->rec.id)) {
 		static const char body[] = "{\"code\":401,\"message\":\"missing or wrong API key "
 		                           "(the ports of this sandbox are not public)\"}";
@@ -173,6 +164,8 @@ static void serve(struct kilnd *kd, struct http_conn *c, struct http_req *req, c
 		             sizeof(body) - 1);
 		return;
 	}
+	/* Past the check: no longer held to the unauthenticated budget. */
+	http_conn_trust(c);
 	if (!port) {
 		http_respond_error(c, 400, "bad port: want a number from 1 to 65535");
 		return;

@@ -30,9 +30,6 @@ bool ports_route(struct kilnd *kd, struct http_conn *c, struct http_req *req);
 /* envd.c: the request names sandbox id and a port that envd does not serve. */
 void ports_route_envd(struct kilnd *kd, struct http_conn *c, struct http_req *req, const char *id,
                       unsigned port);
-/* E2B's trafficAccessToken of a sandbox whose ports are not public: the
- * header E2B-Traffic-Access-Token with it stands for the API key. */
-void ports_traffic_token(const struct kilnd *kd, const char *id, char out[65]);
 /* The domain getHost() builds on: "domain" in the sandbox's JSON. */
 const char *ports_domain(const struct kilnd *kd);
 

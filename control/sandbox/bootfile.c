@@ -44,6 +44,20 @@ static char *boot_dir(struct kilnd *kd)
 	return asprintf(&d, "%s/boot", kd->cfg.data_dir) < 0 ? NULL : d;
 }
 
+/* Is the file at path a pinned copy of the open file (a regular file of
+ * its size; the name holds the content's hash)? */
+static bool same_copy(const char *path, int fd)
+{
+	struct stat a, b;
+
+	if (lstat(path, &a) || fstat(fd, &b)) {
+		errno = EEXIST;
+		return false;
+	}
+	errno = EEXIST;
+	return S_ISREG(a.st_mode) && a.st_size == b.st_size;
+}
+
 /* Read the open file into a copy in dir, named NAME-HASH; returns its path. */
 static char *copy_in(int fd, const char *dir, const char *name, char *msg, size_t n)
 {
@@ -79,11 +93,16 @@ static char *copy_in(int fd, const char *dir, const char *name, char *msg, size_
 		snprintf(hex + 2 * i, 3, "%02x", digest[i]);
 	if (asprintf(&dst, "%s/%s-%s", dir, name, hex) < 0)
 		goto oom;
-	/* Same name, same content: an existing copy is as good as this one. */
-	if (rename(tmp, dst)) {
-		snprintf(msg, n, "cannot rename %s to %s: %s", tmp, dst, strerror(errno));
+	/* Same name, same content: an existing copy is kept. Never replaced
+	 * (no rename over it): a running VMM checks that the file it booted
+	 * from is still the same inode before it can snapshot. */
+	if (link(tmp, dst) && (errno != EEXIST || !same_copy(dst, fd))) {
+		snprintf(msg, n, "cannot pin %s as %s: %s", name, dst,
+		         errno == EEXIST ? "a different file has that name; remove it"
+		                         : strerror(errno));
 		goto fail;
 	}
+	unlink(tmp);
 	free(tmp);
 	return dst;
 oom:

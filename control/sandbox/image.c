@@ -9,6 +9,7 @@
 
 #include "http/buf.h"
 #include "image.h"
+#include "util.h"
 
 #define IMG_EXT ".erofs"
 
@@ -30,7 +31,7 @@ int img_resolve(struct kilnd *kd, const char *name, char **path)
 	*path = NULL;
 	if (!strcmp(name, IMG_BUILTIN))
 		return 0;
-	if (!*name || strchr(name, '/') || name[0] == '.')
+	if (!name_ok(name))
 		return -ENOENT;
 	if (asprintf(&file, "%s/%s" IMG_EXT, kd->cfg.images_dir, name) < 0)
 		return -ENOMEM;

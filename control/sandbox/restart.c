@@ -6,9 +6,12 @@
  * ones whose VMM died meanwhile as errors. */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <unistd.h>
 
 #include "sandbox_int.h"
@@ -89,9 +92,15 @@ static void readopt(struct sandbox *sb, int pid)
 static int restore_one(void *ctx, struct sb_record *r)
 {
 	struct kilnd *kd = ctx;
-	struct sandbox *sb = sb_alloc(kd, r->id);
+	struct sandbox *sb;
 	int pid;
 
+	if (!name_ok(r->id)) {
+		log_warn("ignoring a stored sandbox with the id '%.64s': not a valid id", r->id);
+		sb_record_free(r);
+		return 0;
+	}
+	sb = sb_alloc(kd, r->id);
 	if (!sb) {
 		sb_record_free(r);
 		return -ENOMEM;
@@ -130,11 +139,12 @@ static int restore_one(void *ctx, struct sb_record *r)
 			sb->rec.pid_start = st;
 		free(pf);
 		if (!pid)
-			pid = vmm_find(sb->vsock_path);
+			pid = vmm_find(sb->dir, sb->vsock_path);
 		sb->rec.pid = pid;
 	}
-	if (pid && vmm_matches(pid, sb->rec.pid_start, sb->vsock_path) && !sb_watch_pid(sb, pid) &&
-	    vmm_matches(pid, sb->rec.pid_start, sb->vsock_path)) {
+	if (pid && vmm_matches(pid, sb->rec.pid_start, sb->dir, sb->vsock_path) &&
+	    !sb_watch_pid(sb, pid) &&
+	    vmm_matches(pid, sb->rec.pid_start, sb->dir, sb->vsock_path)) {
 		/* The second check closes the window between check and pidfd. */
 		readopt(sb, pid);
 		return 0;
@@ -149,8 +159,52 @@ static int restore_one(void *ctx, struct sb_record *r)
 	return 0;
 }
 
+/* A VMM still running in a directory no record names (its record was
+ * lost: a full disk, a store restored from a backup) is stopped: nobody
+ * could reach, pay for or delete it. Waits for it (1 s at most) so that
+ * its directory can go. */
+static void stop_unknown_vmm(struct kilnd *kd, const char *id)
+{
+	char *dir = NULL, *vsock = NULL, *pidf = NULL, *pf;
+	unsigned long long start = 0;
+	int pid = 0, fd;
+
+	if (asprintf(&dir, "%s/%s", kd->sandboxes_dir, id) < 0 ||
+	    asprintf(&vsock, "%s/vsock.sock", dir) < 0 || asprintf(&pidf, "%s/vmm.pid", dir) < 0)
+		goto out;
+	pf = read_small_file(pidf, 64, NULL);
+	if (!pf || sscanf(pf, "%d %llu", &pid, &start) < 1)
+		pid = 0;
+	free(pf);
+	if (!pid || !vmm_matches(pid, start, dir, vsock))
+		pid = vmm_find(dir, vsock);
+	if (!pid)
+		goto out;
+	fd = pidfd_open(pid, 0);
+	if (fd < 0 || !vmm_matches(pid, start, dir, vsock)) {
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	log_warn("sandbox %s: stopping its VMM (pid %d): the state store has no record of it", id,
+	         pid);
+	pidfd_send_signal(fd, SIGKILL, NULL, 0);
+	kill(-pid, SIGKILL);
+	{
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+
+		poll(&p, 1, 1000);
+	}
+	close(fd);
+out:
+	free(dir);
+	free(vsock);
+	free(pidf);
+}
+
 /* Directories under sandboxes/ that no record names: left by a kilnd that
- * stopped while a deleted sandbox's VMM was still dying. */
+ * stopped while a deleted sandbox's VMM was still dying, or whose record
+ * could not be written. */
 static void remove_orphans(struct kilnd *kd)
 {
 	DIR *d = opendir(kd->sandboxes_dir);
@@ -159,15 +213,16 @@ static void remove_orphans(struct kilnd *kd)
 	if (!d)
 		return;
 	while ((e = readdir(d))) {
-		char *path;
-
 		if (e->d_name[0] == '.' || sb_find(kd, e->d_name))
 			continue;
-		if (asprintf(&path, "%s/%s", kd->sandboxes_dir, e->d_name) < 0)
-			break;
-		log_info("removing %s: no sandbox of that id", path);
-		rm_rf(path);
-		free(path);
+		if (!name_ok(e->d_name)) {
+			log_warn("leaving %s/%s alone: not a sandbox id", kd->sandboxes_dir,
+			         e->d_name);
+			continue;
+		}
+		stop_unknown_vmm(kd, e->d_name);
+		log_info("removing %s/%s: no sandbox of that id", kd->sandboxes_dir, e->d_name);
+		rm_tree(kd->sandboxes_dir, e->d_name);
 	}
 	closedir(d);
 }

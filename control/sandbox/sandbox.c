@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "envd/envd.h"
 #include "sandbox_int.h"
 #include "agent/spare.h"
+#include "console.h"
 #include "template.h"
 #include "util.h"
 #include "vmm_api.h"
@@ -51,7 +53,7 @@ bool sb_is_live(enum sb_state s)
 
 /* ---------------------------------------------------------------- persistence */
 
-void sb_save(struct sandbox *sb)
+int sb_save(struct sandbox *sb)
 {
 	char *env = json_dumps(sb->env, JSON_COMPACT),
 	     *meta = json_dumps(sb->metadata, JSON_COMPACT);
@@ -62,8 +64,11 @@ void sb_save(struct sandbox *sb)
 	free(sb->rec.metadata_json);
 	sb->rec.env_json = env;
 	sb->rec.metadata_json = meta;
-	if (store_put(sb->kd->store, &sb->rec))
+	if (!env || !meta || !sb->rec.state || store_put(sb->kd->store, &sb->rec)) {
 		log_err("sandbox %s: could not persist state %s", sb->rec.id, sb->rec.state);
+		return -EIO;
+	}
+	return 0;
 }
 
 void sb_set_reason(struct sandbox *sb, const char *fmt, ...)
@@ -108,6 +113,7 @@ struct sandbox *sb_alloc(struct kilnd *kd, const char *id)
 		return NULL;
 	sb->kd = kd;
 	sb->pidfd = -1;
+	sb->console_wd = -1;
 	snprintf(sb->rec.id, sizeof(sb->rec.id), "%s", id);
 	if (asprintf(&sb->dir, "%s/%s", kd->sandboxes_dir, id) < 0 ||
 	    asprintf(&sb->vsock_path, "%s/vsock.sock", sb->dir) < 0 ||
@@ -138,6 +144,7 @@ static void sb_free(struct sandbox *sb)
 		ev_io_stop(sb->kd->loop, &sb->pid_w);
 		close(sb->pidfd);
 	}
+	console_unwatch(sb);
 	agent_close(sb->probe);
 	spare_drop(sb);
 	vmm_call_cancel(sb->call);
@@ -208,6 +215,7 @@ int sb_watch_pid(struct sandbox *sb, int pid)
 	ev_io_init(&sb->pid_w, on_vmm_exit, fd, EV_READ);
 	sb->pid_w.data = sb;
 	ev_io_start(sb->kd->loop, &sb->pid_w);
+	console_watch(sb);
 	return 0;
 }
 
@@ -244,7 +252,7 @@ int sb_spawn(struct sandbox *sb, const char *restore, const char *mode, const ch
 	    .vsock_path = sb->vsock_path,
 	    .api_path = sb->rec.flags & SB_F_API ? sb->api_path : NULL,
 	    .console_path = sb->console_path,
-	    .id = sb->rec.id,
+	    .dir = sb->dir,
 	    .memory_mb = sb->rec.memory_mb,
 	    .cpu_count = sb->rec.cpu_count,
 	    .restore = restore,
@@ -435,18 +443,22 @@ static void kill_sandbox(struct sandbox *sb, enum sb_state state, const char *re
 	notify_ready(sb, -ECANCELED, reason);
 }
 
+#define PAUSE_RETRY_S 60 /* an auto-pause that failed is tried again */
+
 static void auto_pause_done(void *ctx, struct sandbox *sb, int status, const char *msg)
 {
-	char reason[512];
-
 	if (!sb || status == 204 || sb->state != SB_RUNNING)
 		return;
-	/* It could not be paused: the lifetime is over all the same. */
-	snprintf(reason, sizeof(reason), "the sandbox's timeout expired and pausing it failed: %s",
-	         msg);
-	log_warn("sandbox %s: %s", sb->rec.id, reason);
-	kill_sandbox(sb, SB_KILLED, reason);
-	sb_settle(sb);
+	/* Never killed for it: the user asked to keep its state, and what
+	 * failed (a full disk, ...) may pass. It runs on and is tried again. */
+	sb_set_reason(sb,
+	              "the sandbox's timeout expired and pausing it failed (tried again every "
+	              "%d s; kiln rm deletes it): %s",
+	              PAUSE_RETRY_S, msg);
+	log_warn("sandbox %s: %s", sb->rec.id, sb->rec.reason);
+	sb->rec.end_ms = now_ms() + PAUSE_RETRY_S * 1000;
+	sb_save(sb);
+	sb_arm_lifetime(sb);
 }
 
 static void on_lifetime(struct ev_loop *loop, ev_timer *w, int revents)
@@ -511,11 +523,12 @@ static void on_vmm_exit(struct ev_loop *loop, ev_io *w, int revents)
 	close(sb->pidfd);
 	sb->pidfd = -1;
 	sb->alive = false;
+	console_unwatch(sb);
 	/* Whatever else the VMM left in its group goes too. */
 	kill(-sb->rec.pid, SIGKILL);
 	if (sb->deleted) {
 		/* Only now: a dying VMM may still have been writing there. */
-		rm_rf(sb->dir);
+		rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
 		sb_free(sb);
 		return;
 	}
@@ -553,12 +566,27 @@ static char *strdup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* Why a new sandbox could not be recorded, for its creator. */
+static void store_unsaved(struct kilnd *kd, char *msg, size_t n)
+{
+	struct statvfs v;
+	char space[128] = "";
+
+	if (!statvfs(kd->cfg.data_dir, &v))
+		snprintf(space, sizeof(space), " (%llu MiB free in %s)",
+		         (unsigned long long)v.f_bavail * v.f_frsize >> 20, kd->cfg.data_dir);
+	snprintf(msg, n,
+	         "cannot record the sandbox in the state store: %s%s; nothing was started, free "
+	         "some space and try again",
+	         store_error(kd->store), space);
+}
+
 int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void *ctx,
               struct sandbox **out, char *msg, size_t msglen)
 {
 	struct sandbox *sb;
 	char id[SB_ID_LEN + 1];
-	int rc;
+	int rc, status = 500;
 
 	/* Clones waiting in a warm pool give way to a sandbox that is asked for. */
 	if (kd->nsandboxes >= kd->cfg.max_sandboxes && !p->pool)
@@ -598,8 +626,13 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 		sb_free(sb);
 		return 500;
 	}
-	/* Record first: whatever happens next, a restarted kilnd finds it. */
-	sb_save(sb);
+	/* Record first: whatever happens next, a restarted kilnd finds it. A
+	 * sandbox that cannot be recorded is not started. */
+	if (sb_save(sb)) {
+		store_unsaved(kd, msg, msglen);
+		sb_free(sb);
+		return 507;
+	}
 	rc = mkdir_p(sb->dir, 0700);
 	if (rc) {
 		snprintf(msg, msglen, "cannot create %s: %s", sb->dir, strerror(-rc));
@@ -608,7 +641,14 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 	rc = sb_spawn(sb, p->restore, p->restore ? "template" : NULL, p->template_dir, msg, msglen);
 	if (rc)
 		goto fail;
-	sb_save(sb);
+	if (sb_save(sb)) {
+		/* Nothing runs that the store does not know of. */
+		store_unsaved(kd, msg, msglen);
+		sb_kill_vmm(sb);
+		waitpid(sb->rec.pid, NULL, 0); /* dying: does not block for long */
+		status = 507;
+		goto fail;
+	}
 	sb_link(kd, sb);
 	kd->nsandboxes++;
 	sb->ready_cb = cb;
@@ -623,9 +663,9 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 fail:
 	log_warn("sandbox %s: %s", id, msg);
 	store_delete(kd->store, id);
-	rm_rf(sb->dir);
+	rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
 	sb_free(sb);
-	return 500;
+	return status;
 }
 
 void sb_claim(struct sandbox *sb, const struct sb_params *p)
@@ -669,7 +709,7 @@ void sb_delete(struct sandbox *sb)
 		sb_kill_vmm(sb);
 		return;
 	}
-	rm_rf(sb->dir);
+	rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
 	sb_free(sb);
 }
 

@@ -73,6 +73,11 @@ static int fail(struct store *s, const char *what)
 	return -EIO;
 }
 
+const char *store_error(struct store *s)
+{
+	return sqlite3_errmsg(s->db);
+}
+
 static int user_version(struct store *s)
 {
 	sqlite3_stmt *st;

@@ -54,6 +54,8 @@ struct store;
 int store_open(struct store **s, const char *path);
 void store_close(struct store *s);
 int store_put(struct store *s, const struct sb_record *r);
+/* SQLite's words for the last failure. */
+const char *store_error(struct store *s);
 int store_delete(struct store *s, const char *id);
 /* Calls cb for every record; stops at the first non-zero return. */
 int store_load(struct store *s, int (*cb)(void *ctx, struct sb_record *r), void *ctx);

@@ -62,6 +62,20 @@ struct tmpl_build {
 
 /* ---------------------------------------------------------------- registry */
 
+/* DATA_DIR/templates/NAME goes, for a name that passes name_ok() only. */
+static void tmpl_rm_dir(struct kilnd *kd, const char *name)
+{
+	char *dir;
+	int rc;
+
+	if (asprintf(&dir, "%s/templates", kd->cfg.data_dir) < 0)
+		return;
+	rc = rm_tree(dir, name);
+	if (rc)
+		log_warn("cannot remove %s/%s: %s", dir, name, strerror(-rc));
+	free(dir);
+}
+
 static struct template *tmpl_new(struct kilnd *kd, struct tmpl_record *rec)
 {
 	struct template *t = calloc(1, sizeof(*t));
@@ -89,8 +103,15 @@ static void tmpl_free(struct template *t)
 static int load_one(void *ctx, struct tmpl_record *rec)
 {
 	struct kilnd *kd = ctx;
-	struct template *t = tmpl_new(kd, rec);
+	struct template *t;
 
+	if (!name_ok(rec->name)) {
+		log_warn("forgetting a template named '%.64s': not a valid name", rec->name);
+		store_tmpl_delete(kd->store, rec->name);
+		tmpl_record_free(rec);
+		return 0;
+	}
+	t = tmpl_new(kd, rec);
 	if (!t) {
 		tmpl_record_free(rec);
 		return -ENOMEM;
@@ -99,7 +120,7 @@ static int load_one(void *ctx, struct tmpl_record *rec)
 		log_warn("template %s: %s: %s; forgetting the template", t->rec.name, t->snap_path,
 		         strerror(errno));
 		store_tmpl_delete(kd->store, t->rec.name);
-		rm_rf(t->dir);
+		tmpl_rm_dir(kd, t->rec.name);
 		tmpl_free(t);
 		return 0;
 	}
@@ -112,7 +133,7 @@ static int load_one(void *ctx, struct tmpl_record *rec)
  * by kilnd's end. */
 static void remove_orphans(struct kilnd *kd)
 {
-	char *dir, *path;
+	char *dir;
 	struct dirent *e;
 	DIR *d;
 
@@ -120,12 +141,14 @@ static void remove_orphans(struct kilnd *kd)
 		return;
 	d = opendir(dir);
 	while (d && (e = readdir(d))) {
-		if (e->d_name[0] == '.' || tmpl_find(kd, e->d_name) ||
-		    asprintf(&path, "%s/%s", dir, e->d_name) < 0)
+		if (e->d_name[0] == '.' || tmpl_find(kd, e->d_name))
 			continue;
-		log_info("removing %s: no template of that name", path);
-		rm_rf(path);
-		free(path);
+		if (!name_ok(e->d_name)) {
+			log_warn("leaving %s/%s alone: not a template name", dir, e->d_name);
+			continue;
+		}
+		log_info("removing %s/%s: no template of that name", dir, e->d_name);
+		rm_tree(dir, e->d_name);
 	}
 	if (d)
 		closedir(d);
@@ -250,8 +273,8 @@ static void build_end(struct tmpl_build *b, bool made)
 		sb_cancel_ready(sb);
 		sb_delete(sb);
 	}
-	if (!made)
-		rm_rf(b->dir);
+	if (!made && b->dir)
+		tmpl_rm_dir(b->kd, b->name);
 	build_free(b);
 }
 
@@ -420,7 +443,7 @@ static void build_snapshotted(void *ctx, struct sandbox *sb, json_t *reply, cons
 		build_fail(b, sb ? 500 : 409, "%s", err);
 		return;
 	}
-	if (!id || !api_name_ok(id, 64)) {
+	if (!id || !name_ok(id)) {
 		build_fail(b, 500, "the VMM's snapshot reply has no id");
 		return;
 	}
@@ -563,8 +586,10 @@ static int name_taken(struct kilnd *kd, const char *name, char *msg, size_t n)
 {
 	char *path = NULL;
 
-	if (!api_name_ok(name, 64)) {
-		snprintf(msg, n, "a template name is 1 to 64 letters, digits, '.', '_' or '-'");
+	if (!name_ok(name)) {
+		snprintf(msg, n,
+		         "a template name is 1 to 64 letters, digits, '.', '_' or '-', starting "
+		         "with a letter or digit");
 		return 400;
 	}
 	if (tmpl_find(kd, name)) {
@@ -646,7 +671,7 @@ void api_template_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 		build_free(b);
 		return;
 	}
-	rm_rf(b->dir); /* what a build cut short by kilnd's end left */
+	tmpl_rm_dir(kd, name); /* what a build cut short by kilnd's end left */
 	if (mkdir_p(b->dir, 0700)) {
 		http_respond_error(c, 500, "cannot create %s: %s", b->dir, strerror(errno));
 		free(image_path);
@@ -659,7 +684,7 @@ void api_template_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 		                        sizeof(msg));
 	if (!p.initrd) {
 		http_respond_error(c, 500, "template %s: %s", name, msg);
-		rm_rf(b->dir);
+		tmpl_rm_dir(kd, name);
 		free(image_path);
 		build_free(b);
 		return;
@@ -727,7 +752,7 @@ void api_template_delete(struct kilnd *kd, struct http_conn *c, const char *name
 	/* Running clones keep their mapping of the memory file; only new
 	 * clones need the files. Those waiting in its pool go. */
 	pool_drain(kd, t->rec.name);
-	rm_rf(t->dir);
+	tmpl_rm_dir(kd, t->rec.name);
 	log_info("template %s: removed", t->rec.name);
 	tmpl_free(t);
 	http_respond(c, 204, NULL, NULL, NULL, 0);

@@ -12,9 +12,19 @@
 #include "util.h"
 #include "vmm_proc.h"
 
+/* path relative to dir when it lies inside it (the VMM runs in dir). */
+static const char *rel(const char *dir, const char *path)
+{
+	size_t n = dir ? strlen(dir) : 0;
+
+	if (path && n && !strncmp(path, dir, n) && path[n] == '/' && path[n + 1])
+		return path + n + 1;
+	return path;
+}
+
 int vmm_spawn(const struct vmm_args *a, pid_t *out, char *msg, size_t msglen)
 {
-	char mem[32], cpus[16], vsock[4200], cmdline[64];
+	char mem[32], cpus[16], vsock[4200];
 	char *argv[32];
 	int argc = 0;
 	posix_spawn_file_actions_t fa;
@@ -25,8 +35,7 @@ int vmm_spawn(const struct vmm_args *a, pid_t *out, char *msg, size_t msglen)
 #define ARG(s) (argv[argc++] = (char *)(s))
 	snprintf(mem, sizeof(mem), "%dM", a->memory_mb);
 	snprintf(cpus, sizeof(cpus), "%d", a->cpu_count);
-	snprintf(vsock, sizeof(vsock), "%d,%s", VMM_VSOCK_CID, a->vsock_path);
-	snprintf(cmdline, sizeof(cmdline), "kiln.sandbox=%s", a->id);
+	snprintf(vsock, sizeof(vsock), "%d,%s", VMM_VSOCK_CID, rel(a->dir, a->vsock_path));
 	ARG(a->vmm);
 	ARG("--kernel");
 	ARG(a->kernel);
@@ -42,11 +51,11 @@ int vmm_spawn(const struct vmm_args *a, pid_t *out, char *msg, size_t msglen)
 	ARG(vsock);
 	if (a->api_path) {
 		ARG("--api-sock");
-		ARG(a->api_path);
+		ARG(rel(a->dir, a->api_path));
 	}
 	if (a->restore) {
 		ARG("--restore");
-		ARG(a->restore);
+		ARG(rel(a->dir, a->restore));
 		ARG("--restore-mode");
 		ARG(a->restore_mode);
 		if (a->template_dir) {
@@ -58,8 +67,6 @@ int vmm_spawn(const struct vmm_args *a, pid_t *out, char *msg, size_t msglen)
 	} else {
 		ARG("--mem");
 		ARG(mem);
-		ARG("--cmdline");
-		ARG(cmdline);
 	}
 	argv[argc] = NULL;
 #undef ARG
@@ -71,6 +78,11 @@ int vmm_spawn(const struct vmm_args *a, pid_t *out, char *msg, size_t msglen)
 		return rc;
 	}
 	posix_spawn_file_actions_init(&fa);
+	/* Every local user can read a command line: the VMM works in the
+	 * sandbox's directory and is given its files by relative paths, so no
+	 * sandbox id shows there. */
+	if (a->dir)
+		posix_spawn_file_actions_addchdir_np(&fa, a->dir);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, log_fd, 1);
 	posix_spawn_file_actions_adddup2(&fa, log_fd, 2);
@@ -139,10 +151,26 @@ static bool cmdline_mentions(int pid, const char *needle)
 	return found;
 }
 
-bool vmm_matches(int pid, uint64_t start, const char *vsock_path)
+/* Does pid work in dir (kilnd's own VMMs only: /proc/PID/cwd needs the
+ * right to trace it)? */
+static bool cwd_is(int pid, const char *dir)
+{
+	char path[64], cwd[4096];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cwd", pid);
+	n = readlink(path, cwd, sizeof(cwd) - 1);
+	if (n <= 0)
+		return false;
+	cwd[n] = 0;
+	return !strcmp(cwd, dir);
+}
+
+bool vmm_matches(int pid, uint64_t start, const char *dir, const char *vsock_path)
 {
 	uint64_t now_start;
 	char state;
+	const char *base = strrchr(vsock_path, '/');
 
 	if (pid <= 0 || proc_stat(pid, &now_start, &state))
 		return false;
@@ -150,10 +178,12 @@ bool vmm_matches(int pid, uint64_t start, const char *vsock_path)
 		return false;
 	if (start && now_start != start)
 		return false;
-	return cmdline_mentions(pid, vsock_path);
+	/* VMMs of older kilnds were given the absolute path */
+	return (base && cwd_is(pid, dir) && cmdline_mentions(pid, base + 1)) ||
+	       cmdline_mentions(pid, vsock_path);
 }
 
-int vmm_find(const char *vsock_path)
+int vmm_find(const char *dir, const char *vsock_path)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *e;
@@ -164,7 +194,7 @@ int vmm_find(const char *vsock_path)
 	while ((e = readdir(d))) {
 		int pid = atoi(e->d_name);
 
-		if (pid > 1 && pid != getpid() && vmm_matches(pid, 0, vsock_path)) {
+		if (pid > 1 && pid != getpid() && vmm_matches(pid, 0, dir, vsock_path)) {
 			found = pid;
 			break;
 		}

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* VMM processes seen from outside: starting kiln-vmm for a sandbox, and
- * recognising a running one again after a kilnd restart (by pid, start time
- * and its unique vsock path on the command line), without trusting a pid
- * that may have been reused. */
+ * recognising a running one again after a kilnd restart (by pid, start
+ * time, working directory and vsock path), without trusting a pid that may
+ * have been reused. */
 #ifndef KILND_VMM_PROC_H
 #define KILND_VMM_PROC_H
 
@@ -18,7 +18,7 @@ struct vmm_args {
 	const char *vsock_path;   /* --vsock VMM_VSOCK_CID,vsock_path */
 	const char *api_path;     /* --api-sock, or NULL */
 	const char *console_path; /* stdout and stderr, appended */
-	const char *id;           /* into --cmdline as kiln.sandbox=ID (a boot) */
+	const char *dir;          /* the VMM's working directory: paths in it go relative */
 	int memory_mb, cpu_count;
 	/* Start from this snapshot instead of booting (--restore): the VM keeps
 	 * its own kernel options and memory size. */
@@ -34,11 +34,11 @@ int vmm_spawn(const struct vmm_args *a, pid_t *pid, char *msg, size_t msglen);
 /* Start time (clock ticks since boot, /proc/PID/stat field 22) and state
  * letter of a process. */
 int proc_stat(int pid, uint64_t *start, char *state);
-/* Is pid alive (not a zombie), started at `start` (0: any) and a VMM whose
- * command line names vsock_path? */
-bool vmm_matches(int pid, uint64_t start, const char *vsock_path);
+/* Is pid alive (not a zombie), started at `start` (0: any) and a VMM
+ * serving vsock_path (working in dir, the path's directory)? */
+bool vmm_matches(int pid, uint64_t start, const char *dir, const char *vsock_path);
 /* Last resort after a crash between spawn and bookkeeping: the pid of the
  * VMM serving vsock_path, found through /proc, or 0. */
-int vmm_find(const char *vsock_path);
+int vmm_find(const char *dir, const char *vsock_path);
 
 #endif

@@ -449,6 +449,8 @@ static void exec_timeout(struct conn *c, int64_t now)
 	}
 	if (now < p->deadline)
 		return;
+	/* the tree first: once its parent is gone a child is init's */
+	kill_tree(p->pid, SIGKILL);
 	kill_group(p, SIGKILL);
 	if (!p->timed_out) {
 		p->timed_out = true;
@@ -498,8 +500,10 @@ static void exec_destroy(struct conn *c)
 	if (!p)
 		return;
 	/* The host left before EXIT: nothing of the command may outlive it. */
-	if (p->phase != PROC_DONE && !p->spawn_failed)
+	if (p->phase != PROC_DONE && !p->spawn_failed) {
+		kill_tree(p->pid, SIGKILL); /* (before its parents die) */
 		kill_group(p, SIGKILL);
+	}
 	if (p->pty)
 		p->in_fd = -1;
 	proc_close(&p->status_fd);

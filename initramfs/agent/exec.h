@@ -48,4 +48,9 @@ int pty_spawn(struct proc *p, const struct start_req *s);
 void pty_resize(struct proc *p, uint16_t cols, uint16_t rows);
 void pty_eof(struct proc *p);
 
+/* killtree.c: send sig to every process of the command whose process is
+ * root: its descendants and the sessions and groups they lead (a child
+ * that called setsid() is not in root's group). */
+void kill_tree(pid_t root, int sig);
+
 #endif

@@ -30,10 +30,11 @@ e2e: $(E2E_PROGS)
 # Check unit tests of kilnd's codecs, built with ASan+UBSan. (They could move
 # to tests/unit: UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c, and
 # UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c.)
-E2E_UNIT := test_ws test_agent_proto test_ws_scan
+E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names
 E2E_UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c
 E2E_UNIT_SRCS_test_ws_scan := control/browser/ws_scan.c control/http/ws.c control/http/buf.c
+E2E_UNIT_SRCS_test_names := control/util.c control/http/buf.c
 E2E_UNIT_FLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclude -Icontrol \
 	-D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize-recover=all \
 	$(shell pkg-config --cflags check 2>/dev/null)

@@ -12,12 +12,18 @@
  *   kiln-hostile ws-unmasked SOCK PATH     send an unmasked frame; print the close code
  *   kiln-hostile hold SOCK N               hold N idle connections, then print the
  *                                          status of one more request
+ *   kiln-hostile idle SOCK N SECS          open N connections that send nothing,
+ *                                          print "open N", keep them SECS seconds
+ *
+ * SOCK is a unix socket's path, or tcp:PORT for 127.0.0.1:PORT.
  *   kiln-hostile ws-script SOCK PATH       a well-behaved but demanding client:
  *                                          resize to 100x30, ping, input split over
  *                                          a fragmented message; prints what comes back
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +38,14 @@
 static int dial(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	bool tcp = !strncmp(path, "tcp:", 4);
+	int fd = socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM, 0);
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+	in.sin_port = htons((uint16_t)atoi(path + 4));
+	if (fd < 0 || (tcp ? connect(fd, (struct sockaddr *)&in, sizeof(in))
+	                   : connect(fd, (struct sockaddr *)&sa, sizeof(sa)))) {
 		perror("connect");
 		exit(2);
 	}
@@ -304,6 +314,18 @@ int main(int argc, char **argv)
 		fd = dial(sock);
 		put(fd, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 34);
 		return status_line(fd);
+	}
+	if (!strcmp(cmd, "idle") && argc == 5) {
+		int n = atoi(argv[3]);
+
+		if (n < 1 || n > 4096)
+			return 2;
+		for (int i = 0; i < n; i++)
+			dial(sock); /* kept open until exit */
+		printf("open %d\n", n);
+		fflush(stdout);
+		sleep((unsigned)atoi(argv[4]));
+		return 0;
 	}
 	if (!strcmp(cmd, "ws-script") && argc == 4) {
 		static const struct ws_ops ops = {

@@ -713,8 +713,14 @@ wait_pool() { # NAME N [SOCK]: until N pool clones run (10 s at most)
 }
 
 vmms() { # DATA_DIR: how many VMMs run there (process groups: the fake VMM
-	# forks a process per connection, and kilnd keeps some open)
-	pgrep -f -- "--vsock [0-9]+,$1/sandboxes/" | xargs -r ps -o pgid= -p | sort -u | wc -l
+	# forks a process per connection, and kilnd keeps some open); a VMM
+	# works in its sandbox's directory
+	local p
+	for p in $(pgrep -f -- "--vsock [0-9]+,"); do
+		case $(readlink "/proc/$p/cwd" 2>/dev/null) in
+		"$1"/sandboxes/*) ps -o pgid= -p "$p" ;;
+		esac
+	done | sort -u | wc -l
 }
 
 t_pool() {

@@ -58,3 +58,7 @@ UNIT_SRCS_test_vm := guest-kernel/libos/mm/vm.c guest-kernel/libos/mm/vm_zpoline
 UNIT_TESTS += test_snapshot
 UNIT_SRCS_test_snapshot := $(wildcard snapshot/*.c)
 $(BUILD)/tests/unit/test_snapshot $(BUILD)/tests/unit-san/test_snapshot: UNIT_LDLIBS += -lzstd
+
+UNIT_TESTS += test_imageid
+UNIT_SRCS_test_imageid := vmm/imageid.c $(wildcard snapshot/*.c)
+$(BUILD)/tests/unit/test_imageid $(BUILD)/tests/unit-san/test_imageid: UNIT_LDLIBS += -lzstd

@@ -71,7 +71,7 @@ delete process.env.E2B_DEBUG
 delete process.env.E2B_DOMAIN
 
 const e2b = await import('e2b')
-const { Sandbox, CommandExitError, FileNotFoundError, SandboxError, TimeoutError } = e2b
+const { Sandbox, CommandExitError, FileNotFoundError, InvalidArgumentError, SandboxError, TimeoutError } = e2b
 const { Sandbox: CiSandbox } = await import('@e2b/code-interpreter')
 
 // ---------------------------------------------------------------- kilnd
@@ -443,10 +443,13 @@ async function main() {
       assert.equal(e.name, 'AuthenticationError'))
   })
 
-  await test('envd refuses a wrong X-Access-Token (401), /health needs none', async () => {
+  await test('envd refuses a missing or wrong X-Access-Token (401), on /health too', async () => {
     const h = { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983' }
     let r = await fetch(`${SANDBOX_URL}/health`, { headers: h })
+    assert.equal(r.status, 401)
+    r = await fetch(`${SANDBOX_URL}/health`, { headers: { ...h, 'X-Access-Token': sbx.envdAccessToken } })
     assert.equal(r.status, 204)
+    assert.equal(await sbx.isRunning(), true)
     r = await fetch(`${SANDBOX_URL}/process.Process/List`, {
       method: 'POST',
       headers: { ...h, 'Content-Type': 'application/json', 'X-Access-Token': 'nope' },
@@ -459,6 +462,37 @@ async function main() {
   })
 
   // ------------------------------------------------------------ commands
+
+  // A streamed answer's small last write (the end event) held back by
+  // Nagle's algorithm until the client's delayed ACK costs ~40 ms: the
+  // SDK's round trip against kilnd's own exec, by ratio (no fixed time).
+  await test("no Nagle stall: commands.run('true') within 5x of kilnd's exec (medians of 20)", async () => {
+    const median = (xs) => xs.sort((a, b) => a - b)[xs.length >> 1]
+    const time = async (f) => {
+      const t0 = performance.now()
+      await f()
+      return performance.now() - t0
+    }
+    const exec = () => fetch(`${API_URL}/sandboxes/${sbx.sandboxId}/exec`, {
+      method: 'POST',
+      headers: { 'X-API-Key': API_KEY, 'Content-Type': 'application/json' },
+      body: '{"cmd":["true"]}',
+    }).then((r) => r.text())
+    for (let i = 0; i < 3; i++) {
+      await exec()
+      await sbx.commands.run('true')
+    }
+    const raw = []
+    const sdk = []
+    for (let i = 0; i < 20; i++) {
+      raw.push(await time(exec))
+      sdk.push(await time(() => sbx.commands.run('true')))
+    }
+    const r = median(raw)
+    const s = median(sdk)
+    console.log(`# commands.run('true') median ${s.toFixed(2)} ms, kilnd's exec ${r.toFixed(2)} ms`)
+    assert.ok(s < 5 * r, `commands.run('true') ${s.toFixed(2)} ms against exec ${r.toFixed(2)} ms`)
+  }, 60000)
 
   await test("commands.run('echo hi')", async () => {
     const r = await sbx.commands.run('echo hi')
@@ -486,6 +520,40 @@ async function main() {
     assert.ok(e instanceof CommandExitError, `got ${e}`)
     assert.equal(e.exitCode, 3)
     assert.equal(e.stdout, 'partial\n')
+    // envd's end event `error` (Go's cmd.Wait() error) is the message
+    assert.equal(e.message, 'exit status 3')
+    assert.equal(e.error, 'exit status 3')
+  })
+
+  await test("CommandExitError.message: 'signal: killed', 'signal: terminated'; none for exit 0", async () => {
+    let e = await rejects(sbx.commands.run('kill -KILL $$'))
+    assert.ok(e instanceof CommandExitError, `got ${e}`)
+    assert.deepEqual([e.exitCode, e.message], [-1, 'signal: killed'])
+    e = await rejects(sbx.commands.run('kill -TERM $$'))
+    assert.deepEqual([e.exitCode, e.message], [-1, 'signal: terminated'])
+    const h = await sbx.commands.run('sleep 30', { background: true, timeoutMs: 0 })
+    await h.kill()
+    e = await rejects(h.wait())
+    assert.deepEqual([e.exitCode, e.message], [-1, 'signal: killed'])
+    const r = await sbx.commands.run('true')
+    assert.deepEqual([r.exitCode, r.error], [0, undefined])
+  })
+
+  await test('error classes as envd: a missing cwd is InvalidArgumentError, files as envd maps them', async () => {
+    let e = await rejects(sbx.commands.run('pwd', { cwd: `${G}/no/such/dir` }))
+    assert.ok(e instanceof InvalidArgumentError, `got ${e}`)
+    await sbx.files.write(`${G}/a-file`, 'f')
+    e = await rejects(sbx.files.list(`${G}/a-file`))
+    assert.ok(e instanceof InvalidArgumentError, `got ${e}`)
+    e = await rejects(sbx.files.list(`${G}/no-such-dir`))
+    assert.ok(e instanceof FileNotFoundError, `got ${e}`)
+    e = await rejects(sbx.files.rename(`${G}/no-such-file`, `${G}/x`))
+    assert.ok(e instanceof FileNotFoundError, `got ${e}`)
+    assert.equal(await sbx.files.makeDir(G), false, 'an existing directory: already_exists')
+    e = await rejects(sbx.files.makeDir(`${G}/a-file`))
+    assert.ok(e instanceof InvalidArgumentError, `got ${e}`)
+    await sbx.files.remove(`${G}/no-such-file`) // envd's RemoveAll: no error
+    assert.equal(await sbx.files.exists(`${G}/no-such-file`), false)
   })
 
   await test('envs: per command and from Sandbox.create', async () => {
@@ -965,7 +1033,8 @@ async function main() {
       await new Promise((r) => s.on('connect', r))
       s.pause()
       s.write(`POST /execute HTTP/1.1\r\nHost: k\r\nE2b-Sandbox-Id: ${ci.sandboxId}\r\n` +
-        `E2b-Sandbox-Port: 49999\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+        `E2b-Sandbox-Port: 49999\r\nE2B-Traffic-Access-Token: ${ci.trafficAccessToken}\r\n` +
+          `Content-Length: ${body.length}\r\n\r\n${body}`)
       await sleep(3000)
       s.destroy()
       const ex = await withTimeout(ci.runCode('1 + 1'), 20000, 'runCode after the stalled client')
@@ -1058,7 +1127,8 @@ async function main() {
         s.on('data', (d) => { s.got += d })
         s.on('error', () => {})
         s.write(`POST /execute HTTP/1.1\r\nHost: k\r\nE2b-Sandbox-Id: ${ci.sandboxId}\r\n` +
-          `E2b-Sandbox-Port: 49999\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+          `E2b-Sandbox-Port: 49999\r\nE2B-Traffic-Access-Token: ${ci.trafficAccessToken}\r\n` +
+          `Content-Length: ${body.length}\r\n\r\n${body}`)
         return s
       }
       const socks = [post('import time\ntime.sleep(600)')]
@@ -1079,11 +1149,23 @@ async function main() {
       await ci.removeCodeContext(ctx)
     }, 60000)
 
+    await test('the code interpreter port wants a token: without one 401, the SDK sends its trafficAccessToken', async () => {
+      assert.match(ci.trafficAccessToken || '', /^[0-9a-f]{64}$/)
+      const h = { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999', 'Content-Type': 'application/json' }
+      let r = await fetch(`${SANDBOX_URL}/contexts`, { headers: h })
+      assert.equal(r.status, 401)
+      r = await fetch(`${SANDBOX_URL}/execute`, { method: 'POST', headers: h, body: '{"code":"1"}' })
+      assert.equal(r.status, 401)
+      r = await fetch(`${SANDBOX_URL}/contexts`, { headers: { ...h, 'E2B-Traffic-Access-Token': ci.envdAccessToken } })
+      assert.equal(r.status, 401, 'the envd token is not the traffic token')
+      assert.ok(Array.isArray(await ci.listCodeContexts()))
+    })
+
     await test('code contexts: a cwd that cannot be made fails the creation, no context is left', async () => {
       const before = (await ci.listCodeContexts()).length
       await ci.files.write(`${G}/ci-file`, 'f')
       const r = await fetch(`${SANDBOX_URL}/contexts`, { method: 'POST', body: JSON.stringify({ cwd: `${G}/ci-file/sub` }),
-        headers: { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999' } })
+        headers: { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999', 'E2B-Traffic-Access-Token': ci.trafficAccessToken } })
       assert.equal(r.status, 500)
       assert.match((await r.json()).message, /NotADirectoryError|FileExistsError/)
       assert.equal((await ci.listCodeContexts()).length, before)
@@ -1133,7 +1215,7 @@ async function main() {
       }, 120000)
 
       await test('code contexts: a pause while a context starts answers its creation', async () => {
-        const H49999 = { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999' }
+        const H49999 = { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999', 'E2B-Traffic-Access-Token': ci.trafficAccessToken }
         const before = (await ci.listCodeContexts()).length
         for (let i = 0; i < 6; i++) {
           const made = fetch(`${SANDBOX_URL}/contexts`, { method: 'POST', headers: H49999, body: '{}' })
@@ -1171,7 +1253,7 @@ async function main() {
           (await ci.runCode('import os\nos.getpid()', { context: b })).text]
         await ci.pause()
         const r = await fetch(`${SANDBOX_URL}/contexts/no-such-context`, { method: 'DELETE',
-          headers: { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999' } })
+          headers: { 'E2b-Sandbox-Id': ci.sandboxId, 'E2b-Sandbox-Port': '49999', 'E2B-Traffic-Access-Token': ci.trafficAccessToken } })
         assert.equal(r.status, 404)
         assert.equal((await ci.getInfo()).state, 'paused', 'an unknown context does not resume it')
         await ci.removeCodeContext(b)
@@ -1206,7 +1288,7 @@ async function main() {
     const err = events.filter((e) => e.data && e.data.stderr).map((e) => Buffer.from(e.data.stderr, 'base64')).join('')
     assert.equal(out, 'hi')
     assert.equal(err, 'err')
-    assert.deepEqual(events.at(-1).end, { exitCode: 4, exited: true, status: 'exit status 4' })
+    assert.deepEqual(events.at(-1).end, { exitCode: 4, exited: true, status: 'exit status 4', error: 'exit status 4' })
     assert.deepEqual(end, {})
   })
 
@@ -1246,16 +1328,20 @@ async function main() {
     assert.ok(events.at(-1).end)
   })
 
-  await test('raw Start: a missing program is not_found in the end-of-stream', async () => {
-    const { events, end } = await rpcStream(H, 'process.Process/Start', { process: { cmd: '/no/such/program' } })
+  await test('raw Start: a missing program or cwd is invalid_argument in the end-of-stream', async () => {
+    let { events, end } = await rpcStream(H, 'process.Process/Start', { process: { cmd: '/no/such/program' } })
     assert.equal(events.length, 0)
-    assert.equal(end.error.code, 'not_found')
+    assert.equal(end.error.code, 'invalid_argument')
+    ;({ events, end } = await rpcStream(H, 'process.Process/Start', { process: { cmd: '/bin/true', cwd: '/no/such/dir' } }))
+    assert.equal(events.length, 0)
+    assert.equal(end.error.code, 'invalid_argument')
   })
 
-  await test('raw Start: signal death is exitCode -1, "signal: killed"', async () => {
+  await test('raw Start: signal death is exitCode -1, "signal: killed" (status and error)', async () => {
     const { events } = await rpcStream(H, 'process.Process/Start',
       { process: { cmd: '/bin/sh', args: ['-c', 'kill -KILL $$'] } })
-    assert.deepEqual(events.at(-1).end, { exitCode: -1, exited: false, status: 'signal: killed' })
+    assert.deepEqual(events.at(-1).end,
+      { exitCode: -1, exited: false, status: 'signal: killed', error: 'signal: killed' })
   })
 
   await test('raw Connect: Connect-Timeout-Ms ends the stream, not the process', async () => {
@@ -1293,7 +1379,75 @@ async function main() {
     u = await rpcUnary(H, 'filesystem.Filesystem/ListDir', { path: `${G}/plain` })
     assert.deepEqual([u.status, u.body.code], [400, 'invalid_argument'])
     r = await rpcStream(H, 'process.Process/StreamInput', {})
-    assert.equal(r.end.error.code, 'unimplemented')
+    assert.equal(r.end.error.code, 'invalid_argument')
+  })
+
+  // StreamInput: the request body is a stream of envelopes, sent (chunked)
+  // while the process reads them; the answer comes when the client ends.
+  function streamInput(h) {
+    let resolveRes
+    const res = new Promise((r) => { resolveRes = r })
+    const req = http.request(`${SANDBOX_URL}/process.Process/StreamInput`, {
+      method: 'POST',
+      headers: { ...h, 'Content-Type': 'application/connect+json', 'Connect-Protocol-Version': '1' },
+    }, (r) => {
+      const chunks = []
+      r.on('data', (d) => chunks.push(d))
+      r.on('end', () => {
+        try {
+          resolveRes({ status: r.statusCode, envs: parseEnvelopes(Buffer.concat(chunks)) })
+        } catch (e) {
+          resolveRes({ status: r.statusCode, error: e, body: Buffer.concat(chunks).toString() })
+        }
+      })
+    })
+    req.on('error', (e) => resolveRes({ error: e }))
+    req.flushHeaders()
+    return { send: (m) => req.write(envelope(m)), end: () => req.end(), res }
+  }
+
+  await test('raw StreamInput: stdin streamed as it comes, answered at the end', async () => {
+    H = H || await envdHeaders(sbx.sandboxId)
+    let out = ''
+    const h = await sbx.commands.run('cat', { background: true, stdin: true, timeoutMs: 0,
+      onStdout: (d) => { out += d } })
+    const s = streamInput(H)
+    s.send({ start: { process: { pid: h.pid } } })
+    s.send({ data: { input: { stdin: Buffer.from('hello ').toString('base64') } } })
+    for (let i = 0; i < 100 && out !== 'hello '; i++) await sleep(50)
+    assert.equal(out, 'hello ', 'the first input arrived while the request goes on')
+    s.send({ keepalive: {} })
+    s.send({ data: { input: { stdin: Buffer.from('world\n').toString('base64') } } })
+    s.end()
+    const r = await withTimeout(s.res, 10000, 'the StreamInput answer')
+    assert.equal(r.status, 200)
+    assert.deepEqual(r.envs.map((e) => [e.flags, e.msg]), [[0, {}], [2, {}]])
+    for (let i = 0; i < 100 && out !== 'hello world\n'; i++) await sleep(50)
+    assert.equal(out, 'hello world\n')
+    await sbx.commands.closeStdin(h.pid)
+    assert.equal((await h.wait()).exitCode, 0)
+  })
+
+  await test('raw StreamInput: errors end the stream (no start, unknown pid, closed stdin)', async () => {
+    H = H || await envdHeaders(sbx.sandboxId)
+    let s = streamInput(H)
+    s.send({ data: { input: { stdin: 'eA==' } } })
+    let r = await withTimeout(s.res, 10000, 'StreamInput without start')
+    assert.equal(r.envs.at(-1).msg.error.code, 'invalid_argument')
+    s.end()
+    s = streamInput(H)
+    s.send({ start: { process: { pid: 4242424 } } })
+    r = await withTimeout(s.res, 10000, 'StreamInput to an unknown pid')
+    assert.equal(r.envs.at(-1).msg.error.code, 'not_found')
+    s.end()
+    const h = await sbx.commands.run('sleep 5', { background: true, timeoutMs: 0 })
+    s = streamInput(H)
+    s.send({ start: { process: { pid: h.pid } } })
+    s.send({ data: { input: { stdin: 'eA==' } } })
+    r = await withTimeout(s.res, 10000, 'StreamInput to a closed stdin')
+    assert.equal(r.envs.at(-1).msg.error.code, 'failed_precondition')
+    s.end()
+    await h.kill()
   })
 
   await test('raw: unknown sandbox and other ports answer 502, 49999 checks its input', async () => {

@@ -60,6 +60,18 @@ static int describe(const struct fake_cfg *cfg, char *out, size_t n, unsigned lo
 	return len;
 }
 
+/* Like kiln-vmm, which hashes the kernel at its first snapshot: the file
+ * must be the one it booted from. */
+static bool kernel_replaced(const struct fake_cfg *cfg)
+{
+	struct stat now;
+
+	return stat(cfg->kernel, &now) || now.st_ino != cfg->kernel_st.st_ino ||
+	       now.st_dev != cfg->kernel_st.st_dev || now.st_size != cfg->kernel_st.st_size ||
+	       now.st_mtim.tv_sec != cfg->kernel_st.st_mtim.tv_sec ||
+	       now.st_mtim.tv_nsec != cfg->kernel_st.st_mtim.tv_nsec;
+}
+
 static int write_snapshot(const struct fake_cfg *cfg, const char *path, char *err, size_t errn,
                           unsigned long long *id, long long *size)
 {
@@ -72,6 +84,14 @@ static int write_snapshot(const struct fake_cfg *cfg, const char *path, char *er
 	}
 	if (getenv("FAKE_VMM_SNAPSHOT_DELAY_MS"))
 		usleep((useconds_t)atoi(getenv("FAKE_VMM_SNAPSHOT_DELAY_MS")) * 1000);
+	if (kernel_replaced(cfg)) {
+		/* kiln-vmm's words (vmm/snapshot.c) */
+		snprintf(err, errn,
+		         "kernel image '%s': replaced since the VM booted, so the snapshot could "
+		         "not name it",
+		         cfg->kernel);
+		return -1;
+	}
 	if (getenv("FAKE_VMM_SNAPSHOT_ENOSPC")) {
 		snprintf(err, errn, "writing snapshot '%s': %s", path, strerror(ENOSPC));
 		return -1;

@@ -22,7 +22,9 @@
  * and templates through kilnd; a restored "VM" starts the agent afresh,
  * so only files survive, not processes).
  * FAKE_VMM_BOOT_DELAY_MS delays the socket (a slow boot); FAKE_VMM_EXIT=N
- * exits with N before listening (a VMM that fails to boot).
+ * exits with N before listening (a VMM that fails to boot);
+ * FAKE_VMM_CONSOLE_FLOOD_MB=N prints N MiB to the console at 200 MiB/s at
+ * most, then "console flood done" (a guest that fills the disk).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -155,6 +157,23 @@ static char *start_agent(const char *agent, const char *vsock_path)
 	return sock;
 }
 
+/* A guest that prints without end (a child: the VM goes on meanwhile). */
+static void console_flood(int mib)
+{
+	static char line[1 << 20];
+
+	memset(line, 'x', sizeof(line));
+	line[sizeof(line) - 1] = '\n';
+	for (int i = 0; i < mib && mib <= 4096; i++) {
+		if (write_full(1, line, sizeof(line)))
+			break;
+		usleep(5000);
+	}
+	printf("console flood done\n");
+	fflush(stdout);
+	_exit(0);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -235,6 +254,10 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	cfg.kernel = kernel;
+	if (stat(kernel, &cfg.kernel_st)) {
+		fprintf(stderr, "fake-vmm: %s: %s\n", kernel, strerror(errno));
+		return 1;
+	}
 	if (cfg.restore)
 		fake_restore(&cfg);
 	else
@@ -243,6 +266,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fake-vmm: simulated boot failure\n");
 		return atoi(getenv("FAKE_VMM_EXIT"));
 	}
+	if (getenv("FAKE_VMM_CONSOLE_FLOOD_MB") && fork() == 0)
+		console_flood(atoi(getenv("FAKE_VMM_CONSOLE_FLOOD_MB")));
 	if (getenv("FAKE_VMM_BOOT_DELAY_MS"))
 		usleep((useconds_t)atoi(getenv("FAKE_VMM_BOOT_DELAY_MS")) * 1000);
 	agent = find_agent();

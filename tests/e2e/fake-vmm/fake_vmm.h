@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 
 #define MAX_PAYLOAD KILN_FRAME_MAX
 
@@ -12,6 +13,7 @@
 struct fake_cfg {
 	const char *kernel, *initrd, *image;
 	const char *restore, *restore_mode, *template_dir;
+	struct stat kernel_st; /* at start: a snapshot refuses a replaced kernel */
 };
 
 int read_full(int fd, void *p, size_t n);
