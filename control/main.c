@@ -603,6 +603,16 @@ int main(int argc, char **argv)
 	umask(077);
 	if (mkdir_p(cfg->data_dir, 0700))
 		die("cannot create %s: %s", cfg->data_dir, strerror(errno));
+	{
+		/* VMMs run in their sandbox's directory and are handed paths under
+		 * it (the pinned boot files): they must not depend on our cwd. */
+		char *abs = realpath(cfg->data_dir, NULL);
+
+		if (!abs)
+			die("%s: %s", cfg->data_dir, strerror(errno));
+		free(cfg->data_dir);
+		cfg->data_dir = abs;
+	}
 	tighten_data_dir(cfg->data_dir);
 	lock_fd = lock_data_dir(cfg->data_dir);
 	if (asprintf(&kd.sandboxes_dir, "%s/sandboxes", cfg->data_dir) < 0 ||

@@ -2,7 +2,8 @@
 # make demo: start kilnd, then run real kiln sandboxes through the kiln CLI:
 # a one-shot command, a sandbox that keeps its files between commands, a
 # file round trip, Python's data stack from the base image, a pause and a
-# resume that keep a running process. Exits with the status of the first
+# resume that keep a running process, a web server in a sandbox reached
+# from the host (kiln port-forward). Exits with the status of the first
 # step that fails.
 set -u
 
@@ -83,6 +84,15 @@ sleep 0.5; echo "counting: $(cat /tmp/count)"'
 	step "$BIN/kiln" pause "$id"
 	step "$BIN/kiln" resume "$id"
 	step "$BIN/kiln" exec "$id" -- sh -c 'a=$(cat /tmp/count); sleep 0.3; echo "after the resume the same process counts on: $a -> $(cat /tmp/count)"'
+	# A web server in the sandbox, reached from the host.
+	step "$BIN/kiln" exec "$id" -- sh -c 'mkdir -p /tmp/site && echo "served from inside sandbox $(hostname)" >/tmp/site/index.html &&
+		cd /tmp/site && python3 -m http.server 8000 >/dev/null 2>&1 & sleep 1'
+	"$BIN/kiln" port-forward "$id" 8000 0 >"$KILN_DATA_DIR/demo-pf.out" 2>&1 &
+	pf=$!
+	for _ in 1 2 3 4 5 6 7 8 9 10; do grep -q '127.0.0.1:' "$KILN_DATA_DIR/demo-pf.out" && break; sleep 0.2; done
+	addr=$(grep -o '127\.0\.0\.1:[0-9]*' "$KILN_DATA_DIR/demo-pf.out" | head -n 1)
+	step curl -sS "http://$addr/"
+	kill "$pf" 2>/dev/null
 	step "$BIN/kiln" rm "$id"
 	id=
 else

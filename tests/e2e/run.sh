@@ -550,6 +550,25 @@ t_restart() {
 	"$KILN" rm "$a" "$b" "$c"
 }
 
+# A data directory given relative to kilnd's cwd: VMMs run in their sandbox's
+# directory, so every path kilnd hands them must be absolute.
+t_relative_data_dir() {
+	local st p3 id
+	# shellcheck disable=SC2046
+	"$KILND" --data-dir "$(realpath --relative-to=. "$T")/data-rel" $(vmm_opts) >"$T/kilnd3.log" 2>&1 &
+	p3=$!
+	wait_socket "$T/data-rel/kilnd.sock"
+	st=$(curl -sS --unix-socket "$T/data-rel/kilnd.sock" -o "$T/body" -w '%{http_code}' \
+		-d '{}' http://k/sandboxes)
+	id=$(sed -n 's/.*"sandboxID":"\([^"]*\)".*/\1/p' "$T/body")
+	[ "$st" = 201 ] && [ -n "$id" ] &&
+		[ "$(curl -sS --unix-socket "$T/data-rel/kilnd.sock" -o /dev/null -w '%{http_code}' \
+			-X DELETE "http://k/sandboxes/$id")" = 204 ]
+	check $? "a kilnd whose --data-dir is relative starts sandboxes ($st $(head -c 200 "$T/body"))"
+	kill $p3
+	wait $p3
+}
+
 t_boot_failures() {
 	[ $FAKE = 1 ] || return 0
 	local d2=$T/data2 st
@@ -683,7 +702,7 @@ t_cli_errors() {
 . tests/e2e/hardening.sh
 
 ALL="t_echo t_streams t_exit_codes t_files t_concurrent t_reuse t_bad_requests t_max_conns t_pty
-t_e2b_api t_lifecycle t_restart t_boot_failures t_cli t_cli_errors $SNAPSHOT_TESTS $PORT_TESTS
+t_e2b_api t_lifecycle t_restart t_boot_failures t_relative_data_dir t_cli t_cli_errors $SNAPSHOT_TESTS $PORT_TESTS
 $CDP_TESTS $METRICS_TESTS $HARDENING_TESTS"
 echo "e2e: kilnd with VMM $VMM${AGENT:+ relaying to the agent $AGENT} (data in $T)"
 start_kilnd
