@@ -46,6 +46,8 @@ PROGS_PLAIN    += threads
 PROGS_PLAIN    += unixsock inetsock
 # The first run of syscall sites (cases/firstsys.sh).
 PROGS_PLAIN    += firstsys
+# Shared memory: MAP_SHARED, memfd_create, seals (cases/shm.sh).
+PROGS_PLAIN    += shmtest
 
 GUEST_PROGS := $(PROGS_PLAIN:%=$(PROGS_DIR)/%) \
 	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc) \

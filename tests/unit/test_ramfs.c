@@ -22,6 +22,7 @@
 #include "../../guest-kernel/libos/fs/sys_fd.c"
 #include "../../guest-kernel/libos/fs/sys_file.c"
 #include "../../guest-kernel/libos/fs/sys_fs.c"
+#include "../../guest-kernel/libos/fs/sys_memfd.c"
 #include "../../guest-kernel/libos/fs/sys_open.c"
 #include "../../guest-kernel/libos/fs/sys_stat.c"
 #include "console.h"
@@ -29,6 +30,7 @@
 #include "printk.h"
 #include "rng.h"
 #include "tty.h"
+#include "vm.h"
 
 /* ------------------------------------------------------------ host stubs */
 
@@ -1285,6 +1287,84 @@ START_TEST(initramfs_bad_name)
 }
 END_TEST
 
+/* The pages shared mappings map (shmem.c): the file's own, kept while
+ * mapped; seals. */
+START_TEST(shared_pages)
+{
+	struct inode *ip;
+	uint64_t pa, pa1;
+	long fd, base;
+	bool borrowed = false;
+	char buf[8];
+
+	enter("shared_pages");
+	fd = xopen("f", O_CREAT | O_RDWR, 0644);
+	ck_assert_int_eq(SYS(pwrite64, fd, "abc", 3, PAGE_SIZE), 3);
+	ck_assert_int_eq(vfs_lookup("f", true, &ip), 0);
+	ck_assert(vfs_inode_shareable(ip));
+	base = live_pages;
+	ck_assert_int_eq(vfs_map_ops.page(ip, 1, PROT_READ, false, &pa, &borrowed), 0);
+	ck_assert(!borrowed);
+	ck_assert_int_eq(memcmp(phys_to_virt(pa), "abc", 3), 0); /* the file's page */
+	ck_assert_int_eq(vfs_map_ops.page(ip, 0, PROT_READ, false, &pa, &borrowed), 0);
+	ck_assert_uint_eq(pa, 0); /* a hole, not made */
+	ck_assert_int_eq(vfs_map_ops.page(ip, 0, PROT_READ | PROT_WRITE, true, &pa, &borrowed), 0);
+	ck_assert_int_eq(live_pages - base, 1);
+	memcpy(phys_to_virt(pa), "mapped", 6); /* a program's write */
+	ck_assert_int_eq(SYS(pread64, fd, buf, 6, 0), 6);
+	ck_assert_int_eq(memcmp(buf, "mapped", 6), 0);
+	ck_assert_int_eq(vfs_map_ops.page(ip, 2, PROT_READ, true, &pa, &borrowed), -EFAULT);
+
+	/* Truncated while mapped: the pages stay, zeroed, until unmapped. */
+	vfs_map_ops.get(ip);
+	ck_assert_int_eq(vfs_map_ops.page(ip, 1, PROT_READ, false, &pa1, &borrowed), 0);
+	memcpy(phys_to_virt(pa + 9), "ZY", 2);
+	ck_assert_int_eq(SYS(ftruncate, fd, 10), 0);
+	ck_assert_int_eq(live_pages - base, 1);
+	ck_assert_int_eq(*(char *)phys_to_virt(pa1), 0);
+	ck_assert_int_eq(*(char *)phys_to_virt(pa + 9), 'Z');
+	ck_assert_int_eq(*(char *)phys_to_virt(pa + 10), 0);
+	/* Unlinked and mapped: the inode lives on. */
+	ck_assert_int_eq(SYS(unlink, "f"), 0);
+	ck_assert_int_eq(SYS(close, fd), 0);
+	inode_put(ip);
+	ck_assert_int_eq(memcmp(phys_to_virt(pa), "mapped", 6), 0);
+	vfs_map_ops.put(ip); /* the last: everything goes */
+	ck_assert_int_eq(live_pages, base - 2);
+}
+END_TEST
+
+START_TEST(memfd_seals)
+{
+	long fd = SYS(memfd_create, "m", MFD_ALLOW_SEALING), plain;
+	struct inode *ip;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(SYS(fcntl, fd, F_GET_SEALS), 0);
+	ck_assert_int_eq(SYS(ftruncate, fd, 3 * PAGE_SIZE), 0);
+	ip = file_inode(fd_get(P.files, (int)fd));
+	vfs_map_ops.get(ip);
+	ck_assert_int_eq(SYS(fcntl, fd, F_ADD_SEALS, F_SEAL_WRITE), -EBUSY);
+	vfs_map_ops.put(ip);
+	ck_assert_int_eq(SYS(fcntl, fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_WRITE), 0);
+	ck_assert_int_eq(SYS(pwrite64, fd, "x", 1, 0), -EPERM);
+	ck_assert_int_eq(SYS(ftruncate, fd, 4 * PAGE_SIZE), -EPERM);
+	ck_assert_int_eq(SYS(ftruncate, fd, PAGE_SIZE), 0); /* shrinking is not sealed */
+	ck_assert_int_eq(SYS(fcntl, fd, F_ADD_SEALS, 0x100), -EINVAL);
+	ck_assert_int_eq(SYS(fcntl, fd, F_ADD_SEALS, F_SEAL_SEAL), 0);
+	ck_assert_int_eq(SYS(fcntl, fd, F_ADD_SEALS, F_SEAL_SHRINK), -EPERM);
+	ck_assert_int_eq(SYS(fcntl, fd, F_GET_SEALS), F_SEAL_SEAL | F_SEAL_GROW | F_SEAL_WRITE);
+	plain = SYS(memfd_create, "p", MFD_CLOEXEC);
+	ck_assert(fd_cloexec(P.files, (int)plain));
+	ck_assert_int_eq(SYS(fcntl, plain, F_GET_SEALS), F_SEAL_SEAL);
+	ck_assert_int_eq(SYS(fcntl, plain, F_ADD_SEALS, F_SEAL_GROW), -EPERM);
+	ck_assert_int_eq(SYS(memfd_create, "p", MFD_HUGETLB), -EINVAL);
+	ck_assert_int_eq(SYS(memfd_create, (long)bad_page, 0), -EFAULT);
+	ck_assert_int_eq(SYS(close, fd), 0);
+	ck_assert_int_eq(SYS(close, plain), 0);
+}
+END_TEST
+
 static Suite *ramfs_suite(void)
 {
 	Suite *s = suite_create("vfs");
@@ -1308,6 +1388,8 @@ static Suite *ramfs_suite(void)
 	tcase_add_test(tc, attrs);
 	tcase_add_test(tc, initramfs);
 	tcase_add_test(tc, initramfs_bad_name);
+	tcase_add_test(tc, shared_pages);
+	tcase_add_test(tc, memfd_seals);
 	suite_add_tcase(s, tc);
 	return s;
 }
