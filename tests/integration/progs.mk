@@ -48,6 +48,8 @@ PROGS_PLAIN    += unixsock inetsock
 PROGS_PLAIN    += firstsys
 # Shared memory: MAP_SHARED, memfd_create, seals (cases/shm.sh).
 PROGS_PLAIN    += shmtest
+# Capabilities, priorities, affinity, membarrier, /proc/self/task (cases/schedcap.sh).
+PROGS_PLAIN    += schedcap
 
 GUEST_PROGS := $(PROGS_PLAIN:%=$(PROGS_DIR)/%) \
 	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc) \
