@@ -50,6 +50,10 @@ UNIT_TESTS += test_virtio_state
 UNIT_SRCS_test_virtio_state := tests/unit/kvm_stubs.c vmm/virtio/mmio.c vmm/virtio/mmio_state.c vmm/virtio/virtq.c \
 	vmm/virtio/console.c vmm/mem.c
 
+# Capabilities, priorities, affinity, membarrier (the sources are included).
+UNIT_TESTS += test_sched
+UNIT_SRCS_test_sched :=
+
 # The guest's page allocator and address spaces, 2 MiB pages included.
 UNIT_TESTS += test_vm
 UNIT_SRCS_test_vm := guest-kernel/libos/mm/vm.c guest-kernel/libos/mm/vm_zpoline.c guest-kernel/libos/mm/vm_pt.c guest-kernel/libos/mm/vm_text.c guest-kernel/libos/mm/vm_keep.c \
