@@ -50,6 +50,8 @@ PROGS_PLAIN    += firstsys
 PROGS_PLAIN    += shmtest
 # Capabilities, priorities, affinity, membarrier, /proc/self/task (cases/schedcap.sh).
 PROGS_PLAIN    += schedcap
+# inotify (cases/inotify.sh).
+PROGS_PLAIN    += inotifytest
 
 GUEST_PROGS := $(PROGS_PLAIN:%=$(PROGS_DIR)/%) \
 	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc) \

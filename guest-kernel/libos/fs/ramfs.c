@@ -13,6 +13,8 @@
  * so growing a file never uncovers old data. A file from the initramfs
  * reads from the archive until a page is written, then that page is copied.
  */
+#include <linux/inotify.h>
+
 #include "vfs_impl.h"
 #include "mm.h"
 
@@ -361,8 +363,10 @@ long ramfs_write(struct inode *ip, const struct iobuf *b, size_t n, uint64_t off
 		done += chunk;
 		ip->size = MAX(ip->size, pos + chunk);
 	}
-	if (done)
+	if (done) {
 		inode_touch(ip, true);
+		inotify_event(ip, IN_MODIFY, 0, NULL, 0);
+	}
 	return done ? (long)done : err;
 }
 
@@ -393,6 +397,7 @@ int ramfs_truncate(struct inode *ip, uint64_t size)
 	}
 	ip->size = size;
 	inode_touch(ip, true);
+	inotify_event(ip, IN_MODIFY, 0, NULL, 0);
 	return 0;
 }
 

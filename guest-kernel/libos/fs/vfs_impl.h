@@ -190,6 +190,13 @@ void ramfs_trim_unmapped(struct inode *ip);
 void ramfs_free_data(struct inode *ip);
 extern const struct file_ops ramfs_file_ops, ramfs_dir_ops;
 
+/* inotify.c: report an event to the watches on ip (about the entry name
+ * when ip is its directory; name NULL, len 0 about ip itself). A rename's
+ * two halves share a cookie from inotify_cookie. IN_DELETE_SELF (the inode
+ * lost its last name) also ends the watches on it. */
+void inotify_event(struct inode *ip, uint32_t mask, uint32_t cookie, const char *name, size_t len);
+uint32_t inotify_cookie(void);
+
 /* procfs.c: "/proc" in the root. */
 int procfs_init(struct inode *root);
 
