@@ -63,7 +63,7 @@ include tests/fuzz/fuzz.mk
 # ---------------------------------------------------------------- images
 # Debian-based erofs images, cached outside the clone ($$KILN_CACHE, default
 # ~/.cache/kiln) under a key of their recipe; build/images links to them.
-IMAGE_RECIPES := $(wildcard tools/mkimage/recipes/*.recipe)
+IMAGE_RECIPES := $(wildcard tools/mkimage/recipes/*.recipe browser-image/*.recipe)
 images: $(DEPS_STAMP)
 	$(V)for r in $(IMAGE_RECIPES); do tools/mkimage/mkimage --out $(BUILD)/images $$r || exit 1; done
 

@@ -1,11 +1,12 @@
 #!/bin/sh
 # Install the Debian packages kiln needs to build and test, if any are missing.
-# Idempotent and quiet when everything is present.
+# Idempotent and quiet when everything is present. chromium-headless-shell
+# is the host reference of the browser image's tests (the same Debian build).
 set -e
 PKGS="gcc make binutils pkg-config libc6-dev libfdt-dev libzstd-dev libev-dev check libsubunit-dev
  busybox-static cpio musl-tools clang-format clang libclang-rt-14-dev mmdebstrap erofs-utils
  libhttp-parser-dev libjansson-dev libsqlite3-dev nettle-dev libarchive-dev curl tmux python3
- prometheus"
+ prometheus chromium-headless-shell"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing="$missing $p"

@@ -76,6 +76,12 @@ struct proc {
 	struct waitq child_wait;     /* the parent waits here for children */
 	struct thread *vfork_parent; /* blocked in vfork until exec/exit */
 	uint64_t user_ns, sys_ns;    /* rough CPU time */
+	/* Capabilities given up with capset (effective, permitted,
+	 * inheritable): everything runs as root, which has them all, and an
+	 * exec gives them back, as Linux does for uid 0. */
+	uint64_t cap_dropped[3];
+	int nice;            /* setpriority; the scheduler has no priorities */
+	uint32_t membarrier; /* the MEMBARRIER_CMD_REGISTER_* it made */
 };
 
 /* %gs:0 is the kernel stack of the running thread, so kstack_top must stay

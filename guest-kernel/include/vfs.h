@@ -85,6 +85,29 @@ uint64_t vfs_inode_page(struct inode *ip, uint64_t idx);
  * S_IFMT type and permissions fstat reports. Freed by its last inode_put(). */
 struct inode *vfs_inode_anon(uint32_t mode);
 
+/* ---------------------------------------------------------------- shared memory */
+
+/* A regular file's pages as the object of shared mappings (vm.h, obj an
+ * inode): the tmpfs file's own pages, so that every mapping in every
+ * process and read(), write() and pread() see the same bytes. Each mapping
+ * holds a reference; while one is there, a truncate keeps the pages it cuts
+ * off (zeroed), freed once the last mapping goes. Pages of an image file
+ * are mapped in place into mappings without PROT_WRITE. */
+struct vm_object_ops;
+extern const struct vm_object_ops vfs_map_ops;
+/* May ip be mapped shared: a regular file of the tmpfs (not procfs's)? */
+bool vfs_inode_shareable(const struct inode *ip);
+/* A tmpfs file in no directory, of size bytes (zeroes): the memory of a
+ * MAP_SHARED|MAP_ANONYMOUS mapping, of memfd_create. A reference, or NULL
+ * when out of memory. */
+struct inode *vfs_inode_shmem(uint64_t size, uint32_t mode, bool sealable);
+/* File seals (F_GET_SEALS, F_ADD_SEALS) of a regular file: only one made
+ * sealable takes any (memfd_create's MFD_ALLOW_SEALING: -EPERM else, and
+ * once F_SEAL_SEAL is set); -EBUSY for F_SEAL_WRITE while it is mapped
+ * shared, -EINVAL for a file of another type or an unknown seal. */
+uint32_t vfs_inode_seals(const struct inode *ip);
+int vfs_inode_add_seals(struct inode *ip, uint32_t seals);
+
 /* ---------------------------------------------------------------- open files */
 
 /* Where a read puts its bytes or a write takes them from: program memory

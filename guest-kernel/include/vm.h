@@ -21,12 +21,37 @@
 #define VMA_STACK 0x2 /* grows down on faults below it */
 #define VMA_HEAP  0x4
 #define VMA_LAZY  0x8 /* anonymous pages appear on first touch (vm_fault) */
+/* MAP_SHARED: the pages are an object's (a tmpfs file's), the same in
+ * every mapping of it and in every process; fork shares them. */
+#define VMA_SHARED 0x10
+/* A shared mapping of a file not open for writing: mprotect may not make
+ * it writable (EACCES, as Linux without VM_MAYWRITE). */
+#define VMA_NOWRITE 0x20
+
+/* What a shared mapping maps: memory with pages of its own that outlive
+ * any mapping of it (a tmpfs file, see vfs.h). */
+struct vm_object_ops {
+	/* The page to map for page idx (from 0) of obj in a mapping with
+	 * protection prot. *pa gets a physical page of obj's own, made
+	 * (zeroed) if it has none yet and create is set, else 0; or, for a
+	 * mapping without PROT_WRITE, read-only image memory that holds the
+	 * bytes (then *borrowed is set). 0, -ENOMEM, or -EFAULT if idx lies
+	 * past the end of obj. */
+	int (*page)(void *obj, uint64_t idx, uint32_t prot, bool create, uint64_t *pa,
+	            bool *borrowed);
+	void (*get)(void *obj); /* one more mapping of obj (each VMA holds one) */
+	void (*put)(void *obj); /* one fewer: obj may go */
+};
 
 struct vma {
 	uint64_t start, end; /* page-aligned, end exclusive */
 	uint32_t prot;
 	uint32_t flags;
 	struct vma *next; /* sorted by address */
+	/* VMA_SHARED: what it maps, and the object's page at start. */
+	const struct vm_object_ops *ops;
+	void *obj;
+	uint64_t pgoff;
 };
 
 struct aspace {
@@ -61,7 +86,8 @@ extern enum vm_thp vm_thp;
 struct bootinfo;
 void vm_init(const struct bootinfo *bi);
 struct aspace *aspace_create(void);
-/* fork: a private copy of every mapping (eager copy). */
+/* fork: a private copy of every mapping (eager copy), but shared mappings
+ * (VMA_SHARED) map the same pages. */
 struct aspace *aspace_copy(struct aspace *src);
 struct aspace *aspace_get(struct aspace *as);
 /* Drop a reference; the last one frees everything (later, if it is the
@@ -89,6 +115,13 @@ int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, 
 typedef uint64_t (*vm_page_fn)(void *ctx, uint64_t i);
 int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
                  vm_page_fn page, void *ctx);
+/* Map [start, start+len) to the pages of obj from page pgoff on, shared
+ * (VMA_SHARED | flags): the pages obj has are mapped at once, and with
+ * fill the ones it lacks too (made zeroed, up to its end); the others on
+ * first touch. MAP_FIXED semantics. The mapping holds obj (ops->get) until
+ * it goes. 0, -EINVAL or -ENOMEM. */
+int vm_map_shared(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
+                  const struct vm_object_ops *ops, void *obj, uint64_t pgoff, bool fill);
 /* The physical address backing va if its page is as's own, 0 if it is
  * borrowed (its bytes are an image's already), ~0 if va is unmapped. */
 uint64_t vm_translate_own(struct aspace *as, uint64_t va);

@@ -46,6 +46,12 @@ PROGS_PLAIN    += threads
 PROGS_PLAIN    += unixsock inetsock
 # The first run of syscall sites (cases/firstsys.sh).
 PROGS_PLAIN    += firstsys
+# Shared memory: MAP_SHARED, memfd_create, seals (cases/shm.sh).
+PROGS_PLAIN    += shmtest
+# Capabilities, priorities, affinity, membarrier, /proc/self/task (cases/schedcap.sh).
+PROGS_PLAIN    += schedcap
+# inotify (cases/inotify.sh).
+PROGS_PLAIN    += inotifytest
 
 GUEST_PROGS := $(PROGS_PLAIN:%=$(PROGS_DIR)/%) \
 	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc) \

@@ -22,6 +22,8 @@
 #include "../../guest-kernel/libos/fs/sys_fd.c"
 #include "../../guest-kernel/libos/fs/sys_file.c"
 #include "../../guest-kernel/libos/fs/sys_fs.c"
+#include "../../guest-kernel/libos/fs/sys_memfd.c"
+#include "../../guest-kernel/libos/fs/inotify.c"
 #include "../../guest-kernel/libos/fs/sys_open.c"
 #include "../../guest-kernel/libos/fs/sys_stat.c"
 #include "console.h"
@@ -29,6 +31,7 @@
 #include "printk.h"
 #include "rng.h"
 #include "tty.h"
+#include "vm.h"
 
 /* ------------------------------------------------------------ host stubs */
 
@@ -1285,6 +1288,153 @@ START_TEST(initramfs_bad_name)
 }
 END_TEST
 
+/* The pages shared mappings map (shmem.c): the file's own, kept while
+ * mapped; seals. */
+START_TEST(shared_pages)
+{
+	struct inode *ip;
+	uint64_t pa, pa1;
+	long fd, base;
+	bool borrowed = false;
+	char buf[8];
+
+	enter("shared_pages");
+	fd = xopen("f", O_CREAT | O_RDWR, 0644);
+	ck_assert_int_eq(SYS(pwrite64, fd, "abc", 3, PAGE_SIZE), 3);
+	ck_assert_int_eq(vfs_lookup("f", true, &ip), 0);
+	ck_assert(vfs_inode_shareable(ip));
+	base = live_pages;
+	ck_assert_int_eq(vfs_map_ops.page(ip, 1, PROT_READ, false, &pa, &borrowed), 0);
+	ck_assert(!borrowed);
+	ck_assert_int_eq(memcmp(phys_to_virt(pa), "abc", 3), 0); /* the file's page */
+	ck_assert_int_eq(vfs_map_ops.page(ip, 0, PROT_READ, false, &pa, &borrowed), 0);
+	ck_assert_uint_eq(pa, 0); /* a hole, not made */
+	ck_assert_int_eq(vfs_map_ops.page(ip, 0, PROT_READ | PROT_WRITE, true, &pa, &borrowed), 0);
+	ck_assert_int_eq(live_pages - base, 1);
+	memcpy(phys_to_virt(pa), "mapped", 6); /* a program's write */
+	ck_assert_int_eq(SYS(pread64, fd, buf, 6, 0), 6);
+	ck_assert_int_eq(memcmp(buf, "mapped", 6), 0);
+	ck_assert_int_eq(vfs_map_ops.page(ip, 2, PROT_READ, true, &pa, &borrowed), -EFAULT);
+
+	/* Truncated while mapped: the pages stay, zeroed, until unmapped. */
+	vfs_map_ops.get(ip);
+	ck_assert_int_eq(vfs_map_ops.page(ip, 1, PROT_READ, false, &pa1, &borrowed), 0);
+	memcpy(phys_to_virt(pa + 9), "ZY", 2);
+	ck_assert_int_eq(SYS(ftruncate, fd, 10), 0);
+	ck_assert_int_eq(live_pages - base, 1);
+	ck_assert_int_eq(*(char *)phys_to_virt(pa1), 0);
+	ck_assert_int_eq(*(char *)phys_to_virt(pa + 9), 'Z');
+	ck_assert_int_eq(*(char *)phys_to_virt(pa + 10), 0);
+	/* Unlinked and mapped: the inode lives on. */
+	ck_assert_int_eq(SYS(unlink, "f"), 0);
+	ck_assert_int_eq(SYS(close, fd), 0);
+	inode_put(ip);
+	ck_assert_int_eq(memcmp(phys_to_virt(pa), "mapped", 6), 0);
+	vfs_map_ops.put(ip); /* the last: everything goes */
+	ck_assert_int_eq(live_pages, base - 2);
+}
+END_TEST
+
+START_TEST(memfd_seals)
+{
+	long fd = SYS(memfd_create, "m", MFD_ALLOW_SEALING), plain;
+	struct inode *ip;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(SYS(fcntl, fd, F_GET_SEALS), 0);
+	ck_assert_int_eq(SYS(ftruncate, fd, 3 * PAGE_SIZE), 0);
+	ip = file_inode(fd_get(P.files, (int)fd));
+	vfs_map_ops.get(ip);
+	ck_assert_int_eq(SYS(fcntl, fd, F_ADD_SEALS, F_SEAL_WRITE), -EBUSY);
+	vfs_map_ops.put(ip);
+	ck_assert_int_eq(SYS(fcntl, fd, F_ADD_SEALS, F_SEAL_GROW | F_SEAL_WRITE), 0);
+	ck_assert_int_eq(SYS(pwrite64, fd, "x", 1, 0), -EPERM);
+	ck_assert_int_eq(SYS(ftruncate, fd, 4 * PAGE_SIZE), -EPERM);
+	ck_assert_int_eq(SYS(ftruncate, fd, PAGE_SIZE), 0); /* shrinking is not sealed */
+	ck_assert_int_eq(SYS(fcntl, fd, F_ADD_SEALS, 0x100), -EINVAL);
+	ck_assert_int_eq(SYS(fcntl, fd, F_ADD_SEALS, F_SEAL_SEAL), 0);
+	ck_assert_int_eq(SYS(fcntl, fd, F_ADD_SEALS, F_SEAL_SHRINK), -EPERM);
+	ck_assert_int_eq(SYS(fcntl, fd, F_GET_SEALS), F_SEAL_SEAL | F_SEAL_GROW | F_SEAL_WRITE);
+	plain = SYS(memfd_create, "p", MFD_CLOEXEC);
+	ck_assert(fd_cloexec(P.files, (int)plain));
+	ck_assert_int_eq(SYS(fcntl, plain, F_GET_SEALS), F_SEAL_SEAL);
+	ck_assert_int_eq(SYS(fcntl, plain, F_ADD_SEALS, F_SEAL_GROW), -EPERM);
+	ck_assert_int_eq(SYS(memfd_create, "p", MFD_HUGETLB), -EINVAL);
+	ck_assert_int_eq(SYS(memfd_create, (long)bad_page, 0), -EFAULT);
+	ck_assert_int_eq(SYS(close, fd), 0);
+	ck_assert_int_eq(SYS(close, plain), 0);
+}
+END_TEST
+
+/* Read the events waiting on inotify descriptor fd: how many came, the
+ * first max of them and the last in ev. */
+static int read_events(long fd, struct inotify_event **ev, int max)
+{
+	static char buf[1 << 16] __attribute__((aligned(8)));
+	long got = SYS(read, fd, buf, sizeof(buf));
+	int n = 0;
+
+	for (char *p = buf; got > 0 && p < buf + got; n++) {
+		ev[n < max ? n : max - 1] = (struct inotify_event *)p;
+		p += sizeof(struct inotify_event) + ((struct inotify_event *)p)->len;
+	}
+	return n;
+}
+
+START_TEST(inotify_events)
+{
+	struct inotify_event *ev[8];
+	long fd, wd, fwd, f;
+	char c;
+
+	enter("inotify_events");
+	fd = SYS(inotify_init1, IN_NONBLOCK);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(SYS(read, fd, &c, 1), -EAGAIN);
+	wd = SYS(inotify_add_watch, fd, ".", IN_CREATE | IN_DELETE);
+	f = xopen("file", O_CREAT | O_WRONLY, 0644);
+	fwd = SYS(inotify_add_watch, fd, "file", IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE_SELF);
+	ck_assert_int_eq(SYS(write, f, "ab", 2), 2);
+	ck_assert_int_eq(SYS(write, f, "cd", 2), 2); /* coalesced */
+	ck_assert_int_eq(SYS(close, f), 0);
+	ck_assert_int_eq(read_events(fd, ev, 8), 3);
+	ck_assert(ev[0]->wd == wd && ev[0]->mask == IN_CREATE && !strcmp(ev[0]->name, "file"));
+	ck_assert_uint_eq(ev[0]->len, 16); /* the name, padded */
+	ck_assert(ev[1]->wd == fwd && ev[1]->mask == IN_MODIFY && !ev[1]->len);
+	ck_assert(ev[2]->wd == fwd && ev[2]->mask == IN_CLOSE_WRITE);
+	ck_assert_int_eq(SYS(unlink, "file"), 0);
+	ck_assert_int_eq(read_events(fd, ev, 8), 3);
+	ck_assert(ev[0]->wd == fwd && ev[0]->mask == IN_DELETE_SELF);
+	ck_assert(ev[1]->wd == fwd && ev[1]->mask == IN_IGNORED);
+	ck_assert(ev[2]->wd == wd && ev[2]->mask == IN_DELETE && !strcmp(ev[2]->name, "file"));
+	ck_assert_int_eq(SYS(inotify_rm_watch, fd, fwd), -EINVAL);
+	/* A full queue ends with one IN_Q_OVERFLOW; the rest is lost. */
+	for (int i = 0; i < MAX_EVENTS / 2 + 8; i++) {
+		ck_assert_int_eq(SYS(mkdir, "d", 0755), 0);
+		ck_assert_int_eq(SYS(rmdir, "d"), 0);
+	}
+	ck_assert_uint_eq(((struct inotify *)fd_get(P.files, (int)fd)->priv)->nevents,
+	                  MAX_EVENTS + 1);
+	for (int left = MAX_EVENTS + 1, n; left > 0; left -= n) {
+		n = read_events(fd, ev, 8);
+		ck_assert_int_gt(n, 0);
+		if (left == n)
+			ck_assert(ev[MIN(n, 8) - 1]->mask == IN_Q_OVERFLOW &&
+			          ev[MIN(n, 8) - 1]->wd == -1);
+	}
+	ck_assert_int_eq(SYS(inotify_add_watch, fd, "nope", IN_MODIFY), -ENOENT);
+	ck_assert_int_eq(SYS(inotify_add_watch, fd, (long)bad_page, IN_MODIFY), -EFAULT);
+	ck_assert_int_eq(SYS(inotify_add_watch, fd, ".", 0x00100000), -EINVAL); /* no event */
+	ck_assert_int_eq(SYS(inotify_add_watch, fd, ".", IN_MASK_ADD | IN_MASK_CREATE | IN_MODIFY),
+	                 -EINVAL);
+	ck_assert_int_eq(SYS(inotify_add_watch, 0, ".", IN_MODIFY), -EINVAL); /* the console */
+	ck_assert_int_eq(SYS(read, fd, bad_page, 4096), -EAGAIN);
+	/* Closing the descriptor drops its watches and their inodes. */
+	ck_assert_int_eq(SYS(close, fd), 0);
+	ck_assert_ptr_null(all_watches);
+}
+END_TEST
+
 static Suite *ramfs_suite(void)
 {
 	Suite *s = suite_create("vfs");
@@ -1308,6 +1458,9 @@ static Suite *ramfs_suite(void)
 	tcase_add_test(tc, attrs);
 	tcase_add_test(tc, initramfs);
 	tcase_add_test(tc, initramfs_bad_name);
+	tcase_add_test(tc, shared_pages);
+	tcase_add_test(tc, memfd_seals);
+	tcase_add_test(tc, inotify_events);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -873,6 +873,175 @@ START_TEST(kept_pages_given_back_when_short)
 }
 END_TEST
 
+/* ---- shared mappings (VMA_SHARED): an object's pages in every mapping */
+
+#define OBJ_PAGES 8
+
+/* A stand-in for a tmpfs file: pages made on first use, mappings counted. */
+struct fake_obj {
+	uint64_t pages[OBJ_PAGES];
+	uint64_t npages; /* its size */
+	int maps;
+};
+
+static int obj_page(void *o, uint64_t idx, uint32_t prot, bool create, uint64_t *pa, bool *borrowed)
+{
+	struct fake_obj *f = o;
+
+	if (idx >= f->npages)
+		return -EFAULT;
+	if (!f->pages[idx] && create && !(f->pages[idx] = pmem_alloc(true)))
+		return -ENOMEM;
+	*pa = f->pages[idx];
+	return 0;
+}
+
+static void obj_get(void *o)
+{
+	((struct fake_obj *)o)->maps++;
+}
+
+static void obj_put(void *o)
+{
+	ck_assert_int_gt(((struct fake_obj *)o)->maps--, 0);
+}
+
+static const struct vm_object_ops obj_ops = {obj_page, obj_get, obj_put};
+
+static void obj_free(struct fake_obj *f)
+{
+	ck_assert_int_eq(f->maps, 0);
+	for (unsigned i = 0; i < OBJ_PAGES; i++)
+		if (f->pages[i])
+			pmem_free(f->pages[i]);
+}
+
+START_TEST(shared_mappings_see_each_other)
+{
+	struct fake_obj f = {.npages = 4};
+
+	ck_assert_int_eq(vm_map_shared(as, BASE, 4 * PAGE_SIZE, RW, 0, &obj_ops, &f, 0, false), 0);
+	ck_assert_int_eq(
+	    vm_map_shared(as, BASE + MIB, 3 * PAGE_SIZE, RW, 0, &obj_ops, &f, 1, false), 0);
+	ck_assert_int_eq(f.maps, 2);
+	ck_assert_int_eq(peek(as, BASE + PAGE_SIZE), -1); /* on first touch */
+	poke(BASE + PAGE_SIZE + 5, 'x');
+	ck_assert_int_eq(peek(as, BASE + MIB + 5), -1);
+	ck_assert_int_eq(vm_fault(as, BASE + MIB + 5, 0), 0); /* a read */
+	ck_assert_int_eq(peek(as, BASE + MIB + 5), 'x');      /* its page 1 is our page 0 */
+	ck_assert_uint_eq(vm_translate(as, BASE + 3 * PAGE_SIZE), f.pages[3]); /* fault-around */
+	poke(BASE + MIB + 2 * PAGE_SIZE, 'y');
+	ck_assert_int_eq(peek(as, BASE + 3 * PAGE_SIZE), 'y');
+	ck_assert_int_eq(vm_fault(as, BASE + 4 * PAGE_SIZE, PF_WRITE), -EFAULT); /* unmapped */
+	/* MADV_DONTNEED leaves the object's bytes. */
+	vm_discard(as, BASE, 4 * PAGE_SIZE);
+	ck_assert_int_eq(peek(as, BASE + PAGE_SIZE + 5), 'x');
+	ck_assert_int_eq(vm_unmap(as, BASE, 2 * MIB), 0);
+	ck_assert_int_eq(f.maps, 0);
+	ck_assert_int_eq(ram[f.pages[1] + 5], 'x'); /* the object's pages stay */
+	obj_free(&f);
+}
+END_TEST
+
+START_TEST(shared_past_the_end_faults)
+{
+	struct fake_obj f = {.npages = 2};
+
+	ck_assert_int_eq(vm_map_shared(as, BASE, 4 * PAGE_SIZE, RW, 0, &obj_ops, &f, 0, true), 0);
+	ck_assert_uint_eq(vm_translate(as, BASE + PAGE_SIZE), f.pages[1]); /* filled */
+	ck_assert_int_eq(vm_fault(as, BASE + 2 * PAGE_SIZE, PF_WRITE), -EFAULT);
+	ck_assert_int_eq(vm_map_shared(as, BASE, PAGE_SIZE, RW, 0, &obj_ops, &f, UINT64_MAX, false),
+	                 -EINVAL);
+	ck_assert_int_eq(vm_unmap(as, BASE, 4 * PAGE_SIZE), 0);
+	obj_free(&f);
+}
+END_TEST
+
+START_TEST(fork_shares_shared_pages)
+{
+	struct fake_obj f = {.npages = 2};
+	struct aspace *child;
+
+	ck_assert_int_eq(vm_map_shared(as, BASE, 2 * PAGE_SIZE, RW, 0, &obj_ops, &f, 0, true), 0);
+	ck_assert_int_eq(vm_map_anon(as, BASE + MIB, PAGE_SIZE, RW, VMA_ANON), 0);
+	poke(BASE + MIB, 'p');
+	child = aspace_copy(as);
+	ck_assert_ptr_nonnull(child);
+	ck_assert_int_eq(f.maps, 2);
+	ck_assert_uint_eq(vm_translate(child, BASE), f.pages[0]);
+	*byte_at(child, BASE + PAGE_SIZE) = 'c';
+	ck_assert_int_eq(peek(as, BASE + PAGE_SIZE), 'c');
+	*byte_at(child, BASE + MIB) = 'q'; /* private memory stays private */
+	ck_assert_int_eq(peek(as, BASE + MIB), 'p');
+	aspace_release(child);
+	ck_assert_int_eq(f.maps, 1);
+	ck_assert_int_eq(ram[f.pages[1]], 'c');
+	aspace_release(as);
+	as = NULL;
+	ck_assert_int_eq(f.maps, 0);
+	obj_free(&f);
+	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+}
+END_TEST
+
+START_TEST(shared_split_holds_the_object)
+{
+	struct fake_obj f = {.npages = 4};
+
+	ck_assert_int_eq(vm_map_shared(as, BASE, 4 * PAGE_SIZE, RW, 0, &obj_ops, &f, 0, true), 0);
+	ck_assert_int_eq(vm_protect(as, BASE + PAGE_SIZE, PAGE_SIZE, PROT_READ), 0);
+	ck_assert_int_eq(f.maps, 3);
+	ck_assert(!writable(BASE + PAGE_SIZE));
+	ck_assert_uint_eq(vm_translate(as, BASE + PAGE_SIZE), f.pages[1]);
+	ck_assert_int_eq(vm_find_vma(as, BASE + 2 * PAGE_SIZE)->pgoff, 2);
+	ck_assert_int_eq(vm_unmap(as, BASE + 2 * PAGE_SIZE, PAGE_SIZE), 0); /* a hole */
+	ck_assert_int_eq(f.maps, 3);
+	ck_assert_int_eq(vm_find_vma(as, BASE + 3 * PAGE_SIZE)->pgoff, 3);
+	poke(BASE + 3 * PAGE_SIZE, 'z');
+	ck_assert_int_eq(ram[f.pages[3]], 'z');
+	ck_assert_int_eq(vm_unmap(as, BASE, 4 * PAGE_SIZE), 0);
+	ck_assert_int_eq(f.maps, 0);
+	obj_free(&f);
+}
+END_TEST
+
+START_TEST(shared_read_only_file_stays_so)
+{
+	struct fake_obj f = {.npages = 1};
+
+	ck_assert_int_eq(
+	    vm_map_shared(as, BASE, PAGE_SIZE, PROT_READ, VMA_NOWRITE, &obj_ops, &f, 0, true), 0);
+	ck_assert_int_eq(vm_protect(as, BASE, PAGE_SIZE, RW), -EACCES);
+	ck_assert_int_eq(vm_fault(as, BASE, PF_WRITE | PF_PRESENT), -EFAULT);
+	ck_assert_int_eq(vm_unmap(as, BASE, PAGE_SIZE), 0);
+	obj_free(&f);
+}
+END_TEST
+
+/* A program that mapped shared memory ends; its tables are kept for the
+ * next run (vm_keep.c), which must neither free nor reuse the object's
+ * pages nor see them. */
+START_TEST(kept_tables_leave_shared_pages)
+{
+	uint64_t img = pmem_alloc(true);
+	struct fake_obj f = {.npages = 1};
+	struct aspace *a = run_program(img, 'A'), *b;
+
+	ck_assert_int_eq(
+	    vm_map_shared(a, PROG + 2 * PAGE_SIZE, PAGE_SIZE, RW, 0, &obj_ops, &f, 0, true), 0);
+	ram[f.pages[0]] = 's';
+	aspace_release(a);
+	ck_assert_int_eq(f.maps, 0);
+	b = run_program(img, 'B');
+	aspace_keep_tables(b);
+	ck_assert_int_eq(peek(b, PROG + 2 * PAGE_SIZE), -1);
+	ck_assert_int_eq(ram[f.pages[0]], 's');
+	aspace_release(b);
+	obj_free(&f);
+	end_keep_test(img);
+}
+END_TEST
+
 static Suite *vm_suite(void)
 {
 	Suite *s = suite_create("vm");
@@ -936,6 +1105,16 @@ static Suite *vm_suite(void)
 	tcase_add_test(t, kept_pages_given_back_when_short);
 	tcase_add_test(t, dead_heap_page_comes_back_zeroed);
 	tcase_add_test(t, dormant_pages_are_freed);
+	suite_add_tcase(s, t);
+
+	t = tcase_create("shared");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_add_test(t, shared_mappings_see_each_other);
+	tcase_add_test(t, shared_past_the_end_faults);
+	tcase_add_test(t, fork_shares_shared_pages);
+	tcase_add_test(t, shared_split_holds_the_object);
+	tcase_add_test(t, shared_read_only_file_stays_so);
+	tcase_add_test(t, kept_tables_leave_shared_pages);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -27,8 +27,8 @@ UNIT_SRCS_test_loader := vmm/loader.c vmm/mem.c
 
 UNIT_TESTS += test_ramfs
 UNIT_SRCS_test_ramfs := guest-kernel/libos/fs/vfs.c guest-kernel/libos/fs/namei.c \
-	guest-kernel/libos/fs/ramfs.c guest-kernel/libos/fs/devfs.c guest-kernel/libos/fs/file.c \
-	guest-kernel/libos/fs/cpio.c guest-kernel/libos/tty/tty.c guest-kernel/libos/tty/tty_input.c \
+	guest-kernel/libos/fs/ramfs.c guest-kernel/libos/fs/shmem.c guest-kernel/libos/fs/devfs.c \
+	guest-kernel/libos/fs/file.c guest-kernel/libos/fs/cpio.c guest-kernel/libos/tty/tty.c guest-kernel/libos/tty/tty_input.c \
 	guest-kernel/libos/tty/tty_ioctl.c guest-kernel/libos/tty/pty.c
 
 UNIT_TESTS += test_tty
@@ -49,6 +49,10 @@ UNIT_SRCS_test_pmem := tests/unit/kvm_stubs.c tests/unit/virtio_driver.c vmm/vir
 UNIT_TESTS += test_virtio_state
 UNIT_SRCS_test_virtio_state := tests/unit/kvm_stubs.c vmm/virtio/mmio.c vmm/virtio/mmio_state.c vmm/virtio/virtq.c \
 	vmm/virtio/console.c vmm/mem.c
+
+# Capabilities, priorities, affinity, membarrier (the sources are included).
+UNIT_TESTS += test_sched
+UNIT_SRCS_test_sched :=
 
 # The guest's page allocator and address spaces, 2 MiB pages included.
 UNIT_TESTS += test_vm

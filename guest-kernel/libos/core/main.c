@@ -34,6 +34,7 @@ void boot_mark(int i)
 	boot_tsc[i] = rdtsc();
 }
 extern bool kiln_stats;
+extern unsigned int kiln_strace;
 
 /* libfdt is built with -fstack-protector and reads its canary at %fs:0x28;
  * until init runs, %fs points here. */
@@ -63,6 +64,8 @@ static void parse_boot_args(const struct bootinfo *bi, int *argc, char ***argv)
 	for (int i = 0; i < n; i++) {
 		if (!strcmp(words[i], "kiln.stats=1"))
 			kiln_stats = true;
+		else if (!strncmp(words[i], "kiln.strace=", 12))
+			kiln_strace = words[i][12] == '2' ? 2 : words[i][12] == '1';
 		else if (!strcmp(words[i], "kiln.borrow=0"))
 			vm_borrow_pages = false;
 		else if (!strcmp(words[i], "kiln.thp=never"))

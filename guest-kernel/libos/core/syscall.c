@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The syscall table, built at boot from every SYSCALL_DEFINE, the count of
  * calls we could not serve and, with kiln.stats=1, of every call and trap
- * and the time they took (printed at exit). */
+ * and the time they took (printed at exit); with kiln.strace=1 a console
+ * line per call, as it returns (for finding what a program trips on). */
 #include "errno_k.h"
 #include "kcpu.h"
 #include "ktime.h"
@@ -26,6 +27,26 @@ static uint32_t calls[NR_SYSCALLS];
 static uint64_t ticks[NR_SYSCALLS];
 static uint32_t trap_calls[STATS_TRAP_KINDS];
 static uint64_t trap_ticks[STATS_TRAP_KINDS];
+static const char *name_of(long nr);
+
+/* A call that returned ret; with kiln.strace=2 each call as it starts, too
+ * (ret 1: a call that blocks shows). */
+unsigned int kiln_strace;
+
+static void trace(unsigned long nr, const struct trapframe *tf, long ret, bool start)
+{
+	struct thread *t = cur_thread();
+
+	if (start)
+		kprintf("kiln: strace: %d/%d %s(%#lx, %#lx, %#lx, %#lx, %#lx) ...\n", t->proc->pid,
+		        t->tid, name_of((long)nr), (unsigned long)tf->rdi, (unsigned long)tf->rsi,
+		        (unsigned long)tf->rdx, (unsigned long)tf->r10, (unsigned long)tf->r8);
+	else
+		kprintf("kiln: strace: %d/%d %s(%#lx, %#lx, %#lx, %#lx, %#lx) = %ld\n",
+		        t->proc->pid, t->tid, name_of((long)nr), (unsigned long)tf->rdi,
+		        (unsigned long)tf->rsi, (unsigned long)tf->rdx, (unsigned long)tf->r10,
+		        (unsigned long)tf->r8, ret);
+}
 
 extern const struct syscall_entry __syscalls_start[], __syscalls_end[];
 
@@ -41,11 +62,17 @@ void syscall_init(void)
 static long call_counted(syscall_fn fn, unsigned long nr, struct trapframe *tf)
 {
 	uint64_t t0 = rdtsc();
-	long ret = fn((long)tf->rdi, (long)tf->rsi, (long)tf->rdx, (long)tf->r10, (long)tf->r8,
-	              (long)tf->r9);
+	long ret;
+
+	if (kiln_strace > 1)
+		trace(nr, tf, 0, true);
+	ret = fn((long)tf->rdi, (long)tf->rsi, (long)tf->rdx, (long)tf->r10, (long)tf->r8,
+	         (long)tf->r9);
 
 	calls[nr]++;
 	ticks[nr] += rdtsc() - t0;
+	if (kiln_strace)
+		trace(nr, tf, ret, false);
 	return ret;
 }
 
@@ -54,11 +81,13 @@ long syscall_dispatch(struct trapframe *tf)
 	unsigned long nr = tf->rax;
 
 	if (likely(nr < NR_SYSCALLS && table[nr])) {
-		if (unlikely(kiln_stats))
+		if (unlikely(kiln_stats | kiln_strace))
 			return call_counted(table[nr], nr, tf);
 		return table[nr]((long)tf->rdi, (long)tf->rsi, (long)tf->rdx, (long)tf->r10,
 		                 (long)tf->r8, (long)tf->r9);
 	}
+	if (kiln_strace)
+		trace(nr, tf, -ENOSYS, false);
 	syscall_count_enosys((long)nr);
 	return -ENOSYS;
 }

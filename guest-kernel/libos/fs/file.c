@@ -9,6 +9,8 @@
  */
 #include <linux/poll.h>
 
+#include <linux/inotify.h>
+
 #include "vfs_impl.h"
 #include "mm.h"
 
@@ -52,6 +54,10 @@ void file_put(struct file *f)
 		return;
 	if (f->ops->release)
 		f->ops->release(f);
+	if (S_ISREG(f->ip->mode) && !(f->flags & O_PATH))
+		inotify_event(
+		    f->ip, (f->flags & O_ACCMODE) == O_RDONLY ? IN_CLOSE_NOWRITE : IN_CLOSE_WRITE,
+		    0, NULL, 0);
 	inode_put(f->ip);
 	kfree(f);
 }

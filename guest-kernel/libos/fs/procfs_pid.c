@@ -263,12 +263,16 @@ static int show_maps(struct pfs_buf *b, const struct pfs_ctx *c)
 		size_t start = b->len;
 		int col;
 
+		/* A shared mapping of a file: its offset and inode. */
+		bool shm = (v->flags & VMA_SHARED) && v->ops == &vfs_map_ops;
+		uint64_t off = shm ? v->pgoff * PAGE_SIZE : prog ? v->start - base : 0;
+		uint64_t vino = shm ? vfs_inode_ino(v->obj) : prog ? ino : 0;
+
 		/* Program pages are copies of the file: offsets as laid out in it. */
-		pb_printf(b, "%08lx-%08lx %c%c%cp %08lx %02x:%02x %lu ", v->start, v->end,
+		pb_printf(b, "%08lx-%08lx %c%c%c%c %08lx %02x:%02x %lu ", v->start, v->end,
 		          v->prot & PROT_READ ? 'r' : '-', v->prot & PROT_WRITE ? 'w' : '-',
-		          v->prot & PROT_EXEC ? 'x' : '-', prog ? v->start - base : 0,
-		          prog ? VFS_MAJOR(VFS_DEV) : 0, prog ? VFS_MINOR(VFS_DEV) : 0,
-		          prog ? ino : 0);
+		          v->prot & PROT_EXEC ? 'x' : '-', v->flags & VMA_SHARED ? 's' : 'p', off,
+		          vino ? VFS_MAJOR(VFS_DEV) : 0, vino ? VFS_MINOR(VFS_DEV) : 0, vino);
 		if (name) { /* Linux pads to column 72, then a space */
 			for (col = (int)(b->len - start); col < 72; col++)
 				pb_put(b, " ", 1);

@@ -13,6 +13,8 @@
  * so growing a file never uncovers old data. A file from the initramfs
  * reads from the archive until a page is written, then that page is copied.
  */
+#include <linux/inotify.h>
+
 #include "vfs_impl.h"
 #include "mm.h"
 
@@ -221,15 +223,22 @@ static char *page_for_write(struct ramfs_data *d, uint64_t idx)
 
 /* Free the data pages from index first on, under the node in *slot at
  * level (0: a data page) whose first page is base; and the node if that
- * empties it. Recursion depth is the tree height, at most 4. */
+ * empties it. With keep (the file is mapped shared: programs may still
+ * reach the pages), zero them instead. Recursion depth is the tree height,
+ * at most 4. */
 static void trim(struct ramfs_data *d, uint64_t *slot, unsigned int level, uint64_t base,
-                 uint64_t first)
+                 uint64_t first, bool keep)
 {
 	uint64_t span = level ? 1ULL << (NODE_SHIFT * (level - 1)) : 0;
 	bool empty = true;
 
 	if (!*slot)
 		return;
+	if (level == 0 && keep) {
+		if (base >= first)
+			memset(phys_to_virt(*slot), 0, PAGE_SIZE);
+		return;
+	}
 	if (level == 0) {
 		if (base >= first) {
 			pmem_free(*slot);
@@ -242,10 +251,10 @@ static void trim(struct ramfs_data *d, uint64_t *slot, unsigned int level, uint6
 		uint64_t *child = &node(*slot)[i];
 
 		if (base + (i + 1) * span > first)
-			trim(d, child, level - 1, base + i * span, first);
+			trim(d, child, level - 1, base + i * span, first, keep);
 		empty &= !*child;
 	}
-	if (empty) {
+	if (empty && !keep) {
 		pmem_free(*slot);
 		*slot = 0;
 	}
@@ -309,6 +318,17 @@ long ramfs_read(struct inode *ip, const struct iobuf *b, size_t n, uint64_t off)
 	return done;
 }
 
+/* The file grows from its size on: the bytes past its end in its last page
+ * are zero again (a shared mapping may have written there, as on Linux). */
+static void zero_tail(struct inode *ip)
+{
+	size_t tail = ip->size & (PAGE_SIZE - 1);
+	char *page = tail && ip->maps ? page_of(&ip->reg, ip->size >> PAGE_SHIFT) : NULL;
+
+	if (page)
+		memset(page + tail, 0, PAGE_SIZE - tail);
+}
+
 long ramfs_write(struct inode *ip, const struct iobuf *b, size_t n, uint64_t off)
 {
 	struct ramfs_data *d = &ip->reg;
@@ -318,6 +338,11 @@ long ramfs_write(struct inode *ip, const struct iobuf *b, size_t n, uint64_t off
 	if (off >= RAMFS_MAX_SIZE)
 		return -EFBIG;
 	n = MIN(n, RAMFS_MAX_SIZE - off);
+	if (d->seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) ||
+	    ((d->seals & F_SEAL_GROW) && off + n > ip->size))
+		return -EPERM;
+	if (off > ip->size)
+		zero_tail(ip);
 	while (done < n) {
 		uint64_t pos = off + done;
 		size_t poff = pos & (PAGE_SIZE - 1), chunk = MIN(PAGE_SIZE - poff, n - done);
@@ -338,8 +363,10 @@ long ramfs_write(struct inode *ip, const struct iobuf *b, size_t n, uint64_t off
 		done += chunk;
 		ip->size = MAX(ip->size, pos + chunk);
 	}
-	if (done)
+	if (done) {
 		inode_touch(ip, true);
+		inotify_event(ip, IN_MODIFY, 0, NULL, 0);
+	}
 	return done ? (long)done : err;
 }
 
@@ -350,12 +377,18 @@ int ramfs_truncate(struct inode *ip, uint64_t size)
 
 	if (size > RAMFS_MAX_SIZE)
 		return -EFBIG;
+	if ((size < ip->size && (d->seals & F_SEAL_SHRINK)) ||
+	    (size > ip->size && (d->seals & F_SEAL_GROW)))
+		return -EPERM;
+	if (size > ip->size)
+		zero_tail(ip);
 	if (size < ip->size) {
 		char *page = tail ? page_of(d, size >> PAGE_SHIFT) : NULL;
 
 		if (page)
 			memset(page + tail, 0, PAGE_SIZE - tail);
-		trim(d, &d->root, d->height, 0, ALIGN_UP(size, PAGE_SIZE) >> PAGE_SHIFT);
+		trim(d, &d->root, d->height, 0, ALIGN_UP(size, PAGE_SIZE) >> PAGE_SHIFT,
+		     ip->maps > 0);
 		if (!d->root)
 			d->height = 0;
 		d->ext_len = MIN(d->ext_len, size);
@@ -364,13 +397,35 @@ int ramfs_truncate(struct inode *ip, uint64_t size)
 	}
 	ip->size = size;
 	inode_touch(ip, true);
+	inotify_event(ip, IN_MODIFY, 0, NULL, 0);
 	return 0;
 }
 
 void ramfs_free_data(struct inode *ip)
 {
-	trim(&ip->reg, &ip->reg.root, ip->reg.height, 0, 0);
+	trim(&ip->reg, &ip->reg.root, ip->reg.height, 0, 0, false);
 	ip->reg.height = 0;
+}
+
+uint64_t ramfs_page(struct inode *ip, uint64_t idx, bool create)
+{
+	uint64_t *slot = page_slot(&ip->reg, idx, false);
+	char *page;
+
+	if (slot && *slot)
+		return *slot;
+	if (!create || !(page = page_for_write(&ip->reg, idx)))
+		return 0;
+	return (uint64_t)(uintptr_t)page - DIRECT_MAP_BASE;
+}
+
+void ramfs_trim_unmapped(struct inode *ip)
+{
+	struct ramfs_data *d = &ip->reg;
+
+	trim(d, &d->root, d->height, 0, ALIGN_UP(ip->size, PAGE_SIZE) >> PAGE_SHIFT, false);
+	if (!d->root)
+		d->height = 0;
 }
 
 /* ---------------------------------------------------------------- open files */

@@ -154,6 +154,13 @@ SYSCALL_DEFINE(fcntl)
 	case F_GETOWN:
 	case F_SETOWN:
 		return 0;
+	case F_GET_SEALS:
+		return S_ISREG(vfs_inode_mode(file_inode(f))) ? (long)vfs_inode_seals(file_inode(f))
+		                                              : -EINVAL;
+	case F_ADD_SEALS:
+		if ((f->flags & O_ACCMODE) == O_RDONLY)
+			return -EPERM;
+		return vfs_inode_add_seals(file_inode(f), (uint32_t)a2);
 	case F_GETPIPE_SZ: /* for pipes, whose ops take them as ioctls */
 	case F_SETPIPE_SZ:
 		r = f->ops->ioctl ? f->ops->ioctl(f, cmd, (unsigned long)a2) : -ENOTTY;

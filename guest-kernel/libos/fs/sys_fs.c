@@ -6,6 +6,8 @@
  */
 #include <linux/fs.h>
 
+#include <linux/inotify.h>
+
 #include "vfs_impl.h"
 #include "mm.h"
 #include "proc.h"
@@ -38,6 +40,21 @@ SYSCALL_DEFINE(mkdir)
 	return do_mkdir(AT_FDCWD, (const char *)a0, (uint32_t)a1);
 }
 
+/* Remove the entry de of nd's final component, and tell inotify. */
+static void remove_entry(struct nameidata *nd, struct dentry *de)
+{
+	struct inode *ip = de->ip;
+	uint32_t isdir = S_ISDIR(ip->mode) ? IN_ISDIR : 0;
+
+	inode_get(ip);
+	ramfs_unlink(nd->dir, de);
+	/* (In Linux's order: the inode's own watches first.) */
+	if (!ip->nlink)
+		inotify_event(ip, IN_DELETE_SELF, 0, NULL, 0);
+	inotify_event(nd->dir, IN_DELETE | isdir, 0, nd->last, nd->lastlen);
+	inode_put(ip);
+}
+
 static int unlink_at(struct nameidata *nd)
 {
 	struct dentry *de;
@@ -53,7 +70,7 @@ static int unlink_at(struct nameidata *nd)
 		return -ENOTDIR;
 	if (nd->dir->synth) /* procfs */
 		return -EPERM;
-	ramfs_unlink(nd->dir, de);
+	remove_entry(nd, de);
 	return 0;
 }
 
@@ -76,7 +93,7 @@ static int rmdir_at(struct nameidata *nd)
 		return -EPERM;
 	if (de->ip->dir.count)
 		return -ENOTEMPTY;
-	ramfs_unlink(nd->dir, de);
+	remove_entry(nd, de);
 	return 0;
 }
 
@@ -139,6 +156,26 @@ static int rename_check(struct nameidata *o, struct nameidata *n, struct inode *
 	return 0;
 }
 
+/* inotify: src moved from o's name to n's (and dst, exchanged or replaced). */
+static void rename_events(struct nameidata *o, struct nameidata *n, struct inode *src,
+                          struct inode *dst, unsigned int flags)
+{
+	uint32_t cookie = inotify_cookie(), isdir = S_ISDIR(src->mode) ? IN_ISDIR : 0;
+
+	inotify_event(o->dir, IN_MOVED_FROM | isdir, cookie, o->last, o->lastlen);
+	inotify_event(n->dir, IN_MOVED_TO | isdir, cookie, n->last, n->lastlen);
+	inotify_event(src, IN_MOVE_SELF, 0, NULL, 0);
+	if (dst && (flags & RENAME_EXCHANGE)) {
+		cookie = inotify_cookie();
+		isdir = S_ISDIR(dst->mode) ? IN_ISDIR : 0;
+		inotify_event(n->dir, IN_MOVED_FROM | isdir, cookie, n->last, n->lastlen);
+		inotify_event(o->dir, IN_MOVED_TO | isdir, cookie, o->last, o->lastlen);
+		inotify_event(dst, IN_MOVE_SELF, 0, NULL, 0);
+	} else if (dst && !dst->nlink) {
+		inotify_event(dst, IN_DELETE_SELF, 0, NULL, 0);
+	}
+}
+
 static int rename_at(struct nameidata *o, struct nameidata *n, unsigned int flags)
 {
 	struct dentry *ode, *nde;
@@ -176,6 +213,8 @@ static int rename_at(struct nameidata *o, struct nameidata *n, unsigned int flag
 		if (!err)
 			ramfs_unlink(o->dir, ode);
 	}
+	if (!err)
+		rename_events(o, n, src, dst, flags);
 	inode_put(src);
 	if (dst)
 		inode_put(dst);
@@ -253,6 +292,8 @@ static long do_link(int odfd, const char *opath, int ndfd, const char *npath, in
 		err = new_name_ok(&nd);
 	if (!err)
 		err = ramfs_link(nd.dir, nd.last, nd.lastlen, ip);
+	if (!err)
+		inotify_event(nd.dir, IN_CREATE, 0, nd.last, nd.lastlen);
 	nd_end(&nd);
 	inode_put(ip);
 	return err;

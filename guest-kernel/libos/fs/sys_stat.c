@@ -58,13 +58,23 @@ static int stat_target(int dirfd, const char *upath, int flags, struct inode **o
 
 /* ---------------------------------------------------------------- stat */
 
+/* A synthesized directory (procfs) counts its subdirectories once brought
+ * up to date: 2 + threads for /proc/<pid>/task, which Chromium reads to
+ * know whether it is single-threaded (it must be to fork its zygote). */
+static uint32_t stat_nlink(struct inode *ip)
+{
+	if (S_ISDIR(ip->mode) && ip->synth)
+		ip->synth->ops->refresh(ip, NULL, 0);
+	return inode_nlink(ip);
+}
+
 static long put_stat(struct inode *ip, struct stat *ust)
 {
 	struct ts a = ns_to_ts(ip->atime), m = ns_to_ts(ip->mtime), c = ns_to_ts(ip->ctime);
 	struct stat st = {
 	    .st_dev = VFS_DEV,
 	    .st_ino = ip->ino,
-	    .st_nlink = inode_nlink(ip),
+	    .st_nlink = stat_nlink(ip),
 	    .st_mode = ip->mode,
 	    .st_uid = ip->uid,
 	    .st_gid = ip->gid,
@@ -132,7 +142,7 @@ static long put_statx(struct inode *ip, struct statx *usx)
 	struct statx sx = {
 	    .stx_mask = STATX_BASIC_STATS | STATX_BTIME,
 	    .stx_blksize = PAGE_SIZE,
-	    .stx_nlink = inode_nlink(ip),
+	    .stx_nlink = stat_nlink(ip),
 	    .stx_uid = ip->uid,
 	    .stx_gid = ip->gid,
 	    .stx_mode = (uint16_t)ip->mode,

@@ -8,6 +8,8 @@
  * subdirectory holding its ".."). Directories can only lose their name when
  * empty, so freeing never cascades down a tree, only up through "..".
  */
+#include <linux/inotify.h>
+
 #include "vfs_impl.h"
 #include "cpio.h"
 #include "mm.h"
@@ -147,6 +149,8 @@ int vfs_create(struct inode *dir, const char *name, size_t len, uint32_t mode, s
 	if (!ip)
 		return -ENOMEM;
 	err = ramfs_link(dir, name, len, ip);
+	if (!err)
+		inotify_event(dir, IN_CREATE | (S_ISDIR(mode) ? IN_ISDIR : 0), 0, name, len);
 	if (err || !out)
 		inode_put(ip);
 	else

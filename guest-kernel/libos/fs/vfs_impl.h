@@ -61,6 +61,7 @@ struct dentry {
 struct ramfs_data {
 	uint64_t root;
 	unsigned int height;
+	uint32_t seals;  /* F_SEAL_* (fcntl F_ADD_SEALS) */
 	uint64_t npages; /* data pages in the tree */
 	const uint8_t *ext;
 	uint64_t ext_len;
@@ -72,7 +73,8 @@ struct inode {
 	uint32_t nlink; /* names in directories; a directory: 1 while it has one */
 	uint32_t uid, gid;
 	uint64_t rdev;
-	int refs; /* open files, working directories, walks, subdirectories */
+	int refs;      /* open files, working directories, walks, subdirectories, mappings */
+	uint32_t maps; /* S_IFREG: shared mappings of its pages (vm.h VMA_SHARED) */
 	uint64_t size;
 	int64_t atime, mtime, ctime, btime; /* ns since the epoch */
 	union {
@@ -179,8 +181,21 @@ struct dentry *ramfs_name_of(struct inode *dir, const struct inode *child);
 long ramfs_read(struct inode *ip, const struct iobuf *b, size_t n, uint64_t off);
 long ramfs_write(struct inode *ip, const struct iobuf *b, size_t n, uint64_t off);
 int ramfs_truncate(struct inode *ip, uint64_t size);
+/* The physical page of page idx that the file owns, made (zeroed, or
+ * copied from the image) if create; 0 if none, or out of memory. */
+uint64_t ramfs_page(struct inode *ip, uint64_t idx, bool create);
+/* Free the pages past the end that a truncate kept while the file was
+ * mapped shared (the last mapping went). */
+void ramfs_trim_unmapped(struct inode *ip);
 void ramfs_free_data(struct inode *ip);
 extern const struct file_ops ramfs_file_ops, ramfs_dir_ops;
+
+/* inotify.c: report an event to the watches on ip (about the entry name
+ * when ip is its directory; name NULL, len 0 about ip itself). A rename's
+ * two halves share a cookie from inotify_cookie. IN_DELETE_SELF (the inode
+ * lost its last name) also ends the watches on it. */
+void inotify_event(struct inode *ip, uint32_t mask, uint32_t cookie, const char *name, size_t len);
+uint32_t inotify_cookie(void);
 
 /* procfs.c: "/proc" in the root. */
 int procfs_init(struct inode *root);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* brk, mmap and friends. Small anonymous mappings get zeroed pages at once,
- * large ones and reservations (PROT_NONE) on first touch (VMA_LAZY); file
- * mappings are private copies of the file's bytes, except that in mappings
- * made without PROT_WRITE the pages an image holds (vfs_inode_page) are
- * mapped in place, and copied on a first write after mprotect. */
+ * large ones and reservations (PROT_NONE) on first touch (VMA_LAZY);
+ * private file mappings are private copies of the file's bytes, except
+ * that in mappings made without PROT_WRITE the pages an image holds
+ * (vfs_inode_page) are mapped in place, and copied on a first write after
+ * mprotect. Shared mappings map the file's own pages (VMA_SHARED, see
+ * shmem.c); MAP_SHARED|MAP_ANONYMOUS memory is an unnamed tmpfs file's. */
 #include <linux/fcntl.h>
 #include <linux/mman.h>
 #include <linux/stat.h>
@@ -71,10 +73,21 @@ static uint64_t no_page(void *ctx, uint64_t i)
 	return 0;
 }
 
+/* A shared mapping of tmpfs file ip's pages from byte off. Pages made now
+ * only for small mappings: big ones are often used in part. */
+static long map_shared(struct aspace *as, uint64_t addr, uint64_t len, uint32_t prot,
+                       uint32_t flags, struct inode *ip, uint64_t off)
+{
+	if ((prot & PROT_WRITE) && (vfs_inode_seals(ip) & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)))
+		return -EPERM;
+	return vm_map_shared(as, addr, len, prot, flags, &vfs_map_ops, ip, off / PAGE_SIZE,
+	                     len <= LAZY_MIN);
+}
+
 /* Map a file's pages: in place where the image has them, else copies of
- * its bytes in fresh pages. */
-static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t prot, int fd,
-                     uint64_t off)
+ * its bytes in fresh pages; shared, the file's own pages. */
+static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t prot, bool shared,
+                     int fd, uint64_t off)
 {
 	struct file *f = fd_get(cur_proc()->files, fd);
 	struct file_pages fp;
@@ -89,6 +102,11 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t pr
 	ip = file_inode(f);
 	if (!S_ISREG(vfs_inode_mode(ip)))
 		return -ENODEV;
+	if (shared && (prot & PROT_WRITE) && (f->flags & O_ACCMODE) != O_RDWR)
+		return -EACCES;
+	if (shared && vfs_inode_shareable(ip))
+		return map_shared(as, addr, len, prot,
+		                  (f->flags & O_ACCMODE) != O_RDWR ? VMA_NOWRITE : 0, ip, off);
 	fp = (struct file_pages){ip, off / PAGE_SIZE, prot};
 	/* A writable private mapping of a library is its data segment, which
 	 * the loader's relocations write nearly all of: copies now cost less
@@ -115,6 +133,20 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t pr
 	inode_put(ip);
 	if (err)
 		vm_unmap(as, addr, len);
+	return err;
+}
+
+/* MAP_SHARED|MAP_ANONYMOUS: the pages of a file of its own, which fork
+ * shares (the mapping holds the only reference). */
+static long map_anon_shared(struct aspace *as, uint64_t addr, uint64_t len, uint32_t prot)
+{
+	struct inode *ip = vfs_inode_shmem(len, 0600, false);
+	long err;
+
+	if (!ip)
+		return -ENOMEM;
+	err = map_shared(as, addr, len, prot, VMA_ANON, ip, 0);
+	inode_put(ip);
 	return err;
 }
 
@@ -150,10 +182,12 @@ SYSCALL_DEFINE(mmap)
 	}
 	/* With its final protection at once: we fill it through the direct
 	 * map, and a later vm_protect would cost a TLB flush. */
-	if (flags & MAP_ANONYMOUS)
+	if ((flags & MAP_ANONYMOUS) && type != MAP_PRIVATE)
+		err = map_anon_shared(as, addr, len, prot);
+	else if (flags & MAP_ANONYMOUS)
 		err = vm_map_anon(as, addr, len, prot, anon_flags(len, prot, VMA_ANON));
 	else
-		err = map_file(as, addr, len, prot, (int)a4, off);
+		err = map_file(as, addr, len, prot, type != MAP_PRIVATE, (int)a4, off);
 	return err ? err : (long)addr;
 }
 
@@ -209,6 +243,13 @@ SYSCALL_DEFINE(mremap)
 	nw = vm_find_free(as, new_len);
 	if (!nw)
 		return -ENOMEM;
+	if (v->flags & VMA_SHARED) { /* the pages are the object's: map them anew */
+		err = vm_map_shared(as, nw, new_len, v->prot, v->flags, v->ops, v->obj,
+		                    v->pgoff + (old - v->start) / PAGE_SIZE, false);
+		if (!err)
+			vm_unmap(as, old, old_len);
+		return err ? err : (long)nw;
+	}
 	/* The pages move; a lazy mapping's holes stay holes. */
 	err = vm_map_anon(as, nw, new_len, v->prot | PROT_WRITE,
 	                  v->flags & VMA_LAZY ? v->flags : anon_flags(new_len, v->prot, v->flags));

@@ -7,6 +7,12 @@
  * read-only memory the page allocator does not own, the pmem window of an
  * image: mapped without copying, shared by fork, never freed and never
  * written. A write to a writable mapping of one copies it first (vm_fault).
+ *
+ * Shared mappings (VMA_SHARED) map the pages of an object, a tmpfs file
+ * (PTE_SHARED): the object owns them, every mapping of it in every process
+ * maps the same ones, and the object lives while a mapping holds it (each
+ * VMA of one holds a reference, so a VMA that is copied or split takes
+ * one more: vma_hold, vma_free).
  */
 #include "bootinfo.h"
 #include "printk.h"
@@ -21,6 +27,7 @@ static uint64_t boot_pml4;
 static void aspace_destroy(struct aspace *as);
 static uint64_t sled_pa;
 static struct aspace *active;
+static int map_shared_page(struct aspace *as, const struct vma *v, uint64_t va, bool create);
 extern char __libos_text_start[];
 extern char __libos_phys_delta[];
 
@@ -101,6 +108,26 @@ struct aspace *aspace_get(struct aspace *as)
 	return as;
 }
 
+/* A copy of a VMA (fork, a split) holds its object too. */
+static void vma_hold(struct vma *v)
+{
+	if (v->flags & VMA_SHARED)
+		v->ops->get(v->obj);
+}
+
+static void vma_free(struct vma *v)
+{
+	if (v && (v->flags & VMA_SHARED))
+		v->ops->put(v->obj);
+	kfree(v);
+}
+
+/* The object's page index that address va of v maps. */
+static uint64_t vma_pgoff(const struct vma *v, uint64_t va)
+{
+	return v->pgoff + (va - v->start) / PAGE_SIZE;
+}
+
 /* Free everything without writing a single entry: on PVM hosts every
  * write to a page table the hardware has shadowed traps, and nobody will
  * look at these tables again. Unless they are kept, perhaps with the
@@ -126,7 +153,7 @@ static void aspace_destroy(struct aspace *as)
 	}
 	while (as->vmas) {
 		struct vma *n = as->vmas->next;
-		kfree(as->vmas);
+		vma_free(as->vmas);
 		as->vmas = n;
 	}
 	kfree(as->patched);
@@ -143,10 +170,24 @@ static void aspace_destroy(struct aspace *as)
 static struct aspace *graveyard;
 static size_t nr_dead, dead_pages;
 
+/* A dead address space lets go of its shared mappings' objects at once,
+ * not when it is freed (perhaps later, see below): a memfd it mapped is
+ * unmapped now for F_SEAL_WRITE, an unlinked file's memory free now. No
+ * program runs in it again to reach their pages. */
+static void drop_objects(struct aspace *as)
+{
+	for (struct vma *v = as->vmas; v; v = v->next)
+		if (v->flags & VMA_SHARED) {
+			v->flags &= ~VMA_SHARED;
+			v->ops->put(v->obj);
+		}
+}
+
 void aspace_release(struct aspace *as)
 {
 	if (--as->refs > 0)
 		return;
+	drop_objects(as);
 	if (as == active) {
 		/* Still in CR3: free it once another one is loaded. */
 		as->next_dead = graveyard;
@@ -184,6 +225,11 @@ static int copy_page(struct aspace *dst, uint64_t va, uint64_t src_pte)
 	uint64_t *pte = pt_walk(dst, va, true);
 	uint64_t pa, adopted = 0;
 
+	if (pte && (src_pte & PTE_SHARED)) { /* the object's: the same page */
+		*pte = src_pte;
+		dst->nr_pages++;
+		return 0;
+	}
 	if (pte && (src_pte & PTE_BORROWED)) {
 		pa = src_pte & PTE_ADDR;
 		if (!(src_pte & PTE_NX))
@@ -231,6 +277,7 @@ struct aspace *aspace_copy(struct aspace *src)
 			goto fail;
 		*nv = *v;
 		nv->next = NULL;
+		vma_hold(nv);
 		*tail = nv;
 		tail = &nv->next;
 	}
@@ -301,6 +348,8 @@ static int vma_set(struct aspace *as, uint64_t start, uint64_t end, struct vma *
 				return -ENOMEM;
 			*tail = *v;
 			tail->start = end;
+			tail->pgoff = vma_pgoff(v, end);
+			vma_hold(tail);
 			v->end = start;
 			v->next = tail;
 			pp = &v->next;
@@ -308,11 +357,12 @@ static int vma_set(struct aspace *as, uint64_t start, uint64_t end, struct vma *
 			v->end = start;
 			pp = &v->next;
 		} else if (v->end > end) {
+			v->pgoff = vma_pgoff(v, end);
 			v->start = end;
 			break;
 		} else {
 			*pp = v->next;
-			kfree(v);
+			vma_free(v);
 		}
 	}
 	if (nv) {
@@ -450,10 +500,8 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 		*pte = want;
 		as->nr_pages++;
 	}
-	v->start = start;
-	v->end = end;
-	v->prot = prot;
-	v->flags = lazy ? flags : flags & ~VMA_LAZY;
+	*v = (struct vma){start, end,  prot, (lazy ? flags : flags & ~VMA_LAZY) & ~VMA_SHARED,
+	                  NULL,  NULL, NULL, 0};
 	if (vma_set(as, start, end, v))
 		goto nomem;
 	if (flush)
@@ -467,6 +515,33 @@ nomem:
 	vma_set(as, start, end, NULL);
 	kfree(v);
 	return -ENOMEM;
+}
+
+int vm_map_shared(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
+                  const struct vm_object_ops *ops, void *obj, uint64_t pgoff, bool fill)
+{
+	struct vma *v;
+	uint64_t end;
+	int err = 0;
+
+	if (!range_ok(start, len) || pgoff > UINT64_MAX / PAGE_SIZE - len / PAGE_SIZE)
+		return -EINVAL;
+	end = start + ALIGN_UP(len, PAGE_SIZE);
+	v = kmalloc(sizeof(*v));
+	if (!v || vm_unmap(as, start, end - start)) {
+		kfree(v);
+		return -ENOMEM;
+	}
+	*v = (struct vma){start, end, prot, flags | VMA_SHARED, NULL, ops, obj, pgoff};
+	ops->get(obj);
+	vma_set(as, start, end, v); /* (nothing to split: the range is free) */
+	for (uint64_t va = start; va < end && !err; va += PAGE_SIZE)
+		err = map_shared_page(as, v, va, fill);
+	if (err == -ENOMEM) {
+		vm_unmap(as, start, end - start);
+		return err;
+	}
+	return 0; /* (-EFAULT: the rest lies past the object's end) */
 }
 
 /* Give the pages of [start, end) protection prot (2 MiB pages lie wholly
@@ -504,6 +579,8 @@ int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot)
 		struct vma *v = vm_find_vma(as, a);
 		if (!v || v->start > a)
 			return -ENOMEM; /* Linux: part of the range is unmapped */
+		if ((prot & PROT_WRITE) && (v->flags & VMA_NOWRITE))
+			return -EACCES;
 		a = v->end;
 	}
 	if (huge_split_edges(as, start, end))
@@ -520,8 +597,10 @@ int vm_protect(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot)
 			nv->start = s;
 			nv->end = e;
 			nv->prot = prot;
+			nv->pgoff = vma_pgoff(v, s);
+			vma_hold(nv);
 			if (vma_set(as, s, e, nv)) {
-				kfree(nv);
+				vma_free(nv);
 				return -ENOMEM;
 			}
 			v = nv;
@@ -646,6 +725,56 @@ static int populate(struct aspace *as, const struct vma *v, uint64_t addr)
 	return err;
 }
 
+/* Map the object's page at va in the shared mapping v (if it has one, or
+ * made if create), replacing what is there. 0, -ENOMEM, or -EFAULT past
+ * the object's end. */
+static int map_shared_page(struct aspace *as, const struct vma *v, uint64_t va, bool create)
+{
+	bool borrowed = false;
+	uint64_t pa, want, *pte;
+	int err = v->ops->page(v->obj, vma_pgoff(v, va), v->prot, create, &pa, &borrowed);
+
+	if (err || !pa)
+		return err;
+	pte = pt_walk(as, va, true);
+	if (!pte)
+		return -ENOMEM;
+	if (borrowed)
+		want =
+		    pte_make((v->prot & PROT_EXEC ? vm_text_page(pa) : pa) | PTE_BORROWED, v->prot);
+	else
+		want = pa | pte_flags(v->prot) | PTE_SHARED;
+	if ((*pte & PTE_P) && !pte_stale(*pte)) {
+		put_page(*pte);
+		as->nr_pages--;
+		pt_flush_page(as, va);
+	}
+	put_dormant(*pte, pa);
+	*pte = want;
+	as->nr_pages++;
+	return 0;
+}
+
+/* A touch of a shared mapping's page that is not mapped yet maps the
+ * object's (made if need be) and its neighbours in the window around it;
+ * a write to an image page mapped read-only, since made writable, maps
+ * the object's own copy of it. */
+static int shared_fault(struct aspace *as, const struct vma *v, uint64_t addr, const uint64_t *pte,
+                        uint32_t error)
+{
+	uint64_t page = ALIGN_DOWN(addr, PAGE_SIZE), win = ALIGN_DOWN(addr, FAULT_AROUND);
+	uint64_t lo = MAX(v->start, win), hi = MIN(v->end, win + FAULT_AROUND), size;
+	int err;
+
+	if (pte && !((error & PF_WRITE) && (*pte & PTE_BORROWED)))
+		return -EFAULT;
+	err = map_shared_page(as, v, page, true);
+	for (uint64_t va = lo; !pte && !err && va < hi; va += PAGE_SIZE)
+		if (va != page && !pt_leaf(as, va, &size) && map_shared_page(as, v, va, true))
+			break;
+	return err;
+}
+
 static bool access_ok(uint32_t prot, uint32_t error)
 {
 	if (error & PF_WRITE)
@@ -664,6 +793,8 @@ int vm_fault(struct aspace *as, uint64_t addr, uint32_t error)
 		return -EFAULT;
 	/* (A stale entry, see vm_pt.h, faults as present.) */
 	pte = pt_leaf(as, addr, &size);
+	if (v->flags & VMA_SHARED)
+		return shared_fault(as, v, addr, (error & PF_PRESENT) ? pte : NULL, error);
 	if ((!(error & PF_PRESENT) || !pte) && (v->flags & VMA_LAZY))
 		return populate(as, v, addr);
 	if (!(error & PF_WRITE) || !pte || size != PAGE_SIZE || !(*pte & PTE_BORROWED))
@@ -679,6 +810,9 @@ uint64_t vm_translate_write(struct aspace *as, uint64_t va)
 	struct vma *v = vm_find_vma(as, va);
 
 	if (v && (v->flags & VMA_LAZY) && !e && !populate(as, v, va))
+		e = pt_leaf(as, va, &size);
+	if (v && (v->flags & VMA_SHARED) && (!e || (*e & PTE_BORROWED)) &&
+	    !shared_fault(as, v, va, e, PF_WRITE))
 		e = pt_leaf(as, va, &size);
 	if (!e || !v)
 		return ~0ULL;
@@ -698,8 +832,8 @@ static bool discard(struct aspace *as, uint64_t *e, uint64_t va, uint64_t size, 
 	struct vma *v = vm_find_vma(as, MAX(va, start));
 	uint64_t lo = MAX(va, start), hi = MIN(va + size, end);
 
-	/* (A borrowed page holds the file's bytes, as it should.) */
-	if (!v || !(v->prot & PROT_WRITE) || (*e & PTE_BORROWED))
+	/* (A borrowed or shared page holds the file's bytes, as it should.) */
+	if (!v || !(v->prot & PROT_WRITE) || (*e & (PTE_BORROWED | PTE_SHARED)))
 		return false;
 	if ((v->flags & VMA_LAZY) && lo == va && hi == va + size) {
 		if (size == HUGE_SIZE) {

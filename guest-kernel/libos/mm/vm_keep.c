@@ -80,9 +80,10 @@ static bool is_table(uint64_t e, int level)
 	return level > 1 && (e & PTE_P) && !(e & PTE_PS);
 }
 
+/* (A shared mapping's page is its object's, see vm_pt.h.) */
 static bool is_own_page(uint64_t e)
 {
-	return (e & PTE_P) && !(e & PTE_BORROWED);
+	return (e & PTE_P) && !(e & (PTE_BORROWED | PTE_SHARED));
 }
 
 /* The first borrowed page the table at pa (of level `level`) maps, in

@@ -30,12 +30,12 @@ uint64_t pte_make(uint64_t old, uint32_t prot)
 
 	if (old & PTE_BORROWED)
 		f = (f & ~PTE_W) | PTE_BORROWED;
-	return (old & (PTE_ADDR | PTE_ADOPTED)) | f;
+	return (old & (PTE_ADDR | PTE_ADOPTED | PTE_SHARED)) | f;
 }
 
 void put_page(uint64_t pte)
 {
-	if (!(pte & (PTE_BORROWED | PTE_ADOPTED)))
+	if (!(pte & (PTE_BORROWED | PTE_ADOPTED | PTE_SHARED)))
 		pmem_free(pte & PTE_ADDR);
 }
 

@@ -32,8 +32,12 @@
  * will be merged into, at the same address (vm_keep.c). The kept tree
  * owns it until the merge: put_page leaves it, pte_make keeps the bit. */
 #define PTE_ADOPTED (1ULL << 11)
-#define PTE_ADDR    0x000ffffffffff000ULL
-#define HUGE_ADDR   0x000fffffffe00000ULL
+/* Software bit: a page of a shared mapping's object (VMA_SHARED), which the
+ * object owns: put_page leaves it, fork maps the same page, vm_keep.c
+ * never counts, keeps or reuses it. */
+#define PTE_SHARED (1ULL << 52)
+#define PTE_ADDR   0x000ffffffffff000ULL
+#define HUGE_ADDR  0x000fffffffe00000ULL
 /* A level-1 entry left from a dead process that ran the same program
  * (vm_keep.c): an image page it mapped where this process maps nothing,
  * without PTE_U (nor PTE_PROTNONE) so that no access of the program (or
@@ -54,7 +58,7 @@ static inline bool pte_stale(uint64_t e)
  * the host then keeps its shadow entry). Nothing else reads it. */
 static inline bool pte_dormant(uint64_t e)
 {
-	return pte_stale(e) && !(e & PTE_BORROWED);
+	return pte_stale(e) && !(e & (PTE_BORROWED | PTE_SHARED));
 }
 
 /* An entry pointing to a table. Accessed already: the host would set the
@@ -81,7 +85,7 @@ uint64_t pte_flags(uint32_t prot);
  * never writable: the first write copies it). */
 uint64_t pte_make(uint64_t old, uint32_t prot);
 /* Free the 4 KiB page behind a present entry unless it is borrowed (or
- * adopted). */
+ * adopted, or shared). */
 void put_page(uint64_t pte);
 
 /* The level-2 entry for va, creating the tables above it if asked. */

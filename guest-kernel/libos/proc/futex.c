@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * futex(2): wait, wake, requeue, bitsets. A futex is named by its address
- * space and address (processes share memory only by CLONE_VM here), and its
- * waiters are a list of on-stack records.
+ * space and address; a shared one (no FUTEX_PRIVATE_FLAG) in a shared
+ * mapping (VMA_SHARED), which other processes may map elsewhere, by the
+ * physical address of its word instead (address space NULL): the pages of
+ * shared memory stay where they are while mapped. Waiters are a list of
+ * on-stack records.
  */
 #include <linux/futex.h>
 
@@ -12,6 +15,7 @@
 #include "proc.h"
 #include "syscall.h"
 #include "uaccess.h"
+#include "vm.h"
 
 struct waiter {
 	struct aspace *as;
@@ -56,10 +60,32 @@ int futex_wake(struct aspace *as, uint64_t addr, int n)
 	return wake_bits(as, addr, n, ~0U);
 }
 
-static long futex_wait(uint64_t addr, uint32_t val, uint64_t deadline, uint32_t bitset)
+/* What names the futex at addr (see above), in *as and *key. */
+static int futex_key(uint64_t addr, bool private, struct aspace **as, uint64_t *key)
+{
+	struct vma *v;
+	uint32_t word;
+	uint64_t pa;
+
+	*as = cur_proc()->as;
+	*key = addr;
+	v = private ? NULL : vm_find_vma(*as, addr);
+	if (!v || !(v->flags & VMA_SHARED))
+		return 0;
+	/* (A read maps the page if this process has not touched it yet.) */
+	if ((pa = vm_translate(*as, addr)) == ~0ULL &&
+	    (copy_from_user(&word, (void *)addr, 4) || (pa = vm_translate(*as, addr)) == ~0ULL))
+		return -EFAULT;
+	*as = NULL;
+	*key = pa;
+	return 0;
+}
+
+static long futex_wait(uint64_t addr, bool private, uint32_t val, uint64_t deadline,
+                       uint32_t bitset)
 {
 	struct thread *t = cur_thread();
-	struct waiter w = {.as = t->proc->as, .addr = addr, .bitset = bitset, .t = t};
+	struct waiter w = {.bitset = bitset, .t = t};
 	uint32_t cur;
 	long err = 0;
 
@@ -69,6 +95,8 @@ static long futex_wait(uint64_t addr, uint32_t val, uint64_t deadline, uint32_t 
 		return -EFAULT;
 	if (cur != val)
 		return -EAGAIN;
+	if (futex_key(addr, private, &w.as, &w.addr))
+		return -EFAULT;
 		/* The record lives on this stack until we unlink it below (or a waker
 	 * does), before returning. */
 #pragma GCC diagnostic push
@@ -86,10 +114,11 @@ static long futex_wait(uint64_t addr, uint32_t val, uint64_t deadline, uint32_t 
 }
 
 /* Move waiters of addr beyond the first n_wake to addr2. */
-static long futex_requeue(uint64_t addr, uint64_t addr2, int n_wake, int n_move, bool cmp,
-                          uint32_t val)
+static long futex_requeue(uint64_t addr, uint64_t addr2, bool private, int n_wake, int n_move,
+                          bool cmp, uint32_t val)
 {
-	struct aspace *as = cur_proc()->as;
+	struct aspace *as, *as2;
+	uint64_t key, key2;
 	uint32_t cur;
 	int moved = 0, woken;
 
@@ -99,13 +128,27 @@ static long futex_requeue(uint64_t addr, uint64_t addr2, int n_wake, int n_move,
 		if (cur != val)
 			return -EAGAIN;
 	}
-	woken = futex_wake(as, addr, n_wake);
+	if ((addr2 & 3) || futex_key(addr, private, &as, &key) ||
+	    futex_key(addr2, private, &as2, &key2))
+		return (addr2 & 3) ? -EINVAL : -EFAULT;
+	woken = futex_wake(as, key, n_wake);
 	for (struct waiter *w = waiters; w && moved < n_move; w = w->next)
-		if (w->as == as && w->addr == addr) {
-			w->addr = addr2;
+		if (w->as == as && w->addr == key) {
+			w->as = as2;
+			w->addr = key2;
 			moved++;
 		}
 	return woken + moved;
+}
+
+static long futex_wake_key(uint64_t addr, bool private, int n, uint32_t bitset)
+{
+	struct aspace *as;
+	uint64_t key;
+
+	if (futex_key(addr, private, &as, &key))
+		return -EFAULT;
+	return wake_bits(as, key, n, bitset);
 }
 
 static long timeout_to_deadline(long uts, bool absolute, bool realtime, uint64_t *deadline)
@@ -136,7 +179,7 @@ SYSCALL_DEFINE(futex)
 {
 	uint64_t addr = (uint64_t)a0, deadline;
 	int op = (int)a1 & FUTEX_CMD_MASK;
-	bool realtime = a1 & FUTEX_CLOCK_REALTIME;
+	bool realtime = a1 & FUTEX_CLOCK_REALTIME, private = a1 & FUTEX_PRIVATE_FLAG;
 	uint32_t val = (uint32_t)a2;
 	long err;
 
@@ -145,20 +188,21 @@ SYSCALL_DEFINE(futex)
 	switch (op) {
 	case FUTEX_WAIT:
 		err = timeout_to_deadline(a3, false, false, &deadline);
-		return err ? err : futex_wait(addr, val, deadline, ~0U);
+		return err ? err : futex_wait(addr, private, val, deadline, ~0U);
 	case FUTEX_WAIT_BITSET:
 		err = timeout_to_deadline(a3, true, realtime, &deadline);
-		return err ? err : futex_wait(addr, val, deadline, (uint32_t)a5);
+		return err ? err : futex_wait(addr, private, val, deadline, (uint32_t)a5);
 	case FUTEX_WAKE:
-		return futex_wake(cur_proc()->as, addr, (int)val);
+		return futex_wake_key(addr, private, (int)val, ~0U);
 	case FUTEX_WAKE_BITSET:
 		if (!(uint32_t)a5)
 			return -EINVAL;
-		return wake_bits(cur_proc()->as, addr, (int)val, (uint32_t)a5);
+		return futex_wake_key(addr, private, (int)val, (uint32_t)a5);
 	case FUTEX_REQUEUE:
-		return futex_requeue(addr, (uint64_t)a4, (int)val, (int)a3, false, 0);
+		return futex_requeue(addr, (uint64_t)a4, private, (int)val, (int)a3, false, 0);
 	case FUTEX_CMP_REQUEUE:
-		return futex_requeue(addr, (uint64_t)a4, (int)val, (int)a3, true, (uint32_t)a5);
+		return futex_requeue(addr, (uint64_t)a4, private, (int)val, (int)a3, true,
+		                     (uint32_t)a5);
 	default:
 		return -ENOSYS;
 	}

@@ -167,6 +167,8 @@ static long do_execve(const char *upath, const char *const *uargv, const char *c
 	aspace_activate(p->as);
 	aspace_release(old);
 	proc_set_name(p, path);
+	memset(p->cap_dropped, 0, sizeof(p->cap_dropped));
+	p->membarrier = 0;
 	if (reset_process(p, t)) {
 		kprintf("kiln: %s: out of memory in execve\n", path);
 		proc_exit(9 /* SIGKILL */);

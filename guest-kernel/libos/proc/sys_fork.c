@@ -34,6 +34,8 @@ static struct proc *new_process(struct proc *parent, uint64_t flags)
 	p->pgid = parent->pgid;
 	p->sid = parent->sid;
 	memcpy(p->comm, parent->comm, sizeof(p->comm));
+	memcpy(p->cap_dropped, parent->cap_dropped, sizeof(p->cap_dropped));
+	p->nice = parent->nice;
 	p->exe = parent->exe ? kstrndup(parent->exe, 4096) : NULL;
 	if (flags & CLONE_VM)
 		p->as = aspace_get(parent->as);

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* capget and capset. Every process runs as root with all capabilities;
+ * one may give some up (Chromium drops them all before it forks its
+ * zygote, then checks that none are left), and that is what capget
+ * reports until the next exec. Nothing in kiln checks a capability: the VM
+ * is the boundary (README, "How the guest kernel works"). */
+#include <linux/capability.h>
+
+#include "proc.h"
+#include "syscall.h"
+#include "uaccess.h"
+
+#define CAP_ALL ((1ULL << (CAP_LAST_CAP + 1)) - 1)
+
+/* How many 32-bit data structs the header's version takes: 0 if unknown
+ * (then the header gets the version we prefer). */
+static int cap_words(struct __user_cap_header_struct *uh, struct __user_cap_header_struct *h)
+{
+	if (copy_from_user(h, uh, sizeof(*h)))
+		return -EFAULT;
+	switch (h->version) {
+	case _LINUX_CAPABILITY_VERSION_1:
+		return 1;
+	case _LINUX_CAPABILITY_VERSION_2:
+	case _LINUX_CAPABILITY_VERSION_3:
+		return 2;
+	}
+	h->version = _LINUX_CAPABILITY_VERSION_3;
+	return copy_to_user(uh, h, sizeof(*h)) ? -EFAULT : 0;
+}
+
+SYSCALL_DEFINE(capget)
+{
+	struct __user_cap_data_struct d[2];
+	struct __user_cap_header_struct h;
+	int n = cap_words((void *)a0, &h);
+	struct proc *p;
+	uint64_t set[3];
+
+	if (n <= 0) /* (probing the version with no data pointer is fine) */
+		return n ? n : a1 ? -EINVAL : 0;
+	if (h.pid < 0)
+		return -EINVAL;
+	p = h.pid ? proc_find(h.pid) : cur_proc();
+	if (!p)
+		return -ESRCH;
+	if (!a1)
+		return 0;
+	for (int i = 0; i < 3; i++)
+		set[i] = CAP_ALL & ~p->cap_dropped[i];
+	for (int w = 0; w < 2; w++)
+		d[w] = (struct __user_cap_data_struct){(uint32_t)(set[0] >> (32 * w)),
+		                                       (uint32_t)(set[1] >> (32 * w)),
+		                                       (uint32_t)(set[2] >> (32 * w))};
+	return copy_to_user((void *)a1, d, (size_t)n * sizeof(d[0]));
+}
+
+SYSCALL_DEFINE(capset)
+{
+	struct __user_cap_data_struct d[2] = {0};
+	struct __user_cap_header_struct h;
+	int n = cap_words((void *)a0, &h);
+	struct proc *p = cur_proc();
+	uint64_t set[3], have[3];
+
+	if (n <= 0)
+		return n ? n : -EINVAL;
+	if (h.pid && h.pid != p->pid)
+		return -EPERM; /* Linux: only one's own */
+	if (copy_from_user(d, (void *)a1, (size_t)n * sizeof(d[0])))
+		return -EFAULT;
+	for (int i = 0; i < 3; i++)
+		have[i] = CAP_ALL & ~p->cap_dropped[i];
+	set[0] = ((uint64_t)d[1].effective << 32 | d[0].effective) & CAP_ALL;
+	set[1] = ((uint64_t)d[1].permitted << 32 | d[0].permitted) & CAP_ALL;
+	set[2] = ((uint64_t)d[1].inheritable << 32 | d[0].inheritable) & CAP_ALL;
+	/* Permitted only shrinks, effective stays within it; inheritable
+	 * within the old permitted and inheritable sets (CAP_SETPCAP). */
+	if ((set[1] & ~have[1]) || (set[0] & ~set[1]) || (set[2] & ~(have[1] | have[2])))
+		return -EPERM;
+	for (int i = 0; i < 3; i++)
+		p->cap_dropped[i] = CAP_ALL & ~set[i];
+	return 0;
+}

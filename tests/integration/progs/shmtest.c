@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: MIT
+/*
+ * shmtest: shared memory as Linux does it. Every line printed depends only
+ * on what the calls return, so the host and the guest must print the same
+ * text; exits 0 if every check passed.
+ *
+ *   two MAP_SHARED mappings of one /dev/shm file see each other's writes,
+ *   and read()/write()/pread() see the same bytes; a forked child's writes
+ *   to a shared file mapping and to MAP_SHARED|MAP_ANONYMOUS memory reach
+ *   the parent and the file; memfd_create, ftruncate, seals (F_ADD_SEALS,
+ *   F_GET_SEALS) and a memfd passed over SCM_RIGHTS on a SOCK_SEQPACKET
+ *   socketpair, mapped by the other process; unlink, truncate, mremap,
+ *   mprotect, MADV_DONTNEED and msync on shared mappings; access rights;
+ *   process-shared semaphores and mutexes (futexes in shared memory, at
+ *   different addresses in each process).
+ *
+ *   shmtest leak [N]  (guest only) maps, unlinks and unmaps shared memory
+ *                     N (300) times; "no leak" if MemAvailable came back.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sockcheck.h"
+
+#define PG 4096
+
+static char shm_path[64];
+
+static int shm_file(size_t size)
+{
+	int fd = open(shm_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	if (fd >= 0 && ftruncate(fd, (off_t)size) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Run fn(arg) in a child; its exit status (0: it did what it should). */
+static int in_child(int (*fn)(void *), void *arg)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0)
+		_exit(fn(arg));
+	st = wait_child(pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void two_mappings(void)
+{
+	int fd = shm_file(2 * PG);
+	char *a = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	char *b = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	char *c = mmap(NULL, PG, PROT_READ, MAP_SHARED, fd, PG);
+	char buf[16] = {0};
+
+	check("two mappings: mmap", a != MAP_FAILED && b != MAP_FAILED && c != MAP_FAILED);
+	strcpy(a + 100, "written via a");
+	check("two mappings: b sees a's write", !strcmp(b + 100, "written via a"));
+	strcpy(b + PG, "second page");
+	check("two mappings: a sees b's write", !strcmp(a + PG, "second page"));
+	check("two mappings: an offset mapping sees it", !strcmp(c, "second page"));
+	checkv("two mappings: pread sees it", pread(fd, buf, 13, 100), 13);
+	check("two mappings: pread's bytes", !memcmp(buf, "written via a", 13));
+	checkv("two mappings: pwrite", pwrite(fd, "from pwrite", 11, PG + 50), 11);
+	check("two mappings: mappings see pwrite",
+	      !memcmp(a + PG + 50, "from pwrite", 11) && !memcmp(c + 50, "from pwrite", 11));
+	checkv("two mappings: msync", msync(a, 2 * PG, MS_SYNC), 0);
+	checkv("two mappings: MADV_DONTNEED keeps the bytes", madvise(b, 2 * PG, MADV_DONTNEED), 0);
+	check("two mappings: after MADV_DONTNEED", !strcmp(b + 100, "written via a"));
+	munmap(a, 2 * PG);
+	munmap(b, 2 * PG);
+	munmap(c, PG);
+	close(fd);
+}
+
+static int child_writes(void *p)
+{
+	strcpy(p, "from the child");
+	return 0;
+}
+
+static void fork_file(void)
+{
+	int fd = shm_file(PG);
+	char *m = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	char buf[16] = {0};
+
+	checkv("fork file: child", in_child(child_writes, m), 0);
+	check("fork file: parent sees the child's write", !strcmp(m, "from the child"));
+	checkv("fork file: pread", pread(fd, buf, 14, 0), 14);
+	check("fork file: pread sees it", !memcmp(buf, "from the child", 14));
+	munmap(m, PG);
+	close(fd);
+}
+
+static int child_counts(void *p)
+{
+	volatile long *n = p;
+
+	for (int i = 0; i < 1000; i++)
+		(*n)++;
+	return 0;
+}
+
+static void fork_anon(void)
+{
+	/* Small (filled at once) and big (filled on first touch). */
+	size_t sizes[] = {PG, 8 << 20};
+
+	for (int k = 0; k < 2; k++) {
+		char what[64];
+		long *n =
+		    mmap(NULL, sizes[k], PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		long *far = (long *)((char *)n + sizes[k] - PG);
+
+		snprintf(what, sizeof(what), "fork anon %zu KiB: mmap", sizes[k] >> 10);
+		check(what, n != MAP_FAILED);
+		*n = 1;
+		snprintf(what, sizeof(what), "fork anon %zu KiB: two children", sizes[k] >> 10);
+		checkv(what, in_child(child_counts, n) + in_child(child_counts, n), 0);
+		snprintf(what, sizeof(what), "fork anon %zu KiB: their counts", sizes[k] >> 10);
+		checkv(what, *n, 2001);
+		checkv("fork anon: last page, child", in_child(child_writes, far), 0);
+		check("fork anon: last page, parent", !strcmp((char *)far, "from the child"));
+		munmap(n, sizes[k]);
+	}
+}
+
+/* One byte and room for one descriptor. */
+union fd_ctl {
+	struct cmsghdr h;
+	char buf[CMSG_SPACE(sizeof(int))];
+};
+
+static struct msghdr fd_msg(struct iovec *iov, union fd_ctl *u)
+{
+	return (struct msghdr){.msg_iov = iov,
+	                       .msg_iovlen = 1,
+	                       .msg_control = u->buf,
+	                       .msg_controllen = sizeof(u->buf)};
+}
+
+static int send_fd(int sock, int fd)
+{
+	char data = 'm';
+	struct iovec iov = {&data, 1};
+	union fd_ctl u;
+	struct msghdr msg = fd_msg(&iov, &u);
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+	char data;
+	struct iovec iov = {&data, 1};
+	union fd_ctl u;
+	struct msghdr msg = fd_msg(&iov, &u);
+	struct cmsghdr *c;
+	int fd;
+
+	if (recvmsg(sock, &msg, 0) != 1)
+		return -1;
+	c = CMSG_FIRSTHDR(&msg);
+	if (!c || c->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+/* The child receives a memfd, maps it, checks the parent's bytes and
+ * writes its own. */
+static int memfd_child(void *p)
+{
+	int sock = *(int *)p, fd = recv_fd(sock);
+	char *m;
+
+	if (fd < 0)
+		return 1;
+	m = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED || strcmp(m + 2 * PG, "parent was here"))
+		return 2;
+	strcpy(m + 10, "child was here");
+	return write(sock, "d", 1) == 1 ? 0 : 3;
+}
+
+static void memfd_pass(void)
+{
+	int sv[2],
+	    fd = (int)syscall(SYS_memfd_create, "kiln-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	char *m;
+
+	check("memfd: create", fd >= 0);
+	checkv("memfd: cloexec", fcntl(fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+	checkv("memfd: ftruncate", ftruncate(fd, 3 * PG), 0);
+	m = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	check("memfd: mmap", m != MAP_FAILED);
+	strcpy(m + 2 * PG, "parent was here");
+	checkv("memfd: seqpacket socketpair", socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		_exit(memfd_child(&sv[1]));
+	}
+	close(sv[1]);
+	checkv("memfd: SCM_RIGHTS over seqpacket", send_fd(sv[0], fd), 0);
+	int st = wait_child(pid);
+	checkv("memfd: the child mapped it", WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
+	check("memfd: parent sees the child's write", !strcmp(m + 10, "child was here"));
+	close(sv[0]);
+
+	checkv("memfd: F_GET_SEALS", fcntl(fd, F_GET_SEALS), 0);
+	check_err("memfd: F_SEAL_WRITE while mapped", fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE), EBUSY);
+	checkv("memfd: F_SEAL_SHRINK|F_SEAL_GROW",
+	       fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+	check_err("memfd: shrink sealed", ftruncate(fd, PG), EPERM);
+	check_err("memfd: grow sealed", ftruncate(fd, 4 * PG), EPERM);
+	check_err("memfd: write past the end sealed", pwrite(fd, "x", 1, 3 * PG), EPERM);
+	checkv("memfd: write inside", pwrite(fd, "in", 2, 0), 2);
+	check("memfd: the mapping sees it", m[0] == 'i' && m[1] == 'n');
+	munmap(m, 3 * PG);
+	checkv("memfd: F_SEAL_WRITE unmapped", fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SEAL),
+	       0);
+	checkv("memfd: F_GET_SEALS all", fcntl(fd, F_GET_SEALS),
+	       F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+	check_err("memfd: write sealed", pwrite(fd, "x", 1, 0), EPERM);
+	check("memfd: writable shared mmap sealed",
+	      mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED &&
+	          errno == EPERM);
+	m = mmap(NULL, PG, PROT_READ, MAP_SHARED, fd, 0);
+	check("memfd: read-only mmap sealed", m != MAP_FAILED && m[0] == 'i');
+	munmap(m, PG);
+	check_err("memfd: no more seals", fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), EPERM);
+	close(fd);
+
+	fd = (int)syscall(SYS_memfd_create, "plain", 0);
+	checkv("memfd: without MFD_ALLOW_SEALING", fcntl(fd, F_GET_SEALS), F_SEAL_SEAL);
+	check_err("memfd: its seals", fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), EPERM);
+	close(fd);
+	check_err("memfd: bad flags", syscall(SYS_memfd_create, "x", 0x100), EINVAL);
+}
+
+struct shared_sync {
+	sem_t go, done;
+	pthread_mutex_t lock;
+	long count;
+};
+
+static int sync_child(int fd)
+{
+	/* Mapped again, elsewhere: a futex is the memory's, not the address's. */
+	struct shared_sync *s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	if (s == MAP_FAILED || sem_wait(&s->go))
+		return 1;
+	for (int i = 0; i < 20000; i++) {
+		pthread_mutex_lock(&s->lock);
+		s->count++;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return sem_post(&s->done) ? 2 : 0;
+}
+
+static void process_shared_sync(void)
+{
+	int fd = (int)syscall(SYS_memfd_create, "sync", 0);
+	struct shared_sync *s;
+	pthread_mutexattr_t ma;
+	pid_t pid;
+
+	checkv("process-shared: ftruncate", ftruncate(fd, sizeof(*s)), 0);
+	s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	sem_init(&s->go, 1, 0);
+	sem_init(&s->done, 1, 0);
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutex_init(&s->lock, &ma);
+	pid = fork();
+	if (pid == 0)
+		_exit(sync_child(fd));
+	msleep(50); /* the child waits on go meanwhile */
+	checkv("process-shared: sem_post", sem_post(&s->go), 0);
+	for (int i = 0; i < 20000; i++) {
+		pthread_mutex_lock(&s->lock);
+		s->count++;
+		pthread_mutex_unlock(&s->lock);
+	}
+	checkv("process-shared: sem_wait", sem_wait(&s->done), 0);
+	int st = wait_child(pid);
+	checkv("process-shared: child", WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
+	checkv("process-shared: mutex count", s->count, 40000);
+	munmap(s, sizeof(*s));
+	close(fd);
+}
+
+/* A shared mapping outlives its file's name; truncation while mapped. */
+static void lifetime(void)
+{
+	int fd = shm_file(4 * PG);
+	char *m = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), buf[8];
+
+	memset(m, 'a', 4 * PG);
+	unlink(shm_path);
+	close(fd);
+	check("unlinked: still mapped", m[4 * PG - 1] == 'a');
+	checkv("unlinked: child", in_child(child_writes, m + PG), 0);
+	check("unlinked: the child's write", !strcmp(m + PG, "from the child"));
+	munmap(m, 4 * PG);
+
+	fd = shm_file(4 * PG);
+	m = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	memset(m, 'b', 4 * PG);
+	checkv("truncate mapped: shrink", ftruncate(fd, PG + 10), 0);
+	check("truncate mapped: the part kept", m[0] == 'b' && m[PG + 9] == 'b');
+	check("truncate mapped: past the end of the page zeroed", m[PG + 10] == 0);
+	checkv("truncate mapped: grow", ftruncate(fd, 4 * PG), 0);
+	check("truncate mapped: the rest reads zero", m[2 * PG] == 0 && m[4 * PG - 1] == 0);
+	checkv("truncate mapped: pread", pread(fd, buf, 8, 3 * PG), 8);
+	check("truncate mapped: pread zeroes", !memcmp(buf, "\0\0\0\0\0\0\0\0", 8));
+
+	/* mremap keeps the mapping shared. */
+	char *r = mremap(m, 4 * PG, 8 * PG, MREMAP_MAYMOVE);
+	check("mremap: moved", r != MAP_FAILED);
+	checkv("mremap: grow the file", ftruncate(fd, 8 * PG), 0);
+	strcpy(r + 6 * PG, "after mremap");
+	checkv("mremap: pread", pread(fd, buf, 5, 6 * PG), 5);
+	check("mremap: the file has it", !memcmp(buf, "after", 5) && r[0] == 'b');
+	munmap(r, 8 * PG);
+	close(fd);
+
+	/* Rights: a file open read-only maps shared read-only only. */
+	fd = shm_file(PG);
+	pwrite(fd, "ro", 2, 0);
+	int ro = open(shm_path, O_RDONLY);
+	check("read-only fd: writable shared mmap",
+	      mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, ro, 0) == MAP_FAILED &&
+	          errno == EACCES);
+	m = mmap(NULL, PG, PROT_READ, MAP_SHARED, ro, 0);
+	check("read-only fd: read-only shared mmap", m != MAP_FAILED && !strcmp(m, "ro"));
+	check_err("read-only fd: mprotect writable", mprotect(m, PG, PROT_READ | PROT_WRITE),
+	          EACCES);
+	pwrite(fd, "rw", 2, 0);
+	check("read-only fd: the mapping sees write()", !strcmp(m, "rw"));
+	munmap(m, PG);
+	m = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, ro, 0);
+	check("read-only fd: private writable mmap", m != MAP_FAILED);
+	m[0] = 'p';
+	checkv("read-only fd: private write stays private", pread(fd, buf, 2, 0), 2);
+	check("read-only fd: the file", !memcmp(buf, "rw", 2));
+	munmap(m, PG);
+	close(ro);
+	close(fd);
+	unlink(shm_path);
+}
+
+static long mem_available(void)
+{
+	char line[128];
+	long kb = -1;
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* Memory mapped shared and dropped in every way, n times. */
+static int churn(int n)
+{
+	for (int i = 0; i < n; i++) {
+		int fd = shm_file(16 * PG);
+		char *m = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		char *a =
+		    mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+		if (m == MAP_FAILED || a == MAP_FAILED)
+			return 1;
+		memset(m, 1, 16 * PG);
+		memset(a, 1, 16 * PG);
+		if (i % 3 == 0)
+			unlink(shm_path); /* then unmapped */
+		if (i % 3 == 1 && in_child(child_writes, m))
+			return 1;
+		if (i % 3 == 2)
+			ftruncate(fd, PG); /* truncated while mapped */
+		close(fd);
+		munmap(m, 16 * PG);
+		munmap(a, 16 * PG);
+		unlink(shm_path);
+	}
+	return 0;
+}
+
+/* ... comes back: what the first rounds left (kept page tables and the
+ * like, see vm_keep.c) does not grow with more. */
+static int leak(int n)
+{
+	long before, after;
+
+	if (churn(30))
+		return 1;
+	before = mem_available();
+	if (churn(n))
+		return 1;
+	after = mem_available();
+	if (before - after < 1024)
+		printf("no leak\n");
+	else
+		printf("leaked %ld KiB\n", before - after);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	snprintf(shm_path, sizeof(shm_path), "/dev/shm/kiln-shmtest-%d", (int)getpid());
+	if (argc > 1 && !strcmp(argv[1], "leak"))
+		return leak(argc > 2 ? atoi(argv[2]) : 300);
+	two_mappings();
+	fork_file();
+	fork_anon();
+	memfd_pass();
+	process_shared_sync();
+	lifetime();
+	unlink(shm_path);
+	printf("shmtest: %s\n", failures ? "FAILED" : "all ok");
+	return failures ? 1 : 0;
+}
