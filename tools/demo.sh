@@ -3,7 +3,8 @@
 # a one-shot command, a sandbox that keeps its files between commands, a
 # file round trip, Python's data stack from the base image, a pause and a
 # resume that keep a running process, a web server in a sandbox reached
-# from the host (kiln port-forward). Exits with the status of the first
+# from the host (kiln port-forward), and headless Chromium in a sandbox
+# taking a screenshot through kilnd's CDP endpoint. Exits with the status of the first
 # step that fails.
 set -u
 
@@ -98,6 +99,25 @@ sleep 0.5; echo "counting: $(cat /tmp/count)"'
 else
 	echo
 	echo "demo: no base image (make images builds it): the Python steps are left out"
+fi
+
+if "$BIN/kiln" images | grep -qw browser; then
+	id=$("$BIN/kiln" create --image browser | tail -n 1)
+	[ -n "$id" ] || step false "kiln create printed no id"
+	step "$BIN/kiln" exec "$id" -- sh -c 'cat >/tmp/hello.html <<EOF
+<html><body style="font-family: sans-serif; background: #fdf6e3">
+<h1>Hello from Chromium in a kiln sandbox</h1><p id="t"></p><p>漢字も表示できます</p>
+<script>document.getElementById("t").textContent = "rendered by JavaScript at " + new Date().toISOString()</script>
+</body></html>
+EOF'
+	step "$BIN/kiln" browser "$id" screenshot file:///tmp/hello.html "$KILN_DATA_DIR/screenshot.png"
+	step "$BIN/kiln" browser "$id"
+	step "$BIN/kiln" rm "$id"
+	id=
+	echo "(the screenshot is $KILN_DATA_DIR/screenshot.png)"
+else
+	echo
+	echo "demo: no browser image (make images builds it): the browser step is left out"
 fi
 step "$BIN/kiln" down
 echo
