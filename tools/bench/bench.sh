@@ -261,6 +261,8 @@ if [ -x build/bin/kilnd ] && [ -f build/initramfs/agent.cpio ]; then
 	echo
 	bash tools/bench/kilnd_ports_bench.sh 2>&1 | sed 's/^/  /'
 	bash tools/bench/e2b_sdk_bench.sh 2>&1 | sed 's/^/  /'
+	echo
+	bash tools/bench/browser_bench.sh 2>&1 | sed 's/^/  /'
 fi
 if [ -x tests/integration/vsock_test.sh ] || [ -f tests/integration/vsock_test.sh ]; then
 	sh tests/integration/vsock_test.sh --bench 256 2>&1 | grep -i 'MB/s' | sed 's/^/  vsock /' | head -n 2
