@@ -6,12 +6,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <kiln/net.h>
 
 #include "agent.h"
 
@@ -90,6 +93,44 @@ static void load_image_env(void)
 	fclose(f);
 }
 
+/* The guest's names: its resolver is kilnd's (include/kiln/net.h), which
+ * the library OS reaches over vsock. An image's own resolv.conf names
+ * servers the guest cannot reach; its /etc/hosts is kept if it has one. */
+static void write_file(const char *path, const char *text, int oflags)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | oflags, 0644);
+
+	if (fd < 0)
+		return;
+	for (size_t n = strlen(text), k; n; n -= k, text += k) {
+		ssize_t w = write(fd, text, n);
+
+		if (w <= 0)
+			break;
+		k = (size_t)w;
+	}
+	close(fd);
+}
+
+static void init_names(void)
+{
+	static const uint8_t r[4] = KILN_NET_RESOLVER4;
+	struct stat st;
+	char conf[128];
+
+	mkdir("/etc", 0755);
+	snprintf(conf, sizeof(conf),
+	         "# kiln: kilnd resolves for the sandbox\nnameserver %u.%u.%u.%u\n", r[0], r[1],
+	         r[2], r[3]);
+	if (!lstat("/etc/resolv.conf", &st) && S_ISLNK(st.st_mode))
+		unlink("/etc/resolv.conf"); /* into /run in some images */
+	write_file("/etc/resolv.conf", conf, O_TRUNC);
+	write_file("/etc/hosts",
+	           "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+	           "127.0.1.1\tkiln\n",
+	           O_EXCL);
+}
+
 void init_pid1(void)
 {
 	static const char hostname[] = "kiln";
@@ -105,6 +146,7 @@ void init_pid1(void)
 	if (access("/dev/ptmx", F_OK) < 0)
 		symlink("pts/ptmx", "/dev/ptmx");
 	sethostname(hostname, sizeof(hostname) - 1);
+	init_names();
 	if (chdir("/") < 0) {
 		/* nothing better to do */
 	}

@@ -110,6 +110,10 @@ struct vsock_sk {
 	uint64_t connect_timeout_ns;
 	struct ktimer timer; /* connect timeout; close timeout */
 	struct waitq wq;     /* every change of state, data, credit */
+	/* Called on every wake (from the driver too), for a stream that
+	 * carries another family's socket (net/sock_inet_dns.c); NULL for most. */
+	void (*notify)(struct vsock_sk *vs);
+	void *owner;
 	struct vsock_sk *hash_next, *bound_next, *owed_next, *all_next;
 };
 
@@ -173,5 +177,22 @@ void vsock_sk_incoming(struct vsock_sk *listener, struct vsock_sk *vs);
 void vsock_sk_wake(struct vsock_sk *vs);
 /* A new vsock_sk with defaults, or NULL. */
 struct vsock_sk *vsock_sk_alloc(void);
+/* One sleep on vs's queue (and the transmit queue's, tx: for room to
+ * send): 0, -EINTR or -ETIMEDOUT (deadline 0: none). */
+long vsock_sk_sleep(struct vsock_sk *vs, bool tx, uint64_t deadline);
+
+/* sock_vsock.c: one stream's calls, for sockets of other families carried
+ * over vsock to the host (AF_INET egress, net/sock_inet_egress.c). s is the
+ * socket whose options (SO_RCVTIMEO ...) count. Connect starts a
+ * connection to host port `port` (vsock_dev_up() done): 0 or -errno, the
+ * rest as in AF_VSOCK. Close hands vs over to finish by itself. */
+struct poll_table;
+int vsock_stream_connect(struct vsock_sk *vs, uint32_t port);
+long vsock_stream_send(struct vsock_sk *vs, struct socket *s, struct sock_iter *it, int flags);
+long vsock_stream_recv(struct vsock_sk *vs, struct socket *s, struct sock_iter *it, int flags);
+int vsock_stream_shutdown(struct vsock_sk *vs, int how);
+unsigned int vsock_stream_poll(struct vsock_sk *vs);
+void vsock_stream_poll_wait(struct vsock_sk *vs, struct poll_table *pt);
+void vsock_stream_close(struct vsock_sk *vs);
 
 #endif

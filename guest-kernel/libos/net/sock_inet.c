@@ -15,10 +15,15 @@
  *                destination, or is dropped (a connected sender then sees
  *                ECONNREFUSED, as from an ICMP port unreachable)
  *
- * The local addresses are 127.0.0.0/8 and ::1; a destination elsewhere is
- * -ENETUNREACH. Ephemeral ports come from 32768-60999.
+ * The local addresses are 127.0.0.0/8 and ::1. A TCP connection to an
+ * address elsewhere is carried over vsock to kilnd (sock_inet_egress.c),
+ * which connects from the host if the sandbox's policy allows; UDP goes
+ * nowhere but to the resolver address, port 53 (sock_inet_dns.c), and is
+ * -ENETUNREACH elsewhere. Ephemeral ports come from 32768-60999.
  */
 #include <asm/socket.h>
+
+#include <kiln/net.h>
 
 #include "errno_k.h"
 #include "mm.h"
@@ -65,6 +70,11 @@ static bool is_v4(const struct inet_addr *a)
 	return !memcmp(a->b, v4_prefix, sizeof(v4_prefix));
 }
 
+bool inet_is_v4(const struct inet_addr *a)
+{
+	return is_v4(a);
+}
+
 static bool is_zero(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -99,6 +109,17 @@ static struct inet_addr v4_addr(uint8_t a, uint8_t b, uint8_t c, uint8_t d)
 	r.b[13] = b;
 	r.b[14] = c;
 	r.b[15] = d;
+	return r;
+}
+
+struct inet_addr inet_guest_addr(const struct inet_addr *d)
+{
+	static const uint8_t g4[4] = KILN_NET_GUEST4, g6[16] = KILN_NET_GUEST6;
+	struct inet_addr r;
+
+	if (is_v4(d))
+		return v4_addr(g4[0], g4[1], g4[2], g4[3]);
+	memcpy(r.b, g6, 16);
 	return r;
 }
 
@@ -147,8 +168,7 @@ static int addr_in(const struct inet_sk *is, const void *addr, int len, bool bin
 	return 0;
 }
 
-/* An address as a socket of this family reports it; returns the length. */
-static int addr_out(int family, const struct inet_addr *a, uint16_t port, void *out)
+int inet_addr_out(int family, const struct inet_addr *a, uint16_t port, void *out)
 {
 	if (family == AF_INET) {
 		struct sockaddr_in_k sin = {.family = AF_INET, .port = swab16(port)};
@@ -165,15 +185,15 @@ static int addr_out(int family, const struct inet_addr *a, uint16_t port, void *
 	}
 }
 
-/* A destination on this machine (the unspecified address means loopback,
- * as in Linux), else -ENETUNREACH. */
+/* 0 for a destination on this machine (the unspecified address means
+ * loopback, as in Linux), 1 for one elsewhere, or -ENETUNREACH. */
 static int dest_check(const struct inet_sk *is, struct inet_addr *d)
 {
 	if (is_v4(d) && is->family == AF_INET6 && is->v6only)
 		return -ENETUNREACH;
 	if (is_any(d))
 		*d = loopback_for(d);
-	return is_loopback(d) ? 0 : -ENETUNREACH;
+	return is_loopback(d) ? 0 : 1;
 }
 
 /* ---------------------------------------------------------------- ports */
@@ -346,7 +366,7 @@ static int inet_listen(struct socket *s, int backlog)
 
 	if (is->e.type != SOCK_STREAM)
 		return -EOPNOTSUPP;
-	if (is->e.state == SP_CONNECTED)
+	if (is->e.state == SP_CONNECTED || is->eg)
 		return -EINVAL;
 	if (!is->bound && bind_ephemeral(is, &any))
 		return -EADDRINUSE;
@@ -359,7 +379,7 @@ static int inet_listen(struct socket *s, int backlog)
 /* Give the source address (and, unbound, a port) for sending to d. */
 static int bind_source(struct inet_sk *is, const struct inet_addr *d)
 {
-	struct inet_addr src = loopback_for(d);
+	struct inet_addr src = is_loopback(d) ? loopback_for(d) : inet_guest_addr(d);
 
 	if (is->bound) {
 		if (is_any(&is->laddr))
@@ -385,6 +405,12 @@ static int tcp_connect(struct socket *s, struct inet_sk *is, const void *addr, i
 	}
 	if (is->e.state == SP_LISTEN)
 		return -EISCONN;
+	if (is->eg) {
+		err = egress_connect(s, is, nonblock);
+		if (err != -ENOTCONN)
+			return err;
+		/* the last attempt failed and was reported: a new one */
+	}
 	if (is->e.err) { /* the last non-blocking attempt's failure */
 		err = is->e.err;
 		is->e.err = 0;
@@ -395,8 +421,18 @@ static int tcp_connect(struct socket *s, struct inet_sk *is, const void *addr, i
 	err = addr_in(is, addr, len, false, &d, &port);
 	if (!err)
 		err = dest_check(is, &d);
-	if (err)
+	if (err < 0)
 		return err;
+	if (err) { /* elsewhere: through kilnd */
+		if (is->bound && !is_any(&is->laddr))
+			return -ENETUNREACH; /* a loopback source cannot leave */
+		err = bind_source(is, &d);
+		if (!err)
+			err = egress_start(is, &d, port);
+		if (err)
+			return err;
+		return nonblock ? -EINPROGRESS : egress_connect(s, is, false);
+	}
 	is->e.shut = 0;
 	is->e.reset = false;
 	for (;;) {
@@ -456,7 +492,10 @@ static int udp_connect(struct inet_sk *is, const void *addr, int len)
 	err = addr_in(is, addr, len, false, &d, &port);
 	if (!err)
 		err = dest_check(is, &d);
-	if (!err)
+	/* Elsewhere too, as Linux's connect() sends nothing: getaddrinfo()
+	 * learns source addresses so to sort its answers. Datagrams go
+	 * nowhere but to the resolver (udp_send). */
+	if (err >= 0)
 		err = bind_source(is, &d);
 	if (err)
 		return err;
@@ -503,10 +542,15 @@ static int inet_getname(struct socket *s, void *addr, bool peer)
 	struct inet_sk *is = s->priv;
 
 	if (!peer)
-		return addr_out(is->family, &is->laddr, is->lport, addr);
-	if (is->e.type == SOCK_DGRAM ? !is->connected : is->e.state != SP_CONNECTED || is->e.reset)
+		return inet_addr_out(is->family, &is->laddr, is->lport, addr);
+	if (is->eg) {
+		if (!egress_connected(is))
+			return -ENOTCONN;
+	} else if (is->e.type == SOCK_DGRAM ? !is->connected
+	                                    : is->e.state != SP_CONNECTED || is->e.reset) {
 		return -ENOTCONN;
-	return addr_out(is->family, &is->paddr, is->pport, addr);
+	}
+	return inet_addr_out(is->family, &is->paddr, is->pport, addr);
 }
 
 /* ---------------------------------------------------------------- data */
@@ -520,7 +564,7 @@ static long udp_send(struct socket *s, struct inet_sk *is, struct sock_iter *it,
 	char sa[SOCK_ADDR_MAX];
 	struct inet_addr d = is->paddr, src;
 	uint16_t port = is->pport;
-	long err;
+	long err, remote;
 
 	if (flags & MSG_OOB)
 		return -EOPNOTSUPP;
@@ -542,14 +586,20 @@ static long udp_send(struct socket *s, struct inet_sk *is, struct sock_iter *it,
 	}
 	if (is->e.shut & SP_SHUT_WR)
 		return -EPIPE;
-	err = dest_check(is, &d);
-	if (!err && !is->bound) {
+	remote = dest_check(is, &d);
+	if (remote == 1 && !(inet_is_resolver(&d) && port == KILN_NET_DNS_PORT))
+		remote = -ENETUNREACH; /* no UDP off the guest but DNS */
+	if (remote < 0)
+		return remote;
+	if (!is->bound) {
 		struct inet_addr any = any_of(is->family);
 
 		err = bind_ephemeral(is, &any);
+		if (err)
+			return err;
 	}
-	if (err)
-		return err;
+	if (remote)
+		return dns_relay_send(s, is, it, &d);
 	src = is_any(&is->laddr) ? loopback_for(&d) : is->laddr;
 	r = find(udp_bound, &d, port);
 	if (r && r->connected && !(r->pport == is->lport && addr_eq(&r->paddr, &src)))
@@ -562,7 +612,7 @@ static long udp_send(struct socket *s, struct inet_sk *is, struct sock_iter *it,
 	if (r->e.rx.bytes + n > (size_t)(r->sock ? r->sock->rcvbuf : SOCK_BUF_DEFAULT) ||
 	    (r->e.shut & SP_SHUT_RD))
 		return (long)n; /* dropped, as UDP does */
-	from = sp_addr_new(sa, addr_out(r->family, &src, is->lport, sa));
+	from = sp_addr_new(sa, inet_addr_out(r->family, &src, is->lport, sa));
 	if (!from)
 		return -ENOMEM;
 	err = sp_deliver(&r->e, it, from);
@@ -578,6 +628,8 @@ static long inet_sendmsg(struct socket *s, struct sock_iter *it, const void *add
 	if (is->e.type == SOCK_DGRAM)
 		return udp_send(s, is, it, addr, addrlen, flags);
 	/* TCP ignores an address; data goes to the connection. */
+	if (is->eg)
+		return egress_send(s, is, it, flags);
 	return sp_send(&is->e, s, it, flags, NULL);
 }
 
@@ -587,6 +639,8 @@ static long inet_recvmsg(struct socket *s, struct sock_iter *it, void *addr, int
 	struct inet_sk *is = s->priv;
 	long err;
 
+	if (is->eg)
+		return egress_recv(s, is, it, flags);
 	if (is->e.type == SOCK_STREAM && is->e.state != SP_CONNECTED) {
 		if (is->e.state == SP_LISTEN || !is->e.err)
 			return -ENOTCONN;
@@ -601,6 +655,8 @@ static int inet_shutdown(struct socket *s, int how)
 {
 	struct inet_sk *is = s->priv;
 
+	if (is->eg)
+		return egress_shutdown(is, how);
 	if (is->e.state == SP_LISTEN && how != SHUT_WR) {
 		sp_unlisten(&is->e); /* wakes accept(), which fails with EINVAL */
 		return 0;
@@ -616,6 +672,8 @@ static unsigned int inet_poll(struct socket *s)
 {
 	struct inet_sk *is = s->priv;
 
+	if (is->eg)
+		return egress_poll(is);
 	return sp_poll(&is->e, s);
 }
 
@@ -623,6 +681,8 @@ static void inet_poll_wait(struct socket *s, struct poll_table *pt)
 {
 	struct inet_sk *is = s->priv;
 
+	if (is->eg)
+		egress_poll_wait(is, pt);
 	sp_poll_wait(&is->e, pt);
 }
 
@@ -633,6 +693,10 @@ static void inet_release(struct socket *s)
 	if (!is)
 		return;
 	is->sock = NULL;
+	if (is->eg)
+		egress_release(is);
+	if (is->dns)
+		dns_relay_release(is);
 	if (is->bound)
 		table_del(is);
 	/* SO_LINGER with a zero timeout closes with a reset. */

@@ -37,7 +37,42 @@ struct inet_sk {
 	struct inet_sk *bnext; /* in its protocol's table of bound sockets */
 	struct inet_opt opts[INET_NOPTS];
 	int nopts;
+	struct egress *eg;     /* TCP: a connection to elsewhere (sock_inet_egress.c) */
+	struct dns_relay *dns; /* UDP: datagrams to the resolver (sock_inet_dns.c) */
 };
+
+/* sock_inet.c: addresses, for the files below. */
+bool inet_is_v4(const struct inet_addr *a);
+/* The guest's own address (KILN_NET_GUEST4/6) in d's family. */
+struct inet_addr inet_guest_addr(const struct inet_addr *d);
+/* An address as a socket of this family reports it; returns the length. */
+int inet_addr_out(int family, const struct inet_addr *a, uint16_t port, void *out);
+
+/* sock_inet_egress.c: a TCP connection to an address off the guest, a
+ * vsock stream to kilnd (include/kiln/net.h). Start sends the hello and
+ * returns at once (0 or -errno); connect reports as connect() does
+ * (nonblock: -EINPROGRESS, -EALREADY; 0 once, then -EISCONN; the failure's
+ * errno once, after which the socket may connect again). The rest are the
+ * socket's calls once it has an egress. */
+int egress_start(struct inet_sk *is, const struct inet_addr *d, uint16_t port);
+int egress_connect(struct socket *s, struct inet_sk *is, bool nonblock);
+bool egress_connected(struct inet_sk *is);
+long egress_send(struct socket *s, struct inet_sk *is, struct sock_iter *it, int flags);
+long egress_recv(struct socket *s, struct inet_sk *is, struct sock_iter *it, int flags);
+int egress_shutdown(struct inet_sk *is, int how);
+unsigned int egress_poll(struct inet_sk *is);
+void egress_poll_wait(struct inet_sk *is, struct poll_table *pt);
+int egress_inq(struct inet_sk *is);
+/* Catch up with the stream (the pending SO_ERROR lands in is->e.err). */
+void egress_update(struct inet_sk *is);
+void egress_release(struct inet_sk *is);
+
+/* sock_inet_dns.c: UDP to the resolver address (KILN_NET_RESOLVER4/6),
+ * port 53, carried to kilnd; answers come back as datagrams from it. */
+bool inet_is_resolver(const struct inet_addr *a);
+long dns_relay_send(struct socket *s, struct inet_sk *is, struct sock_iter *it,
+                    const struct inet_addr *to);
+void dns_relay_release(struct inet_sk *is);
 
 /* sock_inet_ctl.c */
 int inet_getsockopt(struct socket *s, int level, int name, void *val, int *len);

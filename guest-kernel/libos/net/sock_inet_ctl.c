@@ -72,6 +72,8 @@ int inet_getsockopt(struct socket *s, int level, int name, void *val, int *len)
 	switch (level) {
 	case SOL_SOCKET:
 		if (name == SO_ERROR) {
+			if (is->eg)
+				egress_update(is);
 			v = is->e.err;
 			is->e.err = 0;
 			return put_int(val, len, v);
@@ -163,12 +165,12 @@ long inet_ioctl(struct socket *s, unsigned int cmd, unsigned long arg)
 	case FIONREAD: /* SIOCINQ */
 		if (is->e.state == SP_LISTEN)
 			return -EINVAL;
-		v = sp_inq(&is->e);
+		v = is->eg ? egress_inq(is) : sp_inq(&is->e);
 		return copy_to_user((void *)arg, &v, sizeof(v));
-	case TIOCOUTQ: /* SIOCOUTQ */
+	case TIOCOUTQ: /* SIOCOUTQ: for egress, nothing waits in the guest */
 		if (is->e.state == SP_LISTEN)
 			return -EINVAL;
-		v = sp_outq(&is->e);
+		v = is->eg ? 0 : sp_outq(&is->e);
 		return copy_to_user((void *)arg, &v, sizeof(v));
 	}
 	return netdev_ioctl(cmd, arg);

@@ -57,6 +57,8 @@ struct vsock_sk *vsock_sk_alloc(void)
 void vsock_sk_wake(struct vsock_sk *vs)
 {
 	wake_all(&vs->wq);
+	if (vs->notify)
+		vs->notify(vs);
 }
 
 void vsock_sk_incoming(struct vsock_sk *l, struct vsock_sk *vs)
@@ -87,9 +89,7 @@ static struct vsock_sk *accept_pop(struct vsock_sk *l)
 	return vs;
 }
 
-/* One sleep on vs's queue (and the transmit queue's, for room to send):
- * 0, -EINTR or -ETIMEDOUT. */
-static long vsk_sleep(struct vsock_sk *vs, bool tx, uint64_t deadline)
+long vsock_sk_sleep(struct vsock_sk *vs, bool tx, uint64_t deadline)
 {
 	struct wait_entry a = {0}, b = {0};
 	long r;
@@ -196,7 +196,7 @@ static int vs_accept(struct socket *s, struct socket *ns, bool nonblock)
 			break;
 		if (nonblock)
 			return -EAGAIN;
-		r = vsk_sleep(vs, false, deadline);
+		r = vsock_sk_sleep(vs, false, deadline);
 		if (r == -EINTR)
 			return -ERESTARTSYS;
 		if (r == -ETIMEDOUT)
@@ -210,12 +210,8 @@ static int vs_accept(struct socket *s, struct socket *ns, bool nonblock)
 	return 0;
 }
 
-/* Start a connection; vs is not connected and bound or about to be. */
-static int connect_start(struct vsock_sk *vs, const struct sockaddr_vm *a)
+int vsock_stream_connect(struct vsock_sk *vs, uint32_t port)
 {
-	/* The device reaches the host only; there is no loopback. */
-	if (a->svm_cid != VSOCK_HOST_CID)
-		return -ENETUNREACH;
 	if (!vs->bound) {
 		uint32_t port = vsock_ephemeral_port();
 
@@ -224,7 +220,7 @@ static int connect_start(struct vsock_sk *vs, const struct sockaddr_vm *a)
 		vsock_bind_port(vs, port);
 	}
 	vs->lcid = (uint32_t)vsock_local_cid;
-	vs->pport = a->svm_port;
+	vs->pport = port;
 	vs->err = 0;
 	vs->peer_shut = vs->local_shut = 0;
 	vs->tx_cnt = vs->rx_cnt = vs->fwd_cnt = vs->fwd_told = 0;
@@ -282,14 +278,17 @@ static int vs_connect(struct socket *s, const void *addr, int len, bool nonblock
 		vs->state = VSK_OPEN;
 		/* fall through */
 	default:
-		err = connect_start(vs, a);
+		/* The device reaches the host only; there is no loopback. */
+		if (a->svm_cid != VSOCK_HOST_CID)
+			return -ENETUNREACH;
+		err = vsock_stream_connect(vs, a->svm_port);
 		if (err)
 			return err;
 		if (nonblock)
 			return -EINPROGRESS;
 	}
 	while (vs->state == VSK_CONNECTING) {
-		r = vsk_sleep(vs, false, 0);
+		r = vsock_sk_sleep(vs, false, 0);
 		if (r == -EINTR && vs->state == VSK_CONNECTING) {
 			connect_cancel(vs);
 			return -ERESTARTSYS;
@@ -323,10 +322,8 @@ static int vs_getname(struct socket *s, void *addr, bool peer)
 
 /* ---------------------------------------------------------------- data */
 
-static long vs_sendmsg(struct socket *s, struct sock_iter *it, const void *addr, int addrlen,
-                       int flags)
+long vsock_stream_send(struct vsock_sk *vs, struct socket *s, struct sock_iter *it, int flags)
 {
-	struct vsock_sk *vs = s->priv;
 	uint64_t deadline = 0;
 	bool timed = false;
 	size_t done = 0;
@@ -335,8 +332,6 @@ static long vs_sendmsg(struct socket *s, struct sock_iter *it, const void *addr,
 	if (flags & MSG_OOB)
 		return -EOPNOTSUPP;
 	vsock_dev_poll();
-	if (addr)
-		return vs->state == VSK_CONNECTED ? -EISCONN : -EOPNOTSUPP;
 	for (;;) {
 		if (vs->err) {
 			if (!done) {
@@ -378,7 +373,7 @@ static long vs_sendmsg(struct socket *s, struct sock_iter *it, const void *addr,
 			deadline = sock_deadline(s->sndtimeo_ns);
 			timed = true;
 		}
-		n = vsk_sleep(vs, true, deadline);
+		n = vsock_sk_sleep(vs, true, deadline);
 		if (n == -EINTR) {
 			r = -ERESTARTSYS;
 			break;
@@ -392,10 +387,20 @@ static long vs_sendmsg(struct socket *s, struct sock_iter *it, const void *addr,
 	return done ? (long)done : r;
 }
 
-static long vs_recvmsg(struct socket *s, struct sock_iter *it, void *addr, int *addrlen, int flags,
-                       int *msg_flags)
+static long vs_sendmsg(struct socket *s, struct sock_iter *it, const void *addr, int addrlen,
+                       int flags)
 {
 	struct vsock_sk *vs = s->priv;
+
+	if (addr && !(flags & MSG_OOB)) {
+		vsock_dev_poll();
+		return vs->state == VSK_CONNECTED ? -EISCONN : -EOPNOTSUPP;
+	}
+	return vsock_stream_send(vs, s, it, flags);
+}
+
+long vsock_stream_recv(struct vsock_sk *vs, struct socket *s, struct sock_iter *it, int flags)
+{
 	bool peek = flags & MSG_PEEK, waitall = (flags & MSG_WAITALL) && !peek, timed = false;
 	uint64_t deadline = 0;
 	size_t done = 0;
@@ -443,7 +448,7 @@ static long vs_recvmsg(struct socket *s, struct sock_iter *it, void *addr, int *
 			deadline = sock_deadline(s->rcvtimeo_ns);
 			timed = true;
 		}
-		r = vsk_sleep(vs, false, deadline);
+		r = vsock_sk_sleep(vs, false, deadline);
 		if (r == -EINTR) {
 			r = -ERESTARTSYS;
 			break;
@@ -457,9 +462,14 @@ static long vs_recvmsg(struct socket *s, struct sock_iter *it, void *addr, int *
 	return done ? (long)done : r;
 }
 
-static int vs_shutdown(struct socket *s, int how)
+static long vs_recvmsg(struct socket *s, struct sock_iter *it, void *addr, int *addrlen, int flags,
+                       int *msg_flags)
 {
-	struct vsock_sk *vs = s->priv;
+	return vsock_stream_recv(s->priv, s, it, flags);
+}
+
+int vsock_stream_shutdown(struct vsock_sk *vs, int how)
+{
 	uint8_t mode = (uint8_t)(how + 1), fresh; /* SHUT_RD -> RCV, SHUT_WR -> SEND */
 
 	vsock_dev_poll();
@@ -476,11 +486,15 @@ static int vs_shutdown(struct socket *s, int how)
 	return 0;
 }
 
+static int vs_shutdown(struct socket *s, int how)
+{
+	return vsock_stream_shutdown(s->priv, how);
+}
+
 /* ---------------------------------------------------------------- poll, options */
 
-static unsigned int vs_poll(struct socket *s)
+unsigned int vsock_stream_poll(struct vsock_sk *vs)
 {
-	struct vsock_sk *vs = s->priv;
 	unsigned int mask = 0;
 	bool rd_shut, wr_shut;
 
@@ -519,13 +533,21 @@ static unsigned int vs_poll(struct socket *s)
 	return mask;
 }
 
-static void vs_poll_wait(struct socket *s, struct poll_table *pt)
+static unsigned int vs_poll(struct socket *s)
 {
-	struct vsock_sk *vs = s->priv;
+	return vsock_stream_poll(s->priv);
+}
 
+void vsock_stream_poll_wait(struct vsock_sk *vs, struct poll_table *pt)
+{
 	poll_add_wait(pt, &vs->wq);
 	if (vs->state == VSK_CONNECTED)
 		poll_add_wait(pt, &vsock_tx_wq);
+}
+
+static void vs_poll_wait(struct socket *s, struct poll_table *pt)
+{
+	vsock_stream_poll_wait(s->priv, pt);
 }
 
 static long vs_ioctl(struct socket *s, unsigned int cmd, unsigned long arg)
@@ -628,6 +650,7 @@ static int vs_setsockopt(struct socket *s, int level, int name, const void *val,
 static void orphan_close(struct vsock_sk *vs)
 {
 	vs->sock = NULL;
+	vs->notify = NULL;
 	vsock_rx_free(vs);
 	switch (vs->state) {
 	case VSK_CONNECTED:
@@ -658,6 +681,13 @@ static void orphan_close(struct vsock_sk *vs)
 	default: /* OPEN, LISTEN */
 		vsock_free(vs);
 	}
+}
+
+void vsock_stream_close(struct vsock_sk *vs)
+{
+	vsock_dev_poll();
+	orphan_close(vs);
+	vsock_tx_flush();
 }
 
 static void vs_release(struct socket *s)
