@@ -1,13 +1,15 @@
 # kilnd: the control plane. Included from the top-level Makefile.
 # Debian packages: libev-dev libhttp-parser-dev libjansson-dev
-# libsqlite3-dev nettle-dev (see mk/deps.sh).
+# libsqlite3-dev nettle-dev libc-ares-dev (see mk/deps.sh).
 
 KILND_SRCS := $(wildcard control/*.c control/*/*.c)
 KILND_OBJS := $(KILND_SRCS:%.c=$(BUILD)/host/%.o)
 
+KILND_LDLIBS := -lev -lhttp_parser -ljansson -lsqlite3 -lnettle -lcares
+
 $(BIN)/kilnd: $(KILND_OBJS)
 	@mkdir -p $(dir $@)
-	$(V)$(CC) -o $@ $^ -lev -lhttp_parser -ljansson -lsqlite3 -lnettle
+	$(V)$(CC) -o $@ $^ $(KILND_LDLIBS)
 
 # Subsystems include each other by folder: "http/http.h", "sandbox/sandbox.h".
 $(BUILD)/host/control/%.o: HOST_CFLAGS += -iquote control
@@ -35,4 +37,4 @@ $(BUILD)/san/control/envd/codeint.o: $(CODEINT_KERNEL_H)
 $(BUILD)/san/control/envd/codeint.o: HOST_CFLAGS += -I$(BUILD)/host/control/gen
 $(KILND_SAN): $(KILND_SAN_OBJS)
 	@mkdir -p $(dir $@)
-	$(V)$(CC) $(SAN_FLAGS) -o $@ $^ -lev -lhttp_parser -ljansson -lsqlite3 -lnettle
+	$(V)$(CC) $(SAN_FLAGS) -o $@ $^ $(KILND_LDLIBS)

@@ -35,6 +35,7 @@ struct kilnd_cfg {
 	unsigned retain_dead;           /* seconds a dead sandbox stays listed */
 	unsigned long long max_upload;  /* bytes per PUT /files */
 	unsigned long long console_max; /* console.log's cap (console.c); 0: none */
+	char *dns_servers;              /* --dns-server: the sandboxes' resolvers, or NULL */
 	struct http_cfg http;
 };
 
@@ -65,6 +66,7 @@ struct envd_watcher;
 struct watch_stream;
 struct ci_ctx;
 struct cdp_start;
+struct net_ctx;
 
 struct kilnd {
 	struct ev_loop *loop;
@@ -83,6 +85,7 @@ struct kilnd {
 	struct cdp_start *cdp_starts; /* browser/cdp_start.c: browsers being started */
 	unsigned nsandboxes;          /* with a VMM: starting, running, pausing, resuming */
 	struct api_op_stats ops[API_OP_MAX];
+	struct net_ctx *net; /* net/: the sandboxes' resolver (NULL: no egress) */
 	ev_timer housekeeping;
 	ev_timer pool_timer; /* pool.c: refills */
 	int console_ifd;     /* console.c: inotify of the console logs */

@@ -31,6 +31,7 @@
 #include "sandbox/bootfile.h"
 #include "api/api.h"
 #include "envd/envd.h"
+#include "net/net.h"
 #include "kilnd.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/store.h"
@@ -82,6 +83,8 @@ static void usage(FILE *f)
 	        "  --max-timeout S       longest lifetime a request may ask for (default 86400)\n"
 	        "  --retain S            seconds dead sandboxes stay listed (default 3600)\n"
 	        "  --max-upload BYTES    largest file upload (default 8G)\n"
+	        "  --dns-server LIST     the sandboxes' lookups go to these (ADDR[:PORT],...)\n"
+	        "                        instead of /etc/resolv.conf's servers\n"
 	        "  --console-max BYTES   a sandbox's console.log before it is rotated to\n"
 	        "                        console.log.1 (default 4M)\n"
 	        "  --max-conns N         client connections at once (default 1024; the unix\n"
@@ -313,6 +316,7 @@ static void cfg_free(struct kilnd_cfg *cfg)
 	free(cfg->initrd);
 	free(cfg->images_dir);
 	free(cfg->image_initrd);
+	free(cfg->dns_servers);
 }
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
@@ -349,6 +353,7 @@ enum {
 	OPT_MAX_TIMEOUT,
 	OPT_RETAIN,
 	OPT_MAX_UPLOAD,
+	OPT_DNS_SERVER,
 	OPT_MAX_CONNS,
 	OPT_CONSOLE_MAX,
 	OPT_MAX_UNAUTH,
@@ -382,6 +387,7 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"max-timeout", required_argument, NULL, OPT_MAX_TIMEOUT},
 	    {"retain", required_argument, NULL, OPT_RETAIN},
 	    {"max-upload", required_argument, NULL, OPT_MAX_UPLOAD},
+	    {"dns-server", required_argument, NULL, OPT_DNS_SERVER},
 	    {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
 	    {"console-max", required_argument, NULL, OPT_CONSOLE_MAX},
 	    {"max-unauth-conns", required_argument, NULL, OPT_MAX_UNAUTH},
@@ -480,6 +486,10 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 			break;
 		case OPT_MAX_UPLOAD:
 			cfg->max_upload = parse_size("--max-upload", optarg);
+			break;
+		case OPT_DNS_SERVER:
+			free(cfg->dns_servers);
+			cfg->dns_servers = strdup(optarg);
 			break;
 		case OPT_MAX_CONNS:
 			cfg->http.max_conns = (unsigned)parse_seconds("--max-conns", optarg);
@@ -629,6 +639,11 @@ int main(int argc, char **argv)
 	kd.loop = ev_loop_new(EVFLAG_AUTO);
 	if (!kd.loop)
 		die("cannot create the event loop");
+	rc = net_init(&kd, cfg->dns_servers);
+	if (rc)
+		die("cannot set up the sandboxes' resolver%s%s",
+		    cfg->dns_servers ? ": --dns-server " : "",
+		    cfg->dns_servers ? cfg->dns_servers : "");
 	rc = store_open(&kd.store, db);
 	if (rc)
 		die("cannot open the state store %s", db);
@@ -681,6 +696,7 @@ int main(int argc, char **argv)
 	unlink(cfg->socket_path);
 	sb_free_all(&kd);
 	console_free(&kd);
+	net_fini(&kd);
 	tmpl_free_all(&kd);
 	bootfile_free_all(&kd);
 	store_close(kd.store);

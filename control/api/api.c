@@ -19,6 +19,7 @@
 #include "net/ports.h"
 #include "sandbox/image.h"
 #include "http/jsonutil.h"
+#include "net/net.h"
 #include "proxy.h"
 #include "sandbox/sandbox.h"
 #include "agent/spare.h"
@@ -103,6 +104,7 @@ struct metrics_req {
 	struct http_conn *c;
 	struct agent_conn *a;
 	int cpu_count;
+	char id[SB_ID_LEN + 1]; /* the sandbox, for its network counters */
 	bool hello;
 	bool reuse; /* the agent keeps the connection after INFO */
 };
@@ -117,6 +119,7 @@ static void metrics_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n
 {
 	struct metrics_req *r = ctx;
 	struct agent_info info;
+	struct sandbox *sb;
 	uint32_t v, kind;
 
 	if (type == KILN_MSG_HELLO && !r->hello && !agent_parse_hello(p, n, &v, &kind)) {
@@ -138,6 +141,10 @@ static void metrics_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n
 		iso8601(now_ms(), ts);
 		if (m)
 			json_object_set_new(json_array_get(m, 0), "timestamp", json_string(ts));
+		/* kiln's own: egress and DNS counters since the sandbox started. */
+		sb = sb_find(r->kd, r->id);
+		if (m && sb)
+			json_object_set_new(json_array_get(m, 0), "network", net_sb_metrics(sb));
 		http_respond_json(r->c, 200, m);
 		spare_release(&r->a, r->reuse);
 		metrics_free(r);
@@ -185,6 +192,7 @@ static void do_metrics(struct kilnd *kd, struct http_conn *c, struct sandbox *sb
 	r->kd = kd;
 	r->c = c;
 	r->cpu_count = sb->rec.cpu_count;
+	snprintf(r->id, sizeof(r->id), "%s", sb->rec.id);
 	r->a = proxy_open(kd, c, sb, KILN_STREAM_INFO, KILN_FRAME_REUSE, &metrics_agent_ops, r);
 	if (!r->a) {
 		free(r);

@@ -11,6 +11,7 @@
 #include "sandbox/bootfile.h"
 #include "sandbox/image.h"
 #include "http/jsonutil.h"
+#include "net/net.h"
 #include "sandbox/template.h"
 #include "util.h"
 
@@ -136,6 +137,7 @@ void api_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 	const char *tmpl = NULL, *image = NULL;
 	struct sb_params p = {0};
 	struct template *t = NULL;
+	struct net_policy pol;
 	struct create_wait *w;
 	struct sandbox *sb;
 	char *image_path = NULL;
@@ -168,21 +170,32 @@ void api_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 		free(image_path);
 		return;
 	}
+	/* The egress policy: the request's on top of the template's. */
+	status = net_policy_from_request(body, t ? &t->policy : NULL, &pol, msg, sizeof(msg));
+	if (status) {
+		http_respond_error(c, 400, "%s", msg);
+		free(image_path);
+		return;
+	}
+	p.policy = &pol;
 	/* A clone started ahead, up already: the answer is now. */
 	if (t && (sb = pool_take(kd, t, &p))) {
 		http_respond_json(c, 201, api_sandbox_json(kd, sb));
 		free(image_path);
+		net_policy_clear(&pol);
 		return;
 	}
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		http_respond_error(c, 500, "out of memory");
 		free(image_path);
+		net_policy_clear(&pol);
 		return;
 	}
 	w->c = c;
 	status = sb_create(kd, &p, create_ready, w, &sb, msg, sizeof(msg));
 	free(image_path);
+	net_policy_clear(&pol);
 	if (status) {
 		free(w);
 		if (status == 429)

@@ -229,6 +229,7 @@ static void start_clones(struct fork_req *f, struct sandbox *src)
 	    .public_ports = src->rec.flags & SB_F_PUBLIC_PORTS,
 	    .env = src->env,
 	    .metadata = src->metadata,
+	    .policy = &src->policy,
 	};
 
 	f->pending = f->count;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/net.h"
 #include "sandbox/sandbox.h"
 #include "util.h"
 
@@ -43,6 +44,14 @@ json_t *sb_to_json(const struct sandbox *sb)
 	                              sb->rec.flags & SB_F_AUTO_PAUSE ? "pause" : "kill",
 	                              "autoResume", 1));
 	json_object_set_new(j, "resumeCount", json_integer(sb->rec.resumes));
+	/* E2B's SandboxDetail: allowInternetAccess and network {allowOut, denyOut}. */
+	{
+		json_t *net = net_policy_to_json(&sb->policy);
+
+		json_object_set_new(j, "allowInternetAccess", json_boolean(sb->policy.internet));
+		json_object_del(net, "internet");
+		json_object_set_new(j, "network", net);
+	}
 	return j;
 }
 

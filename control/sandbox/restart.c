@@ -14,6 +14,7 @@
 #include <sys/pidfd.h>
 #include <unistd.h>
 
+#include "net/net.h"
 #include "sandbox_int.h"
 #include "util.h"
 #include "vmm_proc.h"
@@ -109,6 +110,7 @@ static int restore_one(void *ctx, struct sb_record *r)
 	sb->state = sb_state_from_name(r->state);
 	sb->env = r->env_json ? json_loads(r->env_json, 0, NULL) : NULL;
 	sb->metadata = r->metadata_json ? json_loads(r->metadata_json, 0, NULL) : NULL;
+	net_policy_load(r->net_json, &sb->policy);
 	if (!json_is_object(sb->env)) {
 		json_decref(sb->env);
 		sb->env = json_object();

@@ -16,6 +16,7 @@
 
 #include "agent/agent_client.h"
 #include "envd/envd.h"
+#include "net/net.h"
 #include "sandbox_int.h"
 #include "agent/spare.h"
 #include "console.h"
@@ -64,6 +65,8 @@ int sb_save(struct sandbox *sb)
 	free(sb->rec.metadata_json);
 	sb->rec.env_json = env;
 	sb->rec.metadata_json = meta;
+	free(sb->rec.net_json);
+	sb->rec.net_json = net_policy_dump(&sb->policy);
 	if (!env || !meta || !sb->rec.state || store_put(sb->kd->store, &sb->rec)) {
 		log_err("sandbox %s: could not persist state %s", sb->rec.id, sb->rec.state);
 		return -EIO;
@@ -129,6 +132,7 @@ struct sandbox *sb_alloc(struct kilnd *kd, const char *id)
 		free(sb);
 		return NULL;
 	}
+	sb->policy.internet = true;
 	ev_init(&sb->life, NULL);
 	ev_init(&sb->boot, NULL);
 	sb->life.data = sb->boot.data = sb;
@@ -138,6 +142,8 @@ struct sandbox *sb_alloc(struct kilnd *kd, const char *id)
 static void sb_free(struct sandbox *sb)
 {
 	envd_sandbox_down(sb);
+	net_sb_free(sb);
+	net_policy_clear(&sb->policy);
 	ev_timer_stop(sb->kd->loop, &sb->life);
 	ev_timer_stop(sb->kd->loop, &sb->boot);
 	if (sb->pidfd >= 0) {
@@ -216,6 +222,7 @@ int sb_watch_pid(struct sandbox *sb, int pid)
 	sb->pid_w.data = sb;
 	ev_io_start(sb->kd->loop, &sb->pid_w);
 	console_watch(sb);
+	net_sb_up(sb);
 	return 0;
 }
 
@@ -524,6 +531,7 @@ static void on_vmm_exit(struct ev_loop *loop, ev_io *w, int revents)
 	sb->pidfd = -1;
 	sb->alive = false;
 	console_unwatch(sb);
+	net_sb_down(sb);
 	/* Whatever else the VMM left in its group goes too. */
 	kill(-sb->rec.pid, SIGKILL);
 	if (sb->deleted) {
@@ -620,6 +628,11 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 	sb->restored = p->restore != NULL;
 	sb->env = p->env ? json_deep_copy(p->env) : json_object();
 	sb->metadata = p->metadata ? json_deep_copy(p->metadata) : json_object();
+	if (p->policy && net_policy_copy(&sb->policy, p->policy)) {
+		snprintf(msg, msglen, "out of memory");
+		sb_free(sb);
+		return 500;
+	}
 	sb->state = SB_STARTING;
 	if (strlen(sb->vsock_path) + 8 > 107) {
 		snprintf(msg, msglen, "data directory path too long for a unix socket");
@@ -681,6 +694,14 @@ void sb_claim(struct sandbox *sb, const struct sb_params *p)
 	json_decref(sb->metadata);
 	sb->env = p->env ? json_deep_copy(p->env) : json_object();
 	sb->metadata = p->metadata ? json_deep_copy(p->metadata) : json_object();
+	if (p->policy) {
+		struct net_policy pol;
+
+		if (!net_policy_copy(&pol, p->policy)) {
+			net_policy_clear(&sb->policy);
+			sb->policy = pol;
+		}
+	}
 	sb_set_timeout(sb, p->timeout_s); /* saves it */
 }
 

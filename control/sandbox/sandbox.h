@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "kilnd.h"
+#include "net/policy.h"
 #include "store.h"
 
 enum sb_state {
@@ -49,7 +50,9 @@ struct sandbox {
 	struct sandbox *next;
 	struct sb_record rec;
 	enum sb_state state;
-	json_t *env, *metadata; /* objects, never NULL */
+	json_t *env, *metadata;   /* objects, never NULL */
+	struct net_policy policy; /* egress (net/policy.h), persisted as rec.net_json */
+	struct net_sb *net;       /* net/net.c: its listener, connections, counters */
 	char *dir, *vsock_path, *console_path, *pid_path, *api_path, *snap_path;
 
 	int pidfd;
@@ -90,10 +93,11 @@ struct sb_params {
 	 * memory file in template_dir) instead of booting. */
 	const char *restore, *template_dir;
 	long long timeout_s, memory_mb, cpu_count;
-	bool auto_pause;        /* pause, not kill, when the lifetime ends */
-	bool pool;              /* a clone for its template's warm pool (pool.c) */
-	bool public_ports;      /* its ports answer without the API key (net/ports.h) */
-	json_t *env, *metadata; /* borrowed; may be NULL */
+	bool auto_pause;                 /* pause, not kill, when the lifetime ends */
+	bool pool;                       /* a clone for its template's warm pool (pool.c) */
+	bool public_ports;               /* its ports answer without the API key (net/ports.h) */
+	json_t *env, *metadata;          /* borrowed; may be NULL */
+	const struct net_policy *policy; /* borrowed; NULL: internet on, no rules */
 };
 
 /* Start a sandbox. Returns 0 (cb is called later; *out is the sandbox) or an

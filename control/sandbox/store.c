@@ -15,7 +15,7 @@
  * templates. 3: a sandbox's own timeout (auto-resume re-arms it), its count
  * of resumes, and a template's warm pool size. An older database is
  * upgraded in place. */
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 
 struct store {
 	sqlite3 *db;
@@ -67,6 +67,10 @@ static const char upgrade3[] = "ALTER TABLE sandboxes ADD COLUMN timeout_s INTEG
                                "ALTER TABLE templates ADD COLUMN pool INTEGER NOT NULL"
                                " DEFAULT 0;";
 
+/* 4: the egress policy of sandboxes and templates (control/net/). */
+static const char upgrade4[] = "ALTER TABLE sandboxes ADD COLUMN net TEXT;"
+                               "ALTER TABLE templates ADD COLUMN net TEXT;";
+
 static int fail(struct store *s, const char *what)
 {
 	log_err("store: %s: %s", what, sqlite3_errmsg(s->db));
@@ -102,6 +106,8 @@ static int migrate(struct store *s, int version)
 		goto rollback;
 	if (version < 3 && sqlite3_exec(s->db, upgrade3, NULL, NULL, NULL) != SQLITE_OK)
 		goto rollback;
+	if (version < 4 && sqlite3_exec(s->db, upgrade4, NULL, NULL, NULL) != SQLITE_OK)
+		goto rollback;
 	if (sqlite3_exec(s->db, "PRAGMA user_version = " STR(SCHEMA_VERSION) "; COMMIT", NULL, NULL,
 	                 NULL) != SQLITE_OK)
 		goto rollback;
@@ -115,10 +121,10 @@ rollback:
 #define SB_COLS                                                                                \
 	"id, template, state, reason, pid, pid_start, created_ms, end_ms, died_ms, memory_mb," \
 	" cpu_count, env, metadata, kernel, initrd, image, flags, paused_ms, snap_bytes,"      \
-	" timeout_s, resumes"
+	" timeout_s, resumes, net"
 #define TMPL_COLS                                                                         \
 	"name, image_name, kernel, initrd, image, warmup, snap_id, memory_mb, cpu_count," \
-	" snap_bytes, created_ms, build_ms, pool"
+	" snap_bytes, created_ms, build_ms, pool, net"
 
 int store_open(struct store **out, const char *path)
 {
@@ -148,7 +154,7 @@ int store_open(struct store **out, const char *path)
 		goto fail_quiet;
 	if (sqlite3_prepare_v2(s->db,
 	                       "INSERT OR REPLACE INTO sandboxes (" SB_COLS ") VALUES"
-	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &s->put, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM sandboxes WHERE id = ?", -1, &s->del, NULL) !=
 	        SQLITE_OK ||
@@ -156,7 +162,7 @@ int store_open(struct store **out, const char *path)
 	                       &s->load, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
 	                       "INSERT OR REPLACE INTO templates (" TMPL_COLS ") VALUES"
-	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &s->tput, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM templates WHERE name = ?", -1, &s->tdel, NULL) !=
 	        SQLITE_OK ||
@@ -228,6 +234,7 @@ int store_put(struct store *s, const struct sb_record *r)
 	sqlite3_bind_int64(st, 19, r->snap_bytes);
 	sqlite3_bind_int64(st, 20, r->timeout_s);
 	sqlite3_bind_int64(st, 21, r->resumes);
+	bind_text(st, 22, r->net_json);
 	return step_once(s, st, "put");
 }
 
@@ -278,6 +285,7 @@ int store_load(struct store *s, int (*cb)(void *ctx, struct sb_record *r), void 
 		r.snap_bytes = sqlite3_column_int64(st, 18);
 		r.timeout_s = sqlite3_column_int64(st, 19);
 		r.resumes = sqlite3_column_int64(st, 20);
+		r.net_json = col_text(st, 21);
 		if (!r.template_id || !r.state) {
 			sb_record_free(&r);
 			continue;
@@ -299,6 +307,8 @@ void sb_record_free(struct sb_record *r)
 	free(r->reason);
 	free(r->env_json);
 	free(r->metadata_json);
+	free(r->net_json);
+	r->net_json = NULL;
 	free(r->kernel);
 	free(r->initrd);
 	free(r->image);
@@ -326,6 +336,7 @@ int store_tmpl_put(struct store *s, const struct tmpl_record *t)
 	sqlite3_bind_int64(st, 11, t->created_ms);
 	sqlite3_bind_int64(st, 12, t->build_ms);
 	sqlite3_bind_int(st, 13, t->pool);
+	bind_text(st, 14, t->net_json);
 	return step_once(s, st, "put template");
 }
 
@@ -358,6 +369,7 @@ int store_tmpl_load(struct store *s, int (*cb)(void *ctx, struct tmpl_record *t)
 		t.created_ms = sqlite3_column_int64(st, 10);
 		t.build_ms = sqlite3_column_int64(st, 11);
 		t.pool = sqlite3_column_int(st, 12);
+		t.net_json = col_text(st, 13);
 		if (!t.name || !t.image_name || !t.kernel || !t.initrd || !t.snap_id) {
 			tmpl_record_free(&t);
 			continue;
@@ -381,5 +393,6 @@ void tmpl_record_free(struct tmpl_record *t)
 	free(t->image);
 	free(t->warmup_json);
 	free(t->snap_id);
+	free(t->net_json);
 	memset(t, 0, sizeof(*t));
 }

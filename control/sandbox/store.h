@@ -26,6 +26,7 @@ struct sb_record {
 	int64_t created_ms, end_ms, died_ms;
 	int memory_mb, cpu_count;
 	char *env_json, *metadata_json; /* JSON objects or NULL */
+	char *net_json; /* the egress policy (net_policy_dump), NULL: internet on, no rules */
 	/* The files the VM runs on: a snapshot resumes only with the same ones,
 	 * whatever kilnd's options are now. NULL kernel/initrd: kilnd's own
 	 * (records of schema 1); NULL image: none. */
@@ -44,6 +45,7 @@ struct tmpl_record {
 	char *kernel, *initrd, *image;
 	char *warmup_json; /* the warm-up command, a JSON array, or NULL */
 	char *snap_id;     /* the snapshot's id (names its template memory file) */
+	char *net_json;    /* the egress policy its clones start with, or NULL */
 	int memory_mb, cpu_count;
 	int64_t snap_bytes, created_ms, build_ms;
 	int pool; /* clones kept started ahead (pool.c) */

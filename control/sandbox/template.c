@@ -27,6 +27,7 @@
 #include "bootfile.h"
 #include "http/buf.h"
 #include "image.h"
+#include "net/net.h"
 #include "http/jsonutil.h"
 #include "template.h"
 #include "util.h"
@@ -83,9 +84,11 @@ static struct template *tmpl_new(struct kilnd *kd, struct tmpl_record *rec)
 	if (!t)
 		return NULL;
 	t->rec = *rec;
+	net_policy_load(rec->net_json, &t->policy);
 	if (asprintf(&t->dir, "%s/templates/%s", kd->cfg.data_dir, rec->name) < 0 ||
 	    asprintf(&t->snap_path, "%s/" TMPL_SNAP_FILE, t->dir) < 0) {
 		free(t->dir);
+		net_policy_clear(&t->policy);
 		free(t);
 		return NULL;
 	}
@@ -95,6 +98,7 @@ static struct template *tmpl_new(struct kilnd *kd, struct tmpl_record *rec)
 static void tmpl_free(struct template *t)
 {
 	tmpl_record_free(&t->rec);
+	net_policy_clear(&t->policy);
 	free(t->dir);
 	free(t->snap_path);
 	free(t);
@@ -193,6 +197,7 @@ void tmpl_clone_params(struct kilnd *kd, const struct template *t, struct sb_par
 	p->template_dir = t->dir;
 	p->memory_mb = t->rec.memory_mb;
 	p->cpu_count = t->rec.cpu_count;
+	p->policy = &t->policy;
 }
 
 char *tmpl_names(struct kilnd *kd)
@@ -458,6 +463,7 @@ static void build_snapshotted(void *ctx, struct sandbox *sb, json_t *reply, cons
 	b->rec.cpu_count = sb->rec.cpu_count;
 	b->rec.snap_bytes = json_integer_value(json_object_get(reply, "file_size"));
 	b->rec.pool = (int)b->pool;
+	b->rec.net_json = net_policy_dump(&sb->policy);
 	/* The build sandbox has done its part. */
 	sb_delete(sb);
 	b->sb_id[0] = 0;
@@ -616,6 +622,7 @@ void api_template_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 	char err[JSON_ERR_LEN] = "", msg[512];
 	const char *name = NULL, *image = NULL;
 	struct sb_params p = {0};
+	struct net_policy pol;
 	struct tmpl_build *b;
 	struct sandbox *sb;
 	char *image_path = NULL, *names;
@@ -678,12 +685,22 @@ void api_template_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 		build_free(b);
 		return;
 	}
+	/* Its policy is the build's (a warm-up may pip install) and the clones'. */
+	if (net_policy_from_request(body, NULL, &pol, msg, sizeof(msg))) {
+		http_respond_error(c, 400, "%s", msg);
+		tmpl_rm_dir(kd, name);
+		free(image_path);
+		build_free(b);
+		return;
+	}
+	p.policy = &pol;
 	p.kernel = bootfile_pin(kd, kd->cfg.kernel, msg, sizeof(msg));
 	if (p.kernel)
 		p.initrd = bootfile_pin(kd, image_path ? kd->cfg.image_initrd : kd->cfg.initrd, msg,
 		                        sizeof(msg));
 	if (!p.initrd) {
 		http_respond_error(c, 500, "template %s: %s", name, msg);
+		net_policy_clear(&pol);
 		tmpl_rm_dir(kd, name);
 		free(image_path);
 		build_free(b);
@@ -699,6 +716,7 @@ void api_template_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 	b->next = kd->builds;
 	kd->builds = b;
 	status = sb_create(kd, &p, build_ready, b, &sb, msg, sizeof(msg));
+	net_policy_clear(&pol);
 	json_decref(meta);
 	free(image_path);
 	if (status) {

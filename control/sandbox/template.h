@@ -18,6 +18,7 @@ struct template
 {
 	struct template *next;
 	struct tmpl_record rec;
+	struct net_policy policy; /* its clones' egress policy (rec.net_json) */
 	char *dir, *snap_path;
 	ev_tstamp pool_retry_at; /* a pool clone failed to start: not before then */
 };

@@ -18,7 +18,12 @@ static const char create_help[] =
     "  --mem MB          guest memory in MiB (default 256)\n"
     "  --cpus N          vCPUs (default 1)\n"
     "  -e, --env K=V     environment for every command in the sandbox (repeatable)\n"
-    "  --metadata K=V    metadata to attach (repeatable)\n";
+    "  --metadata K=V    metadata to attach (repeatable)\n"
+    "  --allow-out RULE  let the sandbox connect there (repeatable); RULE is a domain,\n"
+    "                    *.domain, host.kiln.internal (the host's loopback), an IP\n"
+    "                    address or CIDR, each with an optional :PORT ([v6]:PORT)\n"
+    "  --deny-out RULE   refuse connections there (repeatable; allow rules win)\n"
+    "  --no-internet     refuse every destination no --allow-out rule names\n";
 
 void create_opts_init(struct create_opts *o)
 {
@@ -64,8 +69,12 @@ int create_opt(struct create_opts *o, int argc, char **argv, int *i)
 
 	if (strcmp(a, "--image") && strcmp(a, "--template") && strcmp(a, "--timeout") &&
 	    strcmp(a, "--mem") && strcmp(a, "--cpus") && strcmp(a, "-e") && strcmp(a, "--env") &&
-	    strcmp(a, "--metadata"))
-		return 0;
+	    strcmp(a, "--metadata") && strcmp(a, "--allow-out") && strcmp(a, "--deny-out")) {
+		if (strcmp(a, "--no-internet"))
+			return 0;
+		o->no_internet = true;
+		return 1;
+	}
 	if (!v) {
 		fprintf(stderr, "kiln: %s needs a value\n", a);
 		return -1;
@@ -86,7 +95,14 @@ int create_opt(struct create_opts *o, int argc, char **argv, int *i)
 		return (o->cpus = num_arg(a, v)) < 0 ? -1 : 1;
 	else if (!strcmp(a, "--metadata"))
 		return kv_into(&o->metadata, v, a) ? -1 : 1;
-	else
+	else if (!strcmp(a, "--allow-out") || !strcmp(a, "--deny-out")) {
+		json_t **list = a[2] == 'a' ? &o->allow_out : &o->deny_out;
+
+		if (!*list)
+			*list = json_array();
+		json_array_append_new(*list, json_string(v));
+		return 1;
+	} else
 		return kv_into(&o->env, v, a) ? -1 : 1;
 	return 1;
 }
@@ -94,8 +110,11 @@ int create_opt(struct create_opts *o, int argc, char **argv, int *i)
 /* kilnd's message names the request's field: name our option instead. */
 static void print_create_error(const struct kc_resp *r)
 {
-	static const char *const opt[][2] = {
-	    {"'memoryMB'", "--mem"}, {"'cpuCount'", "--cpus"}, {"'timeout'", "--timeout"}};
+	static const char *const opt[][2] = {{"'memoryMB'", "--mem"},
+	                                     {"'cpuCount'", "--cpus"},
+	                                     {"'timeout'", "--timeout"},
+	                                     {"network.allowOut", "--allow-out"},
+	                                     {"network.denyOut", "--deny-out"}};
 	json_t *j = r->body_len ? json_loadb(r->body, r->body_len, 0, NULL) : NULL;
 	const char *msg = json_string_value(json_object_get(j, "message"));
 
@@ -130,6 +149,17 @@ char *sandbox_create(struct kc *k, const struct create_opts *o, bool show_progre
 		json_object_set(req, "envVars", o->env);
 	if (o->metadata)
 		json_object_set(req, "metadata", o->metadata);
+	if (o->no_internet)
+		json_object_set_new(req, "allow_internet_access", json_false());
+	if (o->allow_out || o->deny_out) {
+		json_t *net = json_object();
+
+		if (o->allow_out)
+			json_object_set(net, "allowOut", o->allow_out);
+		if (o->deny_out)
+			json_object_set(net, "denyOut", o->deny_out);
+		json_object_set_new(req, "network", net);
+	}
 	if (tty)
 		fprintf(stderr, "creating sandbox...");
 	body = json_dumps(req, JSON_COMPACT);

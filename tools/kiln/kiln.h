@@ -113,6 +113,8 @@ struct create_opts {
 	long timeout;
 	long mem, cpus;
 	json_t *env, *metadata;
+	json_t *allow_out, *deny_out; /* arrays of rules, or NULL */
+	bool no_internet;
 };
 void create_opts_init(struct create_opts *o);
 /* Parse one create option at argv[*i]; 1 if consumed, 0 if not ours, -1 bad. */

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: MIT */
+/* A sandbox's network state in kilnd: its listener, its log lines and
+ * counters; policies to and from JSON; the kilnd-wide context. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <kiln/net.h>
+
+#include "net/net_int.h"
+#include "sandbox/sandbox.h"
+#include "util.h"
+
+#define LOG_LINES_PER_S 20
+#define HOST_ADDRS_MAX  256
+
+/* ---------------------------------------------------------------- kilnd-wide */
+
+int net_init(struct kilnd *kd, const char *servers)
+{
+	struct net_ctx *nc = calloc(1, sizeof(*nc));
+	int rc;
+
+	if (!nc)
+		return -ENOMEM;
+	nc->kd = kd;
+	rc = resolver_new(kd->loop, servers, &nc->res);
+	if (rc) {
+		free(nc);
+		return rc;
+	}
+	kd->net = nc;
+	return 0;
+}
+
+void net_fini(struct kilnd *kd)
+{
+	struct net_ctx *nc = kd->net;
+
+	if (!nc)
+		return;
+	resolver_free(nc->res);
+	free(nc->host);
+	free(nc);
+	kd->net = NULL;
+}
+
+void net_host_addrs(struct net_ctx *nc, const uint8_t (**v)[16], size_t *n)
+{
+	ev_tstamp now = ev_now(nc->kd->loop);
+	struct ifaddrs *ifa, *i;
+
+	if (nc->host_at && now - nc->host_at < 10) {
+		*v = (const uint8_t(*)[16])nc->host;
+		*n = nc->nhost;
+		return;
+	}
+	nc->host_at = now;
+	if (!getifaddrs(&ifa)) {
+		uint8_t(*h)[16] = calloc(HOST_ADDRS_MAX, 16);
+		size_t k = 0;
+
+		for (i = ifa; h && i && k < HOST_ADDRS_MAX; i = i->ifa_next) {
+			if (!i->ifa_addr)
+				continue;
+			if (i->ifa_addr->sa_family == AF_INET) {
+				h[k][10] = h[k][11] = 0xff;
+				memcpy(h[k++] + 12, &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
+				       4);
+			} else if (i->ifa_addr->sa_family == AF_INET6) {
+				memcpy(h[k++], &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
+				       16);
+			}
+		}
+		freeifaddrs(ifa);
+		if (h) {
+			free(nc->host);
+			nc->host = h;
+			nc->nhost = k;
+		}
+	}
+	*v = (const uint8_t(*)[16])nc->host;
+	*n = nc->nhost;
+}
+
+/* ---------------------------------------------------------------- policies */
+
+static int add_list(struct net_policy *p, json_t *list, bool allow, const char *what, char *err,
+                    size_t errlen)
+{
+	size_t i;
+	json_t *v;
+
+	if (!list)
+		return 0;
+	if (!json_is_array(list)) {
+		snprintf(err, errlen, "'network.%s' must be an array of strings", what);
+		return -EINVAL;
+	}
+	json_array_foreach(list, i, v)
+	{
+		char e[200];
+
+		if (!json_is_string(v)) {
+			snprintf(err, errlen, "'network.%s' must be an array of strings", what);
+			return -EINVAL;
+		}
+		if (net_policy_add(p, allow, json_string_value(v), json_string_length(v), e,
+		                   sizeof(e))) {
+			snprintf(err, errlen, "network.%s[%zu]: %s", what, i, e);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int net_policy_from_request(json_t *body, const struct net_policy *base, struct net_policy *out,
+                            char *err, size_t errlen)
+{
+	json_t *net = json_object_get(body, "network");
+	json_t *inet = json_object_get(body, "allow_internet_access");
+
+	if (!inet)
+		inet = json_object_get(body, "allowInternetAccess");
+	memset(out, 0, sizeof(*out));
+	out->internet = true;
+	if (base && net_policy_copy(out, base)) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (inet && !json_is_null(inet)) {
+		if (!json_is_boolean(inet)) {
+			snprintf(err, errlen, "'allow_internet_access' must be a boolean");
+			goto fail;
+		}
+		out->internet = json_is_true(inet);
+	}
+	if (net && !json_is_null(net)) {
+		if (!json_is_object(net)) {
+			snprintf(err, errlen, "'network' must be an object");
+			goto fail;
+		}
+		/* A template's lists are replaced by the request's, not merged. */
+		if (json_object_get(net, "allowOut") || json_object_get(net, "denyOut")) {
+			bool internet = out->internet;
+
+			net_policy_clear(out);
+			out->internet = internet;
+		}
+		if (add_list(out, json_object_get(net, "allowOut"), true, "allowOut", err,
+		             errlen) ||
+		    add_list(out, json_object_get(net, "denyOut"), false, "denyOut", err, errlen))
+			goto fail;
+	}
+	return 0;
+fail:
+	net_policy_clear(out);
+	return -EINVAL;
+}
+
+json_t *net_policy_to_json(const struct net_policy *p)
+{
+	json_t *allow = json_array(), *deny = json_array();
+
+	for (size_t i = 0; i < p->nallow; i++)
+		json_array_append_new(allow, json_string(p->allow[i].text));
+	for (size_t i = 0; i < p->ndeny; i++)
+		json_array_append_new(deny, json_string(p->deny[i].text));
+	return json_pack("{s:b,s:o,s:o}", "internet", p->internet, "allowOut", allow, "denyOut",
+	                 deny);
+}
+
+char *net_policy_dump(const struct net_policy *p)
+{
+	json_t *j = net_policy_to_json(p);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	json_decref(j);
+	return s;
+}
+
+void net_policy_load(const char *text, struct net_policy *out)
+{
+	json_t *j = text ? json_loads(text, 0, NULL) : NULL, *inet = json_object_get(j, "internet");
+	json_t *body = json_object();
+	char err[256];
+
+	/* The stored form is a create request's, with "internet" for the flag. */
+	if (j)
+		json_object_set(body, "network", j);
+	if (inet)
+		json_object_set(body, "allow_internet_access", inet);
+	if (net_policy_from_request(body, NULL, out, err, sizeof(err))) {
+		if (text)
+			log_warn("net: a stored policy does not parse (%s): internet on, no rules",
+			         err);
+		memset(out, 0, sizeof(*out));
+		out->internet = true;
+	}
+	json_decref(body);
+	json_decref(j);
+}
+
+/* ---------------------------------------------------------------- per sandbox */
+
+const struct net_policy *net_sb_policy(const struct net_sb *ns)
+{
+	return &ns->sb->policy;
+}
+
+void net_log(struct net_sb *ns, const char *fmt, ...)
+{
+	ev_tstamp now = ev_now(ns->sb->kd->loop);
+	char line[1024];
+	size_t n = 0;
+	va_list ap;
+	int fd;
+
+	if (now - ns->log_at >= 1) {
+		ns->log_at = now;
+		ns->log_lines = 0;
+		if (ns->log_dropped)
+			n = (size_t)snprintf(
+			    line, sizeof(line),
+			    "kiln-net: %u more lines about the network not logged\n",
+			    ns->log_dropped);
+		ns->log_dropped = 0;
+	}
+	if (++ns->log_lines > LOG_LINES_PER_S) {
+		ns->log_dropped++;
+		return;
+	}
+	n += (size_t)snprintf(line + n, sizeof(line) - n, "kiln-net: ");
+	va_start(ap, fmt);
+	if (n < sizeof(line))
+		n += (size_t)vsnprintf(line + n, sizeof(line) - n, fmt, ap);
+	va_end(ap);
+	if (n > sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	log_info("sandbox %s: %.*s", ns->sb->rec.id, (int)n - 1, line);
+	fd = open(ns->sb->console_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, line, n) < 0) {
+		/* the log is best effort */
+	}
+	close(fd);
+}
+
+static void on_listen(struct ev_loop *loop, ev_io *w, int revents)
+{
+	egress_accept(w->data);
+}
+
+void net_sb_up(struct sandbox *sb)
+{
+	struct net_sb *ns = sb->net;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+	if (!sb->kd->net)
+		return;
+	if (!ns) {
+		ns = sb->net = calloc(1, sizeof(*ns));
+		if (!ns)
+			return;
+		ns->sb = sb;
+		ns->nc = sb->kd->net;
+		ns->lfd = -1;
+	}
+	if (ns->lfd >= 0)
+		return;
+	free(ns->lpath);
+	if (asprintf(&ns->lpath, "%s_%u", sb->vsock_path, KILN_NET_PORT) < 0) {
+		ns->lpath = NULL;
+		return;
+	}
+	if (strlen(ns->lpath) >= sizeof(sa.sun_path)) {
+		log_warn("sandbox %s: %s: path too long for a unix socket: no network", sb->rec.id,
+		         ns->lpath);
+		return;
+	}
+	strcpy(sa.sun_path, ns->lpath);
+	unlink(ns->lpath);
+	ns->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (ns->lfd < 0 || bind(ns->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(ns->lfd, 128)) {
+		log_warn("sandbox %s: egress listener %s: %s: no network", sb->rec.id, ns->lpath,
+		         strerror(errno));
+		if (ns->lfd >= 0)
+			close(ns->lfd);
+		ns->lfd = -1;
+		return;
+	}
+	ev_io_init(&ns->lw, on_listen, ns->lfd, EV_READ);
+	ns->lw.data = ns;
+	ev_io_start(sb->kd->loop, &ns->lw);
+}
+
+void net_sb_down(struct sandbox *sb)
+{
+	struct net_sb *ns = sb->net;
+
+	if (!ns)
+		return;
+	egress_close_all(ns);
+	if (ns->lfd >= 0) {
+		ev_io_stop(sb->kd->loop, &ns->lw);
+		close(ns->lfd);
+		ns->lfd = -1;
+		unlink(ns->lpath);
+	}
+}
+
+void net_sb_free(struct sandbox *sb)
+{
+	struct net_sb *ns = sb->net;
+
+	if (!ns)
+		return;
+	net_sb_down(sb);
+	net_pins_free(&ns->pins);
+	free(ns->lpath);
+	free(ns);
+	sb->net = NULL;
+}
+
+json_t *net_sb_metrics(const struct sandbox *sb)
+{
+	const struct net_sb *ns = sb->net;
+	struct net_sb zero = {0};
+
+	if (!ns)
+		ns = &zero;
+	return json_pack("{s:I,s:I,s:I,s:I,s:i,s:I,s:I}", "bytesOut", (json_int_t)ns->bytes_out,
+	                 "bytesIn", (json_int_t)ns->bytes_in, "connections",
+	                 (json_int_t)ns->connections, "refused", (json_int_t)ns->refused, "open",
+	                 (int)ns->nconns, "dnsLookups", (json_int_t)ns->dns_lookups, "dnsRefused",
+	                 (json_int_t)ns->dns_refused);
+}

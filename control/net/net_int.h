@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside control/net/: what net.c, egress.c, dns.c and resolver.c share. */
+#ifndef KILND_NET_INT_H
+#define KILND_NET_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ev.h>
+
+#include "net/net.h"
+
+#define NET_CONNS_MAX       256          /* egress connections per sandbox */
+#define NET_BUF             (256u << 10) /* bytes buffered per direction */
+#define NET_HELLO_TIMEOUT   10.0         /* s for a guest to send its hello */
+#define NET_CONNECT_TIMEOUT 15.0         /* s for the host's connect */
+#define DNS_RATE            50.0         /* lookups per second per sandbox ... */
+#define DNS_BURST           200.0        /* ... after a burst of this many */
+#define DNS_INFLIGHT_MAX    64           /* lookups at the host resolver per sandbox */
+
+struct resolver;
+struct econn;
+
+struct net_ctx {
+	struct kilnd *kd;
+	struct resolver *res;
+	uint8_t (*host)[16]; /* the host's own addresses */
+	size_t nhost;
+	ev_tstamp host_at; /* when they were read */
+};
+
+struct net_sb {
+	struct sandbox *sb;
+	struct net_ctx *nc;
+	int lfd;
+	ev_io lw;
+	char *lpath;
+	struct econn *conns;
+	unsigned nconns;
+	unsigned dns_inflight;
+	struct net_pins pins;
+	/* counters, for metrics */
+	uint64_t bytes_out, bytes_in, connections, refused, dns_lookups, dns_refused;
+	double dns_tokens;
+	ev_tstamp dns_at;
+	/* the sandbox's log: at most a few lines a second */
+	ev_tstamp log_at;
+	unsigned log_lines, log_dropped;
+};
+
+/* net.c */
+const struct net_policy *net_sb_policy(const struct net_sb *ns);
+/* A line in the sandbox's log (console.log), rate-limited. */
+void net_log(struct net_sb *ns, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The host's own addresses, refreshed now and then. */
+void net_host_addrs(struct net_ctx *nc, const uint8_t (**v)[16], size_t *n);
+
+/* egress.c: a connection on the sandbox's listener. */
+void egress_accept(struct net_sb *ns);
+void egress_close_all(struct net_sb *ns);
+
+/* dns.c: one stream of DNS messages (2-byte length prefixed) from the
+ * guest. out gets every answer, whole, with its length prefix. */
+struct dns_stream;
+typedef void (*dns_out_fn)(void *ctx, const uint8_t *frame, size_t n);
+struct dns_stream *dns_stream_new(struct net_sb *ns, bool datagram, dns_out_fn out, void *ctx);
+/* Takes every whole message at p; returns the bytes taken, or -1 if the
+ * stream is no DNS (a length of 0 or past the limit). */
+long dns_stream_input(struct dns_stream *ds, const uint8_t *p, size_t n);
+void dns_stream_free(struct dns_stream *ds);
+
+/* resolver.c: c-ares on kilnd's loop. cb gets ARES_SUCCESS and the
+ * answer, or an ARES_ error (then abuf is NULL); always exactly once. */
+typedef void (*resolver_cb)(void *arg, int status, const uint8_t *abuf, int alen);
+int resolver_new(struct ev_loop *loop, const char *servers, struct resolver **out);
+void resolver_free(struct resolver *r);
+void resolver_query(struct resolver *r, const char *name, int type, resolver_cb cb, void *arg);
+
+#endif
