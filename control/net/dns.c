@@ -300,7 +300,8 @@ static void query(struct dns_stream *ds, const uint8_t *m, size_t n)
 		answer(ds, &q, ns_r_nxdomain, NULL, NULL, 0);
 		return;
 	}
-	if (q.qtype != ns_t_a && q.qtype != ns_t_aaaa) {
+	if ((q.qtype != ns_t_a && q.qtype != ns_t_aaaa) ||
+	    (q.qtype == ns_t_aaaa && !net_host_has_v6(ns->nc))) {
 		answer(ds, &q, ns_r_noerror, NULL, NULL, 0); /* addresses only */
 		return;
 	}

@@ -91,6 +91,19 @@ void net_host_addrs(struct net_ctx *nc, const uint8_t (**v)[16], size_t *n)
 	*n = nc->nhost;
 }
 
+bool net_host_has_v6(struct net_ctx *nc)
+{
+	const uint8_t(*v)[16];
+	size_t n;
+	int prefix;
+
+	net_host_addrs(nc, &v, &n);
+	for (size_t i = 0; i < n; i++)
+		if (!net_addr_is_v4(v[i]) && !net_addr_special(v[i], NULL, 0, &prefix))
+			return true;
+	return false;
+}
+
 /* ---------------------------------------------------------------- policies */
 
 static int add_list(struct net_policy *p, json_t *list, bool allow, const char *what, char *err,

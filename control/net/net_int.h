@@ -54,6 +54,9 @@ const struct net_policy *net_sb_policy(const struct net_sb *ns);
 void net_log(struct net_sb *ns, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The host's own addresses, refreshed now and then. */
 void net_host_addrs(struct net_ctx *nc, const uint8_t (**v)[16], size_t *n);
+/* Has the host a public IPv6 address? Without one, IPv6 answers would only
+ * send clients that try them first (busybox wget) into ENETUNREACH. */
+bool net_host_has_v6(struct net_ctx *nc);
 
 /* egress.c: a connection on the sandbox's listener. */
 void egress_accept(struct net_sb *ns);

@@ -66,3 +66,11 @@ e2e-e2b: $(BIN)/kilnd $(E2E_BIN)/fake-vmm
 .PHONY: e2e-browser
 e2e-browser: $(BIN)/kilnd $(E2E_BIN)/fake-vmm $(BUILD)/tests/agent/kiln-agent-host
 	$(V)bash tests/e2e/browser/run.sh
+
+# Sandbox networking on real VMs (tests/e2e/net.sh): egress policies, DNS,
+# host.kiln.internal, refusals and bypass forms, inside a network namespace
+# of the test's own. Needs the images (make images).
+.PHONY: e2e-net
+e2e-net: $(BIN)/kilnd $(BIN)/kiln $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
+		$(BUILD)/initramfs/agent.cpio $(BUILD)/initramfs/agent-image.cpio
+	$(V)bash tests/e2e/net.sh

@@ -11,7 +11,8 @@
  * vsock stream) is opened again by the next datagram.
  *
  * UDP may lose datagrams, and this does where a real network would: when
- * the stream has no room or the socket's receive buffer is full.
+ * the socket's receive buffer is full. A send waits for room in the
+ * stream (briefly: the host drains it), even on a non-blocking socket.
  */
 #include <kiln/net.h>
 
@@ -156,6 +157,7 @@ long dns_relay_send(struct socket *s, struct inet_sk *is, struct sock_iter *it,
                     const struct inet_addr *to)
 {
 	size_t n = it->left, off = 0, total;
+	uint64_t deadline;
 	struct dns_relay *r;
 	struct kiln_net_hello *h;
 	char *buf;
@@ -172,8 +174,9 @@ long dns_relay_send(struct socket *s, struct inet_sk *is, struct sock_iter *it,
 	r->from = *to;
 	/* The stream is to the host, which answers at once: wait for it even
 	 * on a non-blocking socket (SO_SNDTIMEO still counts). */
+	deadline = sock_deadline(s->sndtimeo_ns);
 	while (r->vs->state == VSK_CONNECTING) {
-		err = vsock_sk_sleep(r->vs, false, sock_deadline(s->sndtimeo_ns));
+		err = vsock_sk_sleep(r->vs, false, deadline);
 		if (err == -EINTR)
 			return -ERESTARTSYS;
 		if (err == -ETIMEDOUT)
@@ -201,7 +204,18 @@ long dns_relay_send(struct socket *s, struct inet_sk *is, struct sock_iter *it,
 	buf[off] = (char)(n >> 8);
 	buf[off + 1] = (char)n;
 	err = sock_iter_from(it, buf + off + 2, n);
-	if (!err && vsock_credit(r->vs) >= total && vsock_tx_room()) {
+	/* Room in the transmit queue comes back within microseconds: wait for
+	 * it rather than lose a burst of queries. */
+	while (!err && r->vs->state == VSK_CONNECTED &&
+	       (vsock_credit(r->vs) < total || !vsock_tx_room())) {
+		long w = vsock_sk_sleep(r->vs, true, deadline);
+
+		if (w == -EINTR)
+			err = -ERESTARTSYS;
+		else if (w == -ETIMEDOUT)
+			err = -EAGAIN;
+	}
+	if (!err && r->vs->state == VSK_CONNECTED) {
 		struct iovec iov = {.iov_base = buf, .iov_len = total};
 		struct sock_iter kit;
 

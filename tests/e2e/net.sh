@@ -1,0 +1,337 @@
+#!/bin/bash
+# Sandbox networking end to end on real VMs: egress under policies, DNS,
+# host.kiln.internal, the refusals and their log lines, the known bypass
+# forms, counters, and policies across a kilnd restart.
+#
+#   make e2e-net                  (builds everything and the images first)
+#   bash tests/e2e/net.sh [NAME...]   only the named cases
+#
+# Everything runs inside a network namespace of the test's own (unshare -n:
+# only loopback and a veth pair the test makes), so even a policy bug cannot
+# send a packet off this machine. The veth's far end is a second namespace
+# holding a "public" server on 203.0.113.1 (TEST-NET-3); the cases that need
+# it check with `ip route get` that the route goes into that veth, and are
+# skipped with a message otherwise. kilnd resolves through a test DNS server
+# on 127.0.0.1 (tests/e2e/net/dns_server.py, --dns-server).
+#
+# Prints "ok"/"not ok"/"skip" per case and "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+ROOT=$PWD
+
+if [ "${KILN_NET_IN_NS:-}" != 1 ]; then
+	for c in unshare ip nsenter python3 curl; do
+		command -v $c >/dev/null || { echo "net: $c is needed (apt-get install iproute2 util-linux)"; exit 1; }
+	done
+	if [ "$(id -u)" = 0 ]; then NS="unshare -n"; else NS="unshare -r -n"; fi
+	KILN_NET_IN_NS=1 exec $NS -- bash "$0" "$@"
+fi
+
+KILND=${KILN_E2E_KILND:-$ROOT/build/bin/kilnd}
+KILN=${KILN_E2E_KILN:-$ROOT/build/bin/kiln}
+VMM=${KILN_E2E_VMM:-$ROOT/build/bin/kiln-vmm}
+KERNEL=${KILN_E2E_KERNEL:-$ROOT/build/guest/kiln-kernel}
+INITRD=${KILN_E2E_INITRD:-$ROOT/build/initramfs/agent.cpio}
+IMAGE_INITRD=${KILN_E2E_IMAGE_INITRD:-$(dirname "$INITRD")/agent-image.cpio}
+IMAGES=${KILN_E2E_IMAGES:-$ROOT/build/images}
+for f in "$KILND" "$KILN" "$VMM" "$KERNEL" "$INITRD" "$IMAGE_INITRD" "$IMAGES/base.erofs"; do
+	[ -e "$f" ] || { echo "net: missing $f (make all images)"; exit 1; }
+done
+
+T=$(mktemp -d /tmp/kiln-net.XXXXXX)
+DATA=$T/data
+SOCK=$DATA/kilnd.sock
+PIDS=""
+PASS=0 FAIL=0 SKIP=0
+KPID=
+
+cleanup() {
+	[ -n "$KPID" ] && kill "$KPID" 2>/dev/null && wait "$KPID" 2>/dev/null
+	for p in "$DATA"/sandboxes/*/vmm.pid; do
+		[ -f "$p" ] && kill -9 -- "-$(cut -d' ' -f1 "$p")" 2>/dev/null
+	done
+	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+ok() { echo "ok   $1"; PASS=$((PASS + 1)); }
+notok() {
+	echo "not ok $1: $2"
+	FAIL=$((FAIL + 1))
+}
+skip() { echo "skip $1: $2"; SKIP=$((SKIP + 1)); }
+want() { # NAME: is the case selected?
+	[ $# -eq 1 ] || return 0
+	[ -z "$SELECT" ] && return 0
+	for s in $SELECT; do [ "$s" = "$1" ] && return 0; done
+	return 1
+}
+SELECT="$*"
+
+ip link set lo up || { echo "net: cannot bring up lo in the test's namespace"; exit 1; }
+
+# ---------------------------------------------------------------- the world
+P4=$((20000 + $$ % 10000))
+P6=$((P4 + 1))
+DNSP=$((P4 + 2))
+mkdir -p "$T/host4" "$T/host6" "$T/pub" "$T/guest"
+echo from-host-v4 >"$T/host4/f.txt"
+echo from-host-v6 >"$T/host6/f.txt"
+echo from-public >"$T/pub/f.txt"
+python3 -m http.server "$P4" --bind 127.0.0.1 --directory "$T/host4" >"$T/http4.log" 2>&1 &
+PIDS="$PIDS $!"
+python3 -m http.server "$P6" --bind ::1 --directory "$T/host6" >"$T/http6.log" 2>&1 &
+PIDS="$PIDS $!"
+python3 "$ROOT/tests/e2e/net/dns_server.py" "$DNSP" public.test=203.0.113.1 \
+	private.test=10.9.9.9 meta.test=169.254.169.254 hostaddr.test=203.0.113.2 \
+	>"$T/dns.log" 2>&1 &
+PIDS="$PIDS $!"
+
+# The "public" side: a namespace behind a veth, 203.0.113.1 in it.
+PUBLIC=0
+unshare -n sleep 3600 &
+PUBNS=$!
+PIDS="$PIDS $PUBNS"
+sleep 0.1
+if ip link add veth-k type veth peer name veth-p 2>/dev/null &&
+	ip link set veth-p netns "$PUBNS" &&
+	ip addr add 203.0.113.2/24 dev veth-k && ip link set veth-k up &&
+	nsenter -t "$PUBNS" -n sh -c 'ip link set lo up && ip addr add 203.0.113.1/24 dev veth-p &&
+		ip link set veth-p up'; then
+	nsenter -t "$PUBNS" -n python3 -m http.server 80 --bind 203.0.113.1 --directory "$T/pub" \
+		>"$T/httppub.log" 2>&1 &
+	PIDS="$PIDS $!"
+	if ip route get 203.0.113.1 | grep -q 'dev veth-k'; then
+		PUBLIC=1
+	fi
+fi
+for _ in $(seq 100); do
+	curl -s -o /dev/null http://127.0.0.1:$P4/f.txt && curl -s -o /dev/null "http://[::1]:$P6/f.txt" &&
+		grep -q ready "$T/dns.log" && break
+	sleep 0.05
+done
+if [ $PUBLIC = 1 ]; then
+	for _ in $(seq 100); do
+		curl -s -o /dev/null http://203.0.113.1/f.txt && break
+		sleep 0.05
+	done
+fi
+
+start_kilnd() {
+	"$KILND" --data-dir "$DATA" --socket "$SOCK" --vmm "$VMM" --kernel "$KERNEL" \
+		--initrd "$INITRD" --images "$IMAGES" --image-initrd "$IMAGE_INITRD" \
+		--dns-server 127.0.0.1:$DNSP -v >>"$T/kilnd.log" 2>&1 &
+	KPID=$!
+	for _ in $(seq 100); do
+		curl -s --unix-socket "$SOCK" http://k/health >/dev/null && return 0
+		sleep 0.05
+	done
+	echo "net: kilnd did not start:"
+	tail -20 "$T/kilnd.log"
+	exit 1
+}
+start_kilnd
+kiln() { "$KILN" --socket "$SOCK" "$@"; }
+sbx() { kiln exec "$@" 2>&1; } # sbx ID -- CMD...: its output
+console() { cat "$DATA/sandboxes/$1/console.log" 2>/dev/null; }
+new() { kiln create "$@" | tail -1; }
+
+# Sandboxes: busybox ones and base (python3) ones, under four policies.
+HOSTRULES="--allow-out host.kiln.internal:$P4 --allow-out host.kiln.internal:$P6"
+S_HOST=$(new $HOSTRULES)
+S_HOSTPY=$(new --image base $HOSTRULES)
+S_DEF=$(new)
+S_DEFPY=$(new --image base)
+S_NONET=$(new --no-internet)
+S_DOM=$(new --image base --no-internet --allow-out public.test --allow-out private.test \
+	--allow-out meta.test --allow-out hostaddr.test)
+for s in S_HOST S_HOSTPY S_DEF S_DEFPY S_NONET S_DOM; do
+	[ -n "${!s}" ] || { echo "net: creating $s failed"; tail -20 "$T/kilnd.log"; exit 1; }
+done
+kiln cp "$ROOT/tests/e2e/net/bypass.py" "$S_DEFPY:/tmp/bypass.py" >/dev/null
+kiln cp "$ROOT/tests/e2e/net/bypass.py" "$S_DOM:/tmp/bypass.py" >/dev/null
+kiln cp "$ROOT/tests/e2e/net/bypass.py" "$S_HOSTPY:/tmp/bypass.py" >/dev/null
+
+expect_eq() { # NAME GOT WANT
+	if [ "$2" = "$3" ]; then ok "$1"; else notok "$1" "got '$2', want '$3'"; fi
+}
+expect_in() { # NAME TEXT RE: TEXT has a line matching RE
+	if printf '%s\n' "$2" | grep -Eq -- "$3"; then ok "$1"; else notok "$1" "no '$3' in: $2"; fi
+}
+
+# ---------------------------------------------------------------- cases
+if want host-wget; then
+	expect_eq host-wget-v4 "$(sbx "$S_HOST" -- busybox wget -q -O - "http://host.kiln.internal:$P4/f.txt")" from-host-v4
+	expect_eq host-wget-v6 "$(sbx "$S_HOST" -- busybox wget -q -O - "http://host.kiln.internal:$P6/f.txt")" from-host-v6
+	expect_eq host-wget-trailing-dot \
+		"$(sbx "$S_HOST" -- busybox wget -q -O - "http://host.kiln.internal.:$P4/f.txt")" from-host-v4
+fi
+if want host-python; then
+	for p in $P4 $P6; do
+		got=$(sbx "$S_HOSTPY" -- python3 -c "import urllib.request as u; print(u.urlopen('http://host.kiln.internal:$p/f.txt', timeout=20).read().decode().strip())")
+		[ $p = $P4 ] && w=from-host-v4 || w=from-host-v6
+		expect_eq "host-python-$p" "$got" "$w"
+	done
+fi
+if want host-musl; then
+	if command -v musl-gcc >/dev/null; then
+		musl-gcc -static -O2 -o "$T/resolve" "$ROOT/tests/e2e/net/resolve.c" &&
+			kiln cp "$T/resolve" "$S_HOST:/tmp/resolve" >/dev/null
+		sbx "$S_HOST" -- chmod +x /tmp/resolve >/dev/null
+		expect_eq host-musl "$(sbx "$S_HOST" -- /tmp/resolve host.kiln.internal $P4 /f.txt)" from-host-v4
+	else
+		skip host-musl "musl-gcc is not installed (apt-get install musl-tools)"
+	fi
+fi
+if want guest-loopback; then
+	# The guest's own 127.0.0.1 is the guest's, whatever listens on the host.
+	got=$(sbx "$S_HOST" -- sh -c "mkdir -p /tmp/www && echo from-guest >/tmp/www/f.txt &&
+		(busybox httpd -f -p 127.0.0.1:$P4 -h /tmp/www & i=0; while [ \$i -lt 100 ]; do
+		wget -q -O - http://127.0.0.1:$P4/f.txt 2>/dev/null && break; i=\$((i+1)); sleep 0.05; done; kill %1)")
+	expect_eq guest-loopback "$got" from-guest
+fi
+if want refused; then
+	out=$(sbx "$S_DEF" -- busybox wget -q -O - "http://10.0.2.2:$P4/f.txt")
+	expect_in refused-host-by-ip "$out" "Permission denied"
+	out=$(sbx "$S_DEF" -- busybox wget -q -O - "http://host.kiln.internal:$P4/f.txt")
+	expect_in refused-host-name "$out" "bad address|resolve"
+	expect_in refused-host-logged "$(console "$S_DEF")" \
+		"kiln-net: connection to 10.0.2.2:$P4 refused \(EACCES\): host.kiln.internal"
+	expect_in refused-host-dns-logged "$(console "$S_DEF")" \
+		"kiln-net: DNS: host.kiln.internal: not resolved"
+	out=$(sbx "$S_HOST" -- busybox wget -q -O - "http://host.kiln.internal:$((P4 + 3))/f.txt")
+	expect_in refused-host-other-port "$out" "Permission denied"
+fi
+if want bypass; then
+	out=$(sbx "$S_DEFPY" -- python3 /tmp/bypass.py \
+		"6,::ffff:127.0.0.1,$P4" "6,::ffff:10.0.2.2,$P4" "4,169.254.169.254,80" \
+		"6,::ffff:169.254.169.254,80" "4,10.9.9.9,80" "4,192.168.1.1,80" "4,172.16.0.1,80" \
+		"4,100.64.0.1,80" "4,0.0.0.0,$P4" "4,224.0.0.1,80" "4,203.0.113.2,80" "6,fe80::1,80" \
+		"6,fd00::1,80" "6,fd00:ec2::254,80" "6,64:ff9b::7f00:1,$P4" "6,64:ff9b::a9fe:a9fe,80" \
+		"6,2002:7f00:1::,$P4" "6,::127.0.0.1,$P4" "6,fec0::9,80" "6,ff02::1,80" \
+		"2130706433,$P4" "0177.0.0.1,$P4" "127.1,$P4" "0x7f.0.0.1,$P4" "4,127.0.0.1,$P4" \
+		"6,::1,$P6" "private.test,80" "dns-nul" "dns-txt,public.test")
+	for l in "::ffff:10.0.2.2,$P4 EACCES" \
+		"169.254.169.254,80 EACCES" "::ffff:169.254.169.254,80 EACCES" "10.9.9.9,80 EACCES" \
+		"192.168.1.1,80 EACCES" "172.16.0.1,80 EACCES" "100.64.0.1,80 EACCES" \
+		"224.0.0.1,80 EACCES" "203.0.113.2,80 EACCES" "fe80::1,80 EACCES" "fd00::1,80 EACCES" \
+		"fd00:ec2::254,80 EACCES" "64:ff9b::7f00:1,$P4 EACCES" "64:ff9b::a9fe:a9fe,80 EACCES" \
+		"2002:7f00:1::,$P4 EACCES" "::127.0.0.1,$P4 EACCES" "fec0::9,80 EACCES" \
+		"ff02::1,80 EACCES"; do
+		expect_in "bypass ${l% *}" "$out" "^[46],${l% *} ${l#* }\$"
+	done
+	# Numeric forms are the guest's own loopback (nobody listens there):
+	# never the host's server.
+	for n in 2130706433 0177.0.0.1 127.1 0x7f.0.0.1 4,127.0.0.1 4,0.0.0.0 6,::1 \
+		6,::ffff:127.0.0.1; do
+		expect_in "bypass-loopback $n" "$out" "^$n,[0-9]+ ECONNREFUSED\$"
+	done
+	expect_in bypass-private-name "$out" "^private.test,80 EACCES\$"
+	expect_in bypass-dns-nul "$out" "^dns-nul rcode=3 answers=0\$"
+	expect_eq bypass-dns-nul-both "$(printf '%s\n' "$out" | grep -c '^dns-nul rcode=3')" 2
+	expect_in bypass-dns-txt-empty "$out" "^dns-txt,public.test rcode=0 answers=0\$"
+	expect_in bypass-logged "$(console "$S_DEFPY")" \
+		"kiln-net: connection to 169.254.169.254:80 refused \(EACCES\): 169.254.169.254 is a link-local"
+	expect_in bypass-nul-logged "$(console "$S_DEFPY")" "kiln-net: DNS: lookup refused: the name has bytes"
+fi
+if want hostile-hello; then
+	out=$(python3 "$ROOT/tests/e2e/net/hello.py" "$DATA/sandboxes/$S_HOST/vsock.sock_1025" "$P4")
+	for l in "v4-loopback status=13" "v6-mapped-loopback status=13" "v6-loopback status=13" \
+		"v4-host-standin status=0" "bad-magic status=71" "bad-version status=71" \
+		"bad-family status=71" "port-zero status=71" "bad-flags status=71" \
+		"datagram-elsewhere status=71" "reserved-set status=71" "short-hello closed"; do
+		expect_in "hostile-hello ${l% *}" "$out" "^$l\$"
+	done
+	# DNS garbage: answered OK, then the stream closes.
+	expect_in "hostile-hello dns-garbage" "$out" "^dns-garbage status=0\$"
+	expect_in hostile-hello-kilnd-alive "$(curl -s --unix-socket "$SOCK" http://k/health)" .
+fi
+if want rebinding; then
+	# Allowed names that resolve to private, metadata or host addresses
+	# open nothing; the refusal names the name.
+	out=$(sbx "$S_DOM" -- python3 /tmp/bypass.py private.test,80 meta.test,80 hostaddr.test,80 \
+		"evil.test,80")
+	expect_in rebinding-private "$out" "^private.test,80 EACCES\$"
+	expect_in rebinding-metadata "$out" "^meta.test,80 EACCES\$"
+	expect_in rebinding-host-address "$out" "^hostaddr.test,80 EACCES\$"
+	expect_in rebinding-unlisted-name "$out" "^evil.test,80 gaierror\$"
+	expect_in rebinding-logged "$(console "$S_DOM")" \
+		"refused \(EACCES\): private.test resolved to 10.9.9.9, which is a private address"
+	if grep -q "query evil.test" "$T/dns.log"; then
+		notok rebinding-unlisted-not-asked "evil.test reached the DNS server with internet off"
+	else
+		ok rebinding-unlisted-not-asked
+	fi
+fi
+if want public; then
+	if [ $PUBLIC = 1 ]; then
+		expect_eq public-default "$(sbx "$S_DEF" -- busybox wget -q -O - http://203.0.113.1/f.txt)" from-public
+		expect_in public-no-internet "$(sbx "$S_NONET" -- busybox wget -q -O - http://203.0.113.1/f.txt)" \
+			"Permission denied"
+		expect_in public-no-internet-logged "$(console "$S_NONET")" \
+			"connection to 203.0.113.1:80 refused \(EACCES\): internet access is off"
+		# A domain rule: the literal address is refused until the
+		# sandbox's own lookup of the name returned it.
+		out=$(sbx "$S_DOM" -- python3 /tmp/bypass.py 4,203.0.113.1,80 public.test,80 4,203.0.113.1,80)
+		expect_eq public-domain-pinned "$(printf '%s\n' "$out" | cut -d' ' -f2 | tr '\n' ' ')" \
+			"EACCES connected connected "
+	else
+		skip public "the route to 203.0.113.1 does not go into the test's veth"
+	fi
+fi
+if want dns; then
+	expect_in dns-glibc "$(sbx "$S_HOSTPY" -- getent ahostsv4 host.kiln.internal)" "^10.0.2.2 +STREAM"
+	out=$(sbx "$S_HOSTPY" -- python3 /tmp/bypass.py dns-tcp,host.kiln.internal)
+	expect_eq dns-tcp "$out" "dns-tcp,host.kiln.internal rcode=0 answers=1"
+	expect_in dns-busybox "$(sbx "$S_HOST" -- busybox nslookup host.kiln.internal 2>&1)" "10.0.2.2"
+	# A burst past the limit is refused, and that is logged.
+	sbx "$S_DEFPY" -- python3 -c "
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5)
+q = struct.pack('!HHHHHH', 7, 0x100, 1, 0, 0, 0) + b'\x06public\x04test\x00' + struct.pack('!HH', 1, 1)
+for i in range(300): s.sendto(q, ('10.0.2.3', 53))
+codes = set()
+try:
+    while True: codes.add(s.recv(512)[3] & 15)
+except OSError: pass
+print(sorted(codes))" >/dev/null
+	expect_in dns-rate-logged "$(console "$S_DEFPY")" "kiln-net: DNS: lookup refused: more than"
+fi
+if want metrics; then
+	m=$(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$S_HOST/metrics")
+	got=$(printf '%s' "$m" | python3 -c 'import json,sys; n=json.load(sys.stdin)[0]["network"]; print(n["connections"] >= 2, n["bytesIn"] > 0, n["bytesOut"] > 0, n["refused"] >= 1)')
+	expect_eq metrics-host "$got" "True True True True"
+	m=$(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$S_DEFPY/metrics")
+	got=$(printf '%s' "$m" | python3 -c 'import json,sys; n=json.load(sys.stdin)[0]["network"]; print(n["refused"] >= 19, n["dnsRefused"] >= 1, n["dnsLookups"] >= 1)')
+	expect_eq metrics-refusals "$got" "True True True"
+fi
+if want api; then
+	j=$(curl -s --unix-socket "$SOCK" http://k/sandboxes -d '{"network":{"allowOut":["127.1"]}}')
+	expect_in api-bad-rule "$j" '"code": ?400.*network.allowOut\[0\]: .127.1. is neither an IP address'
+	j=$(curl -s --unix-socket "$SOCK" http://k/sandboxes -d '{"allow_internet_access":"no"}')
+	expect_in api-bad-flag "$j" '"code": ?400'
+	out=$(kiln create --allow-out 'exa mple.com' 2>&1)
+	expect_in cli-bad-rule "$out" "^kiln: --allow-out"
+fi
+if want restart; then
+	# kilnd goes; the VMs and their policies stay, and are enforced again.
+	kill "$KPID"
+	wait "$KPID" 2>/dev/null
+	KPID=
+	start_kilnd
+	j=$(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$S_DOM")
+	got=$(printf '%s' "$j" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["allowInternetAccess"], j["network"]["allowOut"])')
+	expect_eq restart-policy-kept "$got" "False ['public.test', 'private.test', 'meta.test', 'hostaddr.test']"
+	expect_eq restart-host-works "$(sbx "$S_HOST" -- busybox wget -q -O - "http://host.kiln.internal:$P4/f.txt")" from-host-v4
+	expect_in restart-still-refused "$(sbx "$S_DEF" -- busybox wget -q -O - "http://10.0.2.2:$P4/f.txt")" \
+		"Permission denied"
+fi
+
+echo "net: $PASS passed, $FAIL failed, $SKIP skipped"
+if [ $FAIL -gt 0 ]; then
+	echo "--- kilnd log (last 30 lines)"
+	tail -30 "$T/kilnd.log"
+fi
+[ $FAIL = 0 ]
