@@ -267,6 +267,10 @@ fi
 if [ -x tests/integration/vsock_test.sh ] || [ -f tests/integration/vsock_test.sh ]; then
 	sh tests/integration/vsock_test.sh --bench 256 2>&1 | grep -i 'MB/s' | sed 's/^/  vsock /' | head -n 2
 fi
+# Egress (issue 20): guest -> host.kiln.internal beside the host's own loopback.
+if [ -x build/bin/kilnd ] && [ -e build/images/base.erofs ]; then
+	bash tools/bench/net_bench.sh 2>&1 | sed 's/^/  /'
+fi
 
 echo
 sh tools/bench/snapshot_bench.sh || failed=1

@@ -1,0 +1,36 @@
+#!/bin/bash
+# Egress figures: TCP throughput guest -> host server and back, connection
+# set-up and getaddrinfo() latency (medians), from a sandbox of the base
+# image through host.kiln.internal, beside the same client on the host
+# against 127.0.0.1 in the same run (tools/bench/net_bench.py). The guest's
+# getaddrinfo() is a DNS lookup answered by kilnd (host.kiln.internal); the
+# host's is of the literal 127.0.0.1, the floor of the call.
+#
+#   bash tools/bench/net_bench.sh        (after make all images)
+#
+# Environment: NET_BENCH_MIB (default 512), NET_BENCH_N (default 200).
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+KILND=build/bin/kilnd
+VMM=build/bin/kiln-vmm
+KERNEL=build/guest/kiln-kernel
+INITRD=build/initramfs/agent.cpio
+MIB=${NET_BENCH_MIB:-512}
+N=${NET_BENCH_N:-200}
+[ -e build/images/base.erofs ] || { echo "net_bench: no base image (make images)"; exit 1; }
+# shellcheck source=tools/bench/kilnd_start.sh
+. tools/bench/kilnd_start.sh --images build/images --image-initrd build/initramfs/agent-image.cpio
+PORT=$((30000 + $$ % 10000))
+python3 tools/bench/net_bench.py server $PORT &
+SPID=$!
+trap 'kill $SPID 2>/dev/null; cleanup' EXIT
+kiln() { build/bin/kiln --socket "$SOCK" "$@"; }
+id=$(kiln create --image base --allow-out host.kiln.internal:$PORT \
+	--allow-out host.kiln.internal:$((PORT + 1)) --allow-out host.kiln.internal:$((PORT + 2)) | tail -1)
+kiln cp tools/bench/net_bench.py "$id:/tmp/net_bench.py" >/dev/null
+for _ in $(seq 50); do
+	python3 -c "import socket; socket.create_connection(('127.0.0.1', $((PORT + 2))))" 2>/dev/null && break
+	sleep 0.1
+done
+echo "net egress (guest, host.kiln.internal): $(kiln exec "$id" -- python3 /tmp/net_bench.py client host.kiln.internal $PORT "$MIB" "$N")"
+echo "net host peer (127.0.0.1):             $(python3 tools/bench/net_bench.py client 127.0.0.1 $PORT "$MIB" "$N")"
