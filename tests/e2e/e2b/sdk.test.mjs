@@ -438,6 +438,35 @@ async function main() {
     assert.ok(m[0].memTotal > 0)
   })
 
+  await test('network options: allowInternetAccess and allowOut as the SDK sends them', async () => {
+    // A server on the host's loopback, reached as host.kiln.internal.
+    const srv = http.createServer((req, res) => res.end('from-the-host\n'))
+    await new Promise((r) => srv.listen(0, '127.0.0.1', r))
+    const port = srv.address().port
+    let s
+    try {
+      s = await Sandbox.create({
+        allowInternetAccess: false,
+        network: { allowOut: [`host.kiln.internal:${port}`], denyOut: ['203.0.113.0/24'] },
+      })
+      const info = await s.getInfo()
+      assert.equal(info.allowInternetAccess, false)
+      assert.deepEqual(info.network.allowOut, [`host.kiln.internal:${port}`])
+      assert.deepEqual(info.network.denyOut, ['203.0.113.0/24'])
+      if (!FAKE) {
+        const py = (url) => `python3 -c "import urllib.request as u; print(u.urlopen('${url}', timeout=20).read().decode().strip())"`
+        const ok = await s.commands.run(py(`http://host.kiln.internal:${port}/`))
+        assert.equal(ok.stdout.trim(), 'from-the-host')
+        const no = await s.commands.run(py(`http://10.0.2.2:${port + 1}/`)).catch((e) => e)
+        assert.match(String(no.stderr || no), /Permission denied/)
+      }
+    } finally {
+      srv.close()
+      if (s) await s.kill()
+    }
+    await assert.rejects(Sandbox.create({ network: { allowOut: ['127.1'] } }), /allowOut\[0\]/)
+  }, 90000)
+
   await test('a wrong API key is refused (AuthenticationError)', async () => {
     await rejects(Sandbox.list({ apiKey: 'e2b_00' }).nextItems(), (e) =>
       assert.equal(e.name, 'AuthenticationError'))
