@@ -269,7 +269,7 @@ static int rule_text(struct net_rule *r)
 
 int net_rule_parse(const char *s, size_t len, struct net_rule *r, char *err, size_t errlen)
 {
-	char buf[320], *host = buf, *port = NULL, *c;
+	char buf[320], whole[320], *host = buf, *port = NULL, *c;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -279,6 +279,7 @@ int net_rule_parse(const char *s, size_t len, struct net_rule *r, char *err, siz
 		return bad(err, errlen, "a rule must be 1 to 300 bytes%s", "");
 	memcpy(buf, s, len);
 	buf[len] = 0;
+	memcpy(whole, buf, len + 1); /* s has no NUL of its own */
 	if (buf[0] == '[') {
 		c = strchr(buf, ']');
 		if (!c || (c[1] && c[1] != ':'))
@@ -292,7 +293,7 @@ int net_rule_parse(const char *s, size_t len, struct net_rule *r, char *err, siz
 		port = c + 1;
 	}
 	if (port && parse_port(port, &r->port))
-		return bad(err, errlen, "bad port in rule '%s' (1-65535)", s);
+		return bad(err, errlen, "bad port in rule '%s' (1-65535)", whole);
 	rc = parse_host(host, r, err, errlen);
 	if (!rc)
 		rc = rule_text(r);

@@ -33,6 +33,8 @@ FUZZ_SRCS_fuzz_agent_host  := control/agent/agent_proto.c control/http/buf.c
 FUZZ_SRCS_fuzz_agent_guest := initramfs/agent/proto.c
 FUZZ_SRCS_fuzz_ws          := control/http/ws.c control/http/buf.c
 FUZZ_LIBS_fuzz_ws          := -lnettle
+FUZZ_SRCS_fuzz_net_policy  := control/net/policy.c
+FUZZ_SRCS_fuzz_dns_msg     := control/net/dns_msg.c control/net/policy.c
 
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
 
