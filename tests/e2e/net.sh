@@ -1,7 +1,8 @@
 #!/bin/bash
 # Sandbox networking end to end on real VMs: egress under policies, DNS,
 # host.kiln.internal, the refusals and their log lines, the known bypass
-# forms, counters, and policies across a kilnd restart.
+# forms, pip install from an index on the host (a wheel the test builds),
+# counters, and policies across a kilnd restart.
 #
 #   make e2e-net                  (builds everything and the images first)
 #   bash tests/e2e/net.sh [NAME...]   only the named cases
@@ -298,6 +299,23 @@ try:
 except OSError: pass
 print(sorted(codes))" >/dev/null
 	expect_in dns-rate-logged "$(console "$S_DEFPY")" "kiln-net: DNS: lookup refused: more than"
+fi
+if want pip; then
+	# pip from a package index on the host's loopback, internet off.
+	PP=$((P4 + 4))
+	python3 "$ROOT/tests/e2e/net/mkwheel.py" "$T/pypi"
+	python3 -m http.server "$PP" --bind 127.0.0.1 --directory "$T/pypi" >"$T/httppip.log" 2>&1 &
+	PIDS="$PIDS $!"
+	S_PIP=$(new --image base --no-internet --allow-out "host.kiln.internal:$PP")
+	for _ in $(seq 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$PP/simple/" && break
+		sleep 0.05
+	done
+	out=$(sbx "$S_PIP" -- sh -c "pip install --no-cache-dir --disable-pip-version-check \
+		--break-system-packages --target /tmp/pkgs --trusted-host host.kiln.internal --index-url http://host.kiln.internal:$PP/simple \
+		kilnpkg >/tmp/pip.log 2>&1 || cat /tmp/pip.log; PYTHONPATH=/tmp/pkgs python3 -c \
+		'import kilnpkg; print(kilnpkg.VALUE)'")
+	expect_eq pip-install "$(printf '%s\n' "$out" | tail -1)" from-the-wheel
 fi
 if want metrics; then
 	m=$(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$S_HOST/metrics")
