@@ -161,6 +161,15 @@ int net_policy_from_request(json_t *body, const struct net_policy *base, struct 
 			snprintf(err, errlen, "'network' must be an object");
 			goto fail;
 		}
+		/* Routing through a proxy, or rewriting requests, would be
+		 * promises kiln does not keep: refused, not ignored. */
+		if (json_object_get(net, "egressProxy") || json_object_get(net, "rules")) {
+			snprintf(err, errlen,
+			         "'network.%s' is not supported by kiln (allowOut and "
+			         "denyOut are)",
+			         json_object_get(net, "egressProxy") ? "egressProxy" : "rules");
+			goto fail;
+		}
 		/* A template's lists are replaced by the request's, not merged. */
 		if (json_object_get(net, "allowOut") || json_object_get(net, "denyOut")) {
 			bool internet = out->internet;

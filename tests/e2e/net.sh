@@ -2,7 +2,7 @@
 # Sandbox networking end to end on real VMs: egress under policies, DNS,
 # host.kiln.internal, the refusals and their log lines, the known bypass
 # forms, pip install from an index on the host (a wheel the test builds),
-# counters, and policies across a kilnd restart.
+# templates' policies, counters, and policies across a kilnd restart.
 #
 #   make e2e-net                  (builds everything and the images first)
 #   bash tests/e2e/net.sh [NAME...]   only the named cases
@@ -317,6 +317,18 @@ if want pip; then
 		'import kilnpkg; print(kilnpkg.VALUE)'")
 	expect_eq pip-install "$(printf '%s\n' "$out" | tail -1)" from-the-wheel
 fi
+if want template; then
+	# A template's policy holds for its warm-up and its clones.
+	out=$(kiln template create nettpl --allow-out "host.kiln.internal:$P4" -- \
+		sh -c "busybox wget -q -O /tmp/warm.txt http://host.kiln.internal:$P4/f.txt" 2>&1)
+	S_TPL=$(new --template nettpl)
+	expect_eq template-warmup "$(sbx "$S_TPL" -- cat /tmp/warm.txt)" from-host-v4
+	expect_eq template-clone "$(sbx "$S_TPL" -- busybox wget -q -O - "http://host.kiln.internal:$P4/f.txt")" \
+		from-host-v4
+	S_TPL2=$(new --template nettpl --allow-out "host.kiln.internal:$P6")
+	expect_in template-clone-own-rules \
+		"$(sbx "$S_TPL2" -- busybox wget -q -O - "http://10.0.2.2:$P4/f.txt")" "Permission denied"
+fi
 if want metrics; then
 	m=$(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$S_HOST/metrics")
 	got=$(printf '%s' "$m" | python3 -c 'import json,sys; n=json.load(sys.stdin)[0]["network"]; print(n["connections"] >= 2, n["bytesIn"] > 0, n["bytesOut"] > 0, n["refused"] >= 1)')
@@ -328,6 +340,8 @@ fi
 if want api; then
 	j=$(curl -s --unix-socket "$SOCK" http://k/sandboxes -d '{"network":{"allowOut":["127.1"]}}')
 	expect_in api-bad-rule "$j" '"code": ?400.*network.allowOut\[0\]: .127.1. is neither an IP address'
+	j=$(curl -s --unix-socket "$SOCK" http://k/sandboxes -d '{"network":{"egressProxy":{"address":"p:1080"}}}')
+	expect_in api-egress-proxy-refused "$j" "network.egressProxy' is not supported"
 	j=$(curl -s --unix-socket "$SOCK" http://k/sandboxes -d '{"allow_internet_access":"no"}')
 	expect_in api-bad-flag "$j" '"code": ?400'
 	out=$(kiln create --allow-out 'exa mple.com' 2>&1)

@@ -128,6 +128,21 @@ static void print_create_error(const struct kc_resp *r)
 	json_decref(j);
 }
 
+void create_opts_net_json(const struct create_opts *o, json_t *req)
+{
+	if (o->no_internet)
+		json_object_set_new(req, "allow_internet_access", json_false());
+	if (o->allow_out || o->deny_out) {
+		json_t *net = json_object();
+
+		if (o->allow_out)
+			json_object_set(net, "allowOut", o->allow_out);
+		if (o->deny_out)
+			json_object_set(net, "denyOut", o->deny_out);
+		json_object_set_new(req, "network", net);
+	}
+}
+
 char *sandbox_create(struct kc *k, const struct create_opts *o, bool show_progress)
 {
 	json_t *req = json_object(), *resp = NULL;
@@ -149,17 +164,7 @@ char *sandbox_create(struct kc *k, const struct create_opts *o, bool show_progre
 		json_object_set(req, "envVars", o->env);
 	if (o->metadata)
 		json_object_set(req, "metadata", o->metadata);
-	if (o->no_internet)
-		json_object_set_new(req, "allow_internet_access", json_false());
-	if (o->allow_out || o->deny_out) {
-		json_t *net = json_object();
-
-		if (o->allow_out)
-			json_object_set(net, "allowOut", o->allow_out);
-		if (o->deny_out)
-			json_object_set(net, "denyOut", o->deny_out);
-		json_object_set_new(req, "network", net);
-	}
+	create_opts_net_json(o, req);
 	if (tty)
 		fprintf(stderr, "creating sandbox...");
 	body = json_dumps(req, JSON_COMPACT);

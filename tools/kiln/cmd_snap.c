@@ -172,9 +172,11 @@ static int template_create(struct kc *k, int argc, char **argv)
 	long mem = 0, cpus = 0, timeout = 0, pool = -1;
 	json_t *body, *out = NULL, *warm = NULL;
 	bool tty = stderr_tty();
+	struct create_opts net;
 	char size[24];
 	int st;
 
+	create_opts_init(&net);
 	for (int a = 2; a < argc; a++) {
 		const char *o = argv[a];
 
@@ -204,6 +206,10 @@ static int template_create(struct kc *k, int argc, char **argv)
 				return 2;
 			}
 			a++;
+		} else if (!strcmp(o, "--allow-out") || !strcmp(o, "--deny-out") ||
+		           !strcmp(o, "--no-internet")) {
+			if (create_opt(&net, argc, argv, &a) < 0)
+				return 2;
 		} else if (!strcmp(o, "--mem") || !strcmp(o, "--cpus") || !strcmp(o, "--timeout")) {
 			long v = pos_arg(o, a + 1 < argc ? argv[a + 1] : NULL);
 
@@ -239,6 +245,7 @@ static int template_create(struct kc *k, int argc, char **argv)
 		json_object_set_new(body, "pool", json_integer(pool));
 	if (warm)
 		json_object_set_new(body, "warmup", warm);
+	create_opts_net_json(&net, body);
 	if (tty)
 		fprintf(stderr, "building template %s (boot, warm-up, snapshot)...", name);
 	st = kc_json(k, "POST", "/templates", body, &out);
@@ -345,7 +352,10 @@ int cmd_template(struct kc *k, int argc, char **argv)
 		    "  --pool N        keep N clones started ahead (default 0): a create takes\n"
 		    "                  one whose agent is up, and kilnd starts another; they\n"
 		    "                  count against kilnd's --max-sandboxes and give way to\n"
-		    "                  sandboxes asked for ('kiln template ls': ready/N)\n");
+		    "                  sandboxes asked for ('kiln template ls': ready/N)\n"
+		    "  --allow-out RULE, --deny-out RULE, --no-internet\n"
+		    "                  the egress policy of the warm-up and of every clone (see\n"
+		    "                  kiln create --help; a clone's own rules replace these)\n");
 		return argc < 2 ? 2 : 0;
 	}
 	if (!strcmp(argv[1], "create"))

@@ -120,6 +120,8 @@ void create_opts_init(struct create_opts *o);
 /* Parse one create option at argv[*i]; 1 if consumed, 0 if not ours, -1 bad. */
 int create_opt(struct create_opts *o, int argc, char **argv, int *i);
 const char *create_opts_help(void);
+/* --allow-out, --deny-out, --no-internet into a create (or template) body. */
+void create_opts_net_json(const struct create_opts *o, json_t *req);
 /* Create and wait; returns the id (malloc'd) or NULL after printing why. */
 char *sandbox_create(struct kc *k, const struct create_opts *o, bool show_progress);
 int sandbox_delete(struct kc *k, const char *id, bool quiet);
