@@ -50,6 +50,8 @@ json_t *sb_to_json(const struct sandbox *sb)
 
 		json_object_set_new(j, "allowInternetAccess", json_boolean(sb->policy.internet));
 		json_object_del(net, "internet");
+		json_object_set_new(net, "allowPublicTraffic",
+		                    json_boolean(sb->rec.flags & SB_F_PUBLIC_PORTS));
 		json_object_set_new(j, "network", net);
 	}
 	return j;
