@@ -3,7 +3,8 @@
 # a one-shot command, a sandbox that keeps its files between commands, a
 # file round trip, Python's data stack from the base image, a pause and a
 # resume that keep a running process, a web server in a sandbox reached
-# from the host (kiln port-forward), and headless Chromium in a sandbox
+# from the host (kiln port-forward), a server on the host reached from a
+# sandbox under a network policy, and headless Chromium in a sandbox
 # taking a screenshot through kilnd's CDP endpoint. Exits with the status of the first
 # step that fails.
 set -u
@@ -100,6 +101,20 @@ else
 	echo
 	echo "demo: no base image (make images builds it): the Python steps are left out"
 fi
+
+# The network under a policy: a server on the host's loopback, which a
+# sandbox reaches as host.kiln.internal only when a rule names it.
+mkdir -p "$KILN_DATA_DIR/site" && echo "hello from a server on the host" >"$KILN_DATA_DIR/site/index.html"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server "$port" --bind 127.0.0.1 --directory "$KILN_DATA_DIR/site" >/dev/null 2>&1 &
+srv=$!
+sleep 0.5
+step "$BIN/kiln" run --allow-out host.kiln.internal -- busybox wget -qO- "http://host.kiln.internal:$port/"
+printf '\n%s$ %s run -- busybox wget -qO- http://host.kiln.internal:%s/%s   (no rule names the host)\n' \
+	"$bold" "$BIN/kiln" "$port" "$plain"
+"$BIN/kiln" run -- busybox wget -qO- "http://host.kiln.internal:$port/"
+echo "(refused: status $?)"
+kill "$srv" 2>/dev/null
 
 if "$BIN/kiln" images | grep -qw browser; then
 	id=$("$BIN/kiln" create --image browser | tail -n 1)
