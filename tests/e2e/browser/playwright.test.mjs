@@ -5,7 +5,9 @@
 // pages: fill and submit a form, click a button that changes the DOM,
 // evaluate JS, wait for a selector, a screenshot of the requested size that
 // is not blank, a PDF, two tabs at once, a second client that finds the
-// first one's page, and pause/resume with the page and its JS state kept.
+// first one's page, pause/resume with the page and its JS state kept, a
+// clone of a template that holds a started browser, and Puppeteer's
+// connect() for one smoke case.
 // Prints "ok"/"not ok" per case, exits non-zero on a failure. Run by run.sh.
 //
 // KILN_BROWSER_MODE=host instead runs the same cases with the fake VMM
@@ -168,6 +170,45 @@ async function main() {
       assert.equal(await page.evaluate(() => window.counter), 100)
     })
     if (browser) await browser.close()
+    browser = null
+    if (HOST) console.log('# a browser template and Puppeteer: NOT RUN with the fake VMM')
+    else {
+      await test('a clone of a template whose warm-up started Chromium answers CDP at once', async () => {
+        const warm = '/usr/local/bin/kiln-browser >/dev/null 2>&1 & for i in $(seq 100); do ' +
+          '[ -e /tmp/kiln-browser/DevToolsActivePort ] && sleep 2 && exit 0; sleep 0.1; done; exit 1'
+        const t = await api('POST', '/templates', { name: 'pwbrowser', image: 'browser', warmup: ['sh', '-c', warm] })
+        assert.equal(t.status, 201, JSON.stringify(t.body))
+        const t0 = Date.now()
+        const c = await api('POST', '/sandboxes', { templateID: 'pwbrowser', timeout: 300 })
+        assert.equal(c.status, 201, JSON.stringify(c.body))
+        const cid = c.body.sandboxID
+        try {
+          const b = await chromium.connectOverCDP(`${API}/sandboxes/${cid}/cdp`, { headers: { 'X-API-Key': KEY } })
+          console.log(`#   create to connected in ${Date.now() - t0} ms`)
+          await exec(cid, `mkdir -p ${SITE_DIR}`)
+          await put(cid, `${SITE_DIR}/index.html`, SITE)
+          const p = await (b.contexts()[0] || (await b.newContext())).newPage()
+          await p.goto(URL)
+          assert.equal(await p.evaluate(() => window.counter), 41)
+          await b.close()
+        } finally {
+          await api('DELETE', `/sandboxes/${cid}`)
+          await api('DELETE', '/templates/pwbrowser')
+        }
+      })
+      await test('Puppeteer connect() through kilnd (/cdp/json/version, then the WebSocket)', async () => {
+        const puppeteer = (await import('puppeteer-core')).default
+        const v = await fetch(`${API}/sandboxes/${id}/cdp/json/version`, { headers: H }).then((r) => r.json())
+        assert.match(v.webSocketDebuggerUrl, new RegExp(`/sandboxes/${id}/cdp`))
+        const b = await puppeteer.connect({ browserWSEndpoint: v.webSocketDebuggerUrl, headers: { 'X-API-Key': KEY } })
+        const p = await b.newPage()
+        await p.goto(URL)
+        assert.equal(await p.title(), 'kiln site')
+        assert.equal(await p.$eval('h1', (e) => e.textContent), 'Hello from the sandbox')
+        await p.close()
+        await b.disconnect()
+      })
+    }
   } catch (e) {
     failed++
     console.log(`not ok - setup: ${e && e.stack ? e.stack : e}`)

@@ -15,10 +15,10 @@ ROOT=$(cd ../../.. && pwd)
 IMAGES=${KILN_E2E_IMAGES:-$ROOT/build/images}
 command -v node >/dev/null || { echo "e2e-browser: node is required"; exit 1; }
 install() {
-	want=$(node -p 'require("./package.json").dependencies["playwright-core"]')
-	have=$(node -p 'try { require("./node_modules/playwright-core/package.json").version } catch { "" }')
+	want=$(node -p 'const d = require("./package.json").dependencies; d["playwright-core"] + " " + d["puppeteer-core"]')
+	have=$(node -p 'const v = (m) => { try { return require("./node_modules/" + m + "/package.json").version } catch { return "" } }; v("playwright-core") + " " + v("puppeteer-core")')
 	if [ "$have" != "$want" ]; then
-		echo "e2e-browser: installing playwright-core $want into $(pwd)/node_modules"
+		echo "e2e-browser: installing playwright-core and puppeteer-core ($want) into $(pwd)/node_modules"
 		npm ci --no-audit --no-fund --loglevel=error >/dev/null
 	fi
 }
