@@ -6,9 +6,11 @@
 #   - clone: the same from a template whose warm-up started Chromium, so the
 #     clone resumes a live browser
 #   - a heavy local page (5,000 table cells, 200 inline SVG images, a script
-#     that builds 2,000 more nodes) loaded and screenshot by a one-shot
-#     chromium-headless-shell --screenshot, in the guest and on the host
-#     (the same Debian build), timed where it runs
+#     that builds 2,000 more nodes) loaded and screenshot through CDP by the
+#     same client (browser_page.mjs) in a browser that runs already: the
+#     sandbox's through kilnd, and the host's (the same Debian build); and by
+#     a one-shot chromium-headless-shell --screenshot (browser start-up
+#     included), in the guest and on the host, timed where it runs
 #   - PSS of the VMM of an idle browser sandbox, cold and as a clone (from
 #     GET /metrics), and how many idle clones fit in 20 GiB at that PSS
 # Medians of KILN_BROWSER_RUNS (default 5).
@@ -31,8 +33,11 @@ done
 [ -e "$IMAGES/browser.erofs" ] || { echo "browser bench: skipped: no $IMAGES/browser.erofs (make images)"; exit 0; }
 [ -w /dev/kvm ] || { echo "browser bench: skipped: /dev/kvm not available"; exit 0; }
 
+TCP=$((20000 + RANDOM % 10000))
+KEY=e2b_$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 # shellcheck source=tools/bench/kilnd_start.sh
-. tools/bench/kilnd_start.sh --images "$IMAGES" --image-initrd "$(dirname "$INITRD")/agent-image.cpio"
+. tools/bench/kilnd_start.sh --images "$IMAGES" --image-initrd "$(dirname "$INITRD")/agent-image.cpio" \
+	--listen-tcp "127.0.0.1:$TCP" --api-key "$KEY"
 
 now() { date +%s.%N; }
 # create JSON: the new sandbox's id
@@ -118,7 +123,35 @@ for _ in $(seq "$RUNS"); do
 		awk -v d="$(((b - a) / 1000))" 'BEGIN { print d / 1000000 }' >>"$T/page_host"
 	fi
 done
+# The same page through CDP into a browser that runs already, the sandbox's
+# (through kilnd) and the host's, with the same client (browser_page.mjs).
+pw=tests/e2e/browser/node_modules/playwright-core
+cdp_guest= cdp_host=
+if [ -d "$pw" ] && command -v node >/dev/null && [ "$(cdp_version "$id")" = 200 ]; then
+	cdp_guest=$(node tools/bench/browser_page.mjs "http://127.0.0.1:$TCP/sandboxes/$id/cdp" \
+		file:///tmp/heavy.html $((RUNS * 2)) "$KEY" 2>&1 | awk '$1 == "median" { print $2 }')
+	if [ -x "$HOST_CHROME" ]; then
+		HP=$((TCP + 1))
+		setsid "$HOST_CHROME" --no-sandbox --disable-gpu --remote-debugging-port="$HP" \
+			--user-data-dir="$T/host-profile" about:blank >/dev/null 2>&1 &
+		hc=$!
+		for _ in $(seq 100); do
+			curl -s "http://127.0.0.1:$HP/json/version" >/dev/null && break
+			sleep 0.1
+		done
+		cdp_host=$(node tools/bench/browser_page.mjs "http://127.0.0.1:$HP" "file://$T/heavy.html" \
+			$((RUNS * 2)) 2>&1 | awk '$1 == "median" { print $2 }')
+		kill -- "-$hc" 2>/dev/null
+	fi
+fi
 delete "$id"
+if [ -n "$cdp_guest" ] && [ -n "$cdp_host" ]; then
+	printf '%-44s %s ms in the sandbox through kilnd, %s ms on the host (medians of %d)\n' \
+		"heavy page + screenshot, running browser, CDP" "$cdp_guest" "$cdp_host" $((RUNS * 2))
+	awk -v g="$cdp_guest" -v h="$cdp_host" 'BEGIN { printf "   ratio %.2f   goal under 1.5: %s\n", g / h, g / h < 1.5 ? "meets goal" : "MISSES goal" }'
+else
+	echo "heavy page through CDP: not measured (needs node, playwright-core from make e2e-browser, and the host's chromium-headless-shell)"
+fi
 line "heavy page + screenshot, one-shot, in a VM" "$T/page_guest"
 echo
 if [ -s "$T/page_host" ]; then
