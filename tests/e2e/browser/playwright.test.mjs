@@ -98,7 +98,8 @@ async function main() {
   const log = fs.openSync(`${T}/kilnd.log`, 'a')
   const kilnd = spawn(KILND, ['--data-dir', `${T}/data`, '--vmm', VMM, '--kernel', KERNEL,
     '--initrd', INITRD, '--images', IMAGES, '--image-initrd', IMAGE_INITRD,
-    '--listen-tcp', `127.0.0.1:${PORT}`, '--api-key', KEY, '--boot-timeout', '30', ...extra],
+    '--listen-tcp', `127.0.0.1:${PORT}`, '--api-key', KEY, '--boot-timeout', '30',
+    '--dns-server', '127.0.0.1:53', ...extra], // the sandboxes' lookups stay on this machine
   { stdio: ['ignore', log, log] })
   let id
   try {

@@ -85,6 +85,8 @@ async function startKilnd() {
     '--images', IMAGES, '--image-initrd', IMAGE_INITRD,
     '--listen-tcp', `127.0.0.1:${API_PORT}`, '--envd-listen', `127.0.0.1:${ENVD_PORT}`,
     '--api-key', API_KEY, '--boot-timeout', '20', '--verbose', '--domain', `localhost:${API_PORT}`,
+    // the sandboxes' lookups stay on this machine (nothing answers there)
+    '--dns-server', '127.0.0.1:53',
   ], { stdio: ['ignore', log, log] })
   for (let i = 0; i < 200; i++) {
     try {
