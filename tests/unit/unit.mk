@@ -56,7 +56,7 @@ UNIT_SRCS_test_sched :=
 
 # The guest's page allocator and address spaces, 2 MiB pages included.
 UNIT_TESTS += test_vm
-UNIT_SRCS_test_vm := guest-kernel/libos/mm/vm.c guest-kernel/libos/mm/vm_zpoline.c guest-kernel/libos/mm/vm_pt.c guest-kernel/libos/mm/vm_text.c guest-kernel/libos/mm/vm_keep.c \
+UNIT_SRCS_test_vm := guest-kernel/libos/mm/vm.c guest-kernel/libos/mm/vm_move.c guest-kernel/libos/mm/vm_zpoline.c guest-kernel/libos/mm/vm_pt.c guest-kernel/libos/mm/vm_text.c guest-kernel/libos/mm/vm_keep.c \
 	guest-kernel/libos/mm/vm_huge.c guest-kernel/libos/mm/pmem.c
 
 UNIT_TESTS += test_snapshot

@@ -158,6 +158,10 @@ int text_patch(struct aspace *as, uint64_t *pte, uint64_t site);
 /* Is pa the address of a syscall site rewritten in a shared copy? */
 bool text_site_patched(uint64_t pa);
 
+/* Entry e is being replaced by one for the page at pa: free its page if
+ * it is a dormant one that pa is not (vm.c; vm_move.c uses it too). */
+void vm_put_dormant(uint64_t e, uint64_t pa);
+
 /* Between vm.c and vm_zpoline.c. */
 /* Write the sled's page at p (vm_zpoline.c). */
 void vm_build_sled(uint8_t *p);
