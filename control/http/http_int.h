@@ -67,6 +67,12 @@ struct http_conn {
 /* Leave a callback section (c->busy++ before it); false if the connection
  * died meanwhile and is gone. */
 bool http_conn_leave(struct http_conn *c);
+/* Between http.c (a connection's I/O, requests and answers) and
+ * http_server.c (accept, budgets, deadlines). */
+void http_conn_close(struct http_conn *c, bool notify);
+void http_conn_reset(struct http_conn *c);
+void http_on_read(struct ev_loop *loop, ev_io *w, int revents);
+void http_on_write(struct ev_loop *loop, ev_io *w, int revents);
 void http_parse_settings(http_parser_settings *s);
 
 #endif

@@ -31,7 +31,7 @@ FUZZ_SRCS_fuzz_snapshot    := $(wildcard snapshot/*.c)
 FUZZ_LIBS_fuzz_snapshot    := -lzstd -lpthread
 FUZZ_SRCS_fuzz_agent_host  := control/agent/agent_proto.c control/http/buf.c
 FUZZ_SRCS_fuzz_agent_guest := initramfs/agent/proto.c
-FUZZ_SRCS_fuzz_rpc_json    := control/http/connectrpc.c control/http/jsonutil.c control/http/http.c \
+FUZZ_SRCS_fuzz_rpc_json    := control/http/connectrpc.c control/http/jsonutil.c control/http/http.c control/http/http_server.c \
 	control/http/http_parse.c control/http/buf.c control/util.c
 FUZZ_LIBS_fuzz_rpc_json    := -ljansson -lev -lhttp_parser -lnettle
 FUZZ_SRCS_fuzz_ws          := control/http/ws.c control/http/buf.c
