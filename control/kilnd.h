@@ -67,6 +67,7 @@ struct watch_stream;
 struct ci_ctx;
 struct cdp_start;
 struct net_ctx;
+struct auth_key;
 
 struct kilnd {
 	struct ev_loop *loop;
@@ -85,7 +86,9 @@ struct kilnd {
 	struct cdp_start *cdp_starts; /* browser/cdp_start.c: browsers being started */
 	unsigned nsandboxes;          /* with a VMM: starting, running, pausing, resuming */
 	struct api_op_stats ops[API_OP_MAX];
-	struct net_ctx *net; /* net/: the sandboxes' resolver (NULL: no egress) */
+	struct net_ctx *net;   /* net/: the sandboxes' resolver (NULL: no egress) */
+	struct auth_key *keys; /* auth/keys.c: the tenants' API keys */
+	unsigned nkeys;
 	ev_timer housekeeping;
 	ev_timer pool_timer; /* pool.c: refills */
 	int console_ifd;     /* console.c: inotify of the console logs */

@@ -26,6 +26,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
 #include "browser/cdp.h"
 #include "sandbox/console.h"
 #include "sandbox/bootfile.h"
@@ -654,6 +655,8 @@ int main(int argc, char **argv)
 		die("cannot load the state store");
 	if (tmpl_load_all(&kd))
 		die("cannot load the templates from the state store");
+	if (auth_load(&kd))
+		die("cannot load the API keys from the state store");
 	{
 		/* Snapshots of forks in progress when kilnd stopped: no clone
 		 * needs them once it runs. */
@@ -698,6 +701,7 @@ int main(int argc, char **argv)
 	console_free(&kd);
 	net_fini(&kd);
 	tmpl_free_all(&kd);
+	auth_free(&kd);
 	bootfile_free_all(&kd);
 	store_close(kd.store);
 	ev_loop_destroy(kd.loop);

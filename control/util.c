@@ -345,3 +345,8 @@ char *file_tail_from(const char *path, off_t from, int lines, size_t max_bytes)
 			*c = '?';
 	return p;
 }
+
+char *strdup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}

@@ -31,6 +31,7 @@ void iso8601(int64_t ms, char out[32]);
 /* n random lowercase alphanumerics starting with a letter, NUL-terminated. */
 int random_id(char *out, size_t n);
 int random_hex(char *out, size_t nbytes); /* 2*nbytes hex digits + NUL */
+char *strdup_or_null(const char *s);
 
 int b64_encode(struct buf *out, const void *p, size_t n);
 int b64_decode(struct buf *out, const char *s, size_t n);

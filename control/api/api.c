@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "auth/auth.h"
 #include "browser/cdp.h"
 #include "envd/envd.h"
 #include "net/ports.h"
@@ -53,29 +54,18 @@ enum route_kind {
 
 /* ---------------------------------------------------------------- auth */
 
-static bool key_equal(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	unsigned char d = la != lb;
-
-	/* constant time in the length of the secret */
-	for (size_t i = 0; i < lb; i++)
-		d |= (unsigned char)(a[i < la ? i : 0] ^ b[i]);
-	return d == 0;
-}
-
 bool api_key_ok(struct kilnd *kd, const struct http_req *req)
 {
-	const char *k = http_header(req, "X-API-Key"), *auth;
+	struct http_who who;
 
-	if (!req->tcp)
-		return true; /* the unix socket is guarded by its file mode */
-	if (!kd->cfg.api_key)
-		return false;
-	if (k && key_equal(k, kd->cfg.api_key))
-		return true;
-	auth = http_header(req, "Authorization");
-	return auth && !strncasecmp(auth, "Bearer ", 7) && key_equal(auth + 7, kd->cfg.api_key);
+	return auth_check(kd, req, &who);
+}
+
+bool api_sb_key_ok(struct kilnd *kd, const struct http_req *req, const struct sandbox *sb)
+{
+	struct http_who who;
+
+	return auth_check(kd, req, &who) && auth_owns(&who, sb->rec.tenant);
 }
 
 json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb)
@@ -95,6 +85,16 @@ json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb)
 		json_object_set_new(j, "domain", json_string(ports_domain(kd)));
 	}
 	return j;
+}
+
+struct sandbox *api_sb_find(struct kilnd *kd, const struct http_req *req, const char *id)
+{
+	struct sandbox *sb = sb_find(kd, id);
+
+	/* another tenant's sandbox is as unknown as one that never was */
+	if (!sb || sb->rec.flags & SB_F_POOL || !auth_owns(&req->who, sb->rec.tenant))
+		return NULL;
+	return sb;
 }
 
 /* ---------------------------------------------------------------- metrics */
@@ -451,7 +451,7 @@ static void pending_complete(void *ctx)
 		return;
 	}
 	if (p->kind != R_CREATE && p->kind != R_TEMPLATE) {
-		sb = sb_find(kd, p->id);
+		sb = api_sb_find(kd, req, p->id);
 		if (!sb) {
 			http_respond_error(c, 404, "sandbox %s not found", p->id);
 			goto out;
@@ -617,14 +617,22 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 		http_respond(c, 200, "application/json", NULL, LIT("{\"status\":\"ok\"}"));
 		goto out;
 	}
-	if (!api_key_ok(kd, req)) {
+	if (!auth_check(kd, req, &req->who)) {
 		http_respond(c, 401, "application/json", "WWW-Authenticate: Bearer\r\n",
 		             LIT("{\"code\":401,\"message\":\"missing or wrong API key\"}"));
 		goto out;
 	}
 	http_conn_trust(c);
+	if (!strcmp(seg[0], "keys")) {
+		auth_route(kd, c, req, seg, n);
+		goto out;
+	}
 	if (n == 1 && !strcmp(seg[0], "metrics")) {
-		if (m != HTTP_GET)
+		if (!req->who.admin)
+			http_respond_error(c, 403,
+			                   "GET /metrics is the operator's (every tenant's "
+			                   "sandboxes are in it)");
+		else if (m != HTTP_GET)
 			method_not_allowed(c, "GET");
 		else
 			api_metrics(kd, c);
@@ -659,8 +667,8 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 			method_not_allowed(c, "GET, POST");
 		goto out;
 	}
-	sb = sb_find(kd, seg[1]);
-	if (!sb || sb->rec.flags & SB_F_POOL) {
+	sb = api_sb_find(kd, req, seg[1]);
+	if (!sb) {
 		http_respond_error(c, 404, "sandbox %.64s not found", seg[1]);
 		goto out;
 	}

@@ -13,9 +13,15 @@
 #include "kilnd.h"
 #include "sandbox/sandbox.h"
 
-/* Does the request carry kilnd's API key (X-API-Key or a bearer token)?
- * Requests on the unix socket need none (its file mode guards it). */
+/* Does the request carry a key kilnd knows, the operator's or a tenant's
+ * (X-API-Key or a bearer token; auth/auth.h)? Requests on the unix socket
+ * need none (its file mode guards it). */
 bool api_key_ok(struct kilnd *kd, const struct http_req *req);
+/* ... and may that key reach sb (the operator's, or sb's tenant's)? */
+bool api_sb_key_ok(struct kilnd *kd, const struct http_req *req, const struct sandbox *sb);
+/* The sandbox `id` if the router's authenticated req (req->who) may see it:
+ * not a pool clone, and the caller's tenant's; else NULL (a 404). */
+struct sandbox *api_sb_find(struct kilnd *kd, const struct http_req *req, const char *id);
 /* The sandbox as create, connect and get answer it: with its envd access
  * token (the SDK sends it as X-Access-Token to the envd API) and traffic
  * token (E2B-Traffic-Access-Token, to the code interpreter's port). */

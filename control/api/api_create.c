@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth/auth.h"
 #include "api.h"
 #include "sandbox/bootfile.h"
 #include "sandbox/image.h"
@@ -70,8 +71,9 @@ static bool env_names_ok(json_t *env)
 /* What a create names, into p: a template (a clone of it, *tp) or an
  * image. 0, or an HTTP status with msg filled in. *image_path is for the
  * caller to free. */
-static int resolve(struct kilnd *kd, const char *tmpl, const char *image, struct sb_params *p,
-                   struct template **tp, char **image_path, char *msg, size_t n)
+static int resolve(struct kilnd *kd, const struct http_who *who, const char *tmpl,
+                   const char *image, struct sb_params *p, struct template **tp, char **image_path,
+                   char *msg, size_t n)
 {
 	const char *name = tmpl ? tmpl : image ? image : IMG_BUILTIN;
 	struct template *t;
@@ -90,6 +92,8 @@ static int resolve(struct kilnd *kd, const char *tmpl, const char *image, struct
 	}
 	p->template_id = name;
 	t = tmpl ? tmpl_find(kd, name) : NULL;
+	if (t && !auth_may_use(who, t->rec.tenant))
+		t = NULL; /* another tenant's: as if there were none */
 	if (t) {
 		if (p->memory_mb != t->rec.memory_mb && p->memory_mb != -1) {
 			snprintf(msg, n,
@@ -120,7 +124,7 @@ static int resolve(struct kilnd *kd, const char *tmpl, const char *image, struct
 		return 0;
 	}
 	inames = img_names(kd);
-	tnames = tmpl ? tmpl_names(kd) : NULL;
+	tnames = tmpl ? tmpl_names(kd, who) : NULL;
 	if (tmpl)
 		snprintf(msg, n, "unknown template or image '%s' (images: %s; templates: %s)", name,
 		         inames ? inames : "?", tnames ? tnames : "?");
@@ -159,7 +163,9 @@ void api_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 	}
 	p.auto_pause = auto_pause;
 	p.public_ports = public_ports;
-	status = resolve(kd, tmpl, image, &p, &t, &image_path, msg, sizeof(msg));
+	p.tenant = auth_tenant_of(&http_conn_req(c)->who);
+	status =
+	    resolve(kd, &http_conn_req(c)->who, tmpl, image, &p, &t, &image_path, msg, sizeof(msg));
 	if (status) {
 		http_respond_error(c, status, "%s", msg);
 		free(image_path);

@@ -8,6 +8,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "auth/auth.h"
 #include "api.h"
 #include "http/jsonutil.h"
 #include "sandbox/sandbox.h"
@@ -162,6 +163,8 @@ void api_list(struct kilnd *kd, struct http_conn *c, struct http_req *req, bool 
 
 		if (sb->rec.flags & SB_F_POOL)
 			continue; /* not a user's until taken from its pool */
+		if (!auth_owns(&req->who, sb->rec.tenant))
+			continue;
 		/* E2B lists running and paused sandboxes unless told */
 		if (state ? !in_csv(state, st)
 		          : v2 && strcmp(st, "running") && strcmp(st, "paused"))

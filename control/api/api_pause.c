@@ -230,6 +230,7 @@ static void start_clones(struct fork_req *f, struct sandbox *src)
 	    .env = src->env,
 	    .metadata = src->metadata,
 	    .policy = &src->policy,
+	    .tenant = src->rec.tenant,
 	};
 
 	f->pending = f->count;

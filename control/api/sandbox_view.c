@@ -27,6 +27,8 @@ json_t *sb_to_json(const struct sandbox *sb)
 	if (sb->rec.reason)
 		json_object_set_new(j, "reason", json_string(sb->rec.reason));
 	json_object_set_new(j, "publicPorts", json_boolean(sb->rec.flags & SB_F_PUBLIC_PORTS));
+	json_object_set_new(j, "tenant",
+	                    sb->rec.tenant ? json_string(sb->rec.tenant) : json_null());
 	if (sb->alive)
 		json_object_set_new(j, "pid", json_integer(sb->rec.pid));
 	if (sb->agent_version[0])

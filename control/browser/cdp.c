@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "auth/auth.h"
 #include "agent/agent_port.h"
 #include "api/api.h"
 #include "cdp.h"
@@ -383,13 +384,13 @@ bool cdp_route(struct kilnd *kd, struct http_conn *c, struct http_req *req)
 
 	if (!cdp_path(req->path, id, &ws))
 		return false;
-	if (!api_key_ok(kd, req)) {
+	if (!auth_check(kd, req, &req->who)) {
 		http_respond_error(c, 401, "missing or wrong API key");
 		return true;
 	}
 	http_conn_trust(c);
-	sb = sb_find(kd, id);
-	if (!sb || sb->rec.flags & SB_F_POOL) {
+	sb = api_sb_find(kd, req, id);
+	if (!sb) {
 		http_respond_error(c, 404, "sandbox %s not found", id);
 		return true;
 	}

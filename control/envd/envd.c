@@ -13,6 +13,7 @@
 #include <nettle/hmac.h>
 #include <nettle/sha2.h>
 
+#include "auth/auth.h"
 #include "codeint.h"
 #include "http/connectrpc.h"
 #include "envd.h"
@@ -100,16 +101,6 @@ void envd_traffic_token(const struct kilnd *kd, const char *id, char out[ENVD_TO
 	keyed_token(kd, "traffic-token-v1:", id, out);
 }
 
-static bool secret_equal(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	unsigned char d = la != lb;
-
-	for (size_t i = 0; i < lb; i++)
-		d |= (unsigned char)(a[i < la ? i : 0] ^ b[i]);
-	return d == 0;
-}
-
 static bool token_ok(const struct kilnd *kd, const struct http_req *req, const struct sandbox *sb)
 {
 	const char *t = http_header(req, "X-Access-Token");
@@ -118,7 +109,7 @@ static bool token_ok(const struct kilnd *kd, const struct http_req *req, const s
 	if (!t)
 		return false;
 	envd_token(kd, sb->rec.id, want);
-	return secret_equal(t, want);
+	return auth_secret_equal(t, want);
 }
 
 /* The code interpreter's port: the SDK sends the envd token with runCode()
@@ -129,12 +120,12 @@ static bool ci_token_ok(struct kilnd *kd, const struct http_req *req, const stru
 	const char *t = http_header(req, "E2B-Traffic-Access-Token");
 	char want[ENVD_TOKEN_LEN + 1];
 
-	if (token_ok(kd, req, sb) || api_key_ok(kd, req))
+	if (token_ok(kd, req, sb) || api_sb_key_ok(kd, req, sb))
 		return true;
 	if (!t)
 		return false;
 	envd_traffic_token(kd, sb->rec.id, want);
-	return secret_equal(t, want);
+	return auth_secret_equal(t, want);
 }
 
 /* downloadUrl()/uploadUrl(): "v1_" + unpadded base64 of
@@ -166,7 +157,7 @@ static bool signature_valid(const struct kilnd *kd, const struct sandbox *sb, co
 	while (n && b64[n - 1] == '=')
 		n--;
 	b64[n] = 0;
-	return !strncmp(sig, "v1_", 3) && secret_equal(sig + 3, b64);
+	return !strncmp(sig, "v1_", 3) && auth_secret_equal(sig + 3, b64);
 }
 
 static bool expiry_ok(const char *exp)

@@ -50,6 +50,13 @@ struct http_hdr {
 	const char *name, *value;
 };
 
+/* Who sent a request, once the router authenticated it (auth/auth.h). */
+struct http_who {
+	bool known, admin;
+	char tenant[33]; /* "" for the operator */
+	char key_id[24]; /* the key's id, or "admin" (AUTH_ADMIN_ID) */
+};
+
 struct http_req {
 	enum http_method method;
 	const char *url;   /* as sent */
@@ -64,6 +71,7 @@ struct http_req {
 	bool tcp;        /* arrived on a TCP listener (the API needs its key) */
 	bool envd;       /* arrived on the envd listener (E2B's sandbox API) */
 	struct buf body; /* the buffered body (see http_set_handler) */
+	struct http_who who;
 };
 
 struct http_conn;

@@ -155,7 +155,7 @@ static void serve(struct kilnd *kd, struct http_conn *c, struct http_req *req, c
 		http_respond_error(c, 404, "sandbox %.64s not found", id);
 		return;
 	}
-	if (!(sb->rec.flags & SB_F_PUBLIC_PORTS) && !api_key_ok(kd, req) &&
+	if (!(sb->rec.flags & SB_F_PUBLIC_PORTS) && !api_sb_key_ok(kd, req, sb) &&
 	    !traffic_token_ok(kd, req, sb->rec.id)) {
 		static const char body[] = "{\"code\":401,\"message\":\"missing or wrong API key "
 		                           "(the ports of this sandbox are not public)\"}";

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "auth/auth.h"
 #include "agent/agent_port.h"
 #include "ports.h"
 #include "util.h"
@@ -91,8 +92,8 @@ bool ports_header_hidden(const struct kilnd *kd, const char *name, const char *v
 		if (!strcasecmp(name, hidden[i]))
 			return true;
 	/* kilnd's own key, never the guest's business; other schemes pass */
-	return !strcasecmp(name, "Authorization") && kd->cfg.api_key &&
-	       !strncasecmp(value, "Bearer ", 7) && !strcmp(value + 7, kd->cfg.api_key);
+	return !strcasecmp(name, "Authorization") && !strncasecmp(value, "Bearer ", 7) &&
+	       auth_is_key(kd, value + 7);
 }
 
 /* The request for the guest: origin-form target, the client's headers but

@@ -569,11 +569,6 @@ static void on_vmm_exit(struct ev_loop *loop, ev_io *w, int revents)
 
 /* ---------------------------------------------------------------- create / delete */
 
-static char *strdup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
 /* Why a new sandbox could not be recorded, for its creator. */
 static void store_unsaved(struct kilnd *kd, char *msg, size_t n)
 {
@@ -623,6 +618,7 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 	sb->rec.kernel = strdup(p->kernel);
 	sb->rec.initrd = strdup(p->initrd);
 	sb->rec.image = strdup_or_null(p->image);
+	sb->rec.tenant = strdup_or_null(p->tenant);
 	sb->rec.flags = SB_F_API | (p->auto_pause ? SB_F_AUTO_PAUSE : 0) |
 	                (p->pool ? SB_F_POOL : 0) | (p->public_ports ? SB_F_PUBLIC_PORTS : 0);
 	sb->restored = p->restore != NULL;
@@ -690,6 +686,8 @@ void sb_claim(struct sandbox *sb, const struct sb_params *p)
 		sb->rec.flags |= SB_F_PUBLIC_PORTS;
 	sb->rec.created_ms = now_ms();
 	sb->rec.timeout_s = p->timeout_s;
+	free(sb->rec.tenant);
+	sb->rec.tenant = strdup_or_null(p->tenant);
 	json_decref(sb->env);
 	json_decref(sb->metadata);
 	sb->env = p->env ? json_deep_copy(p->env) : json_object();

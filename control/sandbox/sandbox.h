@@ -98,6 +98,7 @@ struct sb_params {
 	bool public_ports;               /* its ports answer without the API key (net/ports.h) */
 	json_t *env, *metadata;          /* borrowed; may be NULL */
 	const struct net_policy *policy; /* borrowed; NULL: internet on, no rules */
+	const char *tenant;              /* its owner (auth/auth.h), NULL: the operator */
 };
 
 /* Start a sandbox. Returns 0 (cb is called later; *out is the sandbox) or an

@@ -15,12 +15,13 @@
  * templates. 3: a sandbox's own timeout (auto-resume re-arms it), its count
  * of resumes, and a template's warm pool size. An older database is
  * upgraded in place. */
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 
 struct store {
 	sqlite3 *db;
 	sqlite3_stmt *put, *del, *load;
 	sqlite3_stmt *tput, *tdel, *tload;
+	sqlite3_stmt *kput, *kload, *kdel;
 };
 
 static const char schema1[] = "CREATE TABLE IF NOT EXISTS sandboxes ("
@@ -71,6 +72,18 @@ static const char upgrade3[] = "ALTER TABLE sandboxes ADD COLUMN timeout_s INTEG
 static const char upgrade4[] = "ALTER TABLE sandboxes ADD COLUMN net TEXT;"
                                "ALTER TABLE templates ADD COLUMN net TEXT;";
 
+/* 5: API keys of tenants (auth/keys.c), kept as SHA-256 hashes, and the
+ * tenant that owns each sandbox and template (NULL: the operator's). */
+static const char upgrade5[] = "CREATE TABLE api_keys ("
+                               " id TEXT PRIMARY KEY,"
+                               " tenant TEXT NOT NULL,"
+                               " name TEXT,"
+                               " hash TEXT NOT NULL UNIQUE,"
+                               " created_ms INTEGER NOT NULL,"
+                               " revoked_ms INTEGER NOT NULL DEFAULT 0);"
+                               "ALTER TABLE sandboxes ADD COLUMN tenant TEXT;"
+                               "ALTER TABLE templates ADD COLUMN tenant TEXT;";
+
 static int fail(struct store *s, const char *what)
 {
 	log_err("store: %s: %s", what, sqlite3_errmsg(s->db));
@@ -108,6 +121,8 @@ static int migrate(struct store *s, int version)
 		goto rollback;
 	if (version < 4 && sqlite3_exec(s->db, upgrade4, NULL, NULL, NULL) != SQLITE_OK)
 		goto rollback;
+	if (version < 5 && sqlite3_exec(s->db, upgrade5, NULL, NULL, NULL) != SQLITE_OK)
+		goto rollback;
 	if (sqlite3_exec(s->db, "PRAGMA user_version = " STR(SCHEMA_VERSION) "; COMMIT", NULL, NULL,
 	                 NULL) != SQLITE_OK)
 		goto rollback;
@@ -121,10 +136,11 @@ rollback:
 #define SB_COLS                                                                                \
 	"id, template, state, reason, pid, pid_start, created_ms, end_ms, died_ms, memory_mb," \
 	" cpu_count, env, metadata, kernel, initrd, image, flags, paused_ms, snap_bytes,"      \
-	" timeout_s, resumes, net"
+	" timeout_s, resumes, net, tenant"
 #define TMPL_COLS                                                                         \
 	"name, image_name, kernel, initrd, image, warmup, snap_id, memory_mb, cpu_count," \
-	" snap_bytes, created_ms, build_ms, pool, net"
+	" snap_bytes, created_ms, build_ms, pool, net, tenant"
+#define KEY_COLS "id, tenant, name, hash, created_ms, revoked_ms"
 
 int store_open(struct store **out, const char *path)
 {
@@ -154,7 +170,7 @@ int store_open(struct store **out, const char *path)
 		goto fail_quiet;
 	if (sqlite3_prepare_v2(s->db,
 	                       "INSERT OR REPLACE INTO sandboxes (" SB_COLS ") VALUES"
-	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &s->put, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM sandboxes WHERE id = ?", -1, &s->del, NULL) !=
 	        SQLITE_OK ||
@@ -162,12 +178,20 @@ int store_open(struct store **out, const char *path)
 	                       &s->load, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db,
 	                       "INSERT OR REPLACE INTO templates (" TMPL_COLS ") VALUES"
-	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &s->tput, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM templates WHERE name = ?", -1, &s->tdel, NULL) !=
 	        SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "SELECT " TMPL_COLS " FROM templates ORDER BY name", -1,
-	                       &s->tload, NULL) != SQLITE_OK)
+	                       &s->tload, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db,
+	                       "INSERT OR REPLACE INTO api_keys (" KEY_COLS ") VALUES"
+	                       " (?,?,?,?,?,?)",
+	                       -1, &s->kput, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "SELECT " KEY_COLS " FROM api_keys ORDER BY created_ms", -1,
+	                       &s->kload, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "DELETE FROM api_keys WHERE id = ?", -1, &s->kdel, NULL) !=
+	        SQLITE_OK)
 		goto fail;
 	*out = s;
 	return 0;
@@ -188,6 +212,9 @@ void store_close(struct store *s)
 	sqlite3_finalize(s->tput);
 	sqlite3_finalize(s->tdel);
 	sqlite3_finalize(s->tload);
+	sqlite3_finalize(s->kput);
+	sqlite3_finalize(s->kload);
+	sqlite3_finalize(s->kdel);
 	sqlite3_close(s->db);
 	free(s);
 }
@@ -235,6 +262,7 @@ int store_put(struct store *s, const struct sb_record *r)
 	sqlite3_bind_int64(st, 20, r->timeout_s);
 	sqlite3_bind_int64(st, 21, r->resumes);
 	bind_text(st, 22, r->net_json);
+	bind_text(st, 23, r->tenant);
 	return step_once(s, st, "put");
 }
 
@@ -286,6 +314,7 @@ int store_load(struct store *s, int (*cb)(void *ctx, struct sb_record *r), void 
 		r.timeout_s = sqlite3_column_int64(st, 19);
 		r.resumes = sqlite3_column_int64(st, 20);
 		r.net_json = col_text(st, 21);
+		r.tenant = col_text(st, 22);
 		if (!r.template_id || !r.state) {
 			sb_record_free(&r);
 			continue;
@@ -308,7 +337,8 @@ void sb_record_free(struct sb_record *r)
 	free(r->env_json);
 	free(r->metadata_json);
 	free(r->net_json);
-	r->net_json = NULL;
+	free(r->tenant);
+	r->net_json = r->tenant = NULL;
 	free(r->kernel);
 	free(r->initrd);
 	free(r->image);
@@ -337,6 +367,7 @@ int store_tmpl_put(struct store *s, const struct tmpl_record *t)
 	sqlite3_bind_int64(st, 12, t->build_ms);
 	sqlite3_bind_int(st, 13, t->pool);
 	bind_text(st, 14, t->net_json);
+	bind_text(st, 15, t->tenant);
 	return step_once(s, st, "put template");
 }
 
@@ -370,6 +401,7 @@ int store_tmpl_load(struct store *s, int (*cb)(void *ctx, struct tmpl_record *t)
 		t.build_ms = sqlite3_column_int64(st, 11);
 		t.pool = sqlite3_column_int(st, 12);
 		t.net_json = col_text(st, 13);
+		t.tenant = col_text(st, 14);
 		if (!t.name || !t.image_name || !t.kernel || !t.initrd || !t.snap_id) {
 			tmpl_record_free(&t);
 			continue;
@@ -394,5 +426,60 @@ void tmpl_record_free(struct tmpl_record *t)
 	free(t->warmup_json);
 	free(t->snap_id);
 	free(t->net_json);
+	free(t->tenant);
 	memset(t, 0, sizeof(*t));
+}
+
+/* ---------------------------------------------------------------- API keys */
+
+int store_key_put(struct store *s, const struct key_record *k)
+{
+	sqlite3_stmt *st = s->kput;
+
+	sqlite3_reset(st);
+	bind_text(st, 1, k->id);
+	bind_text(st, 2, k->tenant);
+	bind_text(st, 3, k->name);
+	bind_text(st, 4, k->hash);
+	sqlite3_bind_int64(st, 5, k->created_ms);
+	sqlite3_bind_int64(st, 6, k->revoked_ms);
+	return step_once(s, st, "put API key");
+}
+
+int store_key_delete(struct store *s, const char *id)
+{
+	sqlite3_reset(s->kdel);
+	bind_text(s->kdel, 1, id);
+	return step_once(s, s->kdel, "delete API key");
+}
+
+int store_key_load(struct store *s, int (*cb)(void *ctx, struct key_record *k), void *ctx)
+{
+	sqlite3_stmt *st = s->kload;
+	int rc = 0, step;
+
+	sqlite3_reset(st);
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		struct key_record k = {
+		    .id = col_text(st, 0),
+		    .tenant = col_text(st, 1),
+		    .name = col_text(st, 2),
+		    .hash = col_text(st, 3),
+		    .created_ms = sqlite3_column_int64(st, 4),
+		    .revoked_ms = sqlite3_column_int64(st, 5),
+		};
+
+		if (k.id && k.tenant && k.hash)
+			rc = cb(ctx, &k);
+		free(k.id);
+		free(k.tenant);
+		free(k.name);
+		free(k.hash);
+		if (rc)
+			break;
+	}
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		rc = fail(s, "load API keys");
+	sqlite3_reset(st);
+	return rc;
 }

@@ -36,6 +36,7 @@ struct sb_record {
 	int64_t snap_bytes; /* its snapshot file, while paused */
 	int64_t timeout_s;  /* its lifetime as created (auto-resume re-arms it) */
 	int64_t resumes;    /* times it was resumed */
+	char *tenant;       /* the tenant that owns it (auth/keys.h), NULL: the operator */
 };
 
 /* A template: a snapshot of a warmed-up sandbox that clones start from. */
@@ -48,7 +49,14 @@ struct tmpl_record {
 	char *net_json;    /* the egress policy its clones start with, or NULL */
 	int memory_mb, cpu_count;
 	int64_t snap_bytes, created_ms, build_ms;
-	int pool; /* clones kept started ahead (pool.c) */
+	int pool;     /* clones kept started ahead (pool.c) */
+	char *tenant; /* its owner, NULL: the operator's (every tenant may use it) */
+};
+
+/* An API key of a tenant: only its hash is kept (auth/keys.c). */
+struct key_record {
+	char *id, *tenant, *name, *hash; /* hash: hex SHA-256 of the key */
+	int64_t created_ms, revoked_ms;  /* revoked_ms: 0 while it is valid */
 };
 
 struct store;
@@ -68,5 +76,10 @@ int store_tmpl_delete(struct store *s, const char *name);
 /* Calls cb for every template; cb takes ownership of the strings. */
 int store_tmpl_load(struct store *s, int (*cb)(void *ctx, struct tmpl_record *t), void *ctx);
 void tmpl_record_free(struct tmpl_record *t);
+
+int store_key_put(struct store *s, const struct key_record *k);
+int store_key_delete(struct store *s, const char *id);
+/* Calls cb for every key; the strings stay the store's. */
+int store_key_load(struct store *s, int (*cb)(void *ctx, struct key_record *k), void *ctx);
 
 #endif

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "auth/auth.h"
 #include "agent/agent_run.h"
 #include "api/api.h"
 #include "bootfile.h"
@@ -45,6 +46,7 @@ struct tmpl_build {
 	struct kilnd *kd;
 	struct http_conn *c;
 	char *name, *image_name, *dir, *snap_path;
+	char *tenant;              /* who asked (auth.h), NULL: the operator */
 	char sb_id[SB_ID_LEN + 1]; /* the build sandbox (found by id: users may delete it) */
 	char **warmup;             /* NULL-terminated, or NULL */
 	json_t *warmup_json;
@@ -200,13 +202,14 @@ void tmpl_clone_params(struct kilnd *kd, const struct template *t, struct sb_par
 	p->policy = &t->policy;
 }
 
-char *tmpl_names(struct kilnd *kd)
+char *tmpl_names(struct kilnd *kd, const struct http_who *who)
 {
 	struct buf b = {0};
 	char *s;
 
 	for (struct template *t = kd->templates; t; t = t->next)
-		buf_printf(&b, "%s%s", buf_avail(&b) ? ", " : "", t->rec.name);
+		if (auth_may_use(who, t->rec.tenant))
+			buf_printf(&b, "%s%s", buf_avail(&b) ? ", " : "", t->rec.name);
 	if (!buf_avail(&b))
 		buf_puts(&b, "none");
 	s = buf_strdup(&b);
@@ -226,6 +229,9 @@ static json_t *tmpl_json(struct kilnd *kd, const struct template *t)
 	              "snapshotBytes", (json_int_t)t->rec.snap_bytes, "buildMs",
 	              (json_int_t)t->rec.build_ms, "snapshotID", t->rec.snap_id, "pool",
 	              t->rec.pool);
+	if (j)
+		json_object_set_new(j, "tenant",
+		                    t->rec.tenant ? json_string(t->rec.tenant) : json_null());
 	if (j && t->rec.pool)
 		json_object_set_new(j, "poolReady", json_integer(pool_count(kd, t, true)));
 	if (j)
@@ -258,6 +264,7 @@ static void build_free(struct tmpl_build *b)
 	json_decref(b->warmup_json);
 	free(b->name);
 	free(b->image_name);
+	free(b->tenant);
 	free(b->dir);
 	free(b->snap_path);
 	free(b);
@@ -464,6 +471,7 @@ static void build_snapshotted(void *ctx, struct sandbox *sb, json_t *reply, cons
 	b->rec.snap_bytes = json_integer_value(json_object_get(reply, "file_size"));
 	b->rec.pool = (int)b->pool;
 	b->rec.net_json = net_policy_dump(&sb->policy);
+	b->rec.tenant = strdup_or_null(b->tenant);
 	/* The build sandbox has done its part. */
 	sb_delete(sb);
 	b->sb_id[0] = 0;
@@ -588,8 +596,10 @@ static int parse_warmup(struct tmpl_build *b, json_t *w, char *err)
 }
 
 /* 0 if name is free for a new template, else an HTTP status and message. */
-static int name_taken(struct kilnd *kd, const char *name, char *msg, size_t n)
+static int name_taken(struct kilnd *kd, const struct http_who *who, const char *name, char *msg,
+                      size_t n)
 {
+	struct template *t = tmpl_find(kd, name);
 	char *path = NULL;
 
 	if (!name_ok(name)) {
@@ -598,7 +608,11 @@ static int name_taken(struct kilnd *kd, const char *name, char *msg, size_t n)
 		         "with a letter or digit");
 		return 400;
 	}
-	if (tmpl_find(kd, name)) {
+	if (t && !auth_may_use(who, t->rec.tenant)) {
+		snprintf(msg, n, "the name %s is taken (by another tenant's template)", name);
+		return 409;
+	}
+	if (t) {
 		snprintf(msg, n, "template %s exists already (kiln template rm %s removes it)",
 		         name, name);
 		return 409;
@@ -653,7 +667,7 @@ void api_template_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 		build_free(b);
 		return;
 	}
-	status = name_taken(kd, name, msg, sizeof(msg));
+	status = name_taken(kd, &http_conn_req(c)->who, name, msg, sizeof(msg));
 	if (status) {
 		http_respond_error(c, status, "%s", msg);
 		build_free(b);
@@ -670,6 +684,7 @@ void api_template_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 	}
 	b->name = strdup(name);
 	b->image_name = strdup(image);
+	b->tenant = strdup_or_null(auth_tenant_of(&http_conn_req(c)->who));
 	if (asprintf(&b->dir, "%s/templates/%s", kd->cfg.data_dir, name) < 0 ||
 	    asprintf(&b->snap_path, "%s/" TMPL_SNAP_FILE, b->dir) < 0 || !b->name ||
 	    !b->image_name) {
@@ -711,6 +726,7 @@ void api_template_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 	p.image = image_path;
 	p.timeout_s = b->timeout_s + BUILD_SLACK;
 	p.metadata = meta;
+	p.tenant = b->tenant;
 	b->c = c;
 	b->t0 = now_ms();
 	b->next = kd->builds;
@@ -734,10 +750,12 @@ void api_template_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 
 void api_template_list(struct kilnd *kd, struct http_conn *c)
 {
+	const struct http_who *who = &http_conn_req(c)->who;
 	json_t *arr = json_array();
 
 	for (struct template *t = kd->templates; t; t = t->next)
-		json_array_append_new(arr, tmpl_json(kd, t));
+		if (auth_may_use(who, t->rec.tenant))
+			json_array_append_new(arr, tmpl_json(kd, t));
 	http_respond_json(c, 200, arr);
 }
 
@@ -745,7 +763,7 @@ void api_template_get(struct kilnd *kd, struct http_conn *c, const char *name)
 {
 	struct template *t = tmpl_find(kd, name);
 
-	if (!t) {
+	if (!t || !auth_may_use(&http_conn_req(c)->who, t->rec.tenant)) {
 		http_respond_error(c, 404, "template %.64s not found", name);
 		return;
 	}
@@ -754,10 +772,18 @@ void api_template_get(struct kilnd *kd, struct http_conn *c, const char *name)
 
 void api_template_delete(struct kilnd *kd, struct http_conn *c, const char *name)
 {
+	const struct http_who *who = &http_conn_req(c)->who;
 	struct template *t = tmpl_find(kd, name), **pp;
 
-	if (!t) {
+	if (!t || !auth_may_use(who, t->rec.tenant)) {
 		http_respond_error(c, 404, "template %.64s not found", name);
+		return;
+	}
+	if (!auth_owns(who, t->rec.tenant)) {
+		http_respond_error(c, 403,
+		                   "template %s is the operator's: a tenant's key may start clones "
+		                   "of it, not remove it",
+		                   name);
 		return;
 	}
 	if (store_tmpl_delete(kd->store, t->rec.name)) {

@@ -33,7 +33,7 @@ struct template *tmpl_find(struct kilnd *kd, const char *name);
 /* Fill the files, memory, vCPUs and snapshot of a clone of t into p. */
 void tmpl_clone_params(struct kilnd *kd, const struct template *t, struct sb_params *p);
 /* "a, b" or "none", for messages (malloc'd). */
-char *tmpl_names(struct kilnd *kd);
+char *tmpl_names(struct kilnd *kd, const struct http_who *who);
 
 /* ---- pool.c: warm pools ----
  * A template with rec.pool = N keeps N clones started ahead: sandboxes

@@ -32,6 +32,7 @@ static const struct command commands[] = {
     {"resume", cmd_resume, "resume paused sandboxes where they were"},
     {"fork", cmd_fork, "clone a running sandbox (it goes on running)"},
     {"template", cmd_template, "create, list and remove templates (warm snapshots)"},
+    {"key", cmd_key, "create, list and revoke tenants' API keys"},
     {"images", cmd_images, "list the images sandboxes can boot"},
     {"image", cmd_image, "import a container image archive (docker save) as an image"},
     {"snapshot", cmd_snapshot, "inspect a snapshot file: header, sections, chunks, checksums"},
