@@ -7,7 +7,10 @@
 // is not blank, a PDF, two tabs at once, a second client that finds the
 // first one's page, pause/resume with the page and its JS state kept, a
 // clone of a template that holds a started browser, and Puppeteer's
-// connect() for one smoke case.
+// connect() for one smoke case. On real VMs also: pages from a server on
+// the host's loopback, by name (host.kiln.internal, resolved by kilnd's DNS)
+// through egress under the sandbox's policy, with a fetch() of its JSON,
+// and a port the policy does not name refused.
 // Prints "ok"/"not ok" per case, exits non-zero on a failure. Run by run.sh.
 //
 // KILN_BROWSER_MODE=host instead runs the same cases with the fake VMM
@@ -17,6 +20,7 @@
 // Chromium and Playwright, while there is no browser image (pause/resume
 // is not run then: the fake VMM does not keep processes across a pause).
 import { spawn } from 'node:child_process'
+import http from 'node:http'
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
 import os from 'node:os'
@@ -53,6 +57,7 @@ if (HOST) {
   extra.push('--browser-launcher', `${T}/kiln-browser`, '--browser-port', String(CDP_PORT))
 }
 
+const servers = []
 let passed = 0
 let failed = 0
 async function test(name, fn) {
@@ -105,7 +110,25 @@ async function main() {
   try {
     for (let i = 0; i < 200 && !(await fetch(`${API}/health`).then((r) => r.ok, () => false)); i++)
       await sleep(50)
-    const made = await api('POST', '/sandboxes', { templateID: HOST ? 'base' : 'browser', timeout: 900 })
+    // the host's web server the guest's Chromium may reach (real VMs)
+    const site = http.createServer((req, res) => {
+      if (req.url === '/data.json') {
+        res.writeHead(200, { 'Content-Type': 'application/json' })
+        res.end(JSON.stringify({ from: 'the host', n: 7 }))
+        return
+      }
+      res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' })
+      res.end('<!doctype html><title>host page</title><p id="p">wait</p><script>' +
+        "fetch('/data.json').then((r) => r.json()).then((j) => { document.getElementById('p').textContent = j.from + ' ' + j.n })" +
+        '</script>')
+    })
+    await new Promise((r) => site.listen(0, '127.0.0.1', r))
+    servers.push(site)
+    const SITE_PORT = site.address().port
+    const made = await api('POST', '/sandboxes', {
+      templateID: HOST ? 'base' : 'browser', timeout: 900,
+      ...(HOST ? {} : { network: { allowOut: [`host.kiln.internal:${SITE_PORT}`] } }),
+    })
     assert.equal(made.status, 201, JSON.stringify(made.body))
     id = made.body.sandboxID
     await exec(id, `mkdir -p ${SITE_DIR}`)
@@ -170,6 +193,19 @@ async function main() {
       assert.ok(page, `pages after resume: ${pages.map((p) => p.url())}`)
       assert.equal(await page.evaluate(() => window.counter), 100)
     })
+    if (HOST) console.log('# pages from the host through egress: NOT RUN with the fake VMM (its guest is the host)')
+    else await test('a page from the host by name through egress and kilnd\'s DNS, with a fetch()', async () => {
+      const p = await page.context().newPage()
+      const t0 = Date.now()
+      await p.goto(`http://host.kiln.internal:${SITE_PORT}/`)
+      await p.waitForFunction(() => document.getElementById('p').textContent !== 'wait', null, { timeout: 20000 })
+      assert.equal(await p.textContent('#p'), 'the host 7')
+      console.log(`#   loaded in ${Date.now() - t0} ms`)
+      // a port the policy does not name: refused in the guest (EACCES)
+      await assert.rejects(p.goto(`http://host.kiln.internal:${SITE_PORT + 1}/`, { timeout: 20000 }),
+        /net::ERR_/)
+      await p.close()
+    })
     if (browser) await browser.close()
     browser = null
     if (HOST) console.log('# a browser template and Puppeteer: NOT RUN with the fake VMM')
@@ -216,6 +252,7 @@ async function main() {
   } finally {
     if (id) await api('DELETE', `/sandboxes/${id}`).catch(() => {})
     kilnd.kill('SIGTERM')
+    for (const sv of servers) sv.close()
     if (HOST && fs.existsSync(`${T}/browser.pid`)) // the host's Chromium, started for the "sandbox"
       try { process.kill(-parseInt(fs.readFileSync(`${T}/browser.pid`, 'utf8')), 'SIGKILL') } catch {} // its process group: the agent's setsid
     if (failed) console.log(fs.readFileSync(`${T}/kilnd.log`, 'utf8').split('\n').slice(-40).map((l) => `#   ${l}`).join('\n'))
