@@ -44,6 +44,7 @@ enum route_kind {
 	R_MKDIR,
 	R_REMOVE,
 	R_RENAME,
+	R_NETWORK,
 	/* served at headers time (their handlers read the body, if any) */
 	R_FILES_GET,
 	R_FILES_PUT,
@@ -485,6 +486,22 @@ static void pending_complete(void *ctx)
 	case R_FORK:
 		api_fork(kd, c, sb, body);
 		break;
+	case R_NETWORK: {
+		char msg[512];
+		int st;
+
+		if (!sb_is_live(sb->state) && sb->state != SB_PAUSED) {
+			http_respond_error(c, 409, "sandbox %s is %s", sb->rec.id,
+			                   sb_state_name(sb->state));
+			break;
+		}
+		st = net_sb_set_policy(sb, body, msg, sizeof(msg));
+		if (st)
+			http_respond_error(c, st, "%s", msg);
+		else
+			http_respond_json(c, 200, net_policy_to_json(&sb->policy));
+		break;
+	}
 	case R_TEMPLATE:
 		api_template_create(kd, c, body);
 		break;
@@ -708,6 +725,13 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 			buffer_body(kd, c, R_FORK, sb->rec.id, BODY_SMALL);
 		else
 			method_not_allowed(c, "POST");
+	} else if (n == 3 && !strcmp(seg[2], "network")) {
+		if (m == HTTP_PUT)
+			buffer_body(kd, c, R_NETWORK, sb->rec.id, BODY_SMALL);
+		else if (m == HTTP_GET)
+			http_respond_json(c, 200, net_policy_to_json(&sb->policy));
+		else
+			method_not_allowed(c, "GET, PUT");
 	} else if (n == 3 && !strcmp(seg[2], "metrics")) {
 		if (m == HTTP_GET)
 			do_metrics(kd, c, sb);

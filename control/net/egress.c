@@ -40,7 +40,9 @@ struct econn {
 	size_t hello_got;
 	struct pipe up, down; /* guest -> destination, destination -> guest */
 	struct dns_stream *dns;
-	char dst[64]; /* "ADDR:PORT" for the log */
+	char dst[64];      /* "ADDR:PORT" for the log */
+	uint8_t addr[16];  /* the guest's destination (IPv4 as ::ffff:a.b.c.d) */
+	uint16_t dst_port; /* and port, judged again when the policy changes */
 	/* host.kiln.internal: the other loopback, tried if the first refuses
 	 * (a server may listen on 127.0.0.1 or on ::1 only). */
 	uint8_t alt[16];
@@ -330,6 +332,8 @@ static void decide(struct econn *ec)
 	} else {
 		memcpy(a, h->addr, 16); /* ::ffff:a.b.c.d is IPv4 from here on */
 	}
+	memcpy(ec->addr, a, sizeof(ec->addr));
+	ec->dst_port = port;
 	net_addr_str(a, as);
 	snprintf(ec->dst, sizeof(ec->dst), net_addr_is_v4(a) ? "%s:%u" : "[%s]:%u", as, port);
 	net_host_addrs(ns->nc, &host, &nhost);
@@ -507,4 +511,28 @@ void egress_close_all(struct net_sb *ns)
 {
 	while (ns->conns)
 		econn_free(ns->conns);
+}
+
+void egress_recheck(struct net_sb *ns)
+{
+	const uint8_t(*host)[16];
+	struct econn *ec, *next;
+	size_t nhost;
+	char why[512];
+
+	net_host_addrs(ns->nc, &host, &nhost);
+	for (ec = ns->conns; ec; ec = next) {
+		next = ec->next;
+		if (ec->st != EC_CONNECTING && ec->st != EC_OPEN)
+			continue; /* not decided yet, or the resolver's */
+		if (net_policy_check(net_sb_policy(ns), &ns->pins, ec->addr, ec->dst_port, host,
+		                     nhost, now_ms(), why, sizeof(why)) != NV_DENY)
+			continue;
+		ns->refused++;
+		net_log(ns, "connection to %s closed: the new policy refuses it: %s", ec->dst, why);
+		if (ec->st == EC_CONNECTING)
+			refuse(ec, KILN_NET_EACCES);
+		else
+			econn_free(ec);
+	}
 }

@@ -368,3 +368,70 @@ json_t *net_sb_metrics(const struct sandbox *sb)
 	                 (int)ns->nconns, "dnsLookups", (json_int_t)ns->dns_lookups, "dnsRefused",
 	                 (json_int_t)ns->dns_refused);
 }
+
+int net_sb_set_policy(struct sandbox *sb, json_t *body, char *err, size_t errlen)
+{
+	static const char *const fields[] = {"allowOut", "denyOut", "egressProxy", "rules"};
+	struct net_policy pol, old;
+	json_t *wrap, *net, *v;
+	const char *k;
+	int rc;
+
+	if (!json_is_object(body)) {
+		snprintf(err, errlen,
+		         "the body must be a JSON object: {\"allowOut\": [...], "
+		         "\"denyOut\": [...], \"allow_internet_access\": bool}");
+		return 400;
+	}
+	net = json_object();
+	wrap = json_object();
+	if (!net || !wrap) {
+		json_decref(net);
+		json_decref(wrap);
+		snprintf(err, errlen, "out of memory");
+		return 500;
+	}
+	json_object_foreach(body, k, v)
+	{
+		bool known = false;
+
+		for (size_t i = 0; i < ARRAY_SIZE(fields); i++)
+			if (!strcmp(k, fields[i])) {
+				json_object_set(net, k, v);
+				known = true;
+			}
+		if (!strcmp(k, "allow_internet_access") || !strcmp(k, "allowInternetAccess")) {
+			json_object_set(wrap, k, v);
+			known = true;
+		}
+		if (!known) {
+			snprintf(
+			    err, errlen,
+			    "unknown field '%.64s' (allowOut, denyOut and allow_internet_access "
+			    "are)",
+			    k);
+			json_decref(net);
+			json_decref(wrap);
+			return 400;
+		}
+	}
+	json_object_set_new(wrap, "network", net);
+	rc = net_policy_from_request(wrap, NULL, &pol, err, errlen);
+	json_decref(wrap);
+	if (rc)
+		return rc == -ENOMEM ? 500 : 400;
+	old = sb->policy;
+	sb->policy = pol;
+	if (sb_save(sb)) {
+		sb->policy = old;
+		net_policy_clear(&pol);
+		snprintf(err, errlen, "cannot save the sandbox's policy (the old one holds)");
+		return 500;
+	}
+	net_policy_clear(&old);
+	if (sb->net)
+		egress_recheck(sb->net);
+	log_info("sandbox %s: network policy replaced (internet %s, %zu allow, %zu deny rules)",
+	         sb->rec.id, pol.internet ? "on" : "off", pol.nallow, pol.ndeny);
+	return 0;
+}

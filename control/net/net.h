@@ -32,6 +32,12 @@ void net_fini(struct kilnd *kd);
  * with err for the client. */
 int net_policy_from_request(json_t *body, const struct net_policy *base, struct net_policy *out,
                             char *err, size_t errlen);
+/* PUT /sandboxes/{id}/network (E2B's updateNetwork): body {"allowOut",
+ * "denyOut", "allow_internet_access"} replaces the whole policy (what is
+ * left out is cleared: internet on, no rules). It is saved, holds for new
+ * connections at once, and ends open ones it refuses. 0, or an HTTP status
+ * with err. */
+int net_sb_set_policy(struct sandbox *sb, json_t *body, char *err, size_t errlen);
 /* {"internet": bool, "allowOut": [...], "denyOut": [...]}, as stored. */
 json_t *net_policy_to_json(const struct net_policy *p);
 char *net_policy_dump(const struct net_policy *p); /* the same as a string */

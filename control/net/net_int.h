@@ -61,6 +61,8 @@ bool net_host_has_v6(struct net_ctx *nc);
 /* egress.c: a connection on the sandbox's listener. */
 void egress_accept(struct net_sb *ns);
 void egress_close_all(struct net_sb *ns);
+/* The sandbox's policy changed: end the connections it now refuses. */
+void egress_recheck(struct net_sb *ns);
 
 /* dns.c: one stream of DNS messages (2-byte length prefixed) from the
  * guest. out gets every answer, whole, with its length prefix. */

@@ -114,6 +114,8 @@ struct sandbox *sb_find(struct kilnd *kd, const char *id);
 /* Kill the VMM and forget the sandbox (its directory too). */
 void sb_delete(struct sandbox *sb);
 void sb_set_timeout(struct sandbox *sb, long long seconds);
+/* Write sb's record to the store: 0, or -EIO (logged). */
+int sb_save(struct sandbox *sb);
 const char *sb_state_name(enum sb_state s);
 /* The VMM process exists (starting, running, pausing or resuming). */
 bool sb_is_live(enum sb_state s);

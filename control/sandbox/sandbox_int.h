@@ -13,7 +13,6 @@ void sb_link(struct kilnd *kd, struct sandbox *sb);
 int sb_state_from_name(const char *s);
 /* Watch the VMM pid through a pidfd. 0, or -errno. */
 int sb_watch_pid(struct sandbox *sb, int pid);
-int sb_save(struct sandbox *sb); /* 0, or -EIO (logged) */
 void sb_set_reason(struct sandbox *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "<what>; last console output: <its last lines>" as the reason. */
 void sb_set_reason_console(struct sandbox *sb, const char *what);

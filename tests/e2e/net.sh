@@ -347,6 +347,53 @@ if want api; then
 	out=$(kiln create --allow-out 'exa mple.com' 2>&1)
 	expect_in cli-bad-rule "$out" "^kiln: --allow-out"
 fi
+if want update; then
+	# PUT /sandboxes/ID/network (E2B's updateNetwork): the new policy
+	# replaces the old at once, and open connections it refuses end.
+	S_UPD=$(new --image base)
+	expect_in update-before "$(sbx "$S_UPD" -- python3 -c "import socket; socket.create_connection(('10.0.2.2', $P4))" 2>&1)" \
+		"Permission denied"
+	out=$(kiln network "$S_UPD" --allow-out "host.kiln.internal:$P4")
+	expect_in update-cli-shows "$out" "^allow-out: host.kiln.internal:$P4\$"
+	expect_eq update-allows "$(sbx "$S_UPD" -- busybox wget -q -O - "http://host.kiln.internal:$P4/f.txt")" from-host-v4
+	# an idle connection open across the next change
+	sbx "$S_UPD" -- python3 -c "
+import socket, time
+s = socket.create_connection(('10.0.2.2', $P4))
+open('/tmp/up', 'w').close()
+s.settimeout(30)
+t = time.time()
+try:
+    print('closed' if not s.recv(1) else 'data', int(time.time() - t))
+except OSError as e:
+    print('closed', int(time.time() - t), type(e).__name__)
+" >"$T/upd.out" &
+	upd=$!
+	for _ in $(seq 100); do sbx "$S_UPD" -- test -e /tmp/up >/dev/null && break; sleep 0.1; done
+	kiln network "$S_UPD" --clear >/dev/null
+	wait $upd
+	expect_in update-closes-refused "$(cat "$T/upd.out")" "^closed [0-9]( |\$)"
+	expect_in update-close-logged "$(console "$S_UPD")" \
+		"kiln-net: connection to 10.0.2.2:$P4 closed: the new policy refuses it"
+	expect_in update-refuses-new "$(sbx "$S_UPD" -- busybox wget -q -O - "http://10.0.2.2:$P4/f.txt")" \
+		"Permission denied"
+	j=$(curl -s --unix-socket "$SOCK" -X PUT "http://k/sandboxes/$S_UPD/network" \
+		-d '{"denyOut":["0.0.0.0/0"],"allowOut":["public.test"],"allow_internet_access":true}')
+	expect_in update-e2b-body "$j" '"denyOut": ?\["0.0.0.0/0"\]'
+	j=$(curl -s --unix-socket "$SOCK" -X PUT "http://k/sandboxes/$S_UPD/network" -d '{"allowOut":["127.1"]}')
+	expect_in update-bad-rule "$j" '"code": ?400.*127.1'
+	j=$(curl -s --unix-socket "$SOCK" -X PUT "http://k/sandboxes/$S_UPD/network" -d '{"allow":["x"]}')
+	expect_in update-unknown-field "$j" "\"code\": ?400.*unknown field 'allow'"
+	j=$(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$S_UPD/network")
+	expect_in update-bad-kept-old "$j" '"allowOut": ?\["public.test"\]'
+	kiln pause "$S_UPD" >/dev/null
+	kiln network "$S_UPD" --no-internet >/dev/null
+	j=$(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$S_UPD")
+	expect_in update-while-paused "$j" '"allowInternetAccess": ?false'
+	expect_in update-after-resume "$(sbx "$S_UPD" -- python3 -c "import socket; socket.create_connection(('10.0.2.2', $P4))" 2>&1)" \
+		"Permission denied"
+	kiln rm "$S_UPD" >/dev/null
+fi
 if want restart; then
 	# kilnd goes; the VMs and their policies stay, and are enforced again.
 	kill "$KPID"

@@ -106,6 +106,7 @@ int cmd_snapshot(struct kc *k, int argc, char **argv);
 int cmd_port_forward(struct kc *k, int argc, char **argv);
 int cmd_browser(struct kc *k, int argc, char **argv);
 int cmd_key(struct kc *k, int argc, char **argv);
+int cmd_network(struct kc *k, int argc, char **argv);
 
 /* shared by create, run and shell: sandbox options */
 struct create_opts {

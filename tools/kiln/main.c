@@ -36,6 +36,7 @@ static const struct command commands[] = {
     {"images", cmd_images, "list the images sandboxes can boot"},
     {"image", cmd_image, "import a container image archive (docker save) as an image"},
     {"snapshot", cmd_snapshot, "inspect a snapshot file: header, sections, chunks, checksums"},
+    {"network", cmd_network, "show or replace a sandbox's egress policy"},
     {"port-forward", cmd_port_forward, "forward a local TCP port to a port in a sandbox"},
     {"browser", cmd_browser, "a sandbox's browser: its CDP endpoint, or a screenshot"},
     {"inspect", cmd_inspect, "show a sandbox as JSON"},

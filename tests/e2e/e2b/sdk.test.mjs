@@ -455,13 +455,26 @@ async function main() {
       assert.equal(info.allowInternetAccess, false)
       assert.deepEqual(info.network.allowOut, [`host.kiln.internal:${port}`])
       assert.deepEqual(info.network.denyOut, ['203.0.113.0/24'])
+      const py = (url) => `python3 -c "import urllib.request as u; print(u.urlopen('${url}', timeout=20).read().decode().strip())"`
       if (!FAKE) {
-        const py = (url) => `python3 -c "import urllib.request as u; print(u.urlopen('${url}', timeout=20).read().decode().strip())"`
         const ok = await s.commands.run(py(`http://host.kiln.internal:${port}/`))
         assert.equal(ok.stdout.trim(), 'from-the-host')
         const no = await s.commands.run(py(`http://10.0.2.2:${port + 1}/`)).catch((e) => e)
         assert.match(String(no.stderr || no), /Permission denied/)
       }
+      // updateNetwork replaces the whole policy: what it leaves out is cleared
+      await s.updateNetwork({ allowOut: [`host.kiln.internal:${port + 1}`] })
+      const after = await s.getInfo()
+      assert.equal(after.allowInternetAccess, true)
+      assert.deepEqual(after.network.allowOut, [`host.kiln.internal:${port + 1}`])
+      assert.deepEqual(after.network.denyOut ?? [], [])
+      if (!FAKE) {
+        const no = await s.commands.run(py(`http://host.kiln.internal:${port}/`)).catch((e) => e)
+        assert.match(String(no.stderr || no), /Permission denied|Name or service not known|resolution/)
+      }
+      await assert.rejects(s.updateNetwork({ allowOut: ['127.1'] }), /127\.1/)
+      await assert.rejects(Sandbox.updateNetwork('nosuchsandbox', { allowOut: [] }), (e) =>
+        e.name === 'SandboxNotFoundError')
     } finally {
       srv.close()
       if (s) await s.kill()
