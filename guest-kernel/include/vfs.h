@@ -67,6 +67,8 @@ int vfs_mknod(const char *path, uint32_t mode, struct inode **out);
 void inode_get(struct inode *ip);
 void inode_put(struct inode *ip);
 uint32_t vfs_inode_mode(const struct inode *ip); /* st_mode: S_IFMT | permissions */
+/* f is an open /dev/zero (whose mappings are anonymous memory). */
+bool vfs_file_is_zero(const struct file *f);
 uint64_t vfs_inode_size(const struct inode *ip);
 uint64_t vfs_inode_ino(const struct inode *ip);
 /* Read a regular file's bytes into kernel memory; short at end of file.

@@ -35,7 +35,7 @@ struct vm_object_ops {
 	 * protection prot. *pa gets a physical page of obj's own, made
 	 * (zeroed) if it has none yet and create is set, else 0; or, for a
 	 * mapping without PROT_WRITE, read-only image memory that holds the
-	 * bytes (then *borrowed is set). 0, -ENOMEM, or -EFAULT if idx lies
+	 * bytes (then *borrowed is set). 0, -ENOMEM, or -ERANGE if idx lies
 	 * past the end of obj. */
 	int (*page)(void *obj, uint64_t idx, uint32_t prot, bool create, uint64_t *pa,
 	            bool *borrowed);
@@ -141,7 +141,9 @@ uint64_t vm_text_page(uint64_t pa);
 /* A page fault at addr that is ours to resolve: a write to a borrowed page
  * of a writable mapping gets a private copy; a touch of a VMA_LAZY page the
  * mapping allows gets zeroed pages. 0 if resolved (retry the access),
- * -EFAULT if it is the program's fault, -ENOMEM if memory ran out. */
+ * -EFAULT if it is the program's fault, -ERANGE if it touched a shared
+ * mapping past the end of its file (SIGBUS on Linux), -ENOMEM if memory
+ * ran out. */
 int vm_fault(struct aspace *as, uint64_t addr, uint32_t error);
 /* Give back the pages of [start, start+len) in VMA_LAZY mappings, which
  * then read as zeroes again (MADV_DONTNEED); zero the rest. */

@@ -140,19 +140,22 @@ static int signal_for(const struct trapframe *tf, const char **what)
 
 /* A program fault: its handler runs if it has one; if not, or if the signal
  * is blocked, the process dies as on Linux (and init's death is reported). */
-static void fault_signal(struct trapframe *tf)
+static void fault_signal(struct trapframe *tf, bool past_eof)
 {
 	struct thread *t = cur_thread();
 	struct proc *p = t->proc;
 	struct siginfo_k info;
 	const char *what;
 	char why[160];
-	int sig = signal_for(tf, &what);
+	int sig = past_eof ? SIGBUS : signal_for(tf, &what);
 	uint64_t h = p->sighand->action[sig].handler;
 
+	if (past_eof)
+		what = "access past the end of a mapped file:";
 	memset(&info, 0, sizeof(info));
 	info.signo = sig;
-	info.code = tf->vector == 14 ? 1 /* SEGV_MAPERR */ : 0x80;
+	/* SIGBUS BUS_ADRERR, SIGSEGV SEGV_MAPERR, or SI_KERNEL */
+	info.code = past_eof ? 2 : tf->vector == 14 ? 1 : 0x80;
 	info.fault.addr = tf->vector == 14 ? tf->cr2 : tf->rip;
 	if (h > 1 && !(t->sigmask & SIGBIT(sig))) {
 		signal_send_thread(t, sig, &info);
@@ -193,6 +196,8 @@ static void resume_fault(struct trapframe *tf)
 		out_of_memory();
 		proc_kill_self(SIGKILL, "out of memory");
 	}
+	if (err == -ERANGE)
+		proc_kill_self(SIGBUS, "its stack is a mapping past the end of a file");
 	proc_kill_self(SIGSEGV, "its stack pointer is not in writable memory");
 }
 
@@ -210,7 +215,7 @@ void trap_handle(struct trapframe *tf)
 {
 	uint64_t t0 = kiln_stats ? rdtsc() : 0;
 	enum stats_trap kind;
-	int err;
+	int err = 0;
 
 	if (in_libos(tf->rip)) {
 		bool in_uaccess =
@@ -244,7 +249,8 @@ void trap_handle(struct trapframe *tf)
 	} else if ((tf->vector == 14 || tf->vector == 13) && bad_syscall_number(tf)) {
 		kind = STATS_TRAP_BAD_SYSCALL; /* -ENOSYS is in place */
 	} else if (tf->vector == 14 &&
-	           (err = vm_fault(cur_proc()->as, tf->cr2, (uint32_t)tf->error)) != -EFAULT) {
+	           (err = vm_fault(cur_proc()->as, tf->cr2, (uint32_t)tf->error)) != -EFAULT &&
+	           err != -ERANGE) {
 		kind = fault_kind(tf->cr2, (uint32_t)tf->error);
 		if (err)
 			out_of_memory();
@@ -254,7 +260,7 @@ void trap_handle(struct trapframe *tf)
 		kind = STATS_TRAP_FAULT_STACK; /* retry with the stack grown */
 	} else {
 		kind = STATS_TRAP_SIGNAL;
-		fault_signal(tf);
+		fault_signal(tf, tf->vector == 14 && err == -ERANGE);
 	}
 	if (t0)
 		stats_trap(kind, t0);

@@ -63,6 +63,11 @@ static const struct file_ops zero_ops = {.read = zero_read, .write = null_write}
 static const struct file_ops full_ops = {.read = zero_read, .write = full_write};
 static const struct file_ops random_ops = {.read = random_read, .write = null_write};
 
+bool vfs_file_is_zero(const struct file *f)
+{
+	return f->ops == &zero_ops;
+}
+
 /* ---------------------------------------------------------------- console */
 
 static int console_open(struct file *f, unsigned int oflags)

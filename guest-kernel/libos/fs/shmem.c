@@ -28,7 +28,7 @@ static int map_page(void *obj, uint64_t idx, uint32_t prot, bool create, uint64_
 	struct inode *ip = obj;
 
 	if (idx >= ALIGN_UP(ip->size, PAGE_SIZE) >> PAGE_SHIFT)
-		return -EFAULT;
+		return -ERANGE;
 	*pa = ramfs_page(ip, idx, false);
 	if (!*pa && !(prot & PROT_WRITE) && (*pa = vfs_inode_page(ip, idx)))
 		*borrowed = true;

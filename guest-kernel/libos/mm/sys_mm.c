@@ -84,8 +84,11 @@ static long map_shared(struct aspace *as, uint64_t addr, uint64_t len, uint32_t 
 	                     len <= LAZY_MIN);
 }
 
+static long map_anon_shared(struct aspace *as, uint64_t addr, uint64_t len, uint32_t prot);
+
 /* Map a file's pages: in place where the image has them, else copies of
- * its bytes in fresh pages; shared, the file's own pages. */
+ * its bytes in fresh pages; shared, the file's own pages. /dev/zero's are
+ * anonymous memory, as on Linux (shared: what fork shares). */
 static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t prot, bool shared,
                      int fd, uint64_t off)
 {
@@ -99,11 +102,14 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t pr
 		return -EBADF;
 	if ((f->flags & O_ACCMODE) == O_WRONLY || (f->flags & O_PATH))
 		return -EACCES;
+	if (shared && (prot & PROT_WRITE) && (f->flags & O_ACCMODE) != O_RDWR)
+		return -EACCES;
+	if (vfs_file_is_zero(f))
+		return shared ? map_anon_shared(as, addr, len, prot)
+		              : vm_map_anon(as, addr, len, prot, anon_flags(len, prot, VMA_ANON));
 	ip = file_inode(f);
 	if (!S_ISREG(vfs_inode_mode(ip)))
 		return -ENODEV;
-	if (shared && (prot & PROT_WRITE) && (f->flags & O_ACCMODE) != O_RDWR)
-		return -EACCES;
 	if (shared && vfs_inode_shareable(ip))
 		return map_shared(as, addr, len, prot,
 		                  (f->flags & O_ACCMODE) != O_RDWR ? VMA_NOWRITE : 0, ip, off);

@@ -541,7 +541,7 @@ int vm_map_shared(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot
 		vm_unmap(as, start, end - start);
 		return err;
 	}
-	return 0; /* (-EFAULT: the rest lies past the object's end) */
+	return 0; /* (-ERANGE: the rest lies past the object's end) */
 }
 
 /* Give the pages of [start, end) protection prot (2 MiB pages lie wholly
@@ -726,7 +726,7 @@ static int populate(struct aspace *as, const struct vma *v, uint64_t addr)
 }
 
 /* Map the object's page at va in the shared mapping v (if it has one, or
- * made if create), replacing what is there. 0, -ENOMEM, or -EFAULT past
+ * made if create), replacing what is there. 0, -ENOMEM, or -ERANGE past
  * the object's end. */
 static int map_shared_page(struct aspace *as, const struct vma *v, uint64_t va, bool create)
 {

@@ -12,7 +12,9 @@
  *   socketpair, mapped by the other process; unlink, truncate, mremap,
  *   mprotect, MADV_DONTNEED and msync on shared mappings; access rights;
  *   process-shared semaphores and mutexes (futexes in shared memory, at
- *   different addresses in each process).
+ *   different addresses in each process); /dev/zero mapped shared (what a
+ *   forked child writes, the parent sees) and private; a touch of a shared
+ *   file mapping past the file's end is SIGBUS (BUS_ADRERR), not SIGSEGV.
  *
  *   shmtest leak [N]  (guest only) maps, unlinks and unmaps shared memory
  *                     N (300) times; "no leak" if MemAvailable came back.
@@ -20,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -375,6 +378,93 @@ static void lifetime(void)
 	unlink(shm_path);
 }
 
+static int child_writes_zero(void *p)
+{
+	strcpy(p, "child via /dev/zero");
+	return 0;
+}
+
+static sigjmp_buf bus_jmp;
+static volatile int bus_sig, bus_code;
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	bus_sig = sig;
+	bus_code = si->si_code;
+	siglongjmp(bus_jmp, 1);
+}
+
+static void dev_zero_and_eof(void)
+{
+	struct sigaction sa = {.sa_sigaction = on_fault, .sa_flags = SA_SIGINFO}, old_bus, old_segv;
+	int z = open("/dev/zero", O_RDWR), fd;
+	char *m;
+
+	m = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, z, 0);
+	check("/dev/zero: shared mmap", m != MAP_FAILED);
+	check("/dev/zero: reads zero", m != MAP_FAILED && !m[0] && !m[2 * PG - 1]);
+	if (m != MAP_FAILED) {
+		in_child(child_writes_zero, m + PG);
+		check("/dev/zero: shared, the parent sees the child's write",
+		      !strcmp(m + PG, "child via /dev/zero"));
+		munmap(m, 2 * PG);
+	}
+	m = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, z, 0);
+	check("/dev/zero: private mmap", m != MAP_FAILED);
+	if (m != MAP_FAILED) {
+		in_child(child_writes_zero, m);
+		check("/dev/zero: private, the child's write stays the child's", !m[0]);
+		munmap(m, PG);
+	}
+	close(z);
+	z = open("/dev/zero", O_RDONLY);
+	check("/dev/zero read-only: writable shared mmap is EACCES",
+	      mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, z, 0) == MAP_FAILED &&
+	          errno == EACCES);
+	close(z);
+
+	/* One page of file, three mapped: the third page is past its end. */
+	fd = shm_file(PG);
+	m = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	check("past EOF: mmap larger than the file", m != MAP_FAILED);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &old_bus);
+	sigaction(SIGSEGV, &sa, &old_segv);
+	bus_sig = 0;
+	if (m != MAP_FAILED && !sigsetjmp(bus_jmp, 1))
+		m[2 * PG + 5] = 1;
+	printf("past EOF: signal %s, code %d\n",
+	       bus_sig == SIGBUS    ? "SIGBUS"
+	       : bus_sig == SIGSEGV ? "SIGSEGV"
+	                            : "none",
+	       bus_code);
+	check("past EOF: a write is SIGBUS", bus_sig == SIGBUS && bus_code == BUS_ADRERR);
+	bus_sig = 0;
+	if (m != MAP_FAILED && !sigsetjmp(bus_jmp, 1))
+		bus_code = m[2 * PG];
+	check("past EOF: a read is SIGBUS", bus_sig == SIGBUS);
+	z = open("/dev/zero", O_RDONLY);
+	errno = 0;
+	long got = read(z, m + 2 * PG, 8);
+	int err = errno;
+
+	check("past EOF: read() into a mapping past EOF is EFAULT", got == -1 && err == EFAULT);
+	close(z);
+	checkv("past EOF: after ftruncate", ftruncate(fd, 3 * PG), 0);
+	bus_sig = 0;
+	if (m != MAP_FAILED && !sigsetjmp(bus_jmp, 1))
+		m[2 * PG + 5] = 7;
+	check("past EOF: grown, the page is there",
+	      !bus_sig && m != MAP_FAILED && m[2 * PG + 5] == 7);
+	sigaction(SIGBUS, &old_bus, NULL);
+	sigaction(SIGSEGV, &old_segv, NULL);
+	if (m != MAP_FAILED)
+		munmap(m, 3 * PG);
+	close(fd);
+	unlink(shm_path);
+}
+
 static long mem_available(void)
 {
 	char line[128];
@@ -446,6 +536,7 @@ int main(int argc, char **argv)
 	memfd_pass();
 	process_shared_sync();
 	lifetime();
+	dev_zero_and_eof();
 	unlink(shm_path);
 	printf("shmtest: %s\n", failures ? "FAILED" : "all ok");
 	return failures ? 1 : 0;
