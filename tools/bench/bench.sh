@@ -287,6 +287,10 @@ else
 	failed=1
 fi
 
+# ---- Beside Docker (runc, crun) and bubblewrap on the same root (issue 19).
+echo
+bash tools/bench/containers_bench.sh 2>&1 | sed 's/^/  /' || failed=1
+
 echo
 echo "  The boot goal is for boot to init; the first console byte also includes the VMM's"
 echo "  own start-up and hello-musl's, so it is an upper bound on boot to init."
