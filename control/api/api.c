@@ -640,7 +640,7 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 		goto out;
 	}
 	http_conn_trust(c);
-	if (!strcmp(seg[0], "keys")) {
+	if (n >= 1 && !strcmp(seg[0], "keys")) {
 		auth_route(kd, c, req, seg, n);
 		goto out;
 	}

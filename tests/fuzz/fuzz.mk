@@ -38,13 +38,19 @@ FUZZ_SRCS_fuzz_ws          := control/http/ws.c control/http/buf.c
 FUZZ_LIBS_fuzz_ws          := -lnettle
 FUZZ_SRCS_fuzz_net_policy  := control/net/policy.c
 FUZZ_SRCS_fuzz_dns_msg     := control/net/dns_msg.c control/net/policy.c
+# kilnd whole but its main(), behind the router (the generated code
+# interpreter kernel comes from control.mk's rule)
+FUZZ_SRCS_fuzz_http_router := $(filter-out control/main.c,$(KILND_SRCS))
+FUZZ_LIBS_fuzz_http_router := $(KILND_LDLIBS)
+FUZZ_XFLAGS_fuzz_http_router := -I$(BUILD)/host/control/gen
+$(FUZZ_DIR)/fuzz_http_router: $(CODEINT_KERNEL_H)
 
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
 
 define fuzz_rule
 $(FUZZ_DIR)/$(1): tests/fuzz/$(1).c $$(FUZZ_SRCS_$(1)) tests/fuzz/fuzz.mk | $(DEPS_STAMP)
 	@mkdir -p $$(dir $$@)
-	$$(V)$$(FUZZ_CC) $$(FUZZ_CFLAGS) -MMD -MP -MF $$@.d -o $$@ tests/fuzz/$(1).c $$(FUZZ_SRCS_$(1)) $$(FUZZ_LIBS_$(1))
+	$$(V)$$(FUZZ_CC) $$(FUZZ_CFLAGS) $$(FUZZ_XFLAGS_$(1)) -MMD -MP -MF $$@.d -o $$@ tests/fuzz/$(1).c $$(FUZZ_SRCS_$(1)) $$(FUZZ_LIBS_$(1))
 endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_rule,$(t))))
 
