@@ -55,13 +55,6 @@ enum route_kind {
 
 /* ---------------------------------------------------------------- auth */
 
-bool api_key_ok(struct kilnd *kd, const struct http_req *req)
-{
-	struct http_who who;
-
-	return auth_check(kd, req, &who);
-}
-
 bool api_sb_key_ok(struct kilnd *kd, const struct http_req *req, const struct sandbox *sb)
 {
 	struct http_who who;

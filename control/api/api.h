@@ -13,11 +13,9 @@
 #include "kilnd.h"
 #include "sandbox/sandbox.h"
 
-/* Does the request carry a key kilnd knows, the operator's or a tenant's
- * (X-API-Key or a bearer token; auth/auth.h)? Requests on the unix socket
- * need none (its file mode guards it). */
-bool api_key_ok(struct kilnd *kd, const struct http_req *req);
-/* ... and may that key reach sb (the operator's, or sb's tenant's)? */
+/* Does the request carry a key kilnd knows (X-API-Key or a bearer token;
+ * auth/auth.h) that may reach sb: the operator's, or sb's tenant's?
+ * Requests on the unix socket need none (its file mode guards it). */
 bool api_sb_key_ok(struct kilnd *kd, const struct http_req *req, const struct sandbox *sb);
 /* The sandbox `id` if the router's authenticated req (req->who) may see it:
  * not a pool clone, and the caller's tenant's; else NULL (a 404). */
