@@ -34,6 +34,9 @@ FUZZ_SRCS_fuzz_agent_guest := initramfs/agent/proto.c
 FUZZ_SRCS_fuzz_rpc_json    := control/http/connectrpc.c control/http/jsonutil.c control/http/http.c control/http/http_server.c \
 	control/http/http_parse.c control/http/buf.c control/util.c
 FUZZ_LIBS_fuzz_rpc_json    := -ljansson -lev -lhttp_parser -lnettle
+FUZZ_SRCS_fuzz_virtio_dev  := vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/virtio/console.c vmm/virtio/rng.c \
+	vmm/virtio/vsock.c vmm/virtio/vsock_conn.c vmm/virtio/blk.c vmm/mem.c
+FUZZ_LIBS_fuzz_virtio_dev  := -lev -lpthread
 FUZZ_SRCS_fuzz_ws          := control/http/ws.c control/http/buf.c
 FUZZ_LIBS_fuzz_ws          := -lnettle
 FUZZ_SRCS_fuzz_net_policy  := control/net/policy.c
