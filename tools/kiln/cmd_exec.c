@@ -94,7 +94,7 @@ static int exec_opt(struct exec_opts *o, int argc, char **argv, int *i)
 struct stream {
 	struct buf line;
 	int exit_code; /* -1 until the exit event */
-	bool failed, broken_pipe;
+	bool failed, broken_pipe, detached;
 };
 
 static int handle_event(struct stream *s, const char *p, size_t n)
@@ -127,6 +127,12 @@ static int handle_event(struct stream *s, const char *p, size_t n)
 		} else {
 			s->exit_code = sig ? 128 + sig : code & 0xff;
 		}
+	} else if (!strcmp(type, "detached")) {
+		/* The sandbox was paused: the command goes on, to be attached. */
+		fprintf(stderr, "kiln: %s\n",
+		        json_string_value(json_object_get(j, "message"))
+		            ?: "the sandbox was paused: the command goes on detached");
+		s->failed = s->detached = true;
 	} else if (!strcmp(type, "error")) {
 		fprintf(stderr, "kiln: %s\n",
 		        json_string_value(json_object_get(j, "message"))
@@ -276,7 +282,8 @@ static int run_command(struct kc *k, const char *id, int argc, char **argv,
 		if (!s.failed)
 			fprintf(stderr,
 			        "kiln: the command's stream ended without an exit status\n");
-		explain_broken_stream(k, id);
+		if (!s.detached)
+			explain_broken_stream(k, id);
 		return KILN_EXIT_FAIL;
 	}
 	return s.exit_code;
