@@ -128,9 +128,13 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 	case KILN_MSG_EXIT:
 		if (!s->started || agent_parse_exit(p, n, &code, &sig, &flags))
 			break;
-		buf_printf(&s->line,
-		           "{\"type\":\"exit\",\"exitCode\":%d,\"signal\":%u,\"timedOut\":%s}\n",
-		           code, sig, flags & KILN_EXIT_TIMEOUT ? "true" : "false");
+		buf_printf(
+		    &s->line,
+		    "{\"type\":\"exit\",\"exitCode\":%d,\"signal\":%u,\"timedOut\":%s%s}\n", code,
+		    sig, flags & KILN_EXIT_TIMEOUT ? "true" : "false",
+		    flags & KILN_EXIT_OOM
+		        ? ",\"oom\":true,\"reason\":\"killed: the sandbox ran out of memory\""
+		        : "");
 		emit(s);
 		spare_release(&s->a, s->reuse);
 		procs_forget(s->kd, s->sb_id, s->pid);

@@ -245,7 +245,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 	struct pty_sess *s = ctx;
 	uint32_t v, kind, sig, flags;
 	int32_t code;
-	char hdrs[256], msg[128];
+	char hdrs[256], msg[192];
 
 	if (!s->hello) {
 		if (type == KILN_MSG_ERROR) {
@@ -291,8 +291,11 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 	case KILN_MSG_EXIT:
 		if (!s->upgraded || agent_parse_exit(p, n, &code, &sig, &flags))
 			break;
-		snprintf(msg, sizeof(msg), "{\"type\":\"exit\",\"exitCode\":%d,\"signal\":%u}",
-		         code, sig);
+		snprintf(msg, sizeof(msg), "{\"type\":\"exit\",\"exitCode\":%d,\"signal\":%u%s}",
+		         code, sig,
+		         flags & KILN_EXIT_OOM
+		             ? ",\"oom\":true,\"reason\":\"killed: the sandbox ran out of memory\""
+		             : "");
 		ws_send(&s->ws, WS_TEXT, msg, strlen(msg));
 		procs_forget(s->kd, s->sb_id, s->pid);
 		end(s, WS_CLOSE_NORMAL, "exited");

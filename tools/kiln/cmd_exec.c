@@ -127,6 +127,10 @@ static int handle_event(struct stream *s, const char *p, size_t n)
 		} else {
 			s->exit_code = sig ? 128 + sig : code & 0xff;
 		}
+		if (json_is_true(json_object_get(j, "oom")))
+			fprintf(stderr,
+			        "kiln: the command was killed: the sandbox ran out of memory "
+			        "(give it more with kiln create --mem MB)\n");
 	} else if (!strcmp(type, "detached")) {
 		/* The sandbox was paused: the command goes on, to be attached. */
 		fprintf(stderr, "kiln: %s\n",

@@ -142,7 +142,7 @@ static int session_status(struct shell *s, const struct term_opts *o, bool left)
 		rc = KILN_EXIT_FAIL;
 	} else if (rc >= 0 && s->oom) {
 		fprintf(stderr, "kiln: the command was killed: the sandbox ran out of memory "
-		                "(give it more with --mem)\n");
+		                "(give it more with kiln create --mem MB)\n");
 	} else if (rc < 0 && left && o->attach) {
 		fprintf(stderr, "kiln: left process %s; it goes on (kiln attach %s %s)\n", o->pid,
 		        o->id, o->pid);
