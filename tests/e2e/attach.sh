@@ -8,7 +8,7 @@
 # processes go on.
 
 # shellcheck disable=SC2034 # run.sh runs them
-ATTACH_TESTS="t_attach_exec t_attach_pty t_attach_refused t_attach_hangup"
+ATTACH_TESTS="t_attach_exec t_attach_run t_attach_pty t_attach_refused t_attach_hangup"
 
 # attach_raw ID PID [curl args]: the attach route's status, body in $T/body
 attach_raw() {
@@ -106,6 +106,27 @@ t_attach_exec() {
 	"$KILN" rm "$id"
 }
 
+# kiln run whose sandbox someone pauses keeps the sandbox for the command.
+t_attach_run() {
+	local id rc before
+	before=$("$KILN" ls -q)
+	"$KILN" run -- sh -c 'sleep 2; echo late' >/dev/null 2>"$T/re" &
+	local rp=$!
+	for _ in $(seq 50); do
+		id=$(comm -13 <(sort <<<"$before") <("$KILN" ls -q | sort) | head -1)
+		[ -n "$id" ] && [ "$(sb_field "$id" state)" = running ] &&
+			grep -q '"pid"' <(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$id/processes") && break
+		sleep 0.1
+	done
+	"$KILN" pause "$id" >/dev/null
+	wait $rp
+	rc=$?
+	[ $rc = 125 ] && grep -q "sandbox $id is kept for it (kiln rm $id when done)" "$T/re" &&
+		[ "$(sb_field "$id" state)" = paused ]
+	check $? "kiln run whose sandbox is paused keeps it, and says so (rc $rc)"
+	"$KILN" rm "$id"
+}
+
 # A shell on a terminal survives a pause with its state; attach gives it
 # our input and its exit status.
 t_attach_pty() {
@@ -169,6 +190,20 @@ t_attach_refused() {
 	st=$(attach_raw "$id" "$pid")
 	[ "$st" = 409 ] && grep -q "attached to another client" "$T/body"
 	check $? "a process a client holds cannot be attached by another (409)"
+	mkdir -p "$T/envd"
+	(T=$T/envd envd_start "$id" 'sleep 20' >/dev/null) &
+	local envd_curl=$! epid=
+	for _ in $(seq 50); do
+		api GET "/sandboxes/$id/processes" >/dev/null
+		epid=$(sed -n 's/.*"pid":\([0-9]*\),"api":"envd".*/\1/p' "$T/body")
+		[ -n "$epid" ] && break
+		sleep 0.1
+	done
+	st=$(attach_raw "$id" "$epid")
+	[ -n "$epid" ] && [ "$st" = 409 ] && grep -q "was started through envd: attach to it with the SDK's commands.connect($epid)" "$T/body"
+	check $? "the listing has envd's process too, and attach to it says how to reach it (409)"
+	kill $envd_curl 2>/dev/null
+	wait $envd_curl 2>/dev/null
 	st=$(api GET "/sandboxes/$id/processes/$pid/attach")
 	[ "$st" = 426 ]
 	check $? "attach without a WebSocket upgrade is 426"

@@ -226,7 +226,7 @@ static void explain_broken_stream(struct kc *k, const char *id)
 
 /* Exit status of kiln for the command's outcome. */
 static int run_command(struct kc *k, const char *id, int argc, char **argv,
-                       const struct exec_opts *o)
+                       const struct exec_opts *o, bool *detached)
 {
 	json_t *req = json_object(), *cmd = json_array(), *err = NULL;
 	struct stream s = {.exit_code = -1};
@@ -282,6 +282,8 @@ static int run_command(struct kc *k, const char *id, int argc, char **argv,
 		return e == ENOENT ? 127 : e == EACCES || e == ENOEXEC ? 126 : KILN_EXIT_FAIL;
 	}
 	kc_resp_free(&r);
+	if (detached)
+		*detached = s.detached;
 	if (s.exit_code < 0) {
 		if (!s.failed)
 			fprintf(stderr,
@@ -314,6 +316,7 @@ int cmd_run(struct kc *k, int argc, char **argv)
 	struct create_opts co;
 	struct exec_opts eo = {0};
 	char *id;
+	bool detached = false;
 	int i, rc;
 
 	create_opts_init(&co);
@@ -338,9 +341,13 @@ int cmd_run(struct kc *k, int argc, char **argv)
 	id = sandbox_create(k, &co, true);
 	if (!id)
 		return interrupted ? 128 + interrupted : KILN_EXIT_FAIL;
-	rc = run_command(k, id, argc - i, argv + i, &eo);
+	rc = run_command(k, id, argc - i, argv + i, &eo, &detached);
 	kc_disconnect(k);
-	sandbox_delete(k, id, false);
+	if (detached)
+		/* someone paused it: the command goes on there, to be attached */
+		fprintf(stderr, "kiln: sandbox %s is kept for it (kiln rm %s when done)\n", id, id);
+	else
+		sandbox_delete(k, id, false);
 	free(id);
 	return rc;
 }
@@ -372,5 +379,5 @@ int cmd_exec(struct kc *k, int argc, char **argv)
 		return 2;
 	}
 	catch_signals();
-	return run_command(k, id, argc - i, argv + i, &eo);
+	return run_command(k, id, argc - i, argv + i, &eo, NULL);
 }
