@@ -200,12 +200,19 @@ static void on_http_drain(void *ctx)
 static void on_http_abort(void *ctx)
 {
 	struct exec_sess *s = ctx;
+	struct sandbox *sb = sb_find(s->kd, s->sb_id);
+	struct kproc *kp = procs_lookup(s->kd, s->sb_id, s->pid);
 
 	/* The client went away: the command ends with it (the agent kills its
-	 * process group on our ERROR). */
+	 * process group on our ERROR). A pausing VM may not read the ERROR any
+	 * more: then the command survives, and stays listed to be attached
+	 * (or found gone). */
 	procs_abort_stream(s->a);
 	s->a = NULL;
-	procs_forget(s->kd, s->sb_id, s->pid);
+	if (kp && sb->state == SB_PAUSING)
+		kp->attached = false;
+	else
+		procs_forget(s->kd, s->sb_id, s->pid);
 	sess_free(s);
 }
 

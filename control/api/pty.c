@@ -381,8 +381,6 @@ static long query_dim(struct http_req *req, const char *name, long def)
 	return n;
 }
 
-/* The WebSocket handshake's checks; a session with its accept key, or NULL
- * with the request answered. */
 int pty_ws_check(struct http_conn *c, struct http_req *req)
 {
 	const char *ver = http_header(req, "Sec-WebSocket-Version");
@@ -403,6 +401,7 @@ int pty_ws_check(struct http_conn *c, struct http_req *req)
 	return 0;
 }
 
+/* A session with its accept key, or NULL with the request answered. */
 static struct pty_sess *sess_new(struct kilnd *kd, struct http_conn *c, struct http_req *req,
                                  struct sandbox *sb)
 {
