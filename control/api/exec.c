@@ -107,10 +107,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			break;
 		s->started = true;
 		s->pid = v;
-		if (procs_add(sb_find(s->kd, s->sb_id), v, false, s->cmd))
-			log_warn("sandbox %s: process %u not listed (table full): a pause ends "
-			         "its stream for good",
-			         s->sb_id, v);
+		procs_add(sb_find(s->kd, s->sb_id), v, false, s->cmd);
 		http_stream_start(s->c, 200, "application/x-ndjson", "Cache-Control: no-store\r\n");
 		buf_printf(&s->line, "{\"type\":\"start\",\"pid\":%u}\n", v);
 		emit(s);

@@ -28,7 +28,7 @@ void procs_cmdline(char *out, size_t n, const char *const *argv)
 	}
 }
 
-int procs_add(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd)
+static int procs_insert(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd)
 {
 	struct kproc *p;
 
@@ -53,6 +53,19 @@ int procs_add(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd)
 	sb->procs->head = p;
 	sb->procs->n++;
 	return 0;
+}
+
+void procs_add(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd)
+{
+	int rc;
+
+	if (!sb)
+		return; /* deleted meanwhile: its streams are ending */
+	rc = procs_insert(sb, pid, pty, cmd);
+	if (rc)
+		log_warn("sandbox %s: process %u not listed (%s): a pause will end it for its "
+		         "client, and it cannot be attached",
+		         sb->rec.id, pid, rc == -ENOSPC ? "the table is full" : strerror(-rc));
 }
 
 struct kproc *procs_find(struct sandbox *sb, uint32_t pid)

@@ -35,9 +35,10 @@ struct procs_sb {
 	unsigned n;
 };
 
-/* A process started on sb (its STARTED came): listed as attached. -ENOSPC
- * beyond PROCS_MAX, -ENOMEM. */
-int procs_add(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd);
+/* A process started on sb (its STARTED came): listed as attached. Not
+ * listed (logged: a pause then ends it for its client) beyond PROCS_MAX
+ * or out of memory; nothing without a sandbox (sb NULL: deleted). */
+void procs_add(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd);
 /* argv as one line for the listing, cut at n bytes. */
 void procs_cmdline(char *out, size_t n, const char *const *argv);
 /* The PID segment of .../processes/PID/attach, into out (n bytes). */

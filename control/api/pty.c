@@ -266,9 +266,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			break;
 		if (!s->attach) {
 			s->pid = v;
-			if (procs_add(sb_find(s->kd, s->sb_id), v, true, s->cmd))
-				log_warn("sandbox %s: pty process %u not listed (table full)",
-				         s->sb_id, v);
+			procs_add(sb_find(s->kd, s->sb_id), v, true, s->cmd);
 		}
 		snprintf(
 		    hdrs, sizeof(hdrs),
