@@ -21,6 +21,7 @@
 #include "sandbox/image.h"
 #include "http/jsonutil.h"
 #include "net/net.h"
+#include "procs.h"
 #include "proxy.h"
 #include "sandbox/sandbox.h"
 #include "agent/spare.h"
@@ -51,6 +52,7 @@ enum route_kind {
 	R_FILES_LIST,
 	R_FILES_STAT,
 	R_PTY,
+	R_ATTACH,
 };
 
 /* ---------------------------------------------------------------- auth */
@@ -297,6 +299,8 @@ static const char *route_name(enum route_kind kind)
 		return "exec";
 	case R_PTY:
 		return "pty";
+	case R_ATTACH:
+		return "attach";
 	case R_FILES_PUT:
 		return "PUT /files";
 	default:
@@ -334,6 +338,9 @@ static void serve(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, enu
 		break;
 	case R_PTY:
 		pty_start(kd, c, req, sb);
+		break;
+	case R_ATTACH:
+		pty_attach(kd, c, req, sb);
 		break;
 	default:
 		http_respond_error(c, 500, "request not handled");
@@ -740,6 +747,18 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 			when_running(kd, c, sb, R_PTY, NULL);
 		else
 			method_not_allowed(c, "GET");
+	} else if (n == 3 && !strcmp(seg[2], "processes")) {
+		if (m == HTTP_GET)
+			procs_list(kd, c, sb);
+		else
+			method_not_allowed(c, "GET");
+	} else if (n == 5 && !strcmp(seg[2], "processes") && !strcmp(seg[4], "attach")) {
+		uint32_t pid;
+
+		if (m != HTTP_GET)
+			method_not_allowed(c, "GET");
+		else if (!pty_ws_check(c, req) && !procs_attach_check(c, sb, seg[3], &pid))
+			when_running(kd, c, sb, R_ATTACH, NULL);
 	} else if (n == 3 && !strcmp(seg[2], "logs")) {
 		if (m == HTTP_GET)
 			do_logs(c, sb);

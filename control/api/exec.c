@@ -5,15 +5,21 @@
  *   {"type":"start","pid":N}
  *   {"type":"stdout"|"stderr","data":"<base64>"}   in the order produced
  *   {"type":"exit","exitCode":N,"signal":S,"timedOut":bool}
+ *   {"type":"detached","pid":N,"message":"..."}   the sandbox was paused
  *   {"type":"error","message":"..."}               the stream broke
  * The response starts when the agent reports the command started; a
- * command that cannot start gets an HTTP error with the agent's errno. */
+ * command that cannot start gets an HTTP error with the agent's errno.
+ *
+ * The command is started to outlive its stream (procs.h): a pause ends the
+ * response with "detached" and the command goes on, to be attached again;
+ * a client that goes away ends it (the agent is told so). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http/jsonutil.h"
+#include "procs.h"
 #include "proxy.h"
 #include "agent/spare.h"
 #include "util.h"
@@ -27,6 +33,9 @@ struct exec_sess {
 	bool hello, started;
 	bool reuse; /* the agent keeps the connection after EXIT */
 	struct buf line;
+	char sb_id[SB_ID_LEN + 1];
+	uint32_t pid;
+	char cmd[PROCS_CMD_MAX]; /* for the process table */
 };
 
 static void sess_free(struct exec_sess *s)
@@ -97,6 +106,8 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		if (s->started || agent_parse_u32(p, n, &v))
 			break;
 		s->started = true;
+		s->pid = v;
+		procs_add(sb_find(s->kd, s->sb_id), v, false, s->cmd);
 		http_stream_start(s->c, 200, "application/x-ndjson", "Cache-Control: no-store\r\n");
 		buf_printf(&s->line, "{\"type\":\"start\",\"pid\":%u}\n", v);
 		emit(s);
@@ -114,11 +125,16 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 	case KILN_MSG_EXIT:
 		if (!s->started || agent_parse_exit(p, n, &code, &sig, &flags))
 			break;
-		buf_printf(&s->line,
-		           "{\"type\":\"exit\",\"exitCode\":%d,\"signal\":%u,\"timedOut\":%s}\n",
-		           code, sig, flags & KILN_EXIT_TIMEOUT ? "true" : "false");
+		buf_printf(
+		    &s->line,
+		    "{\"type\":\"exit\",\"exitCode\":%d,\"signal\":%u,\"timedOut\":%s%s}\n", code,
+		    sig, flags & KILN_EXIT_TIMEOUT ? "true" : "false",
+		    flags & KILN_EXIT_OOM
+		        ? ",\"oom\":true,\"reason\":\"killed: the sandbox ran out of memory\""
+		        : "");
 		emit(s);
 		spare_release(&s->a, s->reuse);
+		procs_forget(s->kd, s->sb_id, s->pid);
 		finish(s, NULL);
 		return;
 	case KILN_MSG_ERROR:
@@ -135,20 +151,37 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 				break;
 			snprintf(text, sizeof(text), "agent: %.*s", (int)(len > 300 ? 300 : len),
 			         msg);
+			procs_forget(s->kd, s->sb_id, s->pid);
 			finish(s, text);
 			return;
 		}
 	}
 	log_debug("exec: unexpected %s frame", agent_msg_name(type));
+	procs_forget(s->kd, s->sb_id, s->pid);
 	finish(s, "agent protocol error");
 }
 
 static void on_agent_close(void *ctx, int err)
 {
 	struct exec_sess *s = ctx;
-	char msg[128];
+	struct sandbox *sb = sb_find(s->kd, s->sb_id);
+	struct kproc *kp = procs_lookup(s->kd, s->sb_id, s->pid);
+	char msg[256];
 
 	s->a = NULL;
+	if (kp && (sb->state == SB_PAUSING || sb->state == SB_PAUSED)) {
+		/* Its VMM stopped after the snapshot: the command goes on in the
+		 * resumed VM, kept by the agent until someone attaches. */
+		kp->attached = false;
+		procs_detached_msg(msg, sizeof(msg), s->sb_id, s->pid);
+		buf_printf(&s->line, "{\"type\":\"detached\",\"pid\":%u,\"message\":\"%s\"}\n",
+		           s->pid, msg);
+		emit(s);
+		log_info("sandbox %s: exec process %u detached by the pause", s->sb_id, s->pid);
+		finish(s, NULL);
+		return;
+	}
+	procs_forget(s->kd, s->sb_id, s->pid);
 	snprintf(msg, sizeof(msg), "the agent stream ended without an exit status (%s)",
 	         err ? strerror(-err) : "closed");
 	finish(s, msg);
@@ -163,8 +196,21 @@ static void on_http_drain(void *ctx)
 
 static void on_http_abort(void *ctx)
 {
-	/* Closing the stream makes the agent kill the command. */
-	sess_free(ctx);
+	struct exec_sess *s = ctx;
+	struct sandbox *sb = sb_find(s->kd, s->sb_id);
+	struct kproc *kp = procs_lookup(s->kd, s->sb_id, s->pid);
+
+	/* The client went away: the command ends with it (the agent kills its
+	 * process group on our ERROR). A pausing VM may not read the ERROR any
+	 * more: then the command survives, and stays listed to be attached
+	 * (or found gone). */
+	procs_abort_stream(s->a);
+	s->a = NULL;
+	if (kp && sb->state == SB_PAUSING)
+		kp->attached = false;
+	else
+		procs_forget(s->kd, s->sb_id, s->pid);
+	sess_free(s);
 }
 
 static const struct agent_conn_ops agent_ops = {
@@ -260,6 +306,7 @@ void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_
 	}
 	s->kd = kd;
 	s->c = c;
+	snprintf(s->sb_id, sizeof(s->sb_id), "%s", sb->rec.id);
 	s->a = proxy_open(kd, c, sb, KILN_STREAM_EXEC, KILN_FRAME_REUSE, &agent_ops, s);
 	if (!s->a) {
 		free(s);
@@ -270,6 +317,7 @@ void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_
 	    .env = (const char *const *)env,
 	    .cwd = cwd,
 	    .timeout_ms = (uint32_t)timeout_ms,
+	    .keep = true,
 	};
 	/* Everything goes out at once: HELLO, START, the input, its end. */
 	if (agent_msg_start(agent_out(s->a), &st) ||
@@ -281,6 +329,7 @@ void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_
 		goto out;
 	}
 	agent_flush(s->a);
+	procs_cmdline(s->cmd, sizeof(s->cmd), (const char *const *)argv);
 	http_set_handler(c, &http_ops, s, 0);
 	goto out;
 bad:

@@ -29,6 +29,10 @@ void proxy_respond_agent_error(struct http_conn *c, const char *what, const uint
 
 void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_t *body);
 void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb);
+/* A WebSocket upgrade (version 13) is asked for: 0, else answered 426. */
+int pty_ws_check(struct http_conn *c, struct http_req *req);
+/* GET .../processes/{pid}/attach on a running sandbox (procs.h). */
+void pty_attach(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb);
 
 /* Called at headers time: the body is streamed to the agent. */
 void files_put(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb);

@@ -4,7 +4,18 @@
  * carry JSON control messages: from the client {"resize":{"cols","rows"}},
  * {"signal":N} or {"eof":true}; from kilnd, last, {"type":"exit",
  * "exitCode":N,"signal":S} before the close frame. The 101 answer is sent
- * once the agent has started the command. */
+ * once the agent has started the command.
+ *
+ * GET /sandboxes/{id}/processes/{pid}/attach is the same WebSocket to a
+ * process of kiln's exec or pty that a pause detached (procs.h): the agent
+ * replays the output it kept, then the session goes on as it began (an
+ * exec process's stderr comes as {"type":"stderr","data":"<base64>"}).
+ *
+ * The command outlives its stream: a pause ends the session with
+ * {"type":"detached","pid":N,"message":...} and close 1001, and the
+ * command goes on. A client that leaves a session it started ends the
+ * command (the agent is told so); one that leaves an attached session
+ * leaves the command detached again. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +23,7 @@
 #include <strings.h>
 
 #include "http/jsonutil.h"
+#include "procs.h"
 #include "proxy.h"
 #include "util.h"
 #include "http/ws.h"
@@ -24,7 +36,12 @@ struct pty_sess {
 	struct agent_conn *a;
 	struct ws ws;
 	bool hello, upgraded, ending;
+	bool attach;    /* ATTACH of a detached process, not START */
+	bool exec_kind; /* (attach) the process is an exec's: stderr apart, no resize */
 	char accept[29];
+	char sb_id[SB_ID_LEN + 1];
+	uint32_t pid;
+	char cmd[PROCS_CMD_MAX]; /* for the process table */
 };
 
 static void sess_free(struct pty_sess *s)
@@ -32,6 +49,30 @@ static void sess_free(struct pty_sess *s)
 	agent_close(s->a);
 	ws_free(&s->ws);
 	free(s);
+}
+
+/* The client went away (or closed the WebSocket). */
+static void client_gone(struct pty_sess *s)
+{
+	struct sandbox *sb = sb_find(s->kd, s->sb_id);
+	struct kproc *kp = procs_lookup(s->kd, s->sb_id, s->pid);
+
+	if (s->attach) {
+		/* Detached again: the agent keeps it when its stream closes. */
+		if (kp)
+			kp->attached = false;
+		sess_free(s);
+		return;
+	}
+	procs_abort_stream(s->a);
+	s->a = NULL;
+	/* A pausing VM may not read the ERROR any more: then the command
+	 * survives, and stays listed to be attached (or found gone). */
+	if (kp && sb->state == SB_PAUSING)
+		kp->attached = false;
+	else
+		procs_forget(s->kd, s->sb_id, s->pid);
+	sess_free(s);
 }
 
 /* End the session: close frame (if upgraded), then close the connection
@@ -71,6 +112,8 @@ static int control_message(struct pty_sess *s, const uint8_t *p, size_t n)
 
 		if (cols < 1 || rows < 1 || cols > PTY_MAX_DIM || rows > PTY_MAX_DIM)
 			rc = -1;
+		else if (s->exec_kind)
+			rc = 0; /* an exec process has no terminal to resize */
 		else
 			rc = agent_msg_resize(out, (uint16_t)cols, (uint16_t)rows);
 	}
@@ -134,7 +177,7 @@ static void on_raw(void *ctx, uint8_t *p, size_t n)
 		if (rc && !s->ws.close_sent)
 			ws_send_close(&s->ws, WS_CLOSE_POLICY, "bad control message");
 		http_close(s->c);
-		sess_free(s);
+		client_gone(s);
 	}
 }
 
@@ -147,7 +190,7 @@ static void on_http_drain(void *ctx)
 
 static void on_http_abort(void *ctx)
 {
-	sess_free(ctx);
+	client_gone(ctx);
 }
 
 static const struct http_handler http_ops = {
@@ -163,17 +206,50 @@ static void on_agent_drain(void *ctx)
 	http_pause_read(s->c, false);
 }
 
+static void send_stderr(struct pty_sess *s, const uint8_t *p, uint32_t n)
+{
+	struct buf b = {0};
+
+	buf_puts(&b, "{\"type\":\"stderr\",\"data\":\"");
+	b64_encode(&b, p, n);
+	buf_puts(&b, "\"}");
+	ws_send(&s->ws, WS_TEXT, buf_head(&b), buf_avail(&b));
+	buf_free(&b);
+}
+
+/* ERROR before the 101: the command did not start, or (attach) the agent
+ * has no such process waiting any more. */
+static void agent_error_early(struct pty_sess *s, const uint8_t *p, uint32_t n)
+{
+	struct kproc *kp = procs_lookup(s->kd, s->sb_id, s->pid);
+	const char *msg;
+	uint32_t err, len;
+
+	if (s->attach && !agent_parse_error(p, n, &err, &msg, &len) && err == ESRCH) {
+		procs_forget(s->kd, s->sb_id, s->pid);
+		http_respond_error(s->c, 404,
+		                   "process %u of sandbox %s is gone: it did not survive (the "
+		                   "sandbox was restored from an older snapshot, or its agent "
+		                   "restarted), or it ended more than 10 minutes ago",
+		                   s->pid, s->sb_id);
+	} else {
+		if (kp)
+			kp->attached = false;
+		proxy_respond_agent_error(s->c, s->attach ? "attach" : "pty", p, n);
+	}
+	sess_free(s);
+}
+
 static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 {
 	struct pty_sess *s = ctx;
 	uint32_t v, kind, sig, flags;
 	int32_t code;
-	char hdrs[256], msg[128];
+	char hdrs[256], msg[192];
 
 	if (!s->hello) {
 		if (type == KILN_MSG_ERROR) {
-			proxy_respond_agent_error(s->c, "pty", p, n);
-			sess_free(s);
+			agent_error_early(s, p, n);
 			return;
 		}
 		if (type != KILN_MSG_HELLO || agent_parse_hello(p, n, &v, &kind) ||
@@ -186,8 +262,12 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 	}
 	switch (type) {
 	case KILN_MSG_STARTED:
-		if (s->upgraded)
+		if (s->upgraded || agent_parse_u32(p, n, &v) || (s->attach && v != s->pid))
 			break;
+		if (!s->attach) {
+			s->pid = v;
+			procs_add(sb_find(s->kd, s->sb_id), v, true, s->cmd);
+		}
 		snprintf(
 		    hdrs, sizeof(hdrs),
 		    "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n",
@@ -199,35 +279,69 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 	case KILN_MSG_STDERR:
 		if (!s->upgraded)
 			break;
-		ws_send(&s->ws, WS_BINARY, p, n);
+		if (s->exec_kind && type == KILN_MSG_STDERR)
+			send_stderr(s, p, n);
+		else
+			ws_send(&s->ws, WS_BINARY, p, n);
 		if (http_out_pending(s->c) > HTTP_OUT_HIGH)
 			agent_pause(s->a, true);
 		return;
 	case KILN_MSG_EXIT:
 		if (!s->upgraded || agent_parse_exit(p, n, &code, &sig, &flags))
 			break;
-		snprintf(msg, sizeof(msg), "{\"type\":\"exit\",\"exitCode\":%d,\"signal\":%u}",
-		         code, sig);
+		snprintf(msg, sizeof(msg), "{\"type\":\"exit\",\"exitCode\":%d,\"signal\":%u%s}",
+		         code, sig,
+		         flags & KILN_EXIT_OOM
+		             ? ",\"oom\":true,\"reason\":\"killed: the sandbox ran out of memory\""
+		             : "");
 		ws_send(&s->ws, WS_TEXT, msg, strlen(msg));
+		procs_forget(s->kd, s->sb_id, s->pid);
 		end(s, WS_CLOSE_NORMAL, "exited");
 		return;
 	case KILN_MSG_ERROR:
 		if (!s->upgraded) {
-			proxy_respond_agent_error(s->c, "pty", p, n);
-			sess_free(s);
+			agent_error_early(s, p, n);
 			return;
 		}
+		procs_forget(s->kd, s->sb_id, s->pid);
 		end(s, WS_CLOSE_INTERNAL, "agent error");
 		return;
 	}
+	procs_forget(s->kd, s->sb_id, s->pid);
 	end(s, WS_CLOSE_INTERNAL, "agent protocol error");
 }
 
 static void on_agent_close(void *ctx, int err)
 {
 	struct pty_sess *s = ctx;
+	struct sandbox *sb = sb_find(s->kd, s->sb_id);
+	struct kproc *kp = procs_lookup(s->kd, s->sb_id, s->pid);
+	char msg[256];
 
 	s->a = NULL;
+	if (kp && s->upgraded && (sb->state == SB_PAUSING || sb->state == SB_PAUSED)) {
+		json_t *j;
+		char *t;
+
+		/* Its VMM stopped after the snapshot: the command goes on in the
+		 * resumed VM, kept by the agent until someone attaches. */
+		kp->attached = false;
+		procs_detached_msg(msg, sizeof(msg), s->sb_id, s->pid);
+		j = json_pack("{s:s,s:i,s:s}", "type", "detached", "pid", (json_int_t)s->pid,
+		              "message", msg);
+		t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		if (t)
+			ws_send(&s->ws, WS_TEXT, t, strlen(t));
+		free(t);
+		json_decref(j);
+		log_info("sandbox %s: pty process %u detached by the pause", s->sb_id, s->pid);
+		end(s, WS_CLOSE_GOING_AWAY, "sandbox paused");
+		return;
+	}
+	if (kp && s->attach && !s->upgraded)
+		kp->attached = false; /* it may still be there: try again later */
+	else
+		procs_forget(s->kd, s->sb_id, s->pid);
 	end(s, WS_CLOSE_INTERNAL, "the agent stream ended");
 }
 
@@ -265,20 +379,14 @@ static long query_dim(struct http_req *req, const char *name, long def)
 	return n;
 }
 
-void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb)
+int pty_ws_check(struct http_conn *c, struct http_req *req)
 {
 	const char *ver = http_header(req, "Sec-WebSocket-Version");
-	char *cmd = NULL, *term = NULL, *termvar = NULL;
-	const char *argv[4] = {"/bin/sh", NULL, NULL, NULL};
-	char **env = NULL;
-	long cols = query_dim(req, "cols", 80), rows = query_dim(req, "rows", 24);
-	struct pty_sess *s;
-	json_t *extra;
 
 	if (!header_has_token(http_header(req, "Upgrade"), "websocket") ||
 	    !header_has_token(http_header(req, "Connection"), "upgrade")) {
 		http_respond_error(c, 426, "this endpoint speaks WebSocket only");
-		return;
+		return -1;
 	}
 	if (!ver || strcmp(ver, "13")) {
 		static const char body[] =
@@ -286,25 +394,52 @@ void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 
 		http_respond(c, 426, "application/json", "Sec-WebSocket-Version: 13\r\n", body,
 		             sizeof(body) - 1);
-		return;
+		return -1;
 	}
-	if (cols < 0 || rows < 0) {
-		http_respond_error(c, 400, "cols and rows must be between 1 and %d", PTY_MAX_DIM);
-		return;
-	}
+	return 0;
+}
+
+/* A session with its accept key, or NULL with the request answered. */
+static struct pty_sess *sess_new(struct kilnd *kd, struct http_conn *c, struct http_req *req,
+                                 struct sandbox *sb)
+{
+	struct pty_sess *s;
+
+	if (pty_ws_check(c, req))
+		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		http_respond_error(c, 500, "out of memory");
-		return;
+		return NULL;
 	}
 	if (ws_accept_key(http_header(req, "Sec-WebSocket-Key"), s->accept)) {
 		free(s);
 		http_respond_error(c, 400, "bad Sec-WebSocket-Key");
-		return;
+		return NULL;
 	}
 	s->kd = kd;
 	s->c = c;
+	snprintf(s->sb_id, sizeof(s->sb_id), "%s", sb->rec.id);
 	ws_init(&s->ws, false, &ws_ops, s);
+	return s;
+}
+
+void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb)
+{
+	char *cmd = NULL, *term = NULL, *termvar = NULL;
+	const char *argv[4] = {"/bin/sh", NULL, NULL, NULL};
+	char **env = NULL;
+	long cols = query_dim(req, "cols", 80), rows = query_dim(req, "rows", 24);
+	struct pty_sess *s;
+	json_t *extra;
+
+	if (cols < 0 || rows < 0) {
+		http_respond_error(c, 400, "cols and rows must be between 1 and %d", PTY_MAX_DIM);
+		return;
+	}
+	s = sess_new(kd, c, req, sb);
+	if (!s)
+		return;
 	cmd = http_query_param(req, "cmd");
 	term = http_query_param(req, "term");
 	if (cmd && *cmd) {
@@ -316,10 +451,10 @@ void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 		json_object_set_new(extra, "TERM", json_string(termvar));
 	env = sb_env(sb, extra);
 	json_decref(extra);
+	procs_cmdline(s->cmd, sizeof(s->cmd), argv);
 	s->a = proxy_open(kd, c, sb, KILN_STREAM_PTY, 0, &agent_ops, s);
 	if (!s->a) {
-		ws_free(&s->ws);
-		free(s);
+		sess_free(s);
 		goto out;
 	}
 	{
@@ -328,6 +463,7 @@ void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 		    .env = (const char *const *)env,
 		    .cols = (uint16_t)cols,
 		    .rows = (uint16_t)rows,
+		    .keep = true,
 		};
 
 		if (!env || agent_msg_start(agent_out(s->a), &st)) {
@@ -343,4 +479,39 @@ out:
 	free(term);
 	free(termvar);
 	sb_env_free(env);
+}
+
+void pty_attach(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb)
+{
+	struct kproc *kp;
+	struct pty_sess *s;
+	char pid_s[16];
+	uint32_t pid;
+
+	/* The route checked the pid before the sandbox was woken; while it
+	 * was, the process may have gone, or another client come. */
+	procs_path_pid(req->path, pid_s, sizeof(pid_s));
+	if (procs_attach_check(c, sb, pid_s, &pid))
+		return;
+	kp = procs_find(sb, pid);
+	s = sess_new(kd, c, req, sb);
+	if (!s)
+		return;
+	s->attach = true;
+	s->exec_kind = !kp->pty;
+	s->pid = pid;
+	s->a =
+	    proxy_open(kd, c, sb, kp->pty ? KILN_STREAM_PTY : KILN_STREAM_EXEC, 0, &agent_ops, s);
+	if (!s->a) {
+		sess_free(s);
+		return;
+	}
+	if (agent_msg_u32(agent_out(s->a), KILN_MSG_ATTACH, pid)) {
+		http_respond_error(c, 500, "out of memory");
+		sess_free(s);
+		return;
+	}
+	kp->attached = true;
+	agent_flush(s->a);
+	http_set_handler(c, &http_ops, s, 0);
 }

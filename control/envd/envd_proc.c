@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "agent/agent_client.h"
+#include "api/procs.h"
 #include "codeint.h"
 #include "http/connectrpc.h"
 #include "envd.h"
@@ -652,6 +653,7 @@ void envd_sandbox_down(struct sandbox *sb)
 
 	envd_watch_sandbox_down(sb->kd, sb->rec.id);
 	codeint_sandbox_down(sb->kd, sb->rec.id);
+	procs_sandbox_down(sb);
 	if (!es)
 		return;
 	es->reattached = NULL;

@@ -72,6 +72,7 @@ struct sandbox {
 	void *ready_ctx;
 	char agent_version[64];
 	struct envd_sb *envd;           /* processes started through envd (envd_proc.c) */
+	struct procs_sb *procs;         /* kiln's exec and pty processes (api/procs.c) */
 	bool pool_priming, pool_primed; /* pool.c: a first command ran in this pool clone */
 
 	/* pause.c */

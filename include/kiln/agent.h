@@ -231,6 +231,10 @@ enum kiln_file_op {
 };
 
 #define KILN_EXIT_TIMEOUT 0x1 /* the command was killed at its timeout */
+/* The command (or a process of its session) was killed for memory: by the
+ * library OS, which had no page for it, or by the agent, which could not
+ * hold its output. A compatible addition: older agents never set it. */
+#define KILN_EXIT_OOM 0x2
 
 /* CONNECT's family */
 #define KILN_PORT_ANY        0

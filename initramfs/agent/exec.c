@@ -24,6 +24,7 @@
 
 #define DRAIN_GRACE_MS 1000 /* after a timeout kill, wait this long for the pipes */
 #define MAX_SIGNAL     64
+#define OOM_CHUNK      1024 /* output read when a full chunk finds no memory */
 
 enum {
 	ROLE_STATUS = ROLE_STREAM,
@@ -70,6 +71,34 @@ static void kill_group(struct proc *p, int sig)
 		kill(p->pid, sig);
 }
 
+static uint32_t exit_flags(const struct proc *p)
+{
+	uint32_t f = p->timed_out ? KILN_EXIT_TIMEOUT : 0;
+
+	if (p->oom ||
+	    (!p->timed_out && oom_suspect(p->wstatus) && oom_killed_in(p->pid, p->started_ms)))
+		f |= KILN_EXIT_OOM;
+	return f;
+}
+
+/*
+ * The agent has no memory for the command's output: rather than end the
+ * stream without a status, end the command (the likely hog, as Linux's OOM
+ * killer would choose) and report that. Its further output is dropped.
+ */
+static void exec_out_of_memory(struct conn *c)
+{
+	struct proc *p = c->priv;
+
+	if (!p->oom)
+		agent_log("out of memory: killing command %d (its output cannot be kept)", p->pid);
+	p->oom = true;
+	kill_tree(p->pid, SIGKILL);
+	kill_group(p, SIGKILL);
+	/* Its output is no longer read (exec_poll); the pipes stay open until
+	 * it is reaped, so that it dies of the SIGKILL, not of a SIGPIPE. */
+}
+
 static void exec_check_done(struct conn *c)
 {
 	struct proc *p = c->priv;
@@ -79,6 +108,13 @@ static void exec_check_done(struct conn *c)
 
 	if (p->phase != PROC_RUNNING || !p->exited || c->state == CONN_DETACHED)
 		return; /* (a detached command's EXIT waits for a stream) */
+	if (p->oom) {
+		p->tty_eof = true; /* the rest of its output is dropped */
+		if (!p->pty) {
+			proc_close(&p->out_fd);
+			proc_close(&p->err_fd);
+		}
+	}
 	if (p->pty ? !p->tty_eof : p->out_fd >= 0 || p->err_fd >= 0)
 		return;
 	if (WIFEXITED(p->wstatus))
@@ -88,7 +124,7 @@ static void exec_check_done(struct conn *c)
 	frame_begin(&c->out, &m, KILN_MSG_EXIT);
 	put_u32(&c->out, &m, (uint32_t)code);
 	put_u32(&c->out, &m, sig);
-	put_u32(&c->out, &m, p->timed_out ? KILN_EXIT_TIMEOUT : 0);
+	put_u32(&c->out, &m, exit_flags(p));
 	if (frame_end(&c->out, &m)) {
 		conn_nomem(c);
 		return;
@@ -102,10 +138,13 @@ static int exec_read_output(struct conn *c, int fd, uint16_t type)
 {
 	ssize_t n = frame_read(&c->out, fd, type, KILN_DATA_CHUNK);
 
+	/* Short of memory: a small frame may still fit. */
+	if (n < 0 && errno == ENOMEM)
+		n = frame_read(&c->out, fd, type, OOM_CHUNK);
 	if (n > 0)
 		return 1;
 	if (n < 0 && errno == ENOMEM) {
-		conn_nomem(c);
+		exec_out_of_memory(c);
 		return -1;
 	}
 	/* EIO is how a pty master reports that the terminal is gone. */
@@ -135,7 +174,7 @@ static void exec_catch_up(struct conn *c)
 		p->exited = true;
 		p->wstatus = st;
 	}
-	for (int i = 0; i < 2 && !p->pty; i++) {
+	for (int i = 0; i < 2 && !p->pty && !p->oom; i++) {
 		int r = 1;
 
 		while (*fds[i] >= 0 && c->state == CONN_OPEN && conn_has_room(c) && r > 0)
@@ -260,7 +299,7 @@ static void exec_poll(struct conn *c, struct pollset *ps)
 
 	if (!p)
 		return;
-	bool out = p->phase == PROC_RUNNING && conn_has_room(c);
+	bool out = p->phase == PROC_RUNNING && conn_has_room(c) && !p->oom;
 	if (p->status_fd >= 0)
 		pollset_add(ps, p->status_fd, POLLIN, c, ROLE_STATUS);
 	if (p->pty) {
@@ -310,6 +349,7 @@ static void exec_start(struct conn *c, const uint8_t *buf, uint32_t len)
 			goto out;
 		}
 	}
+	p->started_ms = now_ms();
 	err = p->pty ? pty_spawn(p, &s) : pipes_spawn(p, &s);
 	if (err) {
 		conn_fail(c, -err, "cannot start '%s': %s", s.argv[0], strerror(-err));

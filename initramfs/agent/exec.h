@@ -27,7 +27,9 @@ struct proc {
 	bool stdin_eof;            /* exec: close stdin once input drains */
 	bool tty_eof;              /* pty: the master read EIO (kept open, see exec.c) */
 	bool exited, spawn_failed, timed_out;
-	bool keep; /* KILN_FRAME_KEEP: outlives its stream (agent.h) */
+	bool keep;          /* KILN_FRAME_KEEP: outlives its stream (agent.h) */
+	bool oom;           /* the agent killed it: its output could not be kept */
+	int64_t started_ms; /* monotonic: since when a kill for memory is its */
 	int wstatus;
 	int64_t deadline;
 	int64_t forget_at;                /* detached and exited: forgotten then */
@@ -47,6 +49,11 @@ int pipes_spawn(struct proc *p, const struct start_req *s);
 int pty_spawn(struct proc *p, const struct start_req *s);
 void pty_resize(struct proc *p, uint16_t cols, uint16_t rows);
 void pty_eof(struct proc *p);
+
+/* oom.c: a kill for memory in session sid since since_ms (monotonic)? */
+bool oom_killed_in(pid_t sid, int64_t since_ms);
+/* wstatus is what a kill for memory leaves (SIGKILL, or exit 137). */
+bool oom_suspect(int wstatus);
 
 /* killtree.c: send sig to every process of the command whose process is
  * root: its descendants and the sessions and groups they lead (a child

@@ -94,7 +94,7 @@ static int exec_opt(struct exec_opts *o, int argc, char **argv, int *i)
 struct stream {
 	struct buf line;
 	int exit_code; /* -1 until the exit event */
-	bool failed, broken_pipe;
+	bool failed, broken_pipe, detached;
 };
 
 static int handle_event(struct stream *s, const char *p, size_t n)
@@ -127,6 +127,16 @@ static int handle_event(struct stream *s, const char *p, size_t n)
 		} else {
 			s->exit_code = sig ? 128 + sig : code & 0xff;
 		}
+		if (json_is_true(json_object_get(j, "oom")))
+			fprintf(stderr,
+			        "kiln: the command was killed: the sandbox ran out of memory "
+			        "(give it more with kiln create --mem MB)\n");
+	} else if (!strcmp(type, "detached")) {
+		/* The sandbox was paused: the command goes on, to be attached. */
+		fprintf(stderr, "kiln: %s\n",
+		        json_string_value(json_object_get(j, "message"))
+		            ?: "the sandbox was paused: the command goes on detached");
+		s->failed = s->detached = true;
 	} else if (!strcmp(type, "error")) {
 		fprintf(stderr, "kiln: %s\n",
 		        json_string_value(json_object_get(j, "message"))
@@ -216,7 +226,7 @@ static void explain_broken_stream(struct kc *k, const char *id)
 
 /* Exit status of kiln for the command's outcome. */
 static int run_command(struct kc *k, const char *id, int argc, char **argv,
-                       const struct exec_opts *o)
+                       const struct exec_opts *o, bool *detached)
 {
 	json_t *req = json_object(), *cmd = json_array(), *err = NULL;
 	struct stream s = {.exit_code = -1};
@@ -272,11 +282,14 @@ static int run_command(struct kc *k, const char *id, int argc, char **argv,
 		return e == ENOENT ? 127 : e == EACCES || e == ENOEXEC ? 126 : KILN_EXIT_FAIL;
 	}
 	kc_resp_free(&r);
+	if (detached)
+		*detached = s.detached;
 	if (s.exit_code < 0) {
 		if (!s.failed)
 			fprintf(stderr,
 			        "kiln: the command's stream ended without an exit status\n");
-		explain_broken_stream(k, id);
+		if (!s.detached)
+			explain_broken_stream(k, id);
 		return KILN_EXIT_FAIL;
 	}
 	return s.exit_code;
@@ -303,6 +316,7 @@ int cmd_run(struct kc *k, int argc, char **argv)
 	struct create_opts co;
 	struct exec_opts eo = {0};
 	char *id;
+	bool detached = false;
 	int i, rc;
 
 	create_opts_init(&co);
@@ -327,9 +341,13 @@ int cmd_run(struct kc *k, int argc, char **argv)
 	id = sandbox_create(k, &co, true);
 	if (!id)
 		return interrupted ? 128 + interrupted : KILN_EXIT_FAIL;
-	rc = run_command(k, id, argc - i, argv + i, &eo);
+	rc = run_command(k, id, argc - i, argv + i, &eo, &detached);
 	kc_disconnect(k);
-	sandbox_delete(k, id, false);
+	if (detached)
+		/* someone paused it: the command goes on there, to be attached */
+		fprintf(stderr, "kiln: sandbox %s is kept for it (kiln rm %s when done)\n", id, id);
+	else
+		sandbox_delete(k, id, false);
 	free(id);
 	return rc;
 }
@@ -361,5 +379,5 @@ int cmd_exec(struct kc *k, int argc, char **argv)
 		return 2;
 	}
 	catch_signals();
-	return run_command(k, id, argc - i, argv + i, &eo);
+	return run_command(k, id, argc - i, argv + i, &eo, NULL);
 }

@@ -2,7 +2,8 @@
 /* kiln shell: a terminal in a sandbox over the pty WebSocket. On a tty the
  * terminal goes to raw mode (restored on every way out) and window size
  * changes are sent as resize messages. Without an ID a fresh sandbox is
- * created for the session and deleted after it. */
+ * created for the session and deleted after it. The same session serves
+ * kiln attach (cmd_attach.c) on the attach WebSocket. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -16,14 +17,18 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "kiln.h"
+#include "http/buf.h"
 #include "http/ws.h"
+#include "kiln.h"
+#include "util.h"
 
 struct shell {
 	int fd;
 	struct ws ws;
 	int exit_code; /* -1 until the exit message */
 	bool closed;
+	char *detached; /* kilnd's message: the sandbox paused, the command goes on */
+	bool oom;       /* the exit message says: killed for memory */
 };
 
 static struct termios saved_tio;
@@ -58,23 +63,36 @@ static int ws_out(void *ctx, const void *p, size_t n)
 static int ws_msg(void *ctx, int opcode, uint8_t *p, size_t n, bool fin)
 {
 	struct shell *s = ctx;
+	json_t *j;
+	const char *type;
+	int rc = 0;
 
 	if (opcode == WS_BINARY)
 		return n ? write_all(1, p, n) : 0;
-	{
-		json_t *j = json_loadb((const char *)p, n, 0, NULL);
-		const char *type = json_string_value(json_object_get(j, "type"));
+	j = json_loadb((const char *)p, n, 0, NULL);
+	type = json_string_value(json_object_get(j, "type"));
+	if (type && !strcmp(type, "exit")) {
+		int sig = (int)json_integer_value(json_object_get(j, "signal"));
 
-		if (type && !strcmp(type, "exit")) {
-			int sig = (int)json_integer_value(json_object_get(j, "signal"));
+		s->exit_code = sig ? 128 + sig
+		                   : (int)json_integer_value(json_object_get(j, "exitCode")) & 0xff;
+		s->oom = json_is_true(json_object_get(j, "oom"));
+	} else if (type && !strcmp(type, "stderr")) {
+		/* an exec process's stderr, when attached (kiln attach) */
+		const char *b64 = json_string_value(json_object_get(j, "data"));
+		struct buf data = {0};
 
-			s->exit_code =
-			    sig ? 128 + sig
-			        : (int)json_integer_value(json_object_get(j, "exitCode")) & 0xff;
-		}
-		json_decref(j);
+		if (b64 && !b64_decode(&data, b64, strlen(b64)))
+			rc = write_all(2, buf_head(&data), buf_avail(&data));
+		buf_free(&data);
+	} else if (type && !strcmp(type, "detached")) {
+		const char *msg = json_string_value(json_object_get(j, "message"));
+
+		free(s->detached);
+		s->detached = strdup(msg ? msg : "the sandbox was paused: the command goes on");
 	}
-	return 0;
+	json_decref(j);
+	return rc;
 }
 
 static void ws_closed(void *ctx, uint16_t code)
@@ -101,24 +119,47 @@ static void send_resize(struct shell *s)
 	ws_send(&s->ws, WS_TEXT, msg, strlen(msg));
 }
 
-/* Upgrade an HTTP connection to the pty WebSocket. */
-static int handshake(struct kc *k, struct shell *s, const char *id)
+/* The pty WebSocket's path, sized to our terminal. */
+static void pty_path(char *path, size_t n, const char *id)
 {
 	struct winsize wz = {.ws_col = 80, .ws_row = 24};
-	char path[160];
 
 	if (isatty(0))
 		ioctl(0, TIOCGWINSZ, &wz);
-	snprintf(path, sizeof(path), "/sandboxes/%.64s/pty?cols=%u&rows=%u", id,
-	         wz.ws_col ? wz.ws_col : 80, wz.ws_row ? wz.ws_row : 24);
-	return kc_ws_handshake(k, s->fd, &s->ws, path, "kilnd refused the terminal");
+	snprintf(path, n, "/sandboxes/%.64s/pty?cols=%u&rows=%u", id, wz.ws_col ? wz.ws_col : 80,
+	         wz.ws_row ? wz.ws_row : 24);
 }
 
-static int session(struct kc *k, const char *id)
+#define DETACH_KEY 0x1d /* Ctrl-], as telnet's escape: kiln attach leaves */
+
+/* How the session ended, as kiln's exit status. */
+static int session_status(struct shell *s, const struct term_opts *o, bool left)
+{
+	int rc = s->exit_code;
+
+	if (s->detached) {
+		fprintf(stderr, "kiln: %s\n", s->detached);
+		rc = KILN_EXIT_FAIL;
+	} else if (rc >= 0 && s->oom) {
+		fprintf(stderr, "kiln: the command was killed: the sandbox ran out of memory "
+		                "(give it more with kiln create --mem MB)\n");
+	} else if (rc < 0 && left && o->attach) {
+		fprintf(stderr, "kiln: left process %s; it goes on (kiln attach %s %s)\n", o->pid,
+		        o->id, o->pid);
+		rc = KILN_EXIT_FAIL;
+	} else if (rc < 0) {
+		fprintf(stderr, "kiln: the terminal session ended without an exit status\n");
+		rc = KILN_EXIT_FAIL;
+	}
+	free(s->detached);
+	return rc;
+}
+
+int term_session(struct kc *k, const struct term_opts *o)
 {
 	struct shell s = {.exit_code = -1};
 	struct sigaction sa = {.sa_handler = on_signal};
-	bool tty = isatty(0), in_open = true;
+	bool tty = o->raw && isatty(0), in_open = o->input, left = false;
 	uint8_t buf[65536];
 
 	if (kc_connect(k) < 0)
@@ -127,10 +168,12 @@ static int session(struct kc *k, const char *id)
 	k->fd = -1; /* this connection becomes the WebSocket */
 	ws_init(&s.ws, true, &shell_ws_ops, &s);
 	s.ws.max_frame = 16u << 20;
-	if (handshake(k, &s, id)) {
+	if (kc_ws_handshake(k, s.fd, &s.ws, o->path, o->what)) {
 		close(s.fd);
 		return KILN_EXIT_FAIL;
 	}
+	if (tty && o->attach)
+		send_resize(&s); /* the terminal may differ from the one it began on */
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGWINCH, &sa, NULL);
@@ -165,14 +208,19 @@ static int session(struct kc *k, const char *id)
 			while (read(sig_pipe[0], &sig, 1) == 1) {
 				if (sig == SIGWINCH)
 					send_resize(&s);
-				else
+				else {
+					left = true;
 					goto out; /* leave, restoring the tty */
+				}
 			}
 		}
 		if (pf[1].revents) {
 			ssize_t n = read(0, buf, sizeof(buf));
 
-			if (n > 0) {
+			if (n > 0 && tty && o->attach && memchr(buf, DETACH_KEY, (size_t)n)) {
+				left = true;
+				goto out;
+			} else if (n > 0) {
 				ws_send(&s.ws, WS_BINARY, buf, (size_t)n);
 			} else if (n == 0 || errno != EINTR) {
 				/* End of input: tell the terminal, wait for the exit. */
@@ -193,11 +241,7 @@ out:
 	restore_tty();
 	close(s.fd);
 	ws_free(&s.ws);
-	if (s.exit_code < 0) {
-		fprintf(stderr, "kiln: the terminal session ended without an exit status\n");
-		return KILN_EXIT_FAIL;
-	}
-	return s.exit_code;
+	return session_status(&s, o, left);
 }
 
 int cmd_shell(struct kc *k, int argc, char **argv)
@@ -235,7 +279,17 @@ int cmd_shell(struct kc *k, int argc, char **argv)
 			return KILN_EXIT_FAIL;
 		id = made;
 	}
-	rc = session(k, id);
+	{
+		char path[160];
+		struct term_opts o = {.path = path,
+		                      .what = "kilnd refused the terminal",
+		                      .id = id,
+		                      .raw = true,
+		                      .input = true};
+
+		pty_path(path, sizeof(path), id);
+		rc = term_session(k, &o);
+	}
 	if (made) {
 		sandbox_delete(k, made, false);
 		free(made);

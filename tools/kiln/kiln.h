@@ -95,6 +95,18 @@ int cmd_inspect(struct kc *k, int argc, char **argv);
 int cmd_run(struct kc *k, int argc, char **argv);
 int cmd_exec(struct kc *k, int argc, char **argv);
 int cmd_shell(struct kc *k, int argc, char **argv);
+int cmd_attach(struct kc *k, int argc, char **argv);
+
+/* A terminal-like session on a WebSocket of kilnd's pty or attach routes
+ * (cmd_shell.c): output to ours, our input to it, the exit status back. */
+struct term_opts {
+	const char *path, *what; /* the WebSocket, and what a refusal is about */
+	const char *id, *pid;    /* for messages: the sandbox, the process (attach) */
+	bool raw;                /* our tty (if it is one) in raw mode, resizes sent */
+	bool input;              /* send our stdin */
+	bool attach;             /* leaving (Ctrl-], a signal) leaves it detached */
+};
+int term_session(struct kc *k, const struct term_opts *o);
 int cmd_cp(struct kc *k, int argc, char **argv);
 int cmd_pause(struct kc *k, int argc, char **argv);
 int cmd_resume(struct kc *k, int argc, char **argv);

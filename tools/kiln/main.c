@@ -26,6 +26,7 @@ static const struct command commands[] = {
     {"create", cmd_create, "create a sandbox and print its id"},
     {"exec", cmd_exec, "run a command in a sandbox"},
     {"shell", cmd_shell, "open a terminal in a sandbox"},
+    {"attach", cmd_attach, "attach to a command a pause detached (kiln attach ID PID)"},
     {"cp", cmd_cp, "copy files or directories to or from a sandbox"},
     {"ls", cmd_ls, "list sandboxes"},
     {"pause", cmd_pause, "pause sandboxes to snapshots on disk (no process left)"},

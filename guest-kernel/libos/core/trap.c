@@ -18,6 +18,7 @@
 
 #include "kiln/boot.h"
 #include "ktime.h"
+#include "oom.h"
 #include "printk.h"
 #include "sched.h"
 #include "signal_k.h"
@@ -176,6 +177,7 @@ static void out_of_memory(void)
 	struct proc *p = cur_proc();
 
 	kprintf("kiln: out of memory: killed pid %d (%s)\n", p->pid, p->comm);
+	oom_note(p);
 	signal_send_thread(cur_thread(), SIGKILL, NULL);
 }
 

@@ -7,6 +7,7 @@
 #include "procfs.h"
 #include "ktime.h"
 #include "mm.h"
+#include "oom.h"
 #include "proc.h"
 #include "rng.h"
 #include "vm.h"
@@ -457,6 +458,24 @@ static const struct pfs_entry sys_entries[] = {
     PFS_END,
 };
 
+/* /proc/kiln/oom: the recent out-of-memory kills, oldest first, one per
+ * line: MONOTONIC_NS PID SID COMM. Not Linux's: kiln-agent reads it. */
+static int show_oom(struct pfs_buf *b, const struct pfs_ctx *c)
+{
+	struct oom_kill k[OOM_KEEP];
+	unsigned n = oom_list(k, OOM_KEEP);
+
+	for (unsigned i = 0; i < n; i++)
+		pb_printf(b, "%lu %d %d %s\n", (unsigned long)k[i].at_ns, k[i].pid, k[i].sid,
+		          k[i].comm);
+	return 0;
+}
+
+static const struct pfs_entry kiln_entries[] = {
+    PFS_SHOW("oom", 0444, show_oom),
+    PFS_END,
+};
+
 const struct pfs_entry pfs_root_entries[] = {
     PFS_NODE("self", PFS_SELF, 0777),
     PFS_NODE("thread-self", PFS_THREAD_SELF, 0777),
@@ -470,5 +489,6 @@ const struct pfs_entry pfs_root_entries[] = {
     PFS_TEXT("swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"),
     PFS_SYMLINK("mounts", "self/mounts"),
     PFS_SUBDIR("sys", sys_entries),
+    PFS_SUBDIR("kiln", kiln_entries),
     PFS_END,
 };

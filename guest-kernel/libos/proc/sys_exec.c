@@ -2,6 +2,7 @@
 /* execve: replace the calling process's program. */
 #include <linux/fcntl.h>
 
+#include "oom.h"
 #include "exec.h"
 #include "printk.h"
 #include "proc.h"
@@ -171,6 +172,7 @@ static long do_execve(const char *upath, const char *const *uargv, const char *c
 	p->membarrier = 0;
 	if (reset_process(p, t)) {
 		kprintf("kiln: %s: out of memory in execve\n", path);
+		oom_note(p);
 		proc_exit(9 /* SIGKILL */);
 	}
 	memset(tf, 0, sizeof(*tf));

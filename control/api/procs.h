@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/* The processes kiln's own exec and pty endpoints started in a sandbox
+ * (procs.c). Each is started to outlive its agent stream
+ * (KILN_FRAME_KEEP): a pause detaches it instead of ending it, and
+ * GET /sandboxes/{id}/processes/{pid}/attach takes it up again. The table
+ * is kilnd's memory of them: a pid is attachable only if it is listed
+ * here, under its own sandbox. */
+#ifndef KILND_PROCS_H
+#define KILND_PROCS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "http/http.h"
+#include "kilnd.h"
+
+struct sandbox;
+
+#define PROCS_MAX     128 /* per sandbox (the agent runs at most 64 streams) */
+#define PROCS_CMD_MAX 256 /* bytes of the command line kept for the listing */
+
+struct kproc {
+	struct kproc *next;
+	uint32_t pid;
+	bool pty;
+	bool attached; /* a client holds its stream (or an attach is under way) */
+	long long started_ms;
+	char cmd[PROCS_CMD_MAX];
+};
+
+struct procs_sb {
+	struct kproc *head;
+	unsigned n;
+};
+
+/* A process started on sb (its STARTED came): listed as attached. Not
+ * listed (logged: a pause then ends it for its client) beyond PROCS_MAX
+ * or out of memory; nothing without a sandbox (sb NULL: deleted). */
+void procs_add(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd);
+/* argv as one line for the listing, cut at n bytes. */
+void procs_cmdline(char *out, size_t n, const char *const *argv);
+/* The PID segment of .../processes/PID/attach, into out (n bytes). */
+void procs_path_pid(const char *path, char *out, size_t n);
+struct kproc *procs_find(struct sandbox *sb, uint32_t pid);
+/* The process ended (or cannot be reached any more): forget it. */
+void procs_remove(struct sandbox *sb, uint32_t pid);
+/* The same by sandbox id, for sessions that outlive their sandbox. */
+struct kproc *procs_lookup(struct kilnd *kd, const char *sb_id, uint32_t pid);
+void procs_forget(struct kilnd *kd, const char *sb_id, uint32_t pid);
+/* The sandbox stopped: its table goes (envd_sandbox_down calls it). */
+void procs_sandbox_down(struct sandbox *sb);
+
+/* The line a client still attached at a pause gets: the command goes on,
+ * and how to take it up again. */
+void procs_detached_msg(char *out, size_t n, const char *sb_id, uint32_t pid);
+
+/* GET /sandboxes/{id}/processes: kiln's and envd's processes. */
+void procs_list(struct kilnd *kd, struct http_conn *c, struct sandbox *sb);
+/* GET /sandboxes/{id}/processes/{pid}/attach, before the sandbox is woken:
+ * 0 if the request may go on (pid parsed into *pid), else it was answered
+ * (400 a bad pid, 404 unknown, 409 attached elsewhere). */
+int procs_attach_check(struct http_conn *c, struct sandbox *sb, const char *pid_s, uint32_t *pid);
+
+/* Tell the agent to end a stream's command (ERROR from the host aborts it
+ * even when started with KILN_FRAME_KEEP), then let the stream go. */
+struct agent_conn;
+void procs_abort_stream(struct agent_conn *a);
+
+#endif

@@ -1,0 +1,241 @@
+# shellcheck shell=bash
+# kilnd end-to-end tests of kiln's own processes across a pause: kiln exec
+# and kiln shell still attached when their sandbox pauses are detached, not
+# ended, and kiln attach takes them up again (sourced by run.sh, whose
+# helpers and variables they use). With the fake VMM a restored "VM" starts
+# its agent afresh, so the processes are gone after a resume and the tests
+# check that this is said clearly; on real VMs they check that the
+# processes go on.
+
+# shellcheck disable=SC2034 # run.sh runs them
+ATTACH_TESTS="t_attach_exec t_attach_run t_attach_pty t_attach_refused t_attach_hangup"
+
+# attach_raw ID PID [curl args]: the attach route's status, body in $T/body
+attach_raw() {
+	local id=$1 pid=$2
+	shift 2
+	curl -sS --unix-socket "$SOCK" -o "$T/body" -w '%{http_code}' -H 'Upgrade: websocket' \
+		-H 'Connection: Upgrade' -H 'Sec-WebSocket-Version: 13' \
+		-H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' "$@" \
+		"http://k/sandboxes/$id/processes/$pid/attach"
+}
+
+# the pid that kiln's "detached" line in FILE names
+detached_pid() {
+	sed -n 's/.*kiln attach [a-z0-9]* \([0-9]*\).*/\1/p' "$1" | head -1
+}
+
+# the pid of the (first) process GET .../processes lists, once there is one
+listed_pid() {
+	local pid
+	for _ in $(seq 50); do
+		api GET "/sandboxes/$1/processes" >/dev/null
+		pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$T/body")
+		[ -n "$pid" ] && { echo "$pid"; return; }
+		sleep 0.1
+	done
+}
+
+# A counter started by kiln exec outlives a pause: the exec says where it
+# went, the listing has it detached, kiln attach replays its output and
+# gets its exit status.
+t_attach_exec() {
+	local id rc pid st
+	id=$("$KILN" create) || { not_ok "create for attach"; return; }
+	# shellcheck disable=SC2016 # the guest's shell expands these
+	"$KILN" exec "$id" -- sh -c 'i=0; while [ $i -lt 40 ]; do i=$((i+1)); echo tick$i;
+		echo err$i >&2; sleep 0.1; done; exit 7' >"$T/ao" 2>"$T/ae" &
+	local ep=$!
+	for _ in $(seq 50); do grep -q tick3 "$T/ao" && break; sleep 0.1; done
+	st=$(api GET "/sandboxes/$id/processes")
+	[ "$st" = 200 ] && grep -q '"api":"kiln","kind":"exec","cmd":"sh -c i=0;' "$T/body" &&
+		grep -q '"attached":true' "$T/body"
+	check $? "GET .../processes lists the running exec, attached ($(cat "$T/body"))"
+	"$KILN" pause "$id" >/dev/null
+	wait $ep
+	rc=$?
+	pid=$(detached_pid "$T/ae")
+	[ $rc = 125 ] && [ -n "$pid" ] && grep -q "sandbox $id was paused: the command (pid $pid) goes on detached" "$T/ae"
+	check $? "kiln exec still attached at a pause says the command goes on, and how to attach (rc $rc: $(tail -1 "$T/ae"))"
+	st=$(api GET "/sandboxes/$id/processes")
+	[ "$st" = 200 ] && grep -q "\"pid\":$pid,\"api\":\"kiln\",\"kind\":\"exec\"" "$T/body" &&
+		grep -q '"attached":false' "$T/body" && [ "$(sb_field "$id" state)" = paused ]
+	check $? "the paused sandbox lists it detached (and the listing does not resume it)"
+	if [ $FAKE = 0 ]; then
+		timeout --preserve-status -s INT 1.5 "$KILN" attach "$id" "$pid" >"$T/ao1" 2>"$T/ae1"
+		rc=$?
+		st=$(api GET "/sandboxes/$id/processes")
+		[ $rc = 125 ] && grep -q "left process $pid; it goes on (kiln attach $id $pid)" "$T/ae1" &&
+			grep -q "\"pid\":$pid,.*\"attached\":false" "$T/body"
+		check $? "Ctrl-C on kiln attach leaves the command detached again (rc $rc: $(tail -1 "$T/ae1"))"
+	fi
+	"$KILN" attach "$id" "$pid" >"$T/ao2" 2>"$T/ae2"
+	rc=$?
+	if [ $FAKE = 1 ]; then
+		[ $rc = 125 ] && grep -q "process $pid of sandbox $id is gone" "$T/ae2"
+		check $? "fake VMM: the process did not survive, and kiln attach says so ($(cat "$T/ae2"))"
+		st=$(api GET "/sandboxes/$id/processes")
+		! grep -q "\"pid\":$pid" "$T/body"
+		check $? "fake VMM: and it leaves the listing"
+		"$KILN" rm "$id"
+		return
+	fi
+	[ $rc = 7 ] && grep -q '^tick40$' "$T/ao2" && grep -q '^err40$' "$T/ae2" && ! grep -q err "$T/ao2"
+	check $? "kiln attach gets the rest of its output, stdout and stderr apart, and its exit status 7 (rc $rc)"
+	local last first
+	last=$(grep -o 'tick[0-9]*' "$T/ao" | tail -1 | tr -d tick)
+	first=$(grep -o 'tick[0-9]*' "$T/ao1" | head -1 | tr -d tick)
+	[ -n "$first" ] && [ -n "$last" ] && [ "$first" -le $((last + 1)) ]
+	check $? "the output kept while detached is replayed: attach begins at tick$first, the exec ended at tick$last"
+	st=$(api GET "/sandboxes/$id/processes")
+	[ "$st" = 200 ] && ! grep -q "\"pid\":$pid" "$T/body"
+	check $? "once its exit was reported it leaves the listing"
+	# a finished process that nobody attached to reports its exit later
+	"$KILN" exec "$id" -- sh -c 'sleep 1; echo done-late; exit 4' >/dev/null 2>"$T/ae" &
+	ep=$!
+	sleep 0.5
+	"$KILN" pause "$id" >/dev/null
+	wait $ep
+	pid=$(detached_pid "$T/ae")
+	"$KILN" resume "$id" >/dev/null
+	sleep 1.5
+	out=$("$KILN" attach "$id" "$pid" 2>&1)
+	rc=$?
+	[ $rc = 4 ] && grep -q done-late <<<"$out"
+	check $? "a detached process that ended meanwhile gives its output and status 4 to attach (rc $rc)"
+	"$KILN" rm "$id"
+}
+
+# kiln run whose sandbox someone pauses keeps the sandbox for the command.
+t_attach_run() {
+	local id rc before
+	before=$("$KILN" ls -q)
+	"$KILN" run -- sh -c 'sleep 2; echo late' >/dev/null 2>"$T/re" &
+	local rp=$!
+	for _ in $(seq 50); do
+		id=$(comm -13 <(sort <<<"$before") <("$KILN" ls -q | sort) | head -1)
+		[ -n "$id" ] && [ "$(sb_field "$id" state)" = running ] &&
+			grep -q '"pid"' <(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$id/processes") && break
+		sleep 0.1
+	done
+	"$KILN" pause "$id" >/dev/null
+	wait $rp
+	rc=$?
+	[ $rc = 125 ] && grep -q "sandbox $id is kept for it (kiln rm $id when done)" "$T/re" &&
+		[ "$(sb_field "$id" state)" = paused ]
+	check $? "kiln run whose sandbox is paused keeps it, and says so (rc $rc)"
+	"$KILN" rm "$id"
+}
+
+# A shell on a terminal survives a pause with its state; attach gives it
+# our input and its exit status.
+t_attach_pty() {
+	local id rc pid out
+	id=$("$KILN" create) || { not_ok "create for pty attach"; return; }
+	rm -f "$T/fifo"
+	mkfifo "$T/fifo"
+	"$KILN" shell "$id" <"$T/fifo" >"$T/so" 2>&1 &
+	local sp=$!
+	exec 7>"$T/fifo"
+	# shellcheck disable=SC2016 # the guest's shell expands these
+	echo 'X=before-$((6*7)); echo ready' >&7
+	for _ in $(seq 50); do grep -q '^ready' "$T/so" && break; sleep 0.1; done
+	"$KILN" pause "$id" >/dev/null
+	wait $sp
+	rc=$?
+	exec 7>&-
+	pid=$(detached_pid "$T/so")
+	[ $rc = 125 ] && [ -n "$pid" ] && grep -q "was paused: the command (pid $pid) goes on detached" "$T/so"
+	check $? "kiln shell at a pause says the shell goes on detached (rc $rc)"
+	# shellcheck disable=SC2016
+	printf 'echo got-$X\nexit 3\n' | "$KILN" attach "$id" "$pid" >"$T/so2" 2>&1
+	rc=${PIPESTATUS[1]}
+	out=$(tr -d '\r' <"$T/so2")
+	if [ $FAKE = 1 ]; then
+		[ "$rc" = 125 ] && grep -q "is gone" <<<"$out"
+		check $? "fake VMM: the shell did not survive, and kiln attach says so"
+		"$KILN" rm "$id"
+		return
+	fi
+	[ "$rc" = 3 ] && grep -q '^got-before-42' <<<"$out"
+	check $? "kiln attach reaches the same shell (its variable is there), with our input, exit 3 (rc $rc)"
+	"$KILN" rm "$id"
+}
+
+# What the attach route refuses, and why.
+t_attach_refused() {
+	local id id2 st pid
+	id=$("$KILN" create) || { not_ok "create for attach errors"; return; }
+	id2=$("$KILN" create) || { not_ok "create for attach errors"; return; }
+	"$KILN" attach "$id" 4242 2>"$T/err"
+	[ $? = 125 ] && grep -q "no process 4242 of kiln's exec or pty in sandbox $id" "$T/err"
+	check $? "kiln attach to an unknown pid: a clear error ($(cat "$T/err"))"
+	st=$(attach_raw "$id" 4242)
+	[ "$st" = 404 ] && grep -q "GET /sandboxes/$id/processes lists them" "$T/body"
+	check $? "the route answers 404 for an unknown pid"
+	for p in 99999999999999999999 2147483648 0 -1 007 1e3 abc; do
+		st=$(attach_raw "$id" "$p")
+		[ "$st" = 400 ] && grep -q "is not a process id" "$T/body" || break
+	done
+	check $? "a pid that is not 1..2^31-1 in decimal is 400 (last: $p, $st)"
+	st=$(attach_raw "$id" "$(printf '9%.0s' $(seq 3000))")
+	[ "$st" = 400 ] || [ "$st" = 414 ]
+	check $? "a 3000-digit pid is refused ($st)"
+	"$KILN" exec "$id" -- sleep 20 >/dev/null 2>&1 &
+	local ep=$!
+	pid=$(listed_pid "$id")
+	st=$(attach_raw "$id2" "$pid")
+	[ -n "$pid" ] && [ "$st" = 404 ] && grep -q "no process $pid of kiln's exec or pty in sandbox $id2" "$T/body"
+	check $? "another sandbox's pid is unknown here (404)"
+	st=$(attach_raw "$id" "$pid")
+	[ "$st" = 409 ] && grep -q "attached to another client" "$T/body"
+	check $? "a process a client holds cannot be attached by another (409)"
+	mkdir -p "$T/envd"
+	(T=$T/envd envd_start "$id" 'sleep 20' >/dev/null) &
+	local envd_curl=$! epid=
+	for _ in $(seq 50); do
+		api GET "/sandboxes/$id/processes" >/dev/null
+		epid=$(sed -n 's/.*"pid":\([0-9]*\),"api":"envd".*/\1/p' "$T/body")
+		[ -n "$epid" ] && break
+		sleep 0.1
+	done
+	st=$(attach_raw "$id" "$epid")
+	[ -n "$epid" ] && [ "$st" = 409 ] && grep -q "was started through envd: attach to it with the SDK's commands.connect($epid)" "$T/body"
+	check $? "the listing has envd's process too, and attach to it says how to reach it (409)"
+	kill $envd_curl 2>/dev/null
+	wait $envd_curl 2>/dev/null
+	st=$(api GET "/sandboxes/$id/processes/$pid/attach")
+	[ "$st" = 426 ]
+	check $? "attach without a WebSocket upgrade is 426"
+	st=$(api POST "/sandboxes/$id/processes/$pid/attach")
+	[ "$st" = 405 ]
+	check $? "POST to attach is 405"
+	st=$(api GET "/sandboxes/nosuchsandbox/processes")
+	[ "$st" = 404 ]
+	check $? "processes of an unknown sandbox: 404"
+	kill $ep 2>/dev/null
+	wait $ep 2>/dev/null
+	"$KILN" rm "$id" "$id2"
+}
+
+# A client that goes away without a pause ends its command (as Ctrl-C on
+# a terminal's command would); one attached later leaves it detached.
+t_attach_hangup() {
+	local id pid st
+	id=$("$KILN" create) || { not_ok "create for hangup"; return; }
+	"$KILN" exec "$id" -- sh -c "mkdir -p $G; echo \$\$ >$G/hup.pid; exec sleep 30" >/dev/null 2>&1 &
+	local ep=$!
+	pid=$(listed_pid "$id")
+	for _ in $(seq 50); do
+		"$KILN" exec "$id" -- test -s "$G/hup.pid" && break
+		sleep 0.1
+	done
+	kill -INT $ep
+	wait $ep
+	sleep 0.5
+	st=$(api GET "/sandboxes/$id/processes")
+	! grep -q "\"pid\":$pid" "$T/body" &&
+		! "$KILN" exec "$id" -- sh -c "kill -0 \$(cat $G/hup.pid)" 2>/dev/null
+	check $? "Ctrl-C on kiln exec ends the command in the sandbox, and it leaves the listing"
+	"$KILN" rm "$id"
+}
