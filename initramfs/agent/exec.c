@@ -489,7 +489,12 @@ static void exec_timeout(struct conn *c, int64_t now)
 	}
 	if (now < p->deadline)
 		return;
-	/* the tree first: once its parent is gone a child is init's */
+	/* The command stopped first, so that it cannot see a child die and
+	 * exit of it (a shell's 137) before its own SIGKILL; then the tree,
+	 * while the parents are there to find it by (a child whose parent is
+	 * gone is init's). */
+	if (!p->timed_out && p->pid > 0)
+		kill(p->pid, SIGSTOP);
 	kill_tree(p->pid, SIGKILL);
 	kill_group(p, SIGKILL);
 	if (!p->timed_out) {
