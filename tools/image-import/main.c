@@ -218,18 +218,20 @@ static int relink(const char *dir, const char *name, const char *target)
 	return 0;
 }
 
+/* NAME.json: the config's defaults as kilnd applies them (control/sandbox/
+ * image_defaults.c), User resolved to uid and gid. */
 static int write_manifest(const char *path, const char *name, const char *key, const char *archive,
-                          const struct oci_image *img, off_t size)
+                          const struct oci_image *img, off_t size, long uid, long gid)
 {
 	json_t *cfg = img->config, *j;
 	int err;
 
-	j = json_pack("{s:s,s:s,s:I,s:s,s:s,s:s?,s:O?,s:O?,s:O?,s:O?,s:O?}", "name", name, "key",
-	              key, "size", (json_int_t)size, "source", archive, "digest", img->digest,
-	              "tag", img->tag, "env", json_object_get(cfg, "Env"), "entrypoint",
-	              json_object_get(cfg, "Entrypoint"), "cmd", json_object_get(cfg, "Cmd"),
-	              "workingDir", json_object_get(cfg, "WorkingDir"), "user",
-	              json_object_get(cfg, "User"));
+	j = json_pack(
+	    "{s:s,s:s,s:I,s:s,s:s,s:s?,s:O?,s:O?,s:O?,s:O?,s:O?,s:I,s:I}", "name", name, "key", key,
+	    "size", (json_int_t)size, "source", archive, "digest", img->digest, "tag", img->tag,
+	    "env", json_object_get(cfg, "Env"), "entrypoint", json_object_get(cfg, "Entrypoint"),
+	    "cmd", json_object_get(cfg, "Cmd"), "workingDir", json_object_get(cfg, "WorkingDir"),
+	    "user", json_object_get(cfg, "User"), "uid", (json_int_t)uid, "gid", (json_int_t)gid);
 	if (!j)
 		return -ENOMEM;
 	err = json_dump_file(j, path, JSON_INDENT(2)) ? -EIO : 0;
@@ -257,6 +259,7 @@ int main(int argc, char **argv)
 	struct oci_image img;
 	struct stat st;
 	bool force = false;
+	long uid = 0, gid = 0;
 	int c;
 
 	snprintf(cache, sizeof(cache), "%s", getenv("KILN_CACHE") ? getenv("KILN_CACHE") : "");
@@ -353,7 +356,8 @@ int main(int argc, char **argv)
 		       ls.skipped ? " (device nodes and FIFOs left out)" : "",
 		       (unsigned long long)(im.bytes >> 20));
 	}
-	if (write_env(&im, &img))
+	if (write_env(&im, &img) ||
+	    user_resolve(&im, json_string_value(json_object_get(img.config, "User")), &uid, &gid))
 		die(&im, "%s", im.err);
 	printf("kiln-image-import: %s [3/4] mkfs.erofs (uncompressed, page-aligned file data)\n",
 	       name);
@@ -371,7 +375,7 @@ int main(int argc, char **argv)
 			die(&im, "%s: %s", img_path, strerror(errno));
 	}
 	printf("kiln-image-import: %s [4/4] manifest\n", name);
-	if (write_manifest(man_path, name, key, archive, &img, st.st_size))
+	if (write_manifest(man_path, name, key, archive, &img, st.st_size, uid, gid))
 		die(&im, "%s: cannot write", man_path);
 link:
 	if (relink(outdir, strcat(strcpy(log, name), ".erofs"), img_path) ||
