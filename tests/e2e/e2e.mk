@@ -74,3 +74,12 @@ e2e-browser: $(BIN)/kilnd $(E2E_BIN)/fake-vmm $(BUILD)/tests/agent/kiln-agent-ho
 e2e-net: $(BIN)/kilnd $(BIN)/kiln $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
 		$(BUILD)/initramfs/agent.cpio $(BUILD)/initramfs/agent-image.cpio
 	$(V)bash tests/e2e/net.sh
+
+# containerd-shim-kiln-v2 under Debian's containerd on real VMs
+# (tests/e2e/containerd.sh): a containerd of the test's own, an image the
+# test builds, ctr run/exec/kill/pause/resume/metrics, a terminal, a VM and
+# a shim that die. Needs root and /dev/kvm.
+.PHONY: e2e-containerd
+e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
+		$(BUILD)/initramfs/agent-image.cpio
+	$(V)bash tests/e2e/containerd.sh
