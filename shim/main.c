@@ -62,6 +62,7 @@ void *shim_exit_soon(void *unused)
 
 	(void)unused;
 	nanosleep(&t, NULL);
+	events_flush();
 	exit(0);
 }
 
@@ -190,8 +191,10 @@ int main(int argc, char **argv)
 			s->id = argv[++i];
 		else if (!strcmp(a, "-bundle"))
 			s->bundle = argv[++i];
-		else if (!strcmp(a, "-publish-binary") || a[0] == '-')
-			i++; /* events are not published (see the README) */
+		else if (!strcmp(a, "-publish-binary"))
+			s->publish_binary = argv[++i];
+		else if (a[0] == '-')
+			i++; /* an option of a later containerd: ignored */
 		else
 			cmd = a;
 	}

@@ -44,7 +44,8 @@ struct proc {
 	struct proc_spec spec;
 	char *stdin_path, *stdout_path, *stderr_path;
 	enum proc_state state;
-	uint32_t pid; /* in the guest, once started */
+	uint32_t pid;      /* in the guest, once started */
+	uint32_t task_pid; /* what containerd was told: the VMM's for the init */
 	uint32_t exit_status;
 	int64_t exited_ns;
 	int fd;                /* its agent stream, -1 before start and after exit */
@@ -62,7 +63,7 @@ struct vm {
 };
 
 struct shim {
-	char *id, *ns, *bundle, *address;
+	char *id, *ns, *bundle, *address, *publish_binary;
 	char socket_path[256];
 	pthread_mutex_t lock;   /* everything below */
 	pthread_cond_t changed; /* a process exited, the VM died */
@@ -120,6 +121,12 @@ void proc_exited(struct shim *s, struct proc *p, uint32_t status);
 
 /* stats.c: Stats' reply (locked; unlocks around the agent's answer) */
 int stats_reply(struct shim *s, uint8_t **out, size_t *out_len, char *msg, size_t n);
+
+/* events.c: task events to containerd, published in order, off the
+ * caller's thread. pid: the event's (the VMM's for the init). */
+enum shim_event { EV_CREATE, EV_START, EV_EXEC_ADDED, EV_EXIT, EV_DELETE, EV_PAUSED, EV_RESUMED };
+void event_task(enum shim_event ev, const struct proc *p, uint32_t pid);
+void events_flush(void);
 
 /* ttrpc.c */
 int ttrpc_serve(int listen_fd);

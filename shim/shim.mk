@@ -15,8 +15,8 @@ $(SHIM_GEN)/stamp: $(SHIM_PROTOS) | $(DEPS_STAMP)
 	@touch $@
 $(SHIM_GEN_SRCS): $(SHIM_GEN)/stamp
 
-$(SHIM_GEN)/%.pb-c.o: $(SHIM_GEN)/%.pb-c.c
-	$(V)$(CC) $(HOST_CFLAGS) -I$(SHIM_GEN) -c $< -o $@
+$(SHIM_GEN)/%.pb-c.o: $(SHIM_GEN)/stamp
+	$(V)$(CC) $(HOST_CFLAGS) -I$(SHIM_GEN) -c $(@:.o=.c) -o $@
 
 $(BUILD)/host/shim/%.o: HOST_CFLAGS += -I$(BUILD)/host/shim -I$(SHIM_GEN) -iquote control
 $(patsubst %.c,$(BUILD)/host/%.o,$(wildcard shim/*.c)): $(SHIM_GEN)/stamp

@@ -46,6 +46,7 @@ void proc_exited(struct shim *s, struct proc *p, uint32_t status)
 	p->state = P_STOPPED;
 	p->exit_status = status;
 	p->exited_ns = now_ns();
+	event_task(EV_EXIT, p, p->task_pid);
 	/* the container's init gone: the VM goes with everything in it */
 	if (!p->exec_id[0])
 		vm_stop(s);
@@ -144,7 +145,8 @@ static int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq
 	pthread_create(&t, NULL, vm_watch, s);
 	pthread_detach(t);
 	s->procs = p;
-	*pid = (uint32_t)s->vm.pid;
+	*pid = p->task_pid = (uint32_t)s->vm.pid;
+	event_task(EV_CREATE, p, *pid);
 	return 0;
 }
 
@@ -169,6 +171,9 @@ static int do_start(struct shim *s, struct proc *p, char *msg, size_t n)
 		return RPC_FAILED_PRECONDITION;
 	}
 	p->state = P_RUNNING;
+	if (p->exec_id[0])
+		p->task_pid = p->pid;
+	event_task(EV_START, p, p->task_pid);
 	pthread_create(&p->reader, NULL, io_reader, p);
 	p->has_reader = true;
 	if (p->stdin_path[0]) {
@@ -280,6 +285,7 @@ static int call_locked(struct shim *s, const char *method, const uint8_t *in, si
 			p->spec.terminal = rq->terminal;
 			p->next = s->procs;
 			s->procs = p;
+			event_task(EV_EXEC_ADDED, p, 0);
 		}
 		containerd__task__v2__exec_process_request__free_unpacked(rq, NULL);
 		return code;
@@ -354,6 +360,7 @@ static int call_locked(struct shim *s, const char *method, const uint8_t *in, si
 			r.exit_status = p->exit_status;
 			r.exited_at = ts(p->exited_ns ? p->exited_ns : now_ns(), &t);
 			PACK(delete_response, &r);
+			event_task(EV_DELETE, p, p->task_pid);
 			if (!p->exec_id[0]) {
 				vm_stop(s);
 				rootfs_release(s->bundle, s->rootfs_mounted);
@@ -412,8 +419,10 @@ static int call_locked(struct shim *s, const char *method, const uint8_t *in, si
 		               : "{\"op\":\"resume\"}",
 		         s->bundle);
 		code = vm_op(s, req, msg, n);
-		if (!code)
+		if (!code) {
 			s->vm.paused = pause;
+			event_task(pause ? EV_PAUSED : EV_RESUMED, p, 0);
+		}
 		return code;
 	}
 	if (!strcmp(method, "ResizePty")) {

@@ -35,6 +35,7 @@ IMG=docker.io/library/kiln-test:1
 PASS=0
 FAIL=0
 CTRD=
+EVENTS=
 
 cleanup() {
 	local p
@@ -42,6 +43,7 @@ cleanup() {
 		[ -f "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null
 	done
 	for p in $(pgrep -f "containerd-shim-kiln-v2 .*-address $SOCK"); do kill -9 "$p"; done
+	[ -n "$EVENTS" ] && kill "$EVENTS" 2>/dev/null
 	[ -n "$CTRD" ] && kill "$CTRD" 2>/dev/null && wait "$CTRD" 2>/dev/null
 	# containerd's snapshots and any rootfs a dead shim left mounted
 	grep -o " $T/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
@@ -77,6 +79,8 @@ CTRD=$!
 for _ in $(seq 100); do $C version >/dev/null 2>&1 && break; sleep 0.1; done
 $C version >/dev/null 2>&1
 check $? "containerd of the test's own answers on $SOCK"
+$C events >"$T/events" 2>&1 &
+EVENTS=$!
 
 python3 tests/e2e/images/mkarchive.py "$T/img.tar" --tag "$IMG" --env GREETING=hi \
 	--dir /srv/data --file /srv/data/motd='from the image' --cmd '["/bin/sh"]' &&
@@ -160,6 +164,14 @@ for _ in $(seq 50); do
 done
 [ "$($C task ls | awk '$1 == "d1" {print $3}')" = STOPPED ]
 check $? "ctr task kill (SIGTERM) stops the task"
+# the shim's events, as the CRI would see them (ctr events prints them)
+for _ in $(seq 50); do grep -q '/tasks/exit.*"container_id":"d1"' "$T/events" && break; sleep 0.1; done
+grep -q '/tasks/start.*"container_id":"d1"' "$T/events" &&
+	grep -q '/tasks/exec-started.*"container_id":"d1".*"exec_id":"e1"' "$T/events" &&
+	grep -q '/tasks/paused.*"container_id":"d1"' "$T/events" &&
+	grep -q '/tasks/resumed.*"container_id":"d1"' "$T/events" &&
+	grep -q '/tasks/exit.*"container_id":"d1","id":"d1".*"exit_status":143' "$T/events"
+check $? "the shim publishes start, exec-started, paused, resumed and exit (143) events"
 $C task delete d1 >/dev/null && $C container rm d1 && [ ! -e "$TASKS/d1" ] &&
 	! grep -q " $TASKS/d1/rootfs " /proc/mounts
 check $? "ctr task delete and container rm leave no bundle or mount"
