@@ -104,7 +104,14 @@ rc=$?
 t1=$(ms)
 [ $rc = 0 ] && [ "$(ls "$T/cache/shim" | wc -l)" = 1 ]
 check $? "a second container of the image boots from the cached rootfs image ($((t1 - t0)) ms run to exit)"
-echo "# ctr run --rm IMAGE true: $((t1 - t0)) ms with the rootfs cached"
+kiln_ms=$((t1 - t0))
+if command -v runc >/dev/null; then
+	t0=$(ms)
+	$C run --rm --runtime io.containerd.runc.v2 "$IMG" rc1 true >/dev/null 2>&1
+	runc_rc=$?
+	t1=$(ms)
+	[ $runc_rc = 0 ] && echo "# ctr run --rm IMAGE true: kiln $kiln_ms ms (rootfs cached), runc $((t1 - t0)) ms, same containerd"
+fi
 out=$($C run --rm $RT --env K=v --cwd /srv/data "$IMG" r3 sh -c 'echo $K $GREETING; pwd; cat motd' 2>&1)
 [ "$out" = "$(printf 'v hi\n/srv/data\nfrom the image')" ]
 check $? "the spec's env (ctr's and the image's), cwd and the image's files ($out)"
