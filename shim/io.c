@@ -123,7 +123,7 @@ void *io_stdin(void *arg)
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0 || p->stdin_closed || vm_proc_stdin(p, chunk, (size_t)r))
+		if (r <= 0 || vm_proc_stdin(p, chunk, (size_t)r))
 			break;
 	}
 	close(fd);

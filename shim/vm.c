@@ -407,10 +407,15 @@ int vm_proc_resize(struct proc *p, uint16_t cols, uint16_t rows)
 int vm_proc_close_stdin(struct proc *p)
 {
 	struct buf b = {0};
+	bool was;
 
-	if (p->stdin_closed)
-		return 0;
+	/* CloseIO and the stdin pump race to it: one EOF goes out */
+	pthread_mutex_lock(&p->wlock);
+	was = p->stdin_closed;
 	p->stdin_closed = true;
+	pthread_mutex_unlock(&p->wlock);
+	if (was)
+		return 0;
 	return agent_msg_empty(&b, KILN_MSG_STDIN_EOF) ?: send_locked(p, &b);
 }
 
@@ -418,5 +423,14 @@ int vm_proc_stdin(struct proc *p, const void *data, size_t n)
 {
 	struct buf b = {0};
 
-	return agent_msg_data(&b, KILN_MSG_STDIN, data, n) ?: send_locked(p, &b);
+	int err = agent_msg_data(&b, KILN_MSG_STDIN, data, n);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&p->wlock);
+	/* no input after the EOF (the agent would drop it) */
+	err = p->stdin_closed || p->fd < 0 ? -EPIPE : write_all(p->fd, buf_head(&b), buf_avail(&b));
+	pthread_mutex_unlock(&p->wlock);
+	buf_free(&b);
+	return err;
 }

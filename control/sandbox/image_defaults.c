@@ -58,7 +58,7 @@ int img_defaults_parse(json_t *man, struct img_defaults *d, char *msg, size_t n)
 	int err;
 
 	memset(d, 0, sizeof(*d));
-	if (cwd && !json_is_null(cwd) && json_string_length(cwd)) {
+	if (cwd && !json_is_null(cwd) && (!json_is_string(cwd) || json_string_length(cwd))) {
 		if (!str_ok(cwd, 4096) || json_string_value(cwd)[0] != '/') {
 			snprintf(msg, n, "'workingDir' is not an absolute path");
 			return -EINVAL;

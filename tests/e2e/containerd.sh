@@ -119,6 +119,10 @@ out=$($C run --rm $RT --memory-limit $((512 << 20)) "$IMG" r4 sh -c 'head -1 /pr
 kb=$(awk '{print $2}' <<<"$out")
 [ -n "$kb" ] && [ "$kb" -gt $((400 << 10)) ] && [ "$kb" -le $((512 << 10)) ]
 check $? "linux.resources.memory.limit sizes the VM ($out)"
+out=$($C run --rm $RT --memory-limit $((16 << 20)) "$IMG" r4b true 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "a kiln VM has 64 to 65536 MiB" <<<"$out"
+check $? "a memory limit below what a VM needs is refused, saying why ($out)"
 out=$($C run --rm $RT docker.io/library/kiln-nocmd:1 r5 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "process.args is empty" <<<"$out"
