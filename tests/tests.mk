@@ -61,3 +61,4 @@ test: deps
 		KILN_E2E_INITRD=$(BUILD)/initramfs/agent.cpio $(MAKE) --no-print-directory e2e-browser
 	$(V)$(MAKE) --no-print-directory e2e-net
 	$(V)$(MAKE) --no-print-directory e2e-containerd
+	$(V)$(MAKE) --no-print-directory e2e-docker-import

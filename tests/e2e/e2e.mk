@@ -85,3 +85,9 @@ e2e-net: $(BIN)/kilnd $(BIN)/kiln $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
 e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
 		$(BUILD)/initramfs/agent-image.cpio
 	$(V)bash tests/e2e/containerd.sh
+
+# kiln image import --docker against a dockerd of the test's own
+# (tests/e2e/docker_import.sh). Needs root and Debian's docker.io.
+.PHONY: e2e-docker-import
+e2e-docker-import: $(BIN)/kiln $(BIN)/kiln-image-import $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel
+	$(V)bash tests/e2e/docker_import.sh

@@ -45,17 +45,19 @@ int import_fail(struct import *im, int err, const char *fmt, ...)
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: kiln-image-import [--name NAME] [--out DIR] [--cache DIR] [--max-size MIB]\n"
-	       "                         [--force] ARCHIVE.tar\n"
-	       "\n"
-	       "Turn a container image archive (docker save, podman save, or an OCI\n"
-	       "layout in a tar) into a kiln image: OUT/NAME.erofs and OUT/NAME.json.\n"
-	       "\n"
-	       "  --name NAME      the kiln image's name (default: from the image's tag)\n"
-	       "  --out DIR        where the image is linked (default build/images)\n"
-	       "  --cache DIR      the image cache (default $KILN_CACHE or ~/.cache/kiln)\n"
-	       "  --max-size MIB   refuse images whose files add up to more (default 16384)\n"
-	       "  --force          import again even if the image is cached\n");
+	    f,
+	    "usage: kiln-image-import [--name NAME] [--out DIR] [--cache DIR] [--max-size MIB]\n"
+	    "                         [--force] ARCHIVE.tar\n"
+	    "\n"
+	    "Turn a container image archive (docker save, podman save, or an OCI\n"
+	    "layout in a tar) into a kiln image: OUT/NAME.erofs and OUT/NAME.json.\n"
+	    "\n"
+	    "  --name NAME      the kiln image's name (default: from the image's tag)\n"
+	    "  --out DIR        where the image is linked (default build/images)\n"
+	    "  --cache DIR      the image cache (default $KILN_CACHE or ~/.cache/kiln)\n"
+	    "  --max-size MIB   refuse images whose files add up to more (default 16384)\n"
+	    "  --force          import again even if the image is cached\n"
+	    "  --source TEXT    where the archive came from, for NAME.json (default: its path)\n");
 }
 
 static void die(struct import *im, const char *fmt, ...)
@@ -242,15 +244,12 @@ static int write_manifest(const char *path, const char *name, const char *key, c
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"name", required_argument, 0, 'n'},
-	    {"out", required_argument, 0, 'o'},
-	    {"cache", required_argument, 0, 'c'},
-	    {"max-size", required_argument, 0, 'm'},
-	    {"force", no_argument, 0, 'f'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
+	    {"name", required_argument, 0, 'n'},  {"out", required_argument, 0, 'o'},
+	    {"cache", required_argument, 0, 'c'}, {"max-size", required_argument, 0, 'm'},
+	    {"force", no_argument, 0, 'f'},       {"source", required_argument, 0, 's'},
+	    {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
 	};
-	const char *out = "build/images", *name_opt = NULL, *home = getenv("HOME");
+	const char *out = "build/images", *name_opt = NULL, *home = getenv("HOME"), *source = NULL;
 	/* Paths made from cache (at most PATH_MAX) have room for what follows it. */
 	char cache[PATH_MAX], images[PATH_MAX + 16], name[80], key[17], img_path[PATH_MAX + 256],
 	    man_path[PATH_MAX + 256], tmp_img[PATH_MAX + 64], log[PATH_MAX + 256],
@@ -289,6 +288,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			force = true;
+			break;
+		case 's':
+			source = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -375,7 +377,8 @@ int main(int argc, char **argv)
 			die(&im, "%s: %s", img_path, strerror(errno));
 	}
 	printf("kiln-image-import: %s [4/4] manifest\n", name);
-	if (write_manifest(man_path, name, key, archive, &img, st.st_size, uid, gid))
+	if (write_manifest(man_path, name, key, source ? source : archive, &img, st.st_size, uid,
+	                   gid))
 		die(&im, "%s: cannot write", man_path);
 link:
 	if (relink(outdir, strcat(strcpy(log, name), ".erofs"), img_path) ||

@@ -108,7 +108,7 @@ static int run_import(char **args)
 int cmd_image(struct kc *k, int argc, char **argv)
 {
 	char self[PATH_MAX], tool[PATH_MAX + 32], out[PATH_MAX + 32], tmp[PATH_MAX + 64], *slash,
-	    **args;
+	    **args, *source = NULL;
 	const char *docker = NULL;
 	ssize_t n;
 	int i, j = 0, rc;
@@ -133,7 +133,7 @@ int cmd_image(struct kc *k, int argc, char **argv)
 	if ((slash = strrchr(self, '/')))
 		*slash = 0;
 	snprintf(out, sizeof(out), "%s/images", self);
-	args = calloc((size_t)argc + 5, sizeof(*args));
+	args = calloc((size_t)argc + 7, sizeof(*args));
 	if (!args)
 		return 1;
 	args[j++] = tool;
@@ -180,12 +180,17 @@ int cmd_image(struct kc *k, int argc, char **argv)
 		close(fd);
 	}
 	rc = docker_save(docker, tmp) ? 1 : 0;
+	if (!rc && asprintf(&source, "docker:%s", docker) < 0)
+		rc = 1;
 	if (!rc) {
+		args[j++] = "--source";
+		args[j++] = source;
 		args[j++] = tmp;
 		args[j] = NULL;
 		rc = run_import(args);
 	}
 	unlink(tmp);
+	free(source);
 	free(args);
 	return rc;
 }
