@@ -51,8 +51,11 @@ struct proc {
 	int fd;                /* its agent stream, -1 before start and after exit */
 	pthread_mutex_t wlock; /* writes to fd */
 	bool stdin_closed;
+	bool starting; /* Start is talking to the agent (unlocked) */
 	pthread_t reader, stdin_pump;
 	bool has_reader, has_pump;
+	int waiters;  /* Wait calls blocked on it */
+	bool deleted; /* off the list; the last waiter frees it */
 };
 
 struct vm {

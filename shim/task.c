@@ -154,7 +154,7 @@ static int do_start(struct shim *s, struct proc *p, char *msg, size_t n)
 {
 	int err;
 
-	if (p->state != P_CREATED)
+	if (p->state != P_CREATED || p->starting)
 		return FAIL(RPC_FAILED_PRECONDITION, "process %s was started already",
 		            p->exec_id[0] ? p->exec_id : s->id);
 	if (s->vm.dead)
@@ -163,12 +163,21 @@ static int do_start(struct shim *s, struct proc *p, char *msg, size_t n)
 	if (s->vm.paused)
 		return FAIL(RPC_FAILED_PRECONDITION, "the container is paused: resume it first");
 	/* the agent round trip happens unlocked: other calls go on meanwhile */
+	p->starting = true;
 	pthread_mutex_unlock(&s->lock);
 	err = vm_proc_start(s, p, msg, n);
 	pthread_mutex_lock(&s->lock);
+	p->starting = false;
 	if (err) {
 		proc_exited(s, p, err == -ENOENT ? 127 : 126);
 		return RPC_FAILED_PRECONDITION;
+	}
+	if (p->state != P_CREATED) {
+		/* killed while it was being started */
+		close(p->fd);
+		p->fd = -1;
+		return FAIL(RPC_FAILED_PRECONDITION, "process %s was killed while starting",
+		            p->exec_id[0] ? p->exec_id : s->id);
 	}
 	p->state = P_RUNNING;
 	if (p->exec_id[0])
@@ -194,11 +203,15 @@ static int do_kill(struct shim *s, struct proc *p, uint32_t sig, char *msg, size
 		proc_exited(s, p, 128 + sig);
 		return 0;
 	}
-	if (s->vm.paused && (sig == SIGKILL || sig == SIGTERM) && !p->exec_id[0]) {
-		/* a frozen guest cannot deliver it: the container ends with its VM */
-		vm_stop(s);
+	if (sig == SIGKILL && !p->exec_id[0]) {
+		/* the init killed: the container ends with its VM, whatever the
+		 * guest (frozen, or not answering) would do with the signal */
+		proc_exited(s, p, 128 + SIGKILL);
 		return 0;
 	}
+	if (s->vm.paused)
+		return FAIL(RPC_FAILED_PRECONDITION,
+		            "the container is paused: resume it first (SIGKILL ends it paused)");
 	int err = vm_proc_signal(p, sig);
 
 	if (err == -EINVAL)
@@ -296,12 +309,17 @@ static int call_locked(struct shim *s, const char *method, const uint8_t *in, si
 		p = find(s, rq->exec_id);
 		if (!p)
 			code = FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id);
+		if (p)
+			p->waiters++;
 		while (p && p->state != P_STOPPED)
 			pthread_cond_wait(&s->changed, &s->lock);
 		if (p) {
 			r.exit_status = p->exit_status;
 			r.exited_at = ts(p->exited_ns, &t);
 			PACK(wait_response, &r);
+			/* deleted while we waited: the last waiter frees it */
+			if (!--p->waiters && p->deleted)
+				proc_free(p);
 		}
 		containerd__task__v2__wait_request__free_unpacked(rq, NULL);
 		return code;
@@ -352,7 +370,7 @@ static int call_locked(struct shim *s, const char *method, const uint8_t *in, si
 		p = find(s, rq->exec_id);
 		if (!p) {
 			code = FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id);
-		} else if (p->state == P_RUNNING) {
+		} else if (p->state == P_RUNNING || p->starting) {
 			code = FAIL(RPC_FAILED_PRECONDITION, "process %s is running: kill it first",
 			            p->exec_id[0] ? p->exec_id : s->id);
 		} else {
@@ -378,7 +396,10 @@ static int call_locked(struct shim *s, const char *method, const uint8_t *in, si
 				if (p->has_reader)
 					pthread_join(p->reader, NULL);
 				pthread_mutex_lock(&s->lock);
-				proc_free(p);
+				if (p->waiters)
+					p->deleted = true;
+				else
+					proc_free(p);
 			}
 		}
 		containerd__task__v2__delete_request__free_unpacked(rq, NULL);

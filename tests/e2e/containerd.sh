@@ -187,6 +187,22 @@ $C task delete d1 >/dev/null && $C container rm d1 && [ ! -e "$TASKS/d1" ] &&
 	! grep -q " $TASKS/d1/rootfs " /proc/mounts
 check $? "ctr task delete and container rm leave no bundle or mount"
 
+# ---- a paused task: signals wait for resume, SIGKILL ends it at once
+$C run -d $RT "$IMG" k1 sleep 600 >/dev/null && $C task pause k1
+$C task kill k1 >"$T/out" 2>&1
+rc=$?
+[ $rc != 0 ] && grep -q "paused: resume it first" "$T/out"
+check $? "SIGTERM to a paused task is refused, saying why ($(cat "$T/out"))"
+$C task kill -s SIGKILL k1
+for _ in $(seq 50); do
+	[ "$($C task ls | awk '$1 == "k1" {print $3}')" = STOPPED ] && break
+	sleep 0.1
+done
+st=$($C task delete k1 2>&1)
+[ "$($C task ls | awk '$1 == "k1"')" = "" ] && grep -q "exit.*137\|137" <<<"$st$(grep '/tasks/exit.*"k1".*137' "$T/events")"
+check $? "SIGKILL to a paused task ends it (137) and its VM"
+$C container rm k1 >/dev/null 2>&1
+
 # ---- a terminal
 out=$(timeout 30 script -qec "$C run -t --rm $RT $IMG t1 sh -c 'tty; echo TTY-OK; exit 4'" /dev/null </dev/null)
 rc=$?
