@@ -13,70 +13,20 @@
 # Prints "ok"/"not ok" per check and "N passed, N failed".
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-ROOT=$PWD
-BIN=$ROOT/build/bin
-for f in "$BIN/containerd-shim-kiln-v2" "$BIN/kiln-vmm" "$ROOT/build/guest/kiln-kernel" \
-	"$ROOT/build/initramfs/agent-image.cpio"; do
-	[ -e "$f" ] || { echo "e2e-containerd: missing $f (build with: make)"; exit 1; }
-done
-for c in containerd ctr mkfs.erofs script; do
-	command -v $c >/dev/null || { echo "e2e-containerd: $c is missing (mk/deps.sh installs it)"; exit 1; }
-done
-[ -w /dev/kvm ] || { echo "e2e-containerd: needs /dev/kvm"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "e2e-containerd: containerd needs root"; exit 1; }
-
-T=$(mktemp -d /tmp/kiln-ctr.XXXXXX)
-SOCK=$T/containerd.sock
-STATE=$T/state
-TASKS=$STATE/io.containerd.runtime.v2.task/default
-C="ctr -a $SOCK"
-RT="--runtime io.containerd.kiln.v2"
+command -v script >/dev/null || { echo "e2e-containerd: script is missing (bsdutils)"; exit 1; }
+# shellcheck source=tests/e2e/containerd_env.sh
+. tests/e2e/containerd_env.sh e2e-containerd
 IMG=docker.io/library/kiln-test:1
 PASS=0
 FAIL=0
-CTRD=
 EVENTS=
-
-cleanup() {
-	local p
-	for p in "$TASKS"/*/vmm.pid; do
-		[ -f "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null
-	done
-	for p in $(pgrep -f "containerd-shim-kiln-v2 .*-address $SOCK"); do kill -9 "$p"; done
-	[ -n "$EVENTS" ] && kill "$EVENTS" 2>/dev/null
-	[ -n "$CTRD" ] && kill "$CTRD" 2>/dev/null && wait "$CTRD" 2>/dev/null
-	# containerd's snapshots and any rootfs a dead shim left mounted
-	grep -o " $T/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
-	rm -rf "$T"
-}
-trap cleanup EXIT
+extra_cleanup() { [ -n "$EVENTS" ] && kill "$EVENTS" 2>/dev/null; }
 
 ok() { PASS=$((PASS + 1)); echo "ok - $1"; }
 not_ok() { FAIL=$((FAIL + 1)); echo "not ok - $1"; }
 check() { if [ "$1" = 0 ]; then ok "$2"; else not_ok "$2"; fi; }
 ms() { date +%s%3N; }
 
-cat >"$T/config.toml" <<EOF
-version = 2
-root = "$T/root"
-state = "$STATE"
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.snapshotter.v1.aufs", "io.containerd.internal.v1.tracing",
-  "io.containerd.tracing.processor.v1.otlp"]
-[grpc]
-  address = "$SOCK"
-[ttrpc]
-  address = "$SOCK.ttrpc"
-[debug]
-  level = "info"
-EOF
-# containerd finds the shim on its PATH; the shim finds kiln-vmm, the
-# kernel and the initramfs beside itself; its rootfs images are cached in
-# the test's own directory.
-PATH=$BIN:$PATH KILN_CACHE=$T/cache containerd -c "$T/config.toml" >"$T/containerd.log" 2>&1 &
-CTRD=$!
-for _ in $(seq 100); do $C version >/dev/null 2>&1 && break; sleep 0.1; done
 $C version >/dev/null 2>&1
 check $? "containerd of the test's own answers on $SOCK"
 $C events >"$T/events" 2>&1 &
