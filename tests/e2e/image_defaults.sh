@@ -43,8 +43,9 @@ t_image_defaults() {
 	[ $rc != 0 ] && grep -q "image has no Entrypoint or Cmd" <<<"$out"
 	check $? "without a command an image with none is refused, saying why (rc $rc: $out)"
 
-	import_image kusr --user app
-	check $? "an archive with User app imports"
+	import_image kusr --user app:staff
+	grep -q '"defaultUser": "app"' "$IMAGES/kusr.json" && grep -q '"gid": 50' "$IMAGES/kusr.json"
+	check $? "an archive with User app:staff imports (uid of app, gid of staff, defaultUser app)"
 	out=$("$KILN" run --image kusr -- id -u 2>&1)
 	rc=$?
 	if [ $FAKE = 0 ] && grep -q "cannot switch to uid '1000': Function not implemented" <<<"$out"; then

@@ -236,6 +236,15 @@ static int write_manifest(const char *path, const char *name, const char *key, c
 	    "user", json_object_get(cfg, "User"), "uid", (json_int_t)uid, "gid", (json_int_t)gid);
 	if (!j)
 		return -ENOMEM;
+	/* A User by name is also the image's "defaultUser", as mkimage's
+	 * manifests name theirs (what envd runs requests as). */
+	{
+		const char *u = json_string_value(json_object_get(cfg, "User"));
+		size_t n = u ? strcspn(u, ":") : 0;
+
+		if (n && n <= 32 && strspn(u, "0123456789") != n)
+			json_object_set_new(j, "defaultUser", json_stringn(u, n));
+	}
 	err = json_dump_file(j, path, JSON_INDENT(2)) ? -EIO : 0;
 	json_decref(j);
 	return err;
