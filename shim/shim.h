@@ -3,9 +3,11 @@
  * per container; the container is one kiln VM (kiln-vmm, the agent image
  * initramfs over an erofs image of the rootfs containerd mounted), its
  * processes are agent exec or pty streams. main.c: the command line
- * (start, delete, serve); ttrpc.c: the ttrpc server; task.c: the task
- * service; vm.c: the VM and agent streams; spec.c: the OCI bundle's
- * config.json; rootfs.c: the rootfs as an erofs image; io.c: the fifos. */
+ * (start, delete); ttrpc.c: the ttrpc server; task_rpc.c: the task
+ * service's methods; task.c: the container's processes and VM; vm.c:
+ * kiln-vmm and agent streams; spec.c: the OCI bundle's config.json;
+ * rootfs.c: the rootfs as an erofs image; io.c: the fifos; events.c: task
+ * events to containerd; stats.c: metrics. */
 #ifndef KILN_SHIM_H
 #define KILN_SHIM_H
 
@@ -133,7 +135,7 @@ void events_flush(void);
 
 /* ttrpc.c */
 int ttrpc_serve(int listen_fd);
-/* task.c: one request; *out (malloc'd) gets the reply payload. */
+/* task_rpc.c: one request; *out (malloc'd) gets the reply payload. */
 int task_call(const char *method, const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len,
               char *msg, size_t n);
 
