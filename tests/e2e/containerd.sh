@@ -5,7 +5,7 @@
 # (tests/e2e/images/mkarchive.py; no registry is reachable) and imported
 # with `ctr image import`, then `ctr run --runtime io.containerd.kiln.v2`,
 # `ctr task exec/kill/pause/resume/metrics/ps`, a terminal, a VMM that dies
-# under a running task and a shim that dies. Everything it started is gone
+# under a running task, a shim that dies, and containerd restarting. Everything it started is gone
 # at the end (containerd, shims, VMMs, mounts).
 #
 #   make e2e-containerd
@@ -177,6 +177,18 @@ done
 [ -z "$($C task ls -q | grep -x c2)" ] && ! ps -o stat= -p "$vmm" | grep -qv Z
 check $? "a shim that dies: containerd cleans up with the shim's delete, and its VM is gone"
 $C container rm c2 >/dev/null 2>&1
+
+# ---- containerd restarts under a running task: it finds the shim again
+$C run -d $RT "$IMG" rs1 sleep 600 >/dev/null
+kill "$CTRD" && wait "$CTRD"
+PATH=$BIN:$PATH KILN_CACHE=$T/cache containerd -c "$T/config.toml" >>"$T/containerd.log" 2>&1 &
+CTRD=$!
+for _ in $(seq 100); do $C version >/dev/null 2>&1 && break; sleep 0.1; done
+[ "$($C task ls | awk '$1 == "rs1" {print $3}')" = RUNNING ] &&
+	[ "$($C task exec --exec-id e1 rs1 echo again 2>&1)" = again ]
+check $? "after containerd restarts, the running task is there and takes execs"
+$C task kill -s SIGKILL rs1 && sleep 0.3 && $C task delete rs1 >/dev/null && $C container rm rs1
+check $? "and it is killed and deleted as before"
 
 grep -q "level=error" "$T/containerd.log" && grep "level=error" "$T/containerd.log" | head -5 | sed 's/^/# /'
 echo
