@@ -6,8 +6,8 @@
  * virtio-pmem (kiln's usual image path; the guest keeps its writes in
  * memory). An overlay whose upper dir is still empty is the image as
  * containerd unpacked it, so its image is cached under a hash of its
- * lower dirs (snapshots are immutable): the next container of the same
- * image starts without packing. The image is released by Delete. */
+ * lower dirs, their paths and identities (snapshots are immutable): the
+ * next container of the same image starts without packing. The image is released by Delete. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -135,6 +135,34 @@ static void cache_dir(char *out, size_t n)
 		snprintf(out, n, "%s/.cache/kiln/shim", home && *home ? home : "/root");
 }
 
+/* The identity of each lower dir ("a:b:c") beside its path: a snapshot
+ * directory made again under the same path (containerd's state wiped, its
+ * snapshot numbers starting over) is another image. */
+static void hash_dirs(struct sha256_ctx *h, const char *lower)
+{
+	char path[PATH_MAX];
+	const char *p = lower;
+
+	while (*p) {
+		size_t n = strcspn(p, ":");
+		struct stat st;
+
+		if (n < sizeof(path)) {
+			memcpy(path, p, n);
+			path[n] = 0;
+			if (!stat(path, &st)) {
+				uint64_t id[4] = {st.st_dev, st.st_ino, (uint64_t)st.st_ctim.tv_sec,
+				                  (uint64_t)st.st_ctim.tv_nsec};
+
+				sha256_update(h, sizeof(id), (const uint8_t *)id);
+			}
+		}
+		p += n;
+		if (*p == ':')
+			p++;
+	}
+}
+
 int rootfs_prepare(const char *bundle, const struct shim_mount *m, size_t nm, char **image,
                    bool *mounted, char *msg, size_t len)
 {
@@ -172,6 +200,7 @@ int rootfs_prepare(const char *bundle, const struct shim_mount *m, size_t nm, ch
 
 		sha256_init(&h);
 		sha256_update(&h, strlen(lower), (const uint8_t *)lower);
+		hash_dirs(&h, lower);
 		sha256_digest(&h, sizeof(d), d);
 		for (int i = 0; i < 16; i++)
 			sprintf(hex + 2 * i, "%02x", d[i]);
