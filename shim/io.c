@@ -5,6 +5,7 @@
  * process's exit status. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,30 +99,51 @@ void *io_reader(void *arg)
 	close(p->fd);
 	p->fd = -1;
 	pthread_mutex_unlock(&p->wlock);
+	/* the stdin pump ends too (Delete joins it) */
+	if (p->has_pump && write(p->wake[1], "", 1) < 0)
+		shim_log("cannot wake the stdin pump: %s", strerror(errno));
 	pthread_mutex_lock(&s->lock);
 	proc_exited(s, p, status);
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
 
+/* Until the client's end of the fifo closes (its input ended), or CloseIO
+ * wakes us: then what the fifo still holds goes first, and the EOF after
+ * it. (A client may close stdin and call CloseIO before we read what it
+ * wrote: the EOF must not overtake its last bytes.) */
 void *io_stdin(void *arg)
 {
 	struct proc *p = arg;
 	uint8_t chunk[32 << 10];
+	bool asked = false;
 	int fd;
 
-	do
-		fd = open(p->stdin_path, O_RDONLY | O_CLOEXEC);
-	while (fd < 0 && errno == EINTR);
+	/* non-blocking: no writer yet is no EOF for a fifo, just no POLLIN */
+	fd = open(p->stdin_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		shim_log("cannot open %s: %s", p->stdin_path, strerror(errno));
 		vm_proc_close_stdin(p);
 		return NULL;
 	}
 	for (;;) {
-		ssize_t r = read(fd, chunk, sizeof(chunk));
+		struct pollfd pf[2] = {{.fd = fd, .events = POLLIN},
+		                       {.fd = p->wake[0], .events = POLLIN}};
+		ssize_t r;
 
+		if (!asked && poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (!asked && (pf[1].revents & POLLIN))
+			asked = true; /* drain, then EOF */
+		if (!asked && !(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		r = read(fd, chunk, sizeof(chunk));
 		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN && !asked)
 			continue;
 		if (r <= 0 || vm_proc_stdin(p, chunk, (size_t)r))
 			break;
@@ -129,7 +151,17 @@ void *io_stdin(void *arg)
 	close(fd);
 	/* In a terminal the end of our input is not the end of the session
 	 * (ctr's own stdin may be a tty that stays); CloseIO says so then. */
-	if (!p->spec.terminal)
+	if (!p->spec.terminal || asked)
 		vm_proc_close_stdin(p);
 	return NULL;
+}
+
+void io_stdin_close(struct proc *p)
+{
+	if (p->has_pump && p->wake[1] >= 0) {
+		if (write(p->wake[1], "", 1) < 0 && errno != EAGAIN)
+			vm_proc_close_stdin(p);
+	} else {
+		vm_proc_close_stdin(p);
+	}
 }

@@ -56,6 +56,7 @@ struct proc {
 	bool starting; /* Start is talking to the agent (unlocked) */
 	pthread_t reader, stdin_pump;
 	bool has_reader, has_pump;
+	int wake[2];  /* CloseIO to the stdin pump; -1 when none */
 	int waiters;  /* Wait calls blocked on it */
 	bool deleted; /* off the list; the last waiter frees it */
 };
@@ -121,6 +122,8 @@ int agent_read_frame(int fd, struct kiln_frame *f, uint8_t **payload, int ms);
 /* io.c: pump the agent stream's output into the process's fifos until EXIT */
 void *io_reader(void *arg);
 void *io_stdin(void *arg);
+/* CloseIO: the end of stdin once the pump has passed on what it holds. */
+void io_stdin_close(struct proc *p);
 /* The process ended (exit status, or 255 if its stream broke). Locked. */
 void proc_exited(struct shim *s, struct proc *p, uint32_t status);
 

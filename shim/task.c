@@ -6,6 +6,7 @@
  * it on. When the init process ends, or the VM dies, every process of the
  * container has ended (as in a Linux container whose init exits). */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,10 @@ void proc_exited(struct shim *s, struct proc *p, uint32_t status)
 
 void proc_free(struct proc *p)
 {
+	if (p->wake[0] >= 0) {
+		close(p->wake[0]);
+		close(p->wake[1]);
+	}
 	spec_free(&p->spec);
 	free(p->exec_id);
 	free(p->stdin_path);
@@ -67,6 +72,7 @@ struct proc *proc_new(const char *exec_id, const char *in, const char *out, cons
 	if (!p)
 		return NULL;
 	p->fd = -1;
+	p->wake[0] = p->wake[1] = -1;
 	pthread_mutex_init(&p->wlock, NULL);
 	p->exec_id = strdup(exec_id ? exec_id : "");
 	p->stdin_path = strdup(in ? in : "");
@@ -180,14 +186,19 @@ int do_start(struct shim *s, struct proc *p, char *msg, size_t n)
 	if (p->exec_id[0])
 		p->task_pid = p->pid;
 	event_task(EV_START, p, p->task_pid);
-	pthread_create(&p->reader, NULL, io_reader, p);
-	p->has_reader = true;
-	if (p->stdin_path[0]) {
-		pthread_create(&p->stdin_pump, NULL, io_stdin, p);
-		pthread_detach(p->stdin_pump);
-	} else {
+	/* the pump first: the reader, at the exit, wakes it if there is one */
+	if (p->stdin_path[0] && !pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) &&
+	    !pthread_create(&p->stdin_pump, NULL, io_stdin, p))
+		p->has_pump = true; /* joined by Delete */
+	else
 		vm_proc_close_stdin(p);
+	if (pthread_create(&p->reader, NULL, io_reader, p)) {
+		if (p->has_pump && write(p->wake[1], "", 1) < 0)
+			shim_log("cannot wake the stdin pump: %s", strerror(errno));
+		proc_exited(s, p, 255);
+		return FAIL(RPC_INTERNAL, "cannot start a thread for the process's output");
 	}
+	p->has_reader = true;
 	return 0;
 }
 

@@ -207,6 +207,8 @@ static int m_delete(struct shim *s, const char *method, const uint8_t *in, size_
 			pthread_mutex_unlock(&s->lock);
 			if (p->has_reader)
 				pthread_join(p->reader, NULL);
+			if (p->has_pump)
+				pthread_join(p->stdin_pump, NULL);
 			pthread_mutex_lock(&s->lock);
 			if (p->waiters)
 				p->deleted = true;
@@ -301,7 +303,7 @@ static int m_closeio(struct shim *s, const char *method, const uint8_t *in, size
 	if (!p)
 		code = FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id);
 	else if (rq->stdin && p->state == P_RUNNING)
-		vm_proc_close_stdin(p);
+		io_stdin_close(p);
 	containerd__task__v2__close_iorequest__free_unpacked(rq, NULL);
 	return code;
 }

@@ -85,6 +85,21 @@ fi
 [ "$out" = 1000 ]
 check $? "the image's User (resolved by containerd) is process.user.uid ($out)"
 
+# ---- containers at once, each its own VM
+pids=
+for i in 1 2 3 4; do
+	($C run --rm $RT "$IMG" p$i sh -c "echo p$i; exit $i" >"$T/p$i.out" 2>&1; echo $? >"$T/p$i.rc") &
+	pids="$pids $!"
+done
+# shellcheck disable=SC2086 # one pid per word
+wait $pids
+good=0
+for i in 1 2 3 4; do
+	[ "$(cat "$T/p$i.rc")" = $i ] && [ "$(cat "$T/p$i.out")" = p$i ] && good=$((good + 1))
+done
+[ $good = 4 ]
+check $? "4 containers run at once, each with its own output and status ($good of 4)"
+
 # ---- a detached task: exec, ps, pause/resume, metrics, kill
 $C run -d $RT "$IMG" d1 sh -c 'echo $$ >/tmp/init.pid; exec sleep 600' >/dev/null
 check $? "ctr run -d starts a task"

@@ -31,13 +31,15 @@ CTRD=
 ctrd_cleanup() {
 	local p
 	declare -F extra_cleanup >/dev/null && extra_cleanup
+	# every task still there, kiln's or runc's, by containerd while it runs
+	for p in $($C task ls -q 2>/dev/null); do $C task kill -s SIGKILL "$p" 2>/dev/null; done
 	for p in "$TASKS"/*/vmm.pid; do
 		[ -f "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null
 	done
 	for p in $(pgrep -f "containerd-shim-kiln-v2 .*-address $SOCK"); do kill -9 "$p"; done
 	[ -n "$CTRD" ] && kill "$CTRD" 2>/dev/null && wait "$CTRD" 2>/dev/null
 	# containerd's snapshots and any rootfs a dead shim left mounted
-	grep -o " $T/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
+	grep -o " $T/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
 	rm -rf "$T"
 }
 trap ctrd_cleanup EXIT

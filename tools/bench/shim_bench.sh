@@ -26,7 +26,7 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 timed() {
 	local t0 t1
 	t0=$(ms)
-	"$@" >/dev/null 2>&1 || { echo "shim_bench: failed: $*" >&2; exit 1; }
+	"$@" >/dev/null 2>&1 || { echo "shim_bench: failed: $*" >&2; echo failed; return; }
 	t1=$(ms)
 	echo $((t1 - t0))
 }
@@ -38,8 +38,8 @@ r=$(for i in $(seq "$RUNS"); do timed $C run --rm --runtime io.containerd.runc.v
 echo "ctr run --rm IMAGE true:   kiln $k ms, runc $r ms (ratio $(awk "BEGIN{printf \"%.2f\", $k/$r}"))"
 echo "  first kiln run of the image (mkfs.erofs of a 2 MiB rootfs): $first ms"
 
-$C run -d $RT "$IMG" kx sleep 600 >/dev/null
-$C run -d --runtime io.containerd.runc.v2 "$IMG" rx sleep 600 >/dev/null
+$C run -d $RT "$IMG" kx sleep 600 >/dev/null || exit 1
+$C run -d --runtime io.containerd.runc.v2 "$IMG" rx sleep 600 >/dev/null || exit 1
 k=$(for i in $(seq "$RUNS"); do timed $C task exec --exec-id e$i kx true; done | median)
 r=$(for i in $(seq "$RUNS"); do timed $C task exec --exec-id e$i rx true; done | median)
 echo "ctr task exec TASK true:   kiln $k ms, runc $r ms (ratio $(awk "BEGIN{printf \"%.2f\", $k/$r}"))"
