@@ -60,3 +60,5 @@ test: deps
 	$(V)KILN_E2E_VMM=$(BIN)/kiln-vmm KILN_E2E_KERNEL=$(BUILD)/guest/kiln-kernel \
 		KILN_E2E_INITRD=$(BUILD)/initramfs/agent.cpio $(MAKE) --no-print-directory e2e-browser
 	$(V)$(MAKE) --no-print-directory e2e-net
+	$(V)$(MAKE) --no-print-directory e2e-containerd
+	$(V)$(MAKE) --no-print-directory e2e-docker-import

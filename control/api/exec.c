@@ -239,6 +239,12 @@ static char **parse_cmd(json_t *body, char *err)
 		argv[2] = strdup(json_string_value(cmd));
 		return argv;
 	}
+	if (!cmd) {
+		snprintf(err, JSON_ERR_LEN,
+		         "'cmd' is missing and the sandbox's image has no Entrypoint or Cmd "
+		         "to run instead");
+		return NULL;
+	}
 	if (!json_is_array(cmd) || json_array_size(cmd) == 0 ||
 	    json_array_size(cmd) > EXEC_MAX_ARGS) {
 		snprintf(err, JSON_ERR_LEN,
@@ -262,6 +268,23 @@ static char **parse_cmd(json_t *body, char *err)
 	return argv;
 }
 
+/* A copy of the image's default command (sb_env_free() frees it). */
+static char **args_dup(char *const *args)
+{
+	size_t n = 0;
+	char **argv;
+
+	while (args[n])
+		n++;
+	argv = calloc(n + 1, sizeof(*argv));
+	for (size_t i = 0; argv && i < n; i++)
+		if (!(argv[i] = strdup(args[i]))) {
+			sb_env_free(argv);
+			return NULL;
+		}
+	return argv;
+}
+
 void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_t *body)
 {
 	char err[JSON_ERR_LEN] = "";
@@ -270,10 +293,13 @@ void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_
 	json_t *env_extra;
 	char **argv = NULL, **env = NULL;
 	struct buf stdin_buf = {0};
+	const struct img_defaults *def;
 	struct agent_start st;
 	struct exec_sess *s;
 
-	argv = parse_cmd(body, err);
+	def = sb_defaults(sb);
+	argv =
+	    json_object_get(body, "cmd") || !def->argv ? parse_cmd(body, err) : args_dup(def->argv);
 	if (!argv)
 		goto bad;
 	if (json_get_str(body, "cwd", 4096, &cwd, err) ||
@@ -315,7 +341,8 @@ void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_
 	st = (struct agent_start){
 	    .argv = (const char *const *)argv,
 	    .env = (const char *const *)env,
-	    .cwd = cwd,
+	    .cwd = cwd ? cwd : def->cwd,
+	    .uid = def->uid,
 	    .timeout_ms = (uint32_t)timeout_ms,
 	    .keep = true,
 	};

@@ -461,6 +461,8 @@ void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 		struct agent_start st = {
 		    .argv = argv,
 		    .env = (const char *const *)env,
+		    .cwd = sb_defaults(sb)->cwd,
+		    .uid = sb_defaults(sb)->uid,
 		    .cols = (uint16_t)cols,
 		    .rows = (uint16_t)rows,
 		    .keep = true,

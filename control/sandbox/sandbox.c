@@ -156,6 +156,7 @@ static void sb_free(struct sandbox *sb)
 	vmm_call_cancel(sb->call);
 	json_decref(sb->env);
 	json_decref(sb->metadata);
+	img_defaults_free(&sb->defaults);
 	sb_record_free(&sb->rec);
 	free(sb->fail_msg);
 	free(sb->dir);

@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "kilnd.h"
+#include "image_defaults.h"
 #include "net/policy.h"
 #include "store.h"
 
@@ -84,6 +85,9 @@ struct sandbox {
 	char *fail_msg;            /* why a pause or resume is being undone */
 	int fail_status;           /* and the HTTP status that goes with it */
 	struct sb_waiter *waiters; /* requests waiting for a transition to end */
+
+	struct img_defaults defaults; /* image_defaults.c: read on first use */
+	bool defaults_loaded;
 };
 
 struct sb_params {

@@ -30,11 +30,13 @@ e2e: $(E2E_PROGS)
 # Check unit tests of kilnd's codecs, built with ASan+UBSan. (They could move
 # to tests/unit: UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c, and
 # UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c.)
-E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names
+E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names test_shim_spec test_img_defaults
 E2E_UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c
 E2E_UNIT_SRCS_test_ws_scan := control/browser/ws_scan.c control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_names := control/util.c control/http/buf.c
+E2E_UNIT_SRCS_test_shim_spec := shim/spec.c
+E2E_UNIT_SRCS_test_img_defaults := control/sandbox/image_defaults.c control/util.c control/http/buf.c
 E2E_UNIT_FLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclude -Icontrol \
 	-D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize-recover=all \
 	$(shell pkg-config --cflags check 2>/dev/null)
@@ -42,7 +44,7 @@ E2E_UNIT_FLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclud
 define e2e_unit_rule
 $(E2E_BIN)/unit/$(1): tests/e2e/unit/$(1).c $$(E2E_UNIT_SRCS_$(1)) | $(DEPS_STAMP)
 	@mkdir -p $$(dir $$@)
-	$$(V)$$(CC) $$(E2E_UNIT_FLAGS) -o $$@ $$^ $$(shell pkg-config --libs check 2>/dev/null) -lnettle
+	$$(V)$$(CC) $$(E2E_UNIT_FLAGS) -Ishim -o $$@ $$^ $$(shell pkg-config --libs check 2>/dev/null) -lnettle -ljansson
 endef
 $(foreach t,$(E2E_UNIT),$(eval $(call e2e_unit_rule,$(t))))
 
@@ -74,3 +76,18 @@ e2e-browser: $(BIN)/kilnd $(E2E_BIN)/fake-vmm $(BUILD)/tests/agent/kiln-agent-ho
 e2e-net: $(BIN)/kilnd $(BIN)/kiln $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
 		$(BUILD)/initramfs/agent.cpio $(BUILD)/initramfs/agent-image.cpio
 	$(V)bash tests/e2e/net.sh
+
+# containerd-shim-kiln-v2 under Debian's containerd on real VMs
+# (tests/e2e/containerd.sh): a containerd of the test's own, an image the
+# test builds, ctr run/exec/kill/pause/resume/metrics, a terminal, a VM and
+# a shim that die. Needs root and /dev/kvm.
+.PHONY: e2e-containerd
+e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
+		$(BUILD)/initramfs/agent-image.cpio
+	$(V)bash tests/e2e/containerd.sh
+
+# kiln image import --docker against a dockerd of the test's own
+# (tests/e2e/docker_import.sh). Needs root and Debian's docker.io.
+.PHONY: e2e-docker-import
+e2e-docker-import: $(BIN)/kiln $(BIN)/kiln-image-import $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel
+	$(V)bash tests/e2e/docker_import.sh

@@ -267,6 +267,12 @@ fi
 if [ -x tests/integration/vsock_test.sh ] || [ -f tests/integration/vsock_test.sh ]; then
 	sh tests/integration/vsock_test.sh --bench 256 2>&1 | grep -i 'MB/s' | sed 's/^/  vsock /' | head -n 2
 fi
+# The containerd shim (issue 19) beside runc, through the same containerd.
+if [ -x build/bin/containerd-shim-kiln-v2 ] && command -v containerd >/dev/null &&
+	[ "$(id -u)" = 0 ]; then
+	echo
+	bash tools/bench/shim_bench.sh 2>&1 | sed 's/^/  /'
+fi
 # Egress (issue 20): guest -> host.kiln.internal beside the host's own loopback.
 if [ -x build/bin/kilnd ] && [ -e build/images/base.erofs ]; then
 	bash tools/bench/net_bench.sh 2>&1 | sed 's/^/  /'

@@ -50,6 +50,9 @@ int layer_apply(struct import *im, const char *file, struct layer_stats *ls);
 /* Directory rel ("./a/b") of the root open, reached through plain
  * directories only, never leaving it; -errno otherwise (layer.c). */
 int layer_open_beneath(int root, const char *rel);
+/* The image config's User as numbers, names looked up in the image's
+ * /etc/passwd and /etc/group (user.c); empty or NULL: 0:0. */
+int user_resolve(struct import *im, const char *user, long *uid, long *gid);
 /* Remove a whole tree, never following a link. */
 int layer_rm_tree(const char *path);
 

@@ -45,17 +45,19 @@ int import_fail(struct import *im, int err, const char *fmt, ...)
 static void usage(FILE *f)
 {
 	fprintf(
-	    f, "usage: kiln-image-import [--name NAME] [--out DIR] [--cache DIR] [--max-size MIB]\n"
-	       "                         [--force] ARCHIVE.tar\n"
-	       "\n"
-	       "Turn a container image archive (docker save, podman save, or an OCI\n"
-	       "layout in a tar) into a kiln image: OUT/NAME.erofs and OUT/NAME.json.\n"
-	       "\n"
-	       "  --name NAME      the kiln image's name (default: from the image's tag)\n"
-	       "  --out DIR        where the image is linked (default build/images)\n"
-	       "  --cache DIR      the image cache (default $KILN_CACHE or ~/.cache/kiln)\n"
-	       "  --max-size MIB   refuse images whose files add up to more (default 16384)\n"
-	       "  --force          import again even if the image is cached\n");
+	    f,
+	    "usage: kiln-image-import [--name NAME] [--out DIR] [--cache DIR] [--max-size MIB]\n"
+	    "                         [--force] ARCHIVE.tar\n"
+	    "\n"
+	    "Turn a container image archive (docker save, podman save, or an OCI\n"
+	    "layout in a tar) into a kiln image: OUT/NAME.erofs and OUT/NAME.json.\n"
+	    "\n"
+	    "  --name NAME      the kiln image's name (default: from the image's tag)\n"
+	    "  --out DIR        where the image is linked (default build/images)\n"
+	    "  --cache DIR      the image cache (default $KILN_CACHE or ~/.cache/kiln)\n"
+	    "  --max-size MIB   refuse images whose files add up to more (default 16384)\n"
+	    "  --force          import again even if the image is cached\n"
+	    "  --source TEXT    where the archive came from, for NAME.json (default: its path)\n");
 }
 
 static void die(struct import *im, const char *fmt, ...)
@@ -218,20 +220,31 @@ static int relink(const char *dir, const char *name, const char *target)
 	return 0;
 }
 
+/* NAME.json: the config's defaults as kilnd applies them (control/sandbox/
+ * image_defaults.c), User resolved to uid and gid. */
 static int write_manifest(const char *path, const char *name, const char *key, const char *archive,
-                          const struct oci_image *img, off_t size)
+                          const struct oci_image *img, off_t size, long uid, long gid)
 {
 	json_t *cfg = img->config, *j;
 	int err;
 
-	j = json_pack("{s:s,s:s,s:I,s:s,s:s,s:s?,s:O?,s:O?,s:O?,s:O?,s:O?}", "name", name, "key",
-	              key, "size", (json_int_t)size, "source", archive, "digest", img->digest,
-	              "tag", img->tag, "env", json_object_get(cfg, "Env"), "entrypoint",
-	              json_object_get(cfg, "Entrypoint"), "cmd", json_object_get(cfg, "Cmd"),
-	              "workingDir", json_object_get(cfg, "WorkingDir"), "user",
-	              json_object_get(cfg, "User"));
+	j = json_pack(
+	    "{s:s,s:s,s:I,s:s,s:s,s:s?,s:O?,s:O?,s:O?,s:O?,s:O?,s:I,s:I}", "name", name, "key", key,
+	    "size", (json_int_t)size, "source", archive, "digest", img->digest, "tag", img->tag,
+	    "env", json_object_get(cfg, "Env"), "entrypoint", json_object_get(cfg, "Entrypoint"),
+	    "cmd", json_object_get(cfg, "Cmd"), "workingDir", json_object_get(cfg, "WorkingDir"),
+	    "user", json_object_get(cfg, "User"), "uid", (json_int_t)uid, "gid", (json_int_t)gid);
 	if (!j)
 		return -ENOMEM;
+	/* A User by name is also the image's "defaultUser", as mkimage's
+	 * manifests name theirs (what envd runs requests as). */
+	{
+		const char *u = json_string_value(json_object_get(cfg, "User"));
+		size_t n = u ? strcspn(u, ":") : 0;
+
+		if (n && n <= 32 && strspn(u, "0123456789") != n)
+			json_object_set_new(j, "defaultUser", json_stringn(u, n));
+	}
 	err = json_dump_file(j, path, JSON_INDENT(2)) ? -EIO : 0;
 	json_decref(j);
 	return err;
@@ -240,15 +253,12 @@ static int write_manifest(const char *path, const char *name, const char *key, c
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-	    {"name", required_argument, 0, 'n'},
-	    {"out", required_argument, 0, 'o'},
-	    {"cache", required_argument, 0, 'c'},
-	    {"max-size", required_argument, 0, 'm'},
-	    {"force", no_argument, 0, 'f'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0},
+	    {"name", required_argument, 0, 'n'},  {"out", required_argument, 0, 'o'},
+	    {"cache", required_argument, 0, 'c'}, {"max-size", required_argument, 0, 'm'},
+	    {"force", no_argument, 0, 'f'},       {"source", required_argument, 0, 's'},
+	    {"help", no_argument, 0, 'h'},        {0, 0, 0, 0},
 	};
-	const char *out = "build/images", *name_opt = NULL, *home = getenv("HOME");
+	const char *out = "build/images", *name_opt = NULL, *home = getenv("HOME"), *source = NULL;
 	/* Paths made from cache (at most PATH_MAX) have room for what follows it. */
 	char cache[PATH_MAX], images[PATH_MAX + 16], name[80], key[17], img_path[PATH_MAX + 256],
 	    man_path[PATH_MAX + 256], tmp_img[PATH_MAX + 64], log[PATH_MAX + 256],
@@ -257,6 +267,7 @@ int main(int argc, char **argv)
 	struct oci_image img;
 	struct stat st;
 	bool force = false;
+	long uid = 0, gid = 0;
 	int c;
 
 	snprintf(cache, sizeof(cache), "%s", getenv("KILN_CACHE") ? getenv("KILN_CACHE") : "");
@@ -286,6 +297,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			force = true;
+			break;
+		case 's':
+			source = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -353,7 +367,8 @@ int main(int argc, char **argv)
 		       ls.skipped ? " (device nodes and FIFOs left out)" : "",
 		       (unsigned long long)(im.bytes >> 20));
 	}
-	if (write_env(&im, &img))
+	if (write_env(&im, &img) ||
+	    user_resolve(&im, json_string_value(json_object_get(img.config, "User")), &uid, &gid))
 		die(&im, "%s", im.err);
 	printf("kiln-image-import: %s [3/4] mkfs.erofs (uncompressed, page-aligned file data)\n",
 	       name);
@@ -371,7 +386,8 @@ int main(int argc, char **argv)
 			die(&im, "%s: %s", img_path, strerror(errno));
 	}
 	printf("kiln-image-import: %s [4/4] manifest\n", name);
-	if (write_manifest(man_path, name, key, archive, &img, st.st_size))
+	if (write_manifest(man_path, name, key, source ? source : archive, &img, st.st_size, uid,
+	                   gid))
 		die(&im, "%s: cannot write", man_path);
 link:
 	if (relink(outdir, strcat(strcpy(log, name), ".erofs"), img_path) ||

@@ -236,7 +236,10 @@ static int run_command(struct kc *k, const char *id, int argc, char **argv,
 
 	for (int i = 0; i < argc; i++)
 		json_array_append_new(cmd, json_string(argv[i]));
-	json_object_set_new(req, "cmd", cmd);
+	if (argc) /* none: the image's Entrypoint and Cmd */
+		json_object_set_new(req, "cmd", cmd);
+	else
+		json_decref(cmd);
 	if (o->env)
 		json_object_set(req, "env", o->env);
 	if (o->cwd)
@@ -298,9 +301,11 @@ static int run_command(struct kc *k, const char *id, int argc, char **argv,
 static int help(const char *cmd)
 {
 	if (!strcmp(cmd, "run"))
-		printf("usage: kiln run [options] -- CMD [ARGS...]\n\n"
+		printf("usage: kiln run [options] [-- CMD [ARGS...]]\n\n"
 		       "Create a sandbox, run CMD in it with its output on ours, delete the\n"
-		       "sandbox. The exit status is CMD's (128+N if killed by signal N).\n\n"
+		       "sandbox. The exit status is CMD's (128+N if killed by signal N).\n"
+		       "Without CMD, an imported image's Entrypoint and Cmd run; commands run\n"
+		       "in its WorkingDir (unless --workdir is given) as its User.\n\n"
 		       "Sandbox options:\n%s\nCommand options:\n%s",
 		       create_opts_help(), exec_help);
 	else
@@ -333,10 +338,6 @@ int cmd_run(struct kc *k, int argc, char **argv)
 	}
 	if (i < argc && !strcmp(argv[i], "--"))
 		i++;
-	if (i >= argc) {
-		fprintf(stderr, "kiln run: no command given (kiln run -- CMD...)\n");
-		return 2;
-	}
 	catch_signals();
 	id = sandbox_create(k, &co, true);
 	if (!id)

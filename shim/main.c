@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/* containerd-shim-kiln-v2: how containerd runs a shim v2 binary.
+ *
+ *   containerd-shim-kiln-v2 -namespace NS -address ADDR -publish-binary BIN
+ *                           -id ID [-debug] start     (cwd: the bundle)
+ *       starts the shim server for the container (a daemon of its own
+ *       session), prints its ttrpc address and exits.
+ *   containerd-shim-kiln-v2 ... -id ID -bundle DIR delete
+ *       cleans up after a shim that died: kills the VM recorded in the
+ *       bundle, unmounts its rootfs, prints a DeleteResponse.
+ *
+ * The server's socket is BUNDLE/shim.sock (or /run/kiln-shim/HASH.sock if
+ * that path is too long); its log goes to the bundle's "log" fifo, which
+ * containerd copies into its own log. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nettle/sha2.h>
+
+#include "gen/shim.pb-c.h"
+#include "shim.h"
+
+struct shim g_shim = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .changed = PTHREAD_COND_INITIALIZER,
+};
+
+void shim_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "containerd-shim-kiln-v2[%s]: ", g_shim.id ? g_shim.id : "?");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int64_t now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+void *shim_exit_soon(void *unused)
+{
+	struct timespec t = {0, 50 * 1000 * 1000};
+
+	(void)unused;
+	nanosleep(&t, NULL);
+	events_flush();
+	exit(0);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: containerd-shim-kiln-v2 -namespace NS -address ADDR -id ID "
+	                "[-bundle DIR] start|delete\n"
+	                "containerd runs this as runtime io.containerd.kiln.v2; it is not a "
+	                "command for people.\n");
+	exit(2);
+}
+
+static void socket_path(struct shim *s, char *out, size_t n)
+{
+	struct sha256_ctx h;
+	uint8_t d[SHA256_DIGEST_SIZE];
+
+	if (snprintf(out, n, "%s/shim.sock", s->bundle) < 100)
+		return;
+	sha256_init(&h);
+	sha256_update(&h, strlen(s->bundle), (const uint8_t *)s->bundle);
+	sha256_digest(&h, sizeof(d), d);
+	mkdir("/run/kiln-shim", 0700);
+	snprintf(out, n, "/run/kiln-shim/");
+	for (int i = 0; i < 16; i++)
+		snprintf(out + strlen(out), n - strlen(out), "%02x", d[i]);
+	snprintf(out + strlen(out), n - strlen(out), ".sock");
+}
+
+static int cmd_start(struct shim *s)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd, log;
+	pid_t pid;
+	FILE *f;
+
+	socket_path(s, s->socket_path, sizeof(s->socket_path));
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", s->socket_path);
+	unlink(s->socket_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16)) {
+		fprintf(stderr, "containerd-shim-kiln-v2: cannot listen on %s: %s\n",
+		        s->socket_path, strerror(errno));
+		return 1;
+	}
+	pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		setsid();
+		signal(SIGPIPE, SIG_IGN);
+		/* containerd waits for our stdout to close: it must not stay ours */
+		dup2(null, 0);
+		dup2(null, 1);
+		log = open("log", O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+		if (log >= 0) {
+			fcntl(log, F_SETFL, 0);
+			dup2(log, 2);
+		} else {
+			dup2(null, 2);
+		}
+		shim_log("serving on %s", s->socket_path);
+		return ttrpc_serve(fd) ? 1 : 0;
+	}
+	f = fopen("address", "w");
+	if (f) {
+		fprintf(f, "unix://%s", s->socket_path);
+		fclose(f);
+	}
+	printf("unix://%s\n", s->socket_path);
+	return 0;
+}
+
+/* After a shim that died: nothing of the container may go on running. */
+static int cmd_delete(struct shim *s)
+{
+	Containerd__Task__V2__DeleteResponse r = CONTAINERD__TASK__V2__DELETE_RESPONSE__INIT;
+	Google__Protobuf__Timestamp t = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
+	char path[PATH_MAX + 16];
+	uint8_t out[128];
+	int pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/vmm.pid", s->bundle);
+	f = fopen(path, "r");
+	if (f && fscanf(f, "%d", &pid) == 1 && pid > 1) {
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+	}
+	if (f)
+		fclose(f);
+	snprintf(path, sizeof(path), "%s/rootfs", s->bundle);
+	umount2(path, MNT_DETACH);
+	t.seconds = now_ns() / 1000000000;
+	r.exit_status = 128 + SIGKILL;
+	r.exited_at = &t;
+	fwrite(out, 1, containerd__task__v2__delete_response__pack(&r, out), stdout);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct shim *s = &g_shim;
+	const char *cmd = NULL;
+	char cwd[PATH_MAX];
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "-debug") || !strcmp(a, "--debug") || !strcmp(a, "-v")) {
+			if (!strcmp(a, "-v")) {
+				printf("containerd-shim-kiln-v2 (%s)\n", SHIM_VERSION);
+				return 0;
+			}
+			continue;
+		}
+		if (a[0] == '-' && !v)
+			usage();
+		if (!strcmp(a, "-namespace"))
+			s->ns = argv[++i];
+		else if (!strcmp(a, "-address"))
+			s->address = argv[++i];
+		else if (!strcmp(a, "-id"))
+			s->id = argv[++i];
+		else if (!strcmp(a, "-bundle"))
+			s->bundle = argv[++i];
+		else if (!strcmp(a, "-publish-binary"))
+			s->publish_binary = argv[++i];
+		else if (a[0] == '-')
+			i++; /* an option of a later containerd: ignored */
+		else
+			cmd = a;
+	}
+	if (!cmd || !s->id)
+		usage();
+	if (!s->bundle) {
+		if (!getcwd(cwd, sizeof(cwd)))
+			return 1;
+		s->bundle = cwd;
+	}
+	if (!strcmp(cmd, "start"))
+		return cmd_start(s);
+	if (!strcmp(cmd, "delete"))
+		return cmd_delete(s);
+	usage();
+	return 2;
+}

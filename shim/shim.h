@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/* containerd-shim-kiln-v2: containerd's runtime shim v2 for kiln. One shim
+ * per container; the container is one kiln VM (kiln-vmm, the agent image
+ * initramfs over an erofs image of the rootfs containerd mounted), its
+ * processes are agent exec or pty streams. main.c: the command line
+ * (start, delete); ttrpc.c: the ttrpc server; task_rpc.c: the task
+ * service's methods; task.c: the container's processes and VM; vm.c:
+ * kiln-vmm and agent streams; spec.c: the OCI bundle's config.json;
+ * rootfs.c: the rootfs as an erofs image; io.c: the fifos; events.c: task
+ * events to containerd; stats.c: metrics. */
+#ifndef KILN_SHIM_H
+#define KILN_SHIM_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define SHIM_VERSION "kiln-shim 1"
+
+/* ttrpc status codes (google.rpc.Code) that containerd maps to errdefs */
+enum {
+	RPC_OK = 0,
+	RPC_INVALID_ARGUMENT = 3,
+	RPC_NOT_FOUND = 5,
+	RPC_ALREADY_EXISTS = 6,
+	RPC_FAILED_PRECONDITION = 9,
+	RPC_UNIMPLEMENTED = 12,
+	RPC_INTERNAL = 13,
+};
+
+/* What the OCI spec's process says (spec.c). */
+struct proc_spec {
+	char **argv, **env; /* NULL-terminated */
+	char *cwd;
+	uint32_t uid;
+	bool terminal;
+	uint16_t cols, rows;
+};
+
+enum proc_state { P_CREATED, P_RUNNING, P_STOPPED };
+
+struct proc {
+	struct proc *next;
+	char *exec_id; /* "" for the container's init */
+	struct proc_spec spec;
+	char *stdin_path, *stdout_path, *stderr_path;
+	enum proc_state state;
+	uint32_t pid;      /* in the guest, once started */
+	uint32_t task_pid; /* what containerd was told: the VMM's for the init */
+	uint32_t exit_status;
+	int64_t exited_ns;
+	int fd;                /* its agent stream, -1 before start and after exit */
+	pthread_mutex_t wlock; /* writes to fd */
+	bool stdin_closed;
+	bool starting; /* Start is talking to the agent (unlocked) */
+	pthread_t reader, stdin_pump;
+	bool has_reader, has_pump;
+	int wake[2];  /* CloseIO to the stdin pump; -1 when none */
+	int waiters;  /* Wait calls blocked on it */
+	bool deleted; /* off the list; the last waiter frees it */
+};
+
+struct vm {
+	pid_t pid; /* kiln-vmm, 0 if none */
+	bool paused, dead;
+	char console[4096]; /* its console log (in the bundle) */
+	char api[128], vsock[128];
+};
+
+struct shim {
+	char *id, *ns, *bundle, *address, *publish_binary;
+	char socket_path[256];
+	pthread_mutex_t lock;   /* everything below */
+	pthread_cond_t changed; /* a process exited, the VM died */
+	struct proc *procs;
+	struct vm vm;
+	uint32_t mem_mb;
+	char *image; /* the rootfs's erofs image */
+	bool rootfs_mounted;
+};
+
+extern struct shim g_shim;
+
+void *shim_exit_soon(void *unused);
+void shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int64_t now_ns(void);
+
+/* spec.c */
+int spec_load_bundle(const char *bundle, struct proc_spec *p, uint32_t *mem_mb, char *msg,
+                     size_t n);
+int spec_parse_process(const char *json, size_t len, struct proc_spec *p, char *msg, size_t n);
+void spec_free(struct proc_spec *p);
+
+/* rootfs.c: mounts (type, source, options joined) onto bundle/rootfs and
+ * packs it; *image is the erofs file (malloc'd). */
+struct shim_mount {
+	const char *type, *source;
+	char **options;
+	size_t n_options;
+};
+int rootfs_prepare(const char *bundle, const struct shim_mount *m, size_t n, char **image,
+                   bool *mounted, char *msg, size_t len);
+void rootfs_release(const char *bundle, bool mounted);
+
+/* vm.c */
+int vm_boot(struct shim *s, char *msg, size_t n);
+void vm_stop(struct shim *s);
+int vm_api(struct shim *s, const char *req, char *reply, size_t n);
+/* The guest's memory and process count, from its agent's INFO stream. */
+int vm_info(struct shim *s, uint64_t *mem_total_kb, uint64_t *mem_free_kb, uint32_t *nr_procs);
+/* A new agent stream with the process's START sent; STARTED read. */
+int vm_proc_start(struct shim *s, struct proc *p, char *msg, size_t n);
+int vm_proc_signal(struct proc *p, uint32_t sig);
+int vm_proc_resize(struct proc *p, uint16_t cols, uint16_t rows);
+int vm_proc_close_stdin(struct proc *p);
+int vm_proc_stdin(struct proc *p, const void *data, size_t n);
+/* One frame; *payload malloc'd. ms < 0: no time limit. */
+struct kiln_frame;
+int agent_read_frame(int fd, struct kiln_frame *f, uint8_t **payload, int ms);
+
+/* io.c: pump the agent stream's output into the process's fifos until EXIT */
+void *io_reader(void *arg);
+void *io_stdin(void *arg);
+/* CloseIO: the end of stdin once the pump has passed on what it holds. */
+void io_stdin_close(struct proc *p);
+/* The process ended (exit status, or 255 if its stream broke). Locked. */
+void proc_exited(struct shim *s, struct proc *p, uint32_t status);
+
+/* stats.c: Stats' reply (locked; unlocks around the agent's answer) */
+int stats_reply(struct shim *s, uint8_t **out, size_t *out_len, char *msg, size_t n);
+
+/* events.c: task events to containerd, published in order, off the
+ * caller's thread. pid: the event's (the VMM's for the init). */
+enum shim_event { EV_CREATE, EV_START, EV_EXEC_ADDED, EV_EXIT, EV_DELETE, EV_PAUSED, EV_RESUMED };
+void event_task(enum shim_event ev, const struct proc *p, uint32_t pid);
+void events_flush(void);
+
+/* ttrpc.c */
+int ttrpc_serve(int listen_fd);
+/* task_rpc.c: one request; *out (malloc'd) gets the reply payload. */
+int task_call(const char *method, const uint8_t *in, size_t in_len, uint8_t **out, size_t *out_len,
+              char *msg, size_t n);
+
+#endif

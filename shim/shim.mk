@@ -1,0 +1,28 @@
+# containerd-shim-kiln-v2: containerd's runtime shim v2 for kiln (shim/).
+# Included from the top-level Makefile. Debian: protobuf-c-compiler,
+# libprotobuf-c-dev (the .proto files in shim/proto are compiled with
+# protoc-c), libjansson-dev, nettle-dev; the agent protocol codec is
+# kilnd's (control/agent/agent_proto.c).
+SHIM_PROTOS := $(wildcard shim/proto/*.proto)
+SHIM_GEN := $(BUILD)/host/shim/gen
+SHIM_GEN_SRCS := $(SHIM_PROTOS:shim/proto/%.proto=$(SHIM_GEN)/%.pb-c.c)
+SHIM_SRCS := $(wildcard shim/*.c) control/agent/agent_proto.c control/http/buf.c
+SHIM_OBJS := $(SHIM_SRCS:%.c=$(BUILD)/host/%.o) $(SHIM_GEN_SRCS:%.c=%.o)
+
+$(SHIM_GEN)/stamp: $(SHIM_PROTOS) | $(DEPS_STAMP)
+	@mkdir -p $(SHIM_GEN)
+	$(V)protoc-c --c_out=$(SHIM_GEN) -Ishim/proto $(SHIM_PROTOS)
+	@touch $@
+$(SHIM_GEN_SRCS): $(SHIM_GEN)/stamp
+
+$(SHIM_GEN)/%.pb-c.o: $(SHIM_GEN)/stamp
+	$(V)$(CC) $(HOST_CFLAGS) -I$(SHIM_GEN) -c $(@:.o=.c) -o $@
+
+$(BUILD)/host/shim/%.o: HOST_CFLAGS += -I$(BUILD)/host/shim -I$(SHIM_GEN) -iquote control
+$(patsubst %.c,$(BUILD)/host/%.o,$(wildcard shim/*.c)): $(SHIM_GEN)/stamp
+
+$(BIN)/containerd-shim-kiln-v2: $(SHIM_OBJS)
+	@mkdir -p $(dir $@)
+	$(V)$(CC) -o $@ $^ -lprotobuf-c -ljansson -lnettle -lpthread
+
+all: $(BIN)/containerd-shim-kiln-v2

@@ -1,0 +1,410 @@
+/* SPDX-License-Identifier: MIT */
+/* containerd.task.v2.Task's methods: each request unpacked, checked and
+ * answered, a table from method name to handler (task.c does the work on
+ * processes and the VM). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "task_int.h"
+
+#define UNPACK(type, name)                                                                        \
+	Containerd__Task__V2__##type *rq = containerd__task__v2__##name##__unpack(NULL, len, in); \
+	if (!rq)                                                                                  \
+		return FAIL(RPC_INVALID_ARGUMENT, "malformed " #type);
+#define PACK(name, msgp)                                                          \
+	do {                                                                      \
+		*out_len = containerd__task__v2__##name##__get_packed_size(msgp); \
+		*out = malloc(*out_len + 1);                                      \
+		if (*out)                                                         \
+			containerd__task__v2__##name##__pack(msgp, *out);         \
+	} while (0)
+
+/* The task service's methods, each called with s->lock held; a method
+ * that talks to the VM or waits drops it meanwhile. */
+typedef int method_fn(struct shim *s, const char *method, const uint8_t *in, size_t len,
+                      uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n);
+
+static int m_create(struct shim *s, const char *method, const uint8_t *in, size_t len,
+                    uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	int code = 0;
+
+	UNPACK(CreateTaskRequest, create_task_request);
+	Containerd__Task__V2__CreateTaskResponse r =
+	    CONTAINERD__TASK__V2__CREATE_TASK_RESPONSE__INIT;
+	code = do_create(s, rq, &r.pid, msg, n);
+	if (!code)
+		PACK(create_task_response, &r);
+	containerd__task__v2__create_task_request__free_unpacked(rq, NULL);
+	return code;
+}
+
+static int m_start(struct shim *s, const char *method, const uint8_t *in, size_t len, uint8_t **out,
+                   size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	struct proc *p;
+	int code = 0;
+
+	UNPACK(StartRequest, start_request);
+	Containerd__Task__V2__StartResponse r = CONTAINERD__TASK__V2__START_RESPONSE__INIT;
+	p = find(s, rq->exec_id);
+	code = !p ? FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id) : do_start(s, p, msg, n);
+	if (!code) {
+		r.pid = p->exec_id[0] ? p->pid : (uint32_t)s->vm.pid;
+		PACK(start_response, &r);
+	}
+	containerd__task__v2__start_request__free_unpacked(rq, NULL);
+	return code;
+}
+
+static int m_exec(struct shim *s, const char *method, const uint8_t *in, size_t len, uint8_t **out,
+                  size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	struct proc *p;
+	int code = 0;
+
+	UNPACK(ExecProcessRequest, exec_process_request);
+	if (!rq->exec_id || !*rq->exec_id || find(s, rq->exec_id))
+		code = FAIL(RPC_ALREADY_EXISTS, "exec id '%s' is empty or taken", rq->exec_id);
+	else if (!init_proc(s) || init_proc(s)->state != P_RUNNING)
+		code = FAIL(RPC_FAILED_PRECONDITION, "the container is not running");
+	else if (!rq->spec)
+		code = FAIL(RPC_INVALID_ARGUMENT, "the exec has no process spec");
+	else if (!(p = proc_new(rq->exec_id, rq->stdin, rq->stdout, rq->stderr)))
+		code = FAIL(RPC_INTERNAL, "out of memory");
+	else if (spec_parse_process((const char *)rq->spec->value.data, rq->spec->value.len,
+	                            &p->spec, msg, n)) {
+		proc_free(p);
+		code = RPC_INVALID_ARGUMENT;
+	} else {
+		p->spec.terminal = rq->terminal;
+		p->next = s->procs;
+		s->procs = p;
+		event_task(EV_EXEC_ADDED, p, 0);
+	}
+	containerd__task__v2__exec_process_request__free_unpacked(rq, NULL);
+	return code;
+}
+
+static int m_wait(struct shim *s, const char *method, const uint8_t *in, size_t len, uint8_t **out,
+                  size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	Google__Protobuf__Timestamp t;
+	struct proc *p;
+	int code = 0;
+
+	UNPACK(WaitRequest, wait_request);
+	Containerd__Task__V2__WaitResponse r = CONTAINERD__TASK__V2__WAIT_RESPONSE__INIT;
+	p = find(s, rq->exec_id);
+	if (!p)
+		code = FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id);
+	if (p)
+		p->waiters++;
+	while (p && p->state != P_STOPPED)
+		pthread_cond_wait(&s->changed, &s->lock);
+	if (p) {
+		r.exit_status = p->exit_status;
+		r.exited_at = ts(p->exited_ns, &t);
+		PACK(wait_response, &r);
+		/* deleted while we waited: the last waiter frees it */
+		if (!--p->waiters && p->deleted)
+			proc_free(p);
+	}
+	containerd__task__v2__wait_request__free_unpacked(rq, NULL);
+	return code;
+}
+
+static int m_state(struct shim *s, const char *method, const uint8_t *in, size_t len, uint8_t **out,
+                   size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	Google__Protobuf__Timestamp t;
+	struct proc *p;
+	int code = 0;
+
+	UNPACK(StateRequest, state_request);
+	Containerd__Task__V2__StateResponse r = CONTAINERD__TASK__V2__STATE_RESPONSE__INIT;
+	p = find(s, rq->exec_id);
+	if (!p) {
+		code = FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id);
+	} else {
+		r.id = s->id;
+		r.exec_id = p->exec_id;
+		r.bundle = s->bundle;
+		r.pid = p->exec_id[0] ? p->pid : (uint32_t)(s->vm.pid > 0 ? s->vm.pid : 0);
+		r.status = p->state == P_CREATED   ? CONTAINERD__V1__TYPES__STATUS__CREATED
+		           : p->state == P_STOPPED ? CONTAINERD__V1__TYPES__STATUS__STOPPED
+		           : s->vm.paused          ? CONTAINERD__V1__TYPES__STATUS__PAUSED
+		                                   : CONTAINERD__V1__TYPES__STATUS__RUNNING;
+		r.stdin = p->stdin_path;
+		r.stdout = p->stdout_path;
+		r.stderr = p->stderr_path;
+		r.terminal = p->spec.terminal;
+		r.exit_status = p->exit_status;
+		if (p->state == P_STOPPED)
+			r.exited_at = ts(p->exited_ns, &t);
+		PACK(state_response, &r);
+	}
+	containerd__task__v2__state_request__free_unpacked(rq, NULL);
+	return code;
+}
+
+static int m_kill(struct shim *s, const char *method, const uint8_t *in, size_t len, uint8_t **out,
+                  size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	struct proc *p;
+	int code = 0;
+
+	UNPACK(KillRequest, kill_request);
+	p = find(s, rq->exec_id);
+	code = !p ? FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id)
+	          : do_kill(s, p, rq->signal, msg, n);
+	if (!code && rq->all && !p->exec_id[0])
+		for (struct proc *q = s->procs; q; q = q->next)
+			if (q != p && q->state == P_RUNNING)
+				vm_proc_signal(q, rq->signal);
+	containerd__task__v2__kill_request__free_unpacked(rq, NULL);
+	return code;
+}
+
+static int m_delete(struct shim *s, const char *method, const uint8_t *in, size_t len,
+                    uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	Google__Protobuf__Timestamp t;
+	struct proc *p;
+	int code = 0;
+
+	UNPACK(DeleteRequest, delete_request);
+	Containerd__Task__V2__DeleteResponse r = CONTAINERD__TASK__V2__DELETE_RESPONSE__INIT;
+	p = find(s, rq->exec_id);
+	if (!p) {
+		code = FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id);
+	} else if (p->state == P_RUNNING || p->starting) {
+		code = FAIL(RPC_FAILED_PRECONDITION, "process %s is running: kill it first",
+		            p->exec_id[0] ? p->exec_id : s->id);
+	} else {
+		r.pid = p->exec_id[0] ? p->pid : 0;
+		r.exit_status = p->exit_status;
+		r.exited_at = ts(p->exited_ns ? p->exited_ns : now_ns(), &t);
+		PACK(delete_response, &r);
+		event_task(EV_DELETE, p, p->task_pid);
+		if (!p->exec_id[0]) {
+			vm_stop(s);
+			rootfs_release(s->bundle, s->rootfs_mounted);
+			s->rootfs_mounted = false;
+		}
+		/* the init stays listed (Wait, State after Delete); execs go */
+		if (p->exec_id[0]) {
+			struct proc **pp = &s->procs;
+
+			while (*pp != p)
+				pp = &(*pp)->next;
+			*pp = p->next;
+			/* its reader may still wait for the lock to end */
+			pthread_mutex_unlock(&s->lock);
+			if (p->has_reader)
+				pthread_join(p->reader, NULL);
+			if (p->has_pump)
+				pthread_join(p->stdin_pump, NULL);
+			pthread_mutex_lock(&s->lock);
+			if (p->waiters)
+				p->deleted = true;
+			else
+				proc_free(p);
+		}
+	}
+	containerd__task__v2__delete_request__free_unpacked(rq, NULL);
+	return code;
+}
+
+static int m_pids(struct shim *s, const char *method, const uint8_t *in, size_t len, uint8_t **out,
+                  size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	struct proc *p;
+
+	UNPACK(PidsRequest, pids_request);
+	Containerd__Task__V2__PidsResponse r = CONTAINERD__TASK__V2__PIDS_RESPONSE__INIT;
+	Containerd__V1__Types__ProcessInfo info[64], *ptrs[64];
+	size_t k = 0;
+
+	for (p = s->procs; p && k < 64; p = p->next)
+		if (p->state == P_RUNNING) {
+			containerd__v1__types__process_info__init(&info[k]);
+			info[k].pid = p->pid;
+			ptrs[k] = &info[k];
+			k++;
+		}
+	r.n_processes = k;
+	r.processes = ptrs;
+	PACK(pids_response, &r);
+	containerd__task__v2__pids_request__free_unpacked(rq, NULL);
+	return 0;
+}
+
+static int m_pause_resume(struct shim *s, const char *method, const uint8_t *in, size_t len,
+                          uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	struct proc *p;
+	int code = 0;
+
+	bool pause = method[0] == 'P';
+	char req[4200];
+
+	p = init_proc(s);
+	if (!p || p->state != P_RUNNING || s->vm.dead)
+		return FAIL(RPC_FAILED_PRECONDITION, "the container is not running");
+	if (s->vm.paused == pause)
+		return FAIL(RPC_FAILED_PRECONDITION, "the container is %s already",
+		            pause ? "paused" : "running");
+	/* pause: a snapshot of the whole VM that leaves it paused */
+	snprintf(req, sizeof(req),
+	         pause ? "{\"op\":\"snapshot\",\"path\":\"%s/pause.snap\",\"resume\":false}"
+	               : "{\"op\":\"resume\"}",
+	         s->bundle);
+	code = vm_op(s, req, msg, n);
+	if (!code) {
+		s->vm.paused = pause;
+		event_task(pause ? EV_PAUSED : EV_RESUMED, p, 0);
+	}
+	return code;
+}
+
+static int m_resizepty(struct shim *s, const char *method, const uint8_t *in, size_t len,
+                       uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	struct proc *p;
+	int code = 0;
+
+	UNPACK(ResizePtyRequest, resize_pty_request);
+	p = find(s, rq->exec_id);
+	if (!p || p->state != P_RUNNING)
+		code = FAIL(RPC_NOT_FOUND, "no running process %s", rq->exec_id);
+	else if (!p->spec.terminal)
+		code = FAIL(RPC_FAILED_PRECONDITION, "process %s has no terminal", rq->exec_id);
+	else if (rq->width > 4096 || rq->height > 4096)
+		code = FAIL(RPC_INVALID_ARGUMENT, "a terminal of %ux%u", rq->width, rq->height);
+	else if (rq->width && rq->height) /* 0x0: a client without a size yet */
+		vm_proc_resize(p, (uint16_t)rq->width, (uint16_t)rq->height);
+	containerd__task__v2__resize_pty_request__free_unpacked(rq, NULL);
+	return code;
+}
+
+static int m_closeio(struct shim *s, const char *method, const uint8_t *in, size_t len,
+                     uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	struct proc *p;
+	int code = 0;
+
+	UNPACK(CloseIORequest, close_iorequest);
+	p = find(s, rq->exec_id);
+	if (!p)
+		code = FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id);
+	else if (rq->stdin && p->state == P_RUNNING)
+		io_stdin_close(p);
+	containerd__task__v2__close_iorequest__free_unpacked(rq, NULL);
+	return code;
+}
+
+static int m_stats(struct shim *s, const char *method, const uint8_t *in, size_t len, uint8_t **out,
+                   size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	return stats_reply(s, out, out_len, msg, n);
+}
+
+static int m_connect(struct shim *s, const char *method, const uint8_t *in, size_t len,
+                     uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	Containerd__Task__V2__ConnectResponse r = CONTAINERD__TASK__V2__CONNECT_RESPONSE__INIT;
+
+	r.shim_pid = (uint32_t)getpid();
+	r.task_pid = s->vm.pid > 0 ? (uint32_t)s->vm.pid : 0;
+	r.version = SHIM_VERSION;
+	PACK(connect_response, &r);
+	return 0;
+}
+
+static int m_shutdown(struct shim *s, const char *method, const uint8_t *in, size_t len,
+                      uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	struct proc *p;
+
+	for (p = s->procs; p; p = p->next)
+		if (p->state == P_RUNNING)
+			return 0; /* containerd asks again once they are gone */
+	*exit_after = true;
+	return 0;
+}
+
+static int m_update(struct shim *s, const char *method, const uint8_t *in, size_t len,
+                    uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	return FAIL(RPC_UNIMPLEMENTED, "kiln's shim cannot change a running VM's resources");
+}
+
+static int m_checkpoint(struct shim *s, const char *method, const uint8_t *in, size_t len,
+                        uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	return FAIL(RPC_UNIMPLEMENTED, "kiln's shim does not checkpoint for containerd (pause "
+	                               "writes a kiln snapshot in the bundle)");
+}
+
+static const struct {
+	const char *name;
+	method_fn *fn;
+} methods[] = {
+    {"Create", m_create},
+    {"Start", m_start},
+    {"Exec", m_exec},
+    {"Wait", m_wait},
+    {"State", m_state},
+    {"Kill", m_kill},
+    {"Delete", m_delete},
+    {"Pids", m_pids},
+    {"Pause", m_pause_resume},
+    {"Resume", m_pause_resume},
+    {"ResizePty", m_resizepty},
+    {"CloseIO", m_closeio},
+    {"Stats", m_stats},
+    {"Connect", m_connect},
+    {"Shutdown", m_shutdown},
+    {"Update", m_update},
+    {"Checkpoint", m_checkpoint},
+};
+
+static int call_locked(struct shim *s, const char *method, const uint8_t *in, size_t len,
+                       uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
+{
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (!strcmp(method, methods[i].name))
+			return methods[i].fn(s, method, in, len, out, out_len, exit_after, msg, n);
+	return FAIL(RPC_UNIMPLEMENTED, "method %.100s is not part of the task API kiln serves",
+	            method);
+}
+
+int task_call(const char *method, const uint8_t *in, size_t len, uint8_t **out, size_t *out_len,
+              char *msg, size_t n)
+{
+	struct shim *s = &g_shim;
+	bool exit_after = false;
+	int code;
+
+	*out = NULL;
+	*out_len = 0;
+	pthread_mutex_lock(&s->lock);
+	code = call_locked(s, method, in, len, out, out_len, &exit_after, msg, n);
+	pthread_mutex_unlock(&s->lock);
+	if (!code && !*out && *out_len) /* a PACK that ran out of memory */
+		code = FAIL(RPC_INTERNAL, "out of memory");
+	if (exit_after) {
+		shim_log("shutdown");
+		unlink(s->socket_path);
+		/* the reply goes out first: exit from a thread of our own, soon */
+		pthread_t t;
+
+		pthread_create(&t, NULL, shim_exit_soon, NULL);
+	}
+	return code;
+}

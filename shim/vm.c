@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: MIT */
+/* The container's VM: kiln-vmm booting the agent image initramfs over the
+ * rootfs's erofs image, in the bundle directory (the shim's cwd), with its
+ * vsock and API sockets and console log there; and the agent streams of
+ * its processes (include/kiln/agent.h), blocking, one per process. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent_proto.h"
+#include "shim.h"
+
+#define BOOT_TIMEOUT_MS 10000
+#define IO_TIMEOUT_MS   10000
+
+/* $env, else NAME beside (or, with up, one up from) our own binary. */
+static void tool_path(const char *env, const char *rel, char *out, size_t n)
+{
+	char self[PATH_MAX - 64];
+	ssize_t len;
+	char *slash;
+
+	if (getenv(env) && *getenv(env)) {
+		snprintf(out, n, "%s", getenv(env));
+		return;
+	}
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[len > 0 ? len : 0] = 0;
+	slash = strrchr(self, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(out, n, "%s/%s", self, rel);
+}
+
+static int connect_unix(const char *path)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(path) >= sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(a.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Wait for fd to be readable, at most ms. */
+static int wait_in(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int r = poll(&p, 1, ms);
+
+	return r > 0 ? 0 : r == 0 ? -ETIMEDOUT : -errno;
+}
+
+static int read_full(int fd, void *p, size_t n, int ms)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t r;
+
+		if (ms >= 0 && wait_in(fd, ms))
+			return -ETIMEDOUT;
+		r = read(fd, c, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r == 0 ? -EPIPE : -errno;
+		c += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+int agent_read_frame(int fd, struct kiln_frame *f, uint8_t **payload, int ms)
+{
+	uint8_t hdr[AGENT_HDR_LEN];
+	int err = read_full(fd, hdr, sizeof(hdr), ms);
+
+	*payload = NULL;
+	if (err)
+		return err;
+	if (agent_hdr_decode(hdr, f))
+		return -EPROTO;
+	*payload = malloc(f->len ? f->len : 1);
+	if (!*payload)
+		return -ENOMEM;
+	err = read_full(fd, *payload, f->len, ms);
+	if (err) {
+		free(*payload);
+		*payload = NULL;
+	}
+	return err;
+}
+
+/* A vsock stream to the agent through the VM's hybrid vsock socket. */
+static int agent_dial(struct shim *s, uint32_t kind, int ms)
+{
+	char line[32];
+	struct buf b = {0};
+	size_t n = 0;
+	int fd = connect_unix(s->vm.vsock), err;
+
+	if (fd < 0)
+		return fd;
+	if (write_all(fd, "CONNECT 1024\n", 13))
+		goto fail;
+	while (n < sizeof(line) - 1) {
+		if (read_full(fd, line + n, 1, ms))
+			goto fail;
+		if (line[n++] == '\n')
+			break;
+	}
+	line[n] = 0;
+	if (strncmp(line, "OK ", 3))
+		goto fail;
+	err = agent_msg_hello(&b, kind, 0);
+	if (!err)
+		err = write_all(fd, buf_head(&b), buf_avail(&b));
+	buf_free(&b);
+	if (err)
+		goto fail;
+	return fd;
+fail:
+	close(fd);
+	return -ECONNREFUSED;
+}
+
+/* The agent answers an INFO stream: it is up. */
+static int agent_probe(struct shim *s)
+{
+	struct kiln_frame f;
+	uint8_t *pl;
+	int fd = agent_dial(s, KILN_STREAM_INFO, 1000), err;
+
+	if (fd < 0)
+		return fd;
+	err = agent_read_frame(fd, &f, &pl, 1000);
+	free(pl);
+	close(fd);
+	return err ? err : f.type == KILN_MSG_HELLO ? 0 : -EPROTO;
+}
+
+int vm_info(struct shim *s, uint64_t *mem_total_kb, uint64_t *mem_free_kb, uint32_t *nr_procs)
+{
+	struct agent_info info;
+	struct kiln_frame f;
+	uint8_t *pl = NULL;
+	int fd = agent_dial(s, KILN_STREAM_INFO, IO_TIMEOUT_MS), err;
+
+	if (fd < 0)
+		return fd;
+	err = agent_read_frame(fd, &f, &pl, IO_TIMEOUT_MS);
+	if (!err && f.type == KILN_MSG_HELLO) {
+		free(pl);
+		err = agent_read_frame(fd, &f, &pl, IO_TIMEOUT_MS);
+	}
+	if (!err && (f.type != KILN_MSG_INFO || agent_parse_info(pl, f.len, &info)))
+		err = -EPROTO;
+	if (!err) {
+		*mem_total_kb = info.mem_total_kb;
+		*mem_free_kb = info.mem_free_kb;
+		*nr_procs = info.nr_procs;
+	}
+	free(pl);
+	close(fd);
+	return err;
+}
+
+static bool vmm_exited(struct shim *s, int *status)
+{
+	pid_t r = waitpid(s->vm.pid, status, WNOHANG);
+
+	return r == s->vm.pid;
+}
+
+int vm_boot(struct shim *s, char *msg, size_t n)
+{
+	char vmm[PATH_MAX], kernel[PATH_MAX], initrd[PATH_MAX], mem[32];
+	struct timespec tick = {0, 5 * 1000 * 1000};
+	int st, log;
+	pid_t pid;
+
+	tool_path("KILN_SHIM_VMM", "kiln-vmm", vmm, sizeof(vmm));
+	tool_path("KILN_SHIM_KERNEL", "../guest/kiln-kernel", kernel, sizeof(kernel));
+	tool_path("KILN_SHIM_INITRD", "../initramfs/agent-image.cpio", initrd, sizeof(initrd));
+	snprintf(mem, sizeof(mem), "%uM", s->mem_mb);
+	snprintf(s->vm.vsock, sizeof(s->vm.vsock), "vsock.sock");
+	snprintf(s->vm.api, sizeof(s->vm.api), "api.sock");
+	snprintf(s->vm.console, sizeof(s->vm.console), "%s/console.log", s->bundle);
+	unlink(s->vm.vsock);
+	unlink(s->vm.api);
+	log = open("console.log", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	pid = fork();
+	if (pid < 0) {
+		snprintf(msg, n, "fork: %s", strerror(errno));
+		return -errno;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		setpgid(0, 0);
+		dup2(null, 0);
+		if (log >= 0) {
+			dup2(log, 1);
+			dup2(log, 2);
+		}
+		execl(vmm, vmm, "--kernel", kernel, "--initrd", initrd, "--image", s->image,
+		      "--mem", mem, "--vsock", "3,vsock.sock", "--api-sock", "api.sock",
+		      (char *)NULL);
+		dprintf(2, "containerd-shim-kiln-v2: cannot run %s: %s\n", vmm, strerror(errno));
+		_exit(127);
+	}
+	if (log >= 0)
+		close(log);
+	s->vm.pid = pid;
+	/* for `delete` after a shim that died */
+	log = open("vmm.pid", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (log >= 0) {
+		dprintf(log, "%d\n", (int)pid);
+		close(log);
+	}
+	for (int waited = 0; waited < BOOT_TIMEOUT_MS; waited += 5) {
+		if (vmm_exited(s, &st)) {
+			s->vm.pid = 0;
+			s->vm.dead = true;
+			snprintf(
+			    msg, n,
+			    "kiln-vmm (%s) exited with status %d before its agent answered; its "
+			    "console is %s (kernel %s, initrd %s)",
+			    vmm, WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
+			    s->vm.console, kernel, initrd);
+			return -EIO;
+		}
+		if (!access(s->vm.vsock, F_OK) && !agent_probe(s))
+			return 0;
+		nanosleep(&tick, NULL);
+	}
+	snprintf(msg, n, "the VM's agent did not answer within %d s; its console is %s",
+	         BOOT_TIMEOUT_MS / 1000, s->vm.console);
+	vm_stop(s);
+	return -ETIMEDOUT;
+}
+
+void vm_stop(struct shim *s)
+{
+	if (s->vm.pid > 0) {
+		kill(-s->vm.pid, SIGKILL);
+		kill(s->vm.pid, SIGKILL);
+	}
+}
+
+int vm_api(struct shim *s, const char *req, char *reply, size_t n)
+{
+	int fd = connect_unix(s->vm.api), err;
+	size_t got = 0;
+
+	if (fd < 0)
+		return fd;
+	err = write_all(fd, req, strlen(req));
+	if (!err)
+		err = write_all(fd, "\n", 1);
+	while (!err && got + 1 < n) {
+		ssize_t r;
+
+		if ((err = wait_in(fd, 60000)))
+			break;
+		r = read(fd, reply + got, n - 1 - got);
+		if (r <= 0) {
+			err = -EIO;
+			break;
+		}
+		got += (size_t)r;
+		if (reply[got - 1] == '\n')
+			break;
+	}
+	reply[got] = 0;
+	close(fd);
+	return err;
+}
+
+int vm_proc_start(struct shim *s, struct proc *p, char *msg, size_t n)
+{
+	struct agent_start st = {
+	    .argv = (const char *const *)p->spec.argv,
+	    .env = (const char *const *)p->spec.env,
+	    .cwd = p->spec.cwd,
+	    .uid = p->spec.uid,
+	    .cols = p->spec.cols,
+	    .rows = p->spec.rows,
+	};
+	struct kiln_frame f;
+	struct buf b = {0};
+	uint8_t *pl = NULL;
+	int fd, err;
+
+	fd = agent_dial(s, p->spec.terminal ? KILN_STREAM_PTY : KILN_STREAM_EXEC, IO_TIMEOUT_MS);
+	if (fd < 0) {
+		snprintf(msg, n, "cannot reach the VM's agent: %s", strerror(-fd));
+		return fd;
+	}
+	err = agent_msg_start(&b, &st);
+	if (!err)
+		err = write_all(fd, buf_head(&b), buf_avail(&b));
+	buf_free(&b);
+	if (err) {
+		snprintf(msg, n, "the process's args or environment are too large for the agent");
+		goto fail;
+	}
+	/* HELLO, then STARTED or ERROR */
+	for (int i = 0; i < 2; i++) {
+		free(pl);
+		err = agent_read_frame(fd, &f, &pl, IO_TIMEOUT_MS);
+		if (err) {
+			snprintf(msg, n, "the agent's stream broke: %s", strerror(-err));
+			goto fail;
+		}
+		if (f.type == KILN_MSG_ERROR) {
+			uint32_t e, ml;
+			const char *m;
+
+			err = agent_parse_error(pl, f.len, &e, &m, &ml) ? -EPROTO : -(int)e;
+			if (err == -EPROTO)
+				snprintf(msg, n, "the agent refused the process");
+			else
+				snprintf(msg, n, "%.*s", (int)ml, m);
+			goto fail;
+		}
+		if (i == 1 && (f.type != KILN_MSG_STARTED || agent_parse_u32(pl, f.len, &p->pid))) {
+			snprintf(msg, n, "the agent answered START with frame type %u", f.type);
+			err = -EPROTO;
+			goto fail;
+		}
+	}
+	free(pl);
+	p->fd = fd;
+	return 0;
+fail:
+	free(pl);
+	close(fd);
+	return err ? err : -EIO;
+}
+
+static int send_locked(struct proc *p, struct buf *b)
+{
+	int err;
+
+	pthread_mutex_lock(&p->wlock);
+	err = p->fd < 0 ? -ESRCH : write_all(p->fd, buf_head(b), buf_avail(b));
+	pthread_mutex_unlock(&p->wlock);
+	buf_free(b);
+	return err;
+}
+
+int vm_proc_signal(struct proc *p, uint32_t sig)
+{
+	struct buf b = {0};
+
+	if (sig < 1 || sig > 64)
+		return -EINVAL;
+	return agent_msg_u32(&b, KILN_MSG_SIGNAL, sig) ?: send_locked(p, &b);
+}
+
+int vm_proc_resize(struct proc *p, uint16_t cols, uint16_t rows)
+{
+	struct buf b = {0};
+
+	return agent_msg_resize(&b, cols, rows) ?: send_locked(p, &b);
+}
+
+int vm_proc_close_stdin(struct proc *p)
+{
+	struct buf b = {0};
+	bool was;
+
+	/* CloseIO and the stdin pump race to it: one EOF goes out */
+	pthread_mutex_lock(&p->wlock);
+	was = p->stdin_closed;
+	p->stdin_closed = true;
+	pthread_mutex_unlock(&p->wlock);
+	if (was)
+		return 0;
+	return agent_msg_empty(&b, KILN_MSG_STDIN_EOF) ?: send_locked(p, &b);
+}
+
+int vm_proc_stdin(struct proc *p, const void *data, size_t n)
+{
+	struct buf b = {0};
+
+	int err = agent_msg_data(&b, KILN_MSG_STDIN, data, n);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&p->wlock);
+	/* no input after the EOF (the agent would drop it) */
+	err = p->stdin_closed || p->fd < 0 ? -EPIPE : write_all(p->fd, buf_head(&b), buf_avail(&b));
+	pthread_mutex_unlock(&p->wlock);
+	buf_free(&b);
+	return err;
+}
