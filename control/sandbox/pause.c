@@ -49,6 +49,9 @@ struct sb_waiter {
 	bool owner; /* this request started the transition under way */
 	long long timeout_s;
 	char *path;
+	/* The VMM writes in its own directory (all its jail lets it write):
+	 * a snapshot meant for elsewhere goes here first, then is renamed. */
+	char *export;
 	bool keep_running;
 	sb_op_fn cb;
 	sb_snap_fn snap_cb;
@@ -74,13 +77,33 @@ static void enqueue(struct sandbox *sb, struct sb_waiter *w)
 static void waiter_free(struct sb_waiter *w)
 {
 	free(w->path);
+	free(w->export);
 	free(w);
+}
+
+/* Is path a file directly in dir? */
+static bool path_in_dir(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) && path[n] == '/' && path[n + 1] &&
+	       !strchr(path + n + 1, '/');
 }
 
 /* Answer w (and free it). sb may be NULL: the sandbox was deleted. */
 static void answer(struct sb_waiter *w, struct sandbox *sb, int status, const char *msg,
                    json_t *reply)
 {
+	char why[1200];
+
+	if (w->kind == W_SNAPSHOT && w->export && status < 300 && rename(w->export, w->path)) {
+		snprintf(why, sizeof(why), "cannot move the snapshot %s to %s: %s", w->export,
+		         w->path, strerror(errno));
+		status = 500;
+		msg = why;
+	}
+	if (w->kind == W_SNAPSHOT && w->export && status >= 300)
+		unlink(w->export);
 	if (w->kind == W_SNAPSHOT)
 		w->snap_cb(w->ctx, sb, status < 300 ? reply : NULL, status < 300 ? NULL : msg);
 	else if (w->cb)
@@ -480,8 +503,8 @@ static bool dispatch(struct sandbox *sb, struct sb_waiter *w)
 			answer(w, sb, 409, msg, NULL);
 			return false;
 		}
-		status = call_snapshot(sb, w->path, w->keep_running, on_snapshot_reply, msg,
-		                       sizeof(msg));
+		status = call_snapshot(sb, w->export ? w->export : w->path, w->keep_running,
+		                       on_snapshot_reply, msg, sizeof(msg));
 		break;
 	default:
 		status = 500;
@@ -544,6 +567,12 @@ struct sb_waiter *sb_snapshot(struct sandbox *sb, const char *path, bool keep_ru
 
 	if (!w || !(w->path = strdup(path))) {
 		free(w);
+		cb(ctx, sb, NULL, "out of memory");
+		return NULL;
+	}
+	if (!path_in_dir(path, sb->dir) && asprintf(&w->export, "%s/export.snap", sb->dir) < 0) {
+		w->export = NULL;
+		waiter_free(w);
 		cb(ctx, sb, NULL, "out of memory");
 		return NULL;
 	}
