@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "envd/envd.h"
+#include "jail_out.h"
 #include "sandbox_int.h"
 #include "agent/spare.h"
 #include "template.h"
@@ -49,9 +50,7 @@ struct sb_waiter {
 	bool owner; /* this request started the transition under way */
 	long long timeout_s;
 	char *path;
-	/* The VMM writes in its own directory (all its jail lets it write):
-	 * a snapshot meant for elsewhere goes here first, then is renamed. */
-	char *export;
+	char *target; /* where the VMM writes it (jail_out.h) */
 	bool keep_running;
 	sb_op_fn cb;
 	sb_snap_fn snap_cb;
@@ -77,17 +76,8 @@ static void enqueue(struct sandbox *sb, struct sb_waiter *w)
 static void waiter_free(struct sb_waiter *w)
 {
 	free(w->path);
-	free(w->export);
+	free(w->target);
 	free(w);
-}
-
-/* Is path a file directly in dir? */
-static bool path_in_dir(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	return !strncmp(path, dir, n) && path[n] == '/' && path[n + 1] &&
-	       !strchr(path + n + 1, '/');
 }
 
 /* Answer w (and free it). sb may be NULL: the sandbox was deleted. */
@@ -96,14 +86,11 @@ static void answer(struct sb_waiter *w, struct sandbox *sb, int status, const ch
 {
 	char why[1200];
 
-	if (w->kind == W_SNAPSHOT && w->export && status < 300 && rename(w->export, w->path)) {
-		snprintf(why, sizeof(why), "cannot move the snapshot %s to %s: %s", w->export,
-		         w->path, strerror(errno));
+	if (w->kind == W_SNAPSHOT && sb && status < 300 &&
+	    sb_take_snapshot(sb, w->path, why, sizeof(why))) {
 		status = 500;
 		msg = why;
 	}
-	if (w->kind == W_SNAPSHOT && w->export && status >= 300)
-		unlink(w->export);
 	if (w->kind == W_SNAPSHOT)
 		w->snap_cb(w->ctx, sb, status < 300 ? reply : NULL, status < 300 ? NULL : msg);
 	else if (w->cb)
@@ -260,8 +247,17 @@ static int call_snapshot(struct sandbox *sb, const char *path, bool keep_running
 
 static int start_pause(struct sandbox *sb, char *msg, size_t n)
 {
-	if (call_snapshot(sb, sb->snap_path, false, on_pause_reply, msg, n))
-		return 503;
+	char *target = sb_vmm_snap_target(sb, sb->snap_path);
+	int rc;
+
+	if (!target) {
+		snprintf(msg, n, "out of memory");
+		return 500;
+	}
+	rc = call_snapshot(sb, target, false, on_pause_reply, msg, n);
+	free(target);
+	if (rc)
+		return rc;
 	sb->state = SB_PAUSING;
 	sb->snap_done = false;
 	ev_timer_stop(sb->kd->loop, &sb->life);
@@ -275,10 +271,12 @@ static int start_pause(struct sandbox *sb, char *msg, size_t n)
 static void on_pause_reply(void *ctx, json_t *reply, const char *err)
 {
 	struct sandbox *sb = ctx;
-	char msg[1024];
+	char msg[1024], why[1200];
 	int status;
 
 	sb->call = NULL;
+	if (!err && sb_take_snapshot(sb, sb->snap_path, why, sizeof(why)))
+		err = why;
 	if (!err) {
 		sb->snap_done = true;
 		sb->rec.snap_bytes = json_integer_value(json_object_get(reply, "file_size"));
@@ -503,8 +501,8 @@ static bool dispatch(struct sandbox *sb, struct sb_waiter *w)
 			answer(w, sb, 409, msg, NULL);
 			return false;
 		}
-		status = call_snapshot(sb, w->export ? w->export : w->path, w->keep_running,
-		                       on_snapshot_reply, msg, sizeof(msg));
+		status = call_snapshot(sb, w->target, w->keep_running, on_snapshot_reply, msg,
+		                       sizeof(msg));
 		break;
 	default:
 		status = 500;
@@ -570,8 +568,7 @@ struct sb_waiter *sb_snapshot(struct sandbox *sb, const char *path, bool keep_ru
 		cb(ctx, sb, NULL, "out of memory");
 		return NULL;
 	}
-	if (!path_in_dir(path, sb->dir) && asprintf(&w->export, "%s/export.snap", sb->dir) < 0) {
-		w->export = NULL;
+	if (!(w->target = sb_vmm_snap_target(sb, path))) {
 		waiter_free(w);
 		cb(ctx, sb, NULL, "out of memory");
 		return NULL;
