@@ -25,7 +25,7 @@ $(DEPS_STAMP): mk/deps.sh
 
 # ---------------------------------------------------------------- kiln-vmm
 # The guest's cpio parser too: the VMM builds the initramfs index with it.
-VMM_SRCS := $(wildcard vmm/*.c vmm/virtio/*.c) guest-kernel/libos/fs/cpio.c
+VMM_SRCS := $(wildcard vmm/*.c vmm/virtio/*.c vmm/jail/*.c) guest-kernel/libos/fs/cpio.c
 VMM_OBJS := $(VMM_SRCS:%.c=$(BUILD)/host/%.o)
 $(BUILD)/host/guest-kernel/libos/fs/cpio.o: HOST_CFLAGS += -iquote guest-kernel/include -DKILN_HOSTED
 $(BUILD)/host/vmm/initrd_index.o: HOST_CFLAGS += -iquote guest-kernel/libos/fs -iquote guest-kernel/include -DKILN_HOSTED
@@ -41,7 +41,7 @@ include snapshot/snapshot.mk
 # each start, ~0.6 ms off every boot (the address space stays randomized).
 $(BIN)/kiln-vmm: $(VMM_OBJS) $(SNAP_LIB)
 	@mkdir -p $(dir $@)
-	$(V)$(CC) -static-pie -o $@ $(VMM_OBJS) $(SNAP_LIB) $(HOST_LDLIBS) $(SNAP_LDLIBS) -ljansson
+	$(V)$(CC) -static-pie -o $@ $(VMM_OBJS) $(SNAP_LIB) $(HOST_LDLIBS) $(SNAP_LDLIBS) -ljansson -lseccomp
 
 # ---------------------------------------------------------------- kilnd, kiln CLI, e2e
 include control/control.mk

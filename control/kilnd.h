@@ -10,6 +10,7 @@
 #include <ev.h>
 
 #include "http/http.h"
+#include "sandbox/jail_ids.h"
 
 /* envdVersion reported in E2B-shaped answers: the SDK requires semver
  * >= 0.1.0 and gates features on it; 0.6.4 is the level kiln targets. */
@@ -36,6 +37,9 @@ struct kilnd_cfg {
 	unsigned long long max_upload;  /* bytes per PUT /files */
 	unsigned long long console_max; /* console.log's cap (console.c); 0: none */
 	char *dns_servers;              /* --dns-server: the sandboxes' resolvers, or NULL */
+	bool no_jail;                   /* --no-jail: kiln-vmm --no-jail */
+	unsigned jail_uid_base;         /* sandbox/jail_ids.h */
+	unsigned jail_mem_max_mb;       /* --jail-mem-max-mb: every VMM's memory.max; 0: its own */
 	struct http_cfg http;
 };
 
@@ -72,6 +76,7 @@ struct auth_key;
 struct kilnd {
 	struct ev_loop *loop;
 	struct kilnd_cfg cfg;
+	struct jail_ids jail_ids; /* sandbox/jail_ids.h */
 	char *sandboxes_dir;
 	struct store *store;
 	struct http_server *http;

@@ -97,6 +97,12 @@ static void usage(FILE *f)
 	        "  --idle-timeout S      keep-alive connection idle time (default 60)\n"
 	        "  --body-timeout S      without request body progress (default 30)\n"
 	        "  --write-timeout S     without progress writing to a client (default 30)\n"
+	        "  --no-jail             start every kiln-vmm with --no-jail (debugging only:\n"
+	        "                        no namespaces, uid, cgroup or seccomp of its own)\n"
+	        "  --jail-uid-base N     VMMs run as uid and gid N+1, N+2, ... (one each;\n"
+	        "                        default 900000); kilnd must be root for this\n"
+	        "  --jail-mem-max-mb N   each VMM's cgroup memory.max, in MiB (default: the\n"
+	        "                        sandbox's memory + 1/8 + 128 MiB)\n"
 	        "  -v, --verbose         debug logging\n"
 	        "  -h, --help            this text\n"
 	        "  --version             kilnd's version\n");
@@ -363,6 +369,9 @@ enum {
 	OPT_IDLE_TIMEOUT,
 	OPT_BODY_TIMEOUT,
 	OPT_WRITE_TIMEOUT,
+	OPT_NO_JAIL,
+	OPT_JAIL_UID_BASE,
+	OPT_JAIL_MEM_MAX,
 };
 
 static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
@@ -397,6 +406,9 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
 	    {"body-timeout", required_argument, NULL, OPT_BODY_TIMEOUT},
 	    {"write-timeout", required_argument, NULL, OPT_WRITE_TIMEOUT},
+	    {"no-jail", no_argument, NULL, OPT_NO_JAIL},
+	    {"jail-uid-base", required_argument, NULL, OPT_JAIL_UID_BASE},
+	    {"jail-mem-max-mb", required_argument, NULL, OPT_JAIL_MEM_MAX},
 	    {"verbose", no_argument, NULL, 'v'},
 	    {"help", no_argument, NULL, 'h'},
 	    {"version", no_argument, NULL, 'V'},
@@ -517,6 +529,21 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 		case OPT_WRITE_TIMEOUT:
 			cfg->http.write_timeout = parse_seconds("--write-timeout", optarg);
 			break;
+		case OPT_NO_JAIL:
+			cfg->no_jail = true;
+			break;
+		case OPT_JAIL_UID_BASE:
+			cfg->jail_uid_base = (unsigned)parse_seconds("--jail-uid-base", optarg);
+			if (cfg->jail_uid_base < 1000 ||
+			    cfg->jail_uid_base > 4000000000u - JAIL_SLOTS)
+				die("--jail-uid-base: expected 1000..%u, got '%s'",
+				    4000000000u - JAIL_SLOTS, optarg);
+			break;
+		case OPT_JAIL_MEM_MAX:
+			cfg->jail_mem_max_mb = (unsigned)parse_seconds("--jail-mem-max-mb", optarg);
+			if (cfg->jail_mem_max_mb < 16)
+				die("--jail-mem-max-mb: expected at least 16, got '%s'", optarg);
+			break;
 		case 'v':
 			kd_log_level = LOG_DEBUG;
 			break;
@@ -551,6 +578,7 @@ int main(int argc, char **argv)
 	int rc, lock_fd, unix_fd;
 
 	cfg->max_sandboxes = 64;
+	cfg->jail_uid_base = JAIL_UID_BASE_DEFAULT;
 	cfg->boot_timeout = 10;
 	cfg->default_timeout = 300;
 	cfg->max_timeout = 86400;
@@ -625,6 +653,14 @@ int main(int argc, char **argv)
 		cfg->data_dir = abs;
 	}
 	tighten_data_dir(cfg->data_dir);
+	if (cfg->no_jail)
+		log_warn("--no-jail: VMMs run without their jail (as kilnd's user, no namespaces, "
+		         "cgroup or seccomp): for debugging only");
+	else if (geteuid() != 0)
+		log_warn("not root: VMMs run as kilnd's user, without namespaces of their own "
+		         "(a user namespace where the host allows one) or a cgroup; seccomp "
+		         "filters only. Run kilnd as root for the whole jail (README.md, \"The "
+		         "jail\")");
 	lock_fd = lock_data_dir(cfg->data_dir);
 	if (asprintf(&kd.sandboxes_dir, "%s/sandboxes", cfg->data_dir) < 0 ||
 	    asprintf(&db, "%s/kilnd.db", cfg->data_dir) < 0)

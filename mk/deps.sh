@@ -5,7 +5,7 @@
 set -e
 PKGS="gcc make binutils pkg-config libc6-dev libfdt-dev libzstd-dev libev-dev check libsubunit-dev
  busybox-static cpio musl-tools clang-format clang libclang-rt-14-dev mmdebstrap erofs-utils
- libhttp-parser-dev libjansson-dev libc-ares-dev iproute2 libsqlite3-dev nettle-dev libarchive-dev curl tmux python3
+ libhttp-parser-dev libjansson-dev libc-ares-dev iproute2 libsqlite3-dev nettle-dev libarchive-dev libseccomp-dev curl tmux python3
  prometheus chromium-headless-shell containerd protobuf-c-compiler libprotobuf-c-dev bsdutils docker.io"
 missing=""
 for p in $PKGS; do

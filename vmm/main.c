@@ -95,7 +95,11 @@ static void load_kernel(struct vm *vm)
 	int rc;
 
 	if (fstat(fd, &vm->snap.kernel_st) == 0 &&
-	    image_id_of(&vm->snap.kernel_st, NULL, 0, &id) == 0) {
+	    jail_known_file(&cfg->jail, JAIL_KERNEL, &vm->snap.kernel_st, &id)) {
+		memcpy(vm->snap.kernel_id, &id, sizeof(id));
+		vm->snap.have_kernel_id = true;
+	} else if (fstat(fd, &vm->snap.kernel_st) == 0 &&
+	           image_id_of(&vm->snap.kernel_st, NULL, 0, &id) == 0) {
 		memcpy(vm->snap.kernel_id, &id, sizeof(id));
 		vm->snap.have_kernel_id = true;
 	}
@@ -193,6 +197,13 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 	struct vm *vm = w->data;
 
 	vm_stop(vm, VM_STOP_ERROR, 128 + w->signum, "stopped by signal %d", w->signum);
+}
+
+/* KILN_VMM_TEST_SECCOMP=MS: a call no filter allows, MS ms after the
+ * start (tests of the jail; see jail_test_denied()). */
+static void on_test_timer(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	jail_test_denied(w->data);
 }
 
 static void build_fdt(struct vm *vm)
@@ -306,6 +317,7 @@ static void print_stats(const struct vm *vm)
 			        (unsigned long long)us.faults, (double)us.resident_ns / ms,
 			        us.resident_ns ? "" : " (not yet)");
 	}
+	jail_describe(stderr, &vm->cfg.jail);
 	if (!f)
 		return;
 	/* RssAnon is the VMM's own memory, RssShmem the guest RAM touched,
@@ -396,6 +408,8 @@ static struct {
 	bool created;    /* the VM exists, or create_err says why not */
 	atomic_bool create_claimed, early_claimed;
 	int create_err;
+	pthread_t helper;
+	bool have_helper; /* joined before the jail's drop */
 } jobs = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 static void create_vm(struct vm *vm)
@@ -458,8 +472,14 @@ static int prepare_boot(struct vm *vm)
 	if (vm->cfg.initrd_path)
 		map_initrd(vm);
 	map_image(vm);
-	if (pthread_create(&helper, NULL, boot_helper, vm) == 0)
-		pthread_detach(helper);
+	if (pthread_create(&helper, NULL, boot_helper, vm) == 0) {
+		if (vm->cfg.jail.active) {
+			jobs.helper = helper;
+			jobs.have_helper = true;
+		} else {
+			pthread_detach(helper);
+		}
+	}
 	load_boot_kernel(vm);
 	vm->t.kernel_loaded = vm_now_ns();
 	err = x86_build_boot_area(vm);
@@ -557,11 +577,13 @@ int main(int argc, char **argv)
 	static struct vm vm;
 	ev_async stop_async;
 	ev_signal sig_int, sig_term, sig_hup;
+	ev_timer test_timer;
 	char why[400];
 	int err;
 
 	vm.t.start = vm_now_ns();
 	options_parse(argc, argv, &vm.cfg);
+	jail_enter(&vm.cfg);
 	check_host_thp(&vm.cfg);
 	signal(SIGPIPE, SIG_IGN);
 	raise_fd_limit();
@@ -641,6 +663,11 @@ int main(int argc, char **argv)
 	if (vm.cfg.api_path && (err = api_create(&vm, vm.cfg.api_path)))
 		die("--api-sock '%s': %s", vm.cfg.api_path,
 		    err == -EEXIST ? "the path exists and is not a socket" : strerror(-err));
+	/* Every thread started so far is done or has its filter: drop to the
+	 * jail's ids before the guest runs. */
+	if (jobs.have_helper)
+		pthread_join(jobs.helper, NULL);
+	jail_drop(&vm);
 	for (int i = 0; i < vm.nr_vcpus; i++) {
 		err = vcpu_start(&vm.vcpus[i]);
 		if (err)
@@ -652,6 +679,13 @@ int main(int argc, char **argv)
 		        "kiln-vmm: restore: starting the threads that load memory: %s; memory "
 		        "comes in as the guest touches it\n",
 		        strerror(-err));
+	jail_thread(&vm, JAIL_T_MAIN);
+	if (getenv("KILN_VMM_TEST_SECCOMP")) {
+		ev_timer_init(&test_timer, on_test_timer,
+		              atof(getenv("KILN_VMM_TEST_SECCOMP")) / 1e3, 0);
+		test_timer.data = &vm;
+		ev_timer_start(vm.loop, &test_timer);
+	}
 
 	ev_run(vm.loop, 0);
 
@@ -672,7 +706,8 @@ int main(int argc, char **argv)
 	for (int i = 0; i < vm.nr_vcpus; i++)
 		vcpu_destroy(&vm.vcpus[i]);
 	vm_restore_close(&vm);
-	if (destroy_after_exit())
+	/* In the jail the pid namespace ends with this process anyway. */
+	if (!vm.cfg.jail.active && destroy_after_exit())
 		_exit(vm.exit_status);
 	vm_destroy(&vm);
 	mem_destroy(&vm.mem);

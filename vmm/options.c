@@ -51,6 +51,24 @@ static void usage(FILE *f)
 	        "                   guest adds its own) at exit\n"
 	        "  --no-dirty-log   snapshots read all of RAM instead of what KVM's dirty log\n"
 	        "                   and the devices say was written since the last one\n"
+	        "  --no-jail        run without the jail (for debugging; see README.md): as\n"
+	        "                   root kiln-vmm otherwise runs in namespaces of its own\n"
+	        "                   (pid, mount with a root of only its files, network,\n"
+	        "                   ipc, uts), a cgroup with its limits, as uid and gid\n"
+	        "                   N from the guest's first instruction on, with a\n"
+	        "                   seccomp filter per thread\n"
+	        "  --jail-id N      the jail's uid and gid (default %u + pid %% 65536;\n"
+	        "                   kilnd gives each VMM its own)\n"
+	        "  --jail-cgroup DIR\n"
+	        "                   cgroup v2 directory for the VMM's leaf (default: found)\n"
+	        "  --jail-mem-max SIZE\n"
+	        "                   the cgroup's memory limit (default guest RAM + 1/8 +\n"
+	        "                   128M)\n"
+	        "  --jail-rw DIR    one more directory the VMM may write (snapshots); those\n"
+	        "                   of --vsock and --api-sock are writable already\n"
+	        "  --jail-seccomp kill|log\n"
+	        "                   what a call outside a thread's filter does: kill the\n"
+	        "                   VMM (default) or pass and be logged by the kernel\n"
 	        "  -h, --help       this text\n"
 	        "\n"
 	        "Starting from a snapshot instead of booting (the VM goes on where it was;\n"
@@ -72,7 +90,8 @@ static void usage(FILE *f)
 	        "  --paused         wait for a \"resume\" request before running\n"
 	        "\n"
 	        "Exit status: the guest's; 125 if the guest crashed; 1 on a VMM error;\n"
-	        "2 on bad usage.\n");
+	        "2 on bad usage.\n",
+	        JAIL_ID_BASE);
 }
 
 static int die_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -87,7 +106,7 @@ static int die_usage(const char *fmt, ...)
 	fprintf(stderr, "\nTry 'kiln-vmm --help'.\n");
 	exit(2);
 }
-static uint64_t parse_size(const char *s)
+static uint64_t parse_size(const char *opt, const char *s)
 {
 	char *end;
 	unsigned long long v;
@@ -95,7 +114,7 @@ static uint64_t parse_size(const char *s)
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno || end == s || v == 0)
-		die_usage("--mem '%s': not a size (examples: 256M, 1G)", s);
+		die_usage("%s '%s': not a size (examples: 256M, 1G)", opt, s);
 	switch (*end) {
 	case 'k':
 	case 'K':
@@ -121,11 +140,11 @@ static uint64_t parse_size(const char *s)
 	if (*end == 'i' || *end == 'B')
 		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
 	if (*end)
-		die_usage("--mem '%s': not a size (examples: 256M, 1G)", s);
+		die_usage("%s '%s': not a size (examples: 256M, 1G)", opt, s);
 	if (v > MAX_MEM)
-		die_usage("--mem '%s': more than the 1T kiln supports", s);
+		die_usage("%s '%s': more than the 1T kiln supports", opt, s);
 	if (v % (2 * MIB))
-		die_usage("--mem '%s': must be a multiple of 2M", s);
+		die_usage("%s '%s': must be a multiple of 2M", opt, s);
 	return v;
 }
 
@@ -150,6 +169,12 @@ void options_parse(int argc, char **argv, struct vm_config *cfg)
 	    {"paused", no_argument, 0, 'p'},
 	    {"mem-backing", required_argument, 0, 'B'},
 	    {"no-dirty-log", no_argument, 0, 'N'},
+	    {"no-jail", no_argument, 0, 'J'},
+	    {"jail-id", required_argument, 0, 1000},
+	    {"jail-cgroup", required_argument, 0, 1001},
+	    {"jail-mem-max", required_argument, 0, 1002},
+	    {"jail-rw", required_argument, 0, 1003},
+	    {"jail-seccomp", required_argument, 0, 1004},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -160,6 +185,8 @@ void options_parse(int argc, char **argv, struct vm_config *cfg)
 	cfg->mem_size = DEFAULT_MEM;
 	cfg->nr_cpus = 1;
 	cfg->mem_fd = -1;
+	if (getenv("KILN_VMM_SECCOMP") && !strcmp(getenv("KILN_VMM_SECCOMP"), "log"))
+		cfg->jail.seccomp = JAIL_SECCOMP_LOG;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'k':
@@ -169,7 +196,7 @@ void options_parse(int argc, char **argv, struct vm_config *cfg)
 			cfg->initrd_path = optarg;
 			break;
 		case 'm':
-			cfg->mem_size = parse_size(optarg);
+			cfg->mem_size = parse_size("--mem", optarg);
 			cfg->mem_size_given = true;
 			break;
 		case 'C':
@@ -253,6 +280,34 @@ void options_parse(int argc, char **argv, struct vm_config *cfg)
 				cfg->mem_backing = MEM_BACKING_THP;
 			else
 				die_usage("--mem-backing '%s': expected memfd or thp", optarg);
+			break;
+		case 'J':
+			cfg->jail.off = true;
+			break;
+		case 1000:
+			errno = 0;
+			n = strtol(optarg, &end, 10);
+			if (errno || *end || n < 1000 || n > (long)JAIL_ID_MAX)
+				die_usage("--jail-id '%s': expected a uid from 1000 to %u", optarg,
+				          JAIL_ID_MAX);
+			cfg->jail.id = (uint32_t)n;
+			break;
+		case 1001:
+			cfg->jail.cgroup = optarg;
+			break;
+		case 1002:
+			cfg->jail.mem_max = parse_size("--jail-mem-max", optarg);
+			break;
+		case 1003:
+			cfg->jail.rw_dir = optarg;
+			break;
+		case 1004:
+			if (!strcmp(optarg, "kill"))
+				cfg->jail.seccomp = JAIL_SECCOMP_KILL;
+			else if (!strcmp(optarg, "log"))
+				cfg->jail.seccomp = JAIL_SECCOMP_LOG;
+			else
+				die_usage("--jail-seccomp '%s': expected kill or log", optarg);
 			break;
 		case 'h':
 			usage(stdout);

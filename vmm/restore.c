@@ -40,6 +40,7 @@
  * runs (it loads memory while the guest runs), is checked from the moment
  * the file is open, while the VM, its memory and devices are made. */
 struct chunk_check {
+	struct vm *vm;
 	const struct snap *s;
 	pthread_t thread;
 	int ret;
@@ -50,6 +51,7 @@ static void *check_chunks(void *arg)
 {
 	struct chunk_check *c = arg;
 
+	jail_thread(c->vm, JAIL_T_LOADER);
 	c->ret = snap_check_chunks(c->s, 0, &c->err);
 	return NULL;
 }
@@ -60,6 +62,7 @@ static void start_check(struct vm *vm)
 
 	if (!c)
 		return; /* checked when memory is filled */
+	c->vm = vm;
 	c->s = vm->snap.src;
 	if (pthread_create(&c->thread, NULL, check_chunks, c)) {
 		free(c);

@@ -43,15 +43,20 @@ static int boot_file_id(struct vm *vm, bool kernel, struct snap_image_id *id, ch
 		return 0;
 	}
 	if (kernel) {
-		/* Not hashed at boot (the cache usually knows it): hash the file
+		/* Not known at boot (the cache usually knows it): hash the file
 		 * now, if it is still the one the VM booted from. */
-		err = image_id_of_path(path, &now, id);
+		if (jail_known_file(&vm->cfg.jail, JAIL_KERNEL, &vm->snap.kernel_st, id))
+			err = stat(path, &now) < 0 ? -errno : 0;
+		else
+			err = image_id_of_path(path, &now, id);
 		if (!err && (now.st_ino != vm->snap.kernel_st.st_ino ||
 		             now.st_dev != vm->snap.kernel_st.st_dev ||
 		             now.st_mtim.tv_sec != vm->snap.kernel_st.st_mtim.tv_sec ||
 		             now.st_mtim.tv_nsec != vm->snap.kernel_st.st_mtim.tv_nsec ||
 		             now.st_size != vm->snap.kernel_st.st_size))
 			err = -ESTALE;
+	} else if (jail_known_file(&vm->cfg.jail, JAIL_INITRD, &vm->snap.initrd_st, id)) {
+		err = 0;
 	} else {
 		err = image_id_of(&vm->snap.initrd_st, vm->mem.initrd, vm->initrd_size, id);
 	}

@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,10 +48,15 @@ static int create(const struct snap *s, const char *dir, const char *path, char 
 {
 	char tmp[4200];
 	struct snap_err err;
+	uint64_t nonce = 0;
 	int fd, ret;
 
-	snprintf(tmp, sizeof(tmp), "%s/.kiln-template-%016llx.%d", dir,
-	         (unsigned long long)snap_id(s), (int)getpid());
+	/* Not the pid: every jailed VMM is pid 1 of its own namespace, and
+	 * clones of one snapshot start together. */
+	if (getrandom(&nonce, sizeof(nonce), 0) != sizeof(nonce))
+		nonce = (uint64_t)getpid();
+	snprintf(tmp, sizeof(tmp), "%s/.kiln-template-%016llx.%016llx", dir,
+	         (unsigned long long)snap_id(s), (unsigned long long)nonce);
 	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;

@@ -290,6 +290,7 @@ static void *loader_thread(void *arg)
 	struct uffd *u = l->u;
 	struct pollfd stop = {.fd = u->stop_fd, .events = POLLIN};
 
+	jail_thread(u->vm, JAIL_T_LOADER);
 	/* The guest's vCPUs and the fault thread come first: a loader
 	 * at the same priority would hold back the guest's first steps by
 	 * tens of milliseconds on a host with few CPUs. */
@@ -338,6 +339,7 @@ static void *uffd_thread(void *arg)
 	                      {.fd = u->stop_fd, .events = POLLIN},
 	                      {.fd = u->done_fd, .events = POLLIN}};
 
+	jail_thread(u->vm, JAIL_T_UFFD);
 	while (atomic_load(&u->left)) {
 		int r = poll(p, 3, -1);
 

@@ -249,6 +249,7 @@ static void *vcpu_thread(void *arg)
 	struct vm *vm = c->vm;
 	sigset_t set;
 
+	jail_thread(vm, JAIL_T_VCPU);
 	sigemptyset(&set);
 	sigaddset(&set, SIG_KICK);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "jail/jail.h"
 #include "kiln/boot.h"
 
 struct ev_loop;
@@ -133,6 +134,7 @@ struct vm_config {
 	bool mem_size_given;      /* --mem was on the command line */
 	bool no_dirty_log;        /* --no-dirty-log: snapshots read all of RAM */
 	enum mem_backing mem_backing;
+	struct jail_cfg jail; /* vmm/jail/jail.h */
 };
 
 /*

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -322,6 +323,11 @@ void net_sb_up(struct sandbox *sb)
 		ns->lfd = -1;
 		return;
 	}
+	/* The jailed VMM connects here as its own uid. Only it and kilnd can
+	 * reach the path: the data directory is kilnd's alone (0700). */
+	if (chmod(ns->lpath, 0666))
+		log_warn("sandbox %s: egress listener %s: chmod: %s", sb->rec.id, ns->lpath,
+		         strerror(errno));
 	ev_io_init(&ns->lw, on_listen, ns->lfd, EV_READ);
 	ns->lw.data = ns;
 	ev_io_start(sb->kd->loop, &ns->lw);

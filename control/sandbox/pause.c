@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "envd/envd.h"
+#include "jail_out.h"
 #include "sandbox_int.h"
 #include "agent/spare.h"
 #include "template.h"
@@ -49,6 +50,7 @@ struct sb_waiter {
 	bool owner; /* this request started the transition under way */
 	long long timeout_s;
 	char *path;
+	char *target; /* where the VMM writes it (jail_out.h) */
 	bool keep_running;
 	sb_op_fn cb;
 	sb_snap_fn snap_cb;
@@ -74,6 +76,7 @@ static void enqueue(struct sandbox *sb, struct sb_waiter *w)
 static void waiter_free(struct sb_waiter *w)
 {
 	free(w->path);
+	free(w->target);
 	free(w);
 }
 
@@ -81,6 +84,13 @@ static void waiter_free(struct sb_waiter *w)
 static void answer(struct sb_waiter *w, struct sandbox *sb, int status, const char *msg,
                    json_t *reply)
 {
+	char why[1200];
+
+	if (w->kind == W_SNAPSHOT && sb && status < 300 &&
+	    sb_take_snapshot(sb, w->path, why, sizeof(why))) {
+		status = 500;
+		msg = why;
+	}
 	if (w->kind == W_SNAPSHOT)
 		w->snap_cb(w->ctx, sb, status < 300 ? reply : NULL, status < 300 ? NULL : msg);
 	else if (w->cb)
@@ -237,8 +247,17 @@ static int call_snapshot(struct sandbox *sb, const char *path, bool keep_running
 
 static int start_pause(struct sandbox *sb, char *msg, size_t n)
 {
-	if (call_snapshot(sb, sb->snap_path, false, on_pause_reply, msg, n))
-		return 503;
+	char *target = sb_vmm_snap_target(sb, sb->snap_path);
+	int rc;
+
+	if (!target) {
+		snprintf(msg, n, "out of memory");
+		return 500;
+	}
+	rc = call_snapshot(sb, target, false, on_pause_reply, msg, n);
+	free(target);
+	if (rc)
+		return rc;
 	sb->state = SB_PAUSING;
 	sb->snap_done = false;
 	ev_timer_stop(sb->kd->loop, &sb->life);
@@ -252,10 +271,12 @@ static int start_pause(struct sandbox *sb, char *msg, size_t n)
 static void on_pause_reply(void *ctx, json_t *reply, const char *err)
 {
 	struct sandbox *sb = ctx;
-	char msg[1024];
+	char msg[1024], why[1200];
 	int status;
 
 	sb->call = NULL;
+	if (!err && sb_take_snapshot(sb, sb->snap_path, why, sizeof(why)))
+		err = why;
 	if (!err) {
 		sb->snap_done = true;
 		sb->rec.snap_bytes = json_integer_value(json_object_get(reply, "file_size"));
@@ -480,7 +501,7 @@ static bool dispatch(struct sandbox *sb, struct sb_waiter *w)
 			answer(w, sb, 409, msg, NULL);
 			return false;
 		}
-		status = call_snapshot(sb, w->path, w->keep_running, on_snapshot_reply, msg,
+		status = call_snapshot(sb, w->target, w->keep_running, on_snapshot_reply, msg,
 		                       sizeof(msg));
 		break;
 	default:
@@ -544,6 +565,11 @@ struct sb_waiter *sb_snapshot(struct sandbox *sb, const char *path, bool keep_ru
 
 	if (!w || !(w->path = strdup(path))) {
 		free(w);
+		cb(ctx, sb, NULL, "out of memory");
+		return NULL;
+	}
+	if (!(w->target = sb_vmm_snap_target(sb, path))) {
+		waiter_free(w);
 		cb(ctx, sb, NULL, "out of memory");
 		return NULL;
 	}

@@ -16,6 +16,7 @@
 
 #include "net/net.h"
 #include "sandbox_int.h"
+#include "jail_out.h"
 #include "util.h"
 #include "vmm_proc.h"
 
@@ -54,6 +55,19 @@ static void readopt(struct sandbox *sb, int pid)
 	struct kilnd *kd = sb->kd;
 
 	kd->nsandboxes++;
+	{
+		/* Its jail's id stays taken while it runs. */
+		char *pf = read_small_file(sb->pid_path, 64, NULL);
+		int p;
+		unsigned long long st;
+		unsigned id = 0;
+
+		if (pf && sscanf(pf, "%d %llu %u", &p, &st, &id) == 3 && p == pid) {
+			jail_id_mark(kd, id);
+			sb->jail_id = id;
+		}
+		free(pf);
+	}
 	if (!sb->rec.pid_start) {
 		char state;
 
@@ -62,14 +76,20 @@ static void readopt(struct sandbox *sb, int pid)
 	log_info("sandbox %s: re-adopted kiln-vmm pid %d (%s)", sb->rec.id, pid,
 	         sb_state_name(sb->state));
 	switch (sb->state) {
-	case SB_PAUSING:
-		/* The snapshot is complete: stop the VMM (paused on its exit). */
+	case SB_PAUSING: {
+		char why[1200];
+
+		/* The snapshot is complete: stop the VMM (paused on its exit). A
+		 * jailed VMM's is in its own directory still. */
+		if (sb->jail_id && sb_take_snapshot(sb, sb->snap_path, why, sizeof(why)))
+			log_debug("sandbox %s: %s", sb->rec.id, why);
 		if (!access(sb->snap_path, F_OK)) {
 			sb->snap_done = true;
 			sb_kill_vmm(sb);
 			break;
 		}
 		sb->state = SB_RUNNING;
+	}
 		/* fall through */
 	case SB_RUNNING:
 		/* A snapshot cut short by kilnd's end may have left the VM paused. */

@@ -20,6 +20,7 @@
 #include "sandbox_int.h"
 #include "agent/spare.h"
 #include "console.h"
+#include "jail_out.h"
 #include "template.h"
 #include "util.h"
 #include "vmm_api.h"
@@ -142,6 +143,7 @@ struct sandbox *sb_alloc(struct kilnd *kd, const char *id)
 static void sb_free(struct sandbox *sb)
 {
 	envd_sandbox_down(sb);
+	jail_id_put(sb->kd, sb->jail_id);
 	net_sb_free(sb);
 	net_policy_clear(&sb->policy);
 	ev_timer_stop(sb->kd->loop, &sb->life);
@@ -244,7 +246,7 @@ static void write_pid_file(struct sandbox *sb)
 
 	if (!f)
 		return;
-	fprintf(f, "%d %llu\n", sb->rec.pid, (unsigned long long)sb->rec.pid_start);
+	fprintf(f, "%d %llu %u\n", sb->rec.pid, (unsigned long long)sb->rec.pid_start, sb->jail_id);
 	fclose(f);
 }
 
@@ -266,6 +268,8 @@ int sb_spawn(struct sandbox *sb, const char *restore, const char *mode, const ch
 	    .restore = restore,
 	    .restore_mode = mode,
 	    .template_dir = template_dir,
+	    .no_jail = cfg->no_jail,
+	    .jail_mem_max_mb = cfg->jail_mem_max_mb,
 	};
 	struct stat st;
 	pid_t pid;
@@ -273,9 +277,22 @@ int sb_spawn(struct sandbox *sb, const char *restore, const char *mode, const ch
 	int rc;
 
 	sb->console_mark = stat(sb->console_path, &st) ? 0 : st.st_size;
-	rc = vmm_spawn(&args, &pid, msg, msglen);
-	if (rc)
+	jail_id_put(sb->kd, sb->jail_id);
+	args.jail_id = sb->jail_id = jail_id_take(sb->kd);
+	if (sb->jail_id && (rc = sb_out_dir_make(sb->dir))) {
+		snprintf(msg, msglen, "cannot create %s/" SB_OUT_DIR ": %s", sb->dir,
+		         strerror(-rc));
+		jail_id_put(sb->kd, sb->jail_id);
+		sb->jail_id = 0;
 		return rc;
+	}
+	args.jail_rw = SB_OUT_DIR;
+	rc = vmm_spawn(&args, &pid, msg, msglen);
+	if (rc) {
+		jail_id_put(sb->kd, sb->jail_id);
+		sb->jail_id = 0;
+		return rc;
+	}
 	sb->rec.pid = pid;
 	sb->is_child = true;
 	if (proc_stat(pid, &sb->rec.pid_start, &state))
@@ -511,9 +528,11 @@ static void describe_exit(struct sandbox *sb, char *what, size_t n)
 		if (si.si_code == CLD_EXITED)
 			snprintf(what, n, "kiln-vmm (pid %d) exited with status %d", sb->rec.pid,
 			         si.si_status);
-		else
+		else {
 			snprintf(what, n, "kiln-vmm (pid %d) was killed by signal %d (%s)",
 			         sb->rec.pid, si.si_status, strsignal(si.si_status));
+			jail_explain_death(sb->kd, sb->jail_id, si.si_status, what, n);
+		}
 		return;
 	}
 	/* Not our child (adopted after a restart): its status went to init. */
@@ -524,7 +543,7 @@ static void describe_exit(struct sandbox *sb, char *what, size_t n)
 static void on_vmm_exit(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct sandbox *sb = w->data;
-	char what[160];
+	char what[512];
 
 	describe_exit(sb, what, sizeof(what));
 	ev_io_stop(loop, &sb->pid_w);
@@ -535,6 +554,8 @@ static void on_vmm_exit(struct ev_loop *loop, ev_io *w, int revents)
 	net_sb_down(sb);
 	/* Whatever else the VMM left in its group goes too. */
 	kill(-sb->rec.pid, SIGKILL);
+	jail_id_put(sb->kd, sb->jail_id);
+	sb->jail_id = 0;
 	if (sb->deleted) {
 		/* Only now: a dying VMM may still have been writing there. */
 		rm_tree(sb->kd->sandboxes_dir, sb->rec.id);

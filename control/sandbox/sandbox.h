@@ -57,7 +57,8 @@ struct sandbox {
 	char *dir, *vsock_path, *console_path, *pid_path, *api_path, *snap_path;
 
 	int pidfd;
-	int console_wd; /* console.c's inotify watch, or -1 */
+	unsigned jail_id; /* its VMM's uid and gid (jail_ids.h), or 0 */
+	int console_wd;   /* console.c's inotify watch, or -1 */
 	ev_io pid_w;
 	bool alive, is_child, deleted;
 	/* Started from a snapshot (a clone): if it does not come up, nothing

@@ -28,6 +28,7 @@
 #include "bootfile.h"
 #include "http/buf.h"
 #include "image.h"
+#include "jail_out.h"
 #include "net/net.h"
 #include "http/jsonutil.h"
 #include "template.h"
@@ -58,6 +59,7 @@ struct tmpl_build {
 	struct tmpl_record rec;
 	char *mem_path;
 	int clone_pid, clone_fd;
+	unsigned clone_jail_id; /* jail_ids.h */
 	ev_io clone_w;
 	ev_timer clone_t;
 	ev_tstamp clone_deadline;
@@ -257,6 +259,8 @@ static void build_free(struct tmpl_build *b)
 		kill(-b->clone_pid, SIGKILL);
 		waitpid(b->clone_pid, NULL, 0); /* SIGKILLed: does not block for long */
 		close(b->clone_fd);
+		jail_id_put(b->kd, b->clone_jail_id);
+		b->clone_jail_id = 0;
 	}
 	tmpl_record_free(&b->rec);
 	free(b->mem_path);
@@ -358,6 +362,8 @@ static void first_clone_exited(struct ev_loop *loop, ev_io *w, int revents)
 	waitpid(b->clone_pid, NULL, 0);
 	close(b->clone_fd);
 	b->clone_fd = -1;
+	jail_id_put(b->kd, b->clone_jail_id);
+	b->clone_jail_id = 0;
 	if (asprintf(&log_path, "%s/first-clone.log", b->dir) >= 0)
 		tail = file_tail(log_path, 6, 1024);
 	build_fail(b, 500, "its snapshot cannot be cloned: kiln-vmm exited: %s",
@@ -376,6 +382,8 @@ static void first_clone_poll(struct ev_loop *loop, ev_timer *w, int revents)
 		kill(-b->clone_pid, SIGKILL);
 		waitpid(b->clone_pid, NULL, 0);
 		close(b->clone_fd);
+		jail_id_put(b->kd, b->clone_jail_id);
+		b->clone_jail_id = 0;
 		b->clone_fd = -1;
 		build_done(b);
 		return;
@@ -392,7 +400,7 @@ static void first_clone_poll(struct ev_loop *loop, ev_timer *w, int revents)
 static void start_first_clone(struct tmpl_build *b)
 {
 	struct kilnd *kd = b->kd;
-	char *vsock = NULL, *log_path = NULL, msg[256];
+	char *vsock = NULL, *log_path = NULL, *out = NULL, msg[256];
 	struct vmm_args a = {
 	    .vmm = kd->cfg.vmm,
 	    .kernel = b->rec.kernel,
@@ -410,26 +418,46 @@ static void start_first_clone(struct tmpl_build *b)
 
 	if (asprintf(&vsock, "%s/first-clone.vsock", b->dir) < 0 ||
 	    asprintf(&log_path, "%s/first-clone.log", b->dir) < 0 ||
-	    asprintf(&b->mem_path, "%s/kiln-template-%s.mem", b->dir, b->rec.snap_id) < 0) {
+	    asprintf(&b->mem_path, "%s/kiln-template-%s.mem", b->dir, b->rec.snap_id) < 0 ||
+	    asprintf(&out, "%s/" SB_OUT_DIR, b->dir) < 0) {
 		free(vsock);
 		free(log_path);
 		build_fail(b, 500, "out of memory");
 		return;
 	}
-	a.vsock_path = vsock;
-	a.console_path = log_path;
-	if (vmm_spawn(&a, &pid, msg, sizeof(msg))) {
+	/* It writes nothing, but gets a directory of its own to write: the
+	 * template's must stay kilnd's. */
+	if (sb_out_dir_make(b->dir)) {
+		build_fail(b, 500, "cannot create %s: %s", out, strerror(errno));
 		free(vsock);
 		free(log_path);
+		free(out);
+		return;
+	}
+	a.vsock_path = vsock;
+	a.console_path = log_path;
+	a.no_jail = kd->cfg.no_jail;
+	a.jail_mem_max_mb = kd->cfg.jail_mem_max_mb;
+	a.jail_id = b->clone_jail_id = jail_id_take(kd);
+	a.jail_rw = out;
+	if (vmm_spawn(&a, &pid, msg, sizeof(msg))) {
+		jail_id_put(kd, b->clone_jail_id);
+		b->clone_jail_id = 0;
+		free(vsock);
+		free(log_path);
+		free(out);
 		build_fail(b, 500, "%s", msg);
 		return;
 	}
 	free(vsock);
 	free(log_path);
+	free(out);
 	fd = pidfd_open(pid, 0);
 	if (fd < 0) {
 		kill(-pid, SIGKILL);
 		waitpid(pid, NULL, 0);
+		jail_id_put(kd, b->clone_jail_id);
+		b->clone_jail_id = 0;
 		build_fail(b, 500, "pidfd_open: %s", strerror(errno));
 		return;
 	}

@@ -24,8 +24,8 @@ static const char *rel(const char *dir, const char *path)
 
 int vmm_spawn(const struct vmm_args *a, pid_t *out, char *msg, size_t msglen)
 {
-	char mem[32], cpus[16], vsock[4200];
-	char *argv[32];
+	char mem[32], cpus[16], vsock[4200], jail_id[16], jail_mem[32];
+	char *argv[40];
 	int argc = 0;
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
@@ -68,6 +68,22 @@ int vmm_spawn(const struct vmm_args *a, pid_t *out, char *msg, size_t msglen)
 		ARG("--mem");
 		ARG(mem);
 	}
+	if (a->no_jail) {
+		ARG("--no-jail");
+	} else if (a->jail_id) {
+		snprintf(jail_id, sizeof(jail_id), "%u", a->jail_id);
+		ARG("--jail-id");
+		ARG(jail_id);
+		if (a->jail_rw) {
+			ARG("--jail-rw");
+			ARG(rel(a->dir, a->jail_rw));
+		}
+	}
+	if (!a->no_jail && a->jail_mem_max_mb) {
+		snprintf(jail_mem, sizeof(jail_mem), "%uM", a->jail_mem_max_mb & ~1u);
+		ARG("--jail-mem-max");
+		ARG(jail_mem);
+	}
 	argv[argc] = NULL;
 #undef ARG
 
@@ -75,6 +91,15 @@ int vmm_spawn(const struct vmm_args *a, pid_t *out, char *msg, size_t msglen)
 	if (log_fd < 0) {
 		rc = -errno;
 		snprintf(msg, msglen, "cannot create %s: %s", a->console_path, strerror(errno));
+		return rc;
+	}
+	/* A jailed VMM starts as pid 1 of a pid namespace of its own, our
+	 * child: its end is what we see end (vmm_clone.c). */
+	if (a->jail_id) {
+		rc = vmm_clone(a->vmm, argv, a->dir, log_fd, out);
+		close(log_fd);
+		if (rc)
+			snprintf(msg, msglen, "cannot start %s: %s", a->vmm, strerror(-rc));
 		return rc;
 	}
 	posix_spawn_file_actions_init(&fa);

@@ -8,7 +8,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <sys/types.h>
+
+struct kilnd;
 
 #define VMM_VSOCK_CID 3
 
@@ -26,11 +29,23 @@ struct vmm_args {
 	const char *restore_mode; /* "eager", "lazy" or "template" */
 	const char *template_dir; /* template memory files (mode template) */
 	bool paused;              /* restored, but not running (--paused) */
+	/* The jail: --jail-id (0: none given), --no-jail, --jail-mem-max. */
+	unsigned jail_id;
+	const char *jail_rw; /* --jail-rw: the one directory it may write */
+	bool no_jail;
+	unsigned jail_mem_max_mb;
 };
 
 /* Start the VMM in its own process group with stdin on /dev/null; *pid is
  * ours to reap. 0, or -errno with msg filled in. */
 int vmm_spawn(const struct vmm_args *a, pid_t *pid, char *msg, size_t msglen);
+/* vmm_clone.c: start path with argv as pid 1 of a new pid namespace, as
+ * vmm_spawn() does (its own process group, cwd dir, stdin /dev/null,
+ * stdout and stderr log_fd, nothing else open). 0, or -errno. */
+int vmm_clone(const char *path, char *const argv[], const char *dir, int log_fd, pid_t *pid);
+/* What the jail did to a VMM that died by signal sig (its seccomp filter,
+ * its cgroup's OOM killer), appended to what (jail_ids.c). */
+void jail_explain_death(const struct kilnd *kd, unsigned jail_id, int sig, char *what, size_t n);
 /* Start time (clock ticks since boot, /proc/PID/stat field 22) and state
  * letter of a process. */
 int proc_stat(int pid, uint64_t *start, char *state);

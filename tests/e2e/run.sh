@@ -95,9 +95,13 @@ check() {
 # sandboxes' DNS goes to a loopback port where nothing answers: a lookup a
 # test triggers by accident fails here instead of leaving the machine
 # (make e2e-net tests real lookups, inside a namespace of its own).
+# The fake VMM's "guest" is its own processes on the host: it runs without
+# the jail (whose pid namespace would end them with it at every pause;
+# tests/e2e/jail.sh starts it jailed on purpose).
 vmm_opts() {
 	echo --vmm "$VMM" --kernel "$KERNEL" --initrd "$INITRD" --images "$IMAGES" \
-		--image-initrd "$IMAGE_INITRD" --dns-server 127.0.0.1:53
+		--image-initrd "$IMAGE_INITRD" --dns-server 127.0.0.1:53 \
+		"$([ $FAKE = 1 ] && echo --no-jail)"
 }
 
 start_kilnd() {
@@ -711,10 +715,12 @@ t_cli_errors() {
 . tests/e2e/tenants.sh
 # shellcheck source=tests/e2e/image_defaults.sh
 . tests/e2e/image_defaults.sh
+# shellcheck source=tests/e2e/jail.sh
+. tests/e2e/jail.sh
 
 ALL="t_echo t_streams t_exit_codes t_files t_concurrent t_reuse t_bad_requests t_max_conns t_pty
 t_e2b_api t_lifecycle t_restart t_boot_failures t_relative_data_dir t_cli t_cli_errors $SNAPSHOT_TESTS $PORT_TESTS
-$CDP_TESTS $METRICS_TESTS $HARDENING_TESTS $TENANT_TESTS $ATTACH_TESTS $OOM_TESTS $IMAGE_DEFAULT_TESTS"
+$CDP_TESTS $METRICS_TESTS $HARDENING_TESTS $TENANT_TESTS $ATTACH_TESTS $OOM_TESTS $IMAGE_DEFAULT_TESTS $JAIL_TESTS"
 echo "e2e: kilnd with VMM $VMM${AGENT:+ relaying to the agent $AGENT} (data in $T)"
 start_kilnd
 for t in ${*:-$ALL}; do

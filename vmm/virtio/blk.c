@@ -347,6 +347,7 @@ static void *blk_worker(void *arg)
 	struct blk *b = arg;
 	pthread_mutex_t *lock = &b->dev->lock;
 
+	jail_thread(b->dev->vm, JAIL_T_BLK);
 	pthread_mutex_lock(lock);
 	for (;;) {
 		while (!b->busy && !b->stop)

@@ -55,6 +55,9 @@ if (HOST) {
     `exec chromium-headless-shell --no-sandbox --remote-debugging-port="$KILN_BROWSER_PORT" ` +
     `--user-data-dir=${T}/profile about:blank\n`, { mode: 0o755 })
   extra.push('--browser-launcher', `${T}/kiln-browser`, '--browser-port', String(CDP_PORT))
+  // its "guest" is its own processes on the host: no jail (whose pid
+  // namespace would take them along when it ends)
+  extra.push('--no-jail')
 }
 
 const servers = []

@@ -87,6 +87,9 @@ async function startKilnd() {
     '--api-key', API_KEY, '--boot-timeout', '20', '--verbose', '--domain', `localhost:${API_PORT}`,
     // the sandboxes' lookups stay on this machine (nothing answers there)
     '--dns-server', '127.0.0.1:53',
+    // the fake VMM's "guest" is its own processes on the host: no jail
+    // (whose pid namespace would take them along when it ends)
+    ...(FAKE ? ['--no-jail'] : []),
   ], { stdio: ['ignore', log, log] })
   for (let i = 0; i < 200; i++) {
     try {

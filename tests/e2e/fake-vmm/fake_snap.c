@@ -10,7 +10,9 @@
  * DIR/kiln-template-<id>.mem for --restore-mode template. The API socket
  * answers state, pause, resume, snapshot and stop like vmm/API.md.
  * FAKE_VMM_SNAPSHOT_ENOSPC=1 makes every snapshot fail for lack of space;
- * FAKE_VMM_SNAPSHOT_DELAY_MS=N makes writing one take N ms (a slow pause).
+ * FAKE_VMM_SNAPSHOT_DELAY_MS=N makes writing one take N ms (a slow pause);
+ * FAKE_VMM_SNAPSHOT_LINK=TARGET leaves a link to TARGET where the snapshot
+ * should be, as a VMM a guest took over could (tests/e2e/jail.sh).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -105,6 +107,11 @@ static int write_snapshot(const struct fake_cfg *cfg, const char *path, char *er
 		snprintf(err, errn, "writing snapshot '%s': %s", path, strerror(errno));
 		if (fd >= 0)
 			unlink(tmp);
+		return -1;
+	}
+	if (getenv("FAKE_VMM_SNAPSHOT_LINK") &&
+	    (unlink(path) || symlink(getenv("FAKE_VMM_SNAPSHOT_LINK"), path))) {
+		snprintf(err, errn, "FAKE_VMM_SNAPSHOT_LINK: %s", strerror(errno));
 		return -1;
 	}
 	*size = len;

@@ -190,6 +190,11 @@ int main(int argc, char **argv)
 	    {"restore-mode", required_argument, NULL, 'M'},
 	    {"template-dir", required_argument, NULL, 'T'},
 	    {"paused", no_argument, NULL, 'P'},
+	    /* The jail's options (vmm/jail/): a test double has no jail. */
+	    {"no-jail", no_argument, NULL, 'J'},
+	    {"jail-id", required_argument, NULL, 'J'},
+	    {"jail-rw", required_argument, NULL, 'J'},
+	    {"jail-mem-max", required_argument, NULL, 'J'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -237,6 +242,7 @@ int main(int argc, char **argv)
 		case 'P':
 		case 'c':
 		case 's':
+		case 'J':
 			break;
 		case 'h':
 			printf(
