@@ -64,6 +64,17 @@ bool api_sb_key_ok(struct kilnd *kd, const struct http_req *req, const struct sa
 	return auth_check(kd, req, &who) && auth_owns(&who, sb->rec.tenant);
 }
 
+bool api_auth_ws(struct kilnd *kd, const struct http_req *req, struct http_who *who)
+{
+	char offered[512];
+
+	if (auth_check(kd, req, who))
+		return true;
+	/* a browser's WebSocket (the web console): ws_auth.c */
+	return api_ws_offered_key(req, offered, sizeof(offered)) &&
+	       auth_check_secret(kd, req, offered, who);
+}
+
 json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb)
 {
 	char token[ENVD_TOKEN_LEN + 1], traffic[ENVD_TOKEN_LEN + 1];
@@ -634,7 +645,7 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 		http_respond(c, 200, "application/json", NULL, LIT("{\"status\":\"ok\"}"));
 		goto out;
 	}
-	if (!auth_check(kd, req, &req->who)) {
+	if (!api_auth_ws(kd, req, &req->who)) {
 		http_respond(c, 401, "application/json", "WWW-Authenticate: Bearer\r\n",
 		             LIT("{\"code\":401,\"message\":\"missing or wrong API key\"}"));
 		goto out;
