@@ -26,6 +26,7 @@
 #include "sandbox/sandbox.h"
 #include "agent/spare.h"
 #include "util.h"
+#include "webui/webui.h"
 #include "sandbox/wake.h"
 
 #define BODY_SMALL (64u << 10) /* JSON control requests */
@@ -624,6 +625,9 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 
 	/* a sandbox's port (PORT-ID.DOMAIN, /sandboxes/ID/ports/PORT/...) */
 	if (ports_route(kd, c, req) || cdp_route(kd, c, req))
+		return;
+	/* the web console's page and files: public, no key (webui.h) */
+	if (webui_route(c, req))
 		return;
 	if (envd_wants(req)) {
 		/* E2B's in-sandbox API; its own authentication (envd.c) */
