@@ -36,6 +36,7 @@ struct kilnd_cfg {
 	unsigned long long max_upload;  /* bytes per PUT /files */
 	unsigned long long console_max; /* console.log's cap (console.c); 0: none */
 	char *dns_servers;              /* --dns-server: the sandboxes' resolvers, or NULL */
+	double metrics_interval;        /* seconds between samples (api/metrics_hist.h) */
 	struct http_cfg http;
 };
 
@@ -68,6 +69,7 @@ struct ci_ctx;
 struct cdp_start;
 struct net_ctx;
 struct auth_key;
+struct mhist;
 
 struct kilnd {
 	struct ev_loop *loop;
@@ -93,6 +95,7 @@ struct kilnd {
 	ev_timer pool_timer; /* pool.c: refills */
 	int console_ifd;     /* console.c: inotify of the console logs */
 	ev_io console_w;
+	struct mhist *mhist; /* api/metrics_hist.c: the last hour's samples */
 };
 
 /* api.c: the request router. */

@@ -15,6 +15,7 @@
 
 #include "api.h"
 #include "auth/auth.h"
+#include "metrics_hist.h"
 #include "browser/cdp.h"
 #include "envd/envd.h"
 #include "net/ports.h"
@@ -136,14 +137,18 @@ static void metrics_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n
 		return;
 	}
 	if (type == KILN_MSG_INFO && r->hello && !agent_parse_info(p, n, &info)) {
-		/* E2B's SandboxMetric, from what the agent knows (memory); kiln
-		 * does not measure CPU or disk use yet. */
-		json_t *m = json_pack(
-		    "[{s:s,s:I,s:f,s:i,s:I,s:I,s:I,s:I,s:I}]", "timestamp", "", "timestampUnix",
-		    (json_int_t)(now_ms() / 1000), "cpuUsedPct", 0.0, "cpuCount", r->cpu_count,
-		    "memUsed", (json_int_t)(info.mem_total_kb - info.mem_free_kb) * 1024,
-		    "memTotal", (json_int_t)info.mem_total_kb * 1024, "memCache", (json_int_t)0,
-		    "diskUsed", (json_int_t)0, "diskTotal", (json_int_t)0);
+		/* E2B's SandboxMetric: memory from what the agent knows, CPU
+		 * from the VMM's over the last sampling interval
+		 * (metrics_hist.h, 0 before the first); kiln does not measure
+		 * disk use yet. */
+		double cpu = mhist_cpu_pct(r->kd, r->id);
+		json_t *m =
+		    json_pack("[{s:s,s:I,s:f,s:i,s:I,s:I,s:I,s:I,s:I}]", "timestamp", "",
+		              "timestampUnix", (json_int_t)(now_ms() / 1000), "cpuUsedPct",
+		              cpu < 0 ? 0.0 : cpu, "cpuCount", r->cpu_count, "memUsed",
+		              (json_int_t)(info.mem_total_kb - info.mem_free_kb) * 1024, "memTotal",
+		              (json_int_t)info.mem_total_kb * 1024, "memCache", (json_int_t)0,
+		              "diskUsed", (json_int_t)0, "diskTotal", (json_int_t)0);
 		char ts[32];
 
 		iso8601(now_ms(), ts);
@@ -747,6 +752,11 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 			http_respond_json(c, 200, net_policy_to_json(&sb->policy));
 		else
 			method_not_allowed(c, "GET, PUT");
+	} else if (n == 4 && !strcmp(seg[2], "metrics") && !strcmp(seg[3], "history")) {
+		if (m == HTTP_GET)
+			mhist_respond(kd, c, sb);
+		else
+			method_not_allowed(c, "GET");
 	} else if (n == 3 && !strcmp(seg[2], "metrics")) {
 		if (m == HTTP_GET)
 			do_metrics(kd, c, sb);

@@ -37,6 +37,10 @@ json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb);
 
 /* GET /metrics, Prometheus's text format (metrics.c). */
 void api_metrics(struct kilnd *kd, struct http_conn *c);
+/* metrics.c, of a VMM process: utime + stime in seconds (< 0 if it cannot
+ * be read); Rss and Pss in bytes (smaps_rollup; false if unreadable). */
+double api_proc_cpu_seconds(int pid);
+bool api_proc_memory(int pid, unsigned long long *rss, unsigned long long *pss);
 /* The HTTP server's observer: a tagged request (enum api_op) was answered. */
 void api_observe(void *kd, unsigned tag, int status, double seconds);
 /* GET /sandboxes (v2: /v2/sandboxes, with its paging) (api_list.c). */
