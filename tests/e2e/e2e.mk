@@ -92,3 +92,11 @@ e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/ki
 .PHONY: e2e-docker-import
 e2e-docker-import: $(BIN)/kiln $(BIN)/kiln-image-import $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel
 	$(V)bash tests/e2e/docker_import.sh
+
+# The web console (control/webui) in a real browser: Playwright with the
+# host's chromium-headless-shell against kilnd on real VMs
+# (tests/e2e/console); screenshots in build/tests/console/.
+.PHONY: e2e-console
+e2e-console: $(BIN)/kilnd $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
+		$(BUILD)/initramfs/agent.cpio $(BUILD)/initramfs/agent-image.cpio
+	$(V)bash tests/e2e/console/run.sh
