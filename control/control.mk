@@ -38,3 +38,23 @@ $(BUILD)/san/control/envd/codeint.o: HOST_CFLAGS += -I$(BUILD)/host/control/gen
 $(KILND_SAN): $(KILND_SAN_OBJS)
 	@mkdir -p $(dir $@)
 	$(V)$(CC) $(SAN_FLAGS) -o $@ $^ $(KILND_LDLIBS)
+
+# The web console (control/webui): the page's own files and xterm.js with
+# its fit addon, installed with npm (the versions control/webui/web's
+# package-lock.json pins) into build/webui and embedded in kilnd with
+# .incbin (webui_assets.c).
+WEBUI_WEB := control/webui/web
+WEBUI_NPM := $(BUILD)/webui/node_modules
+WEBUI_NPM_STAMP := $(BUILD)/webui/.installed
+WEBUI_FILES := $(wildcard $(WEBUI_WEB)/*.html $(WEBUI_WEB)/*.js $(WEBUI_WEB)/*.css) \
+	$(WEBUI_NPM_STAMP)
+$(WEBUI_NPM_STAMP): $(WEBUI_WEB)/package.json $(WEBUI_WEB)/package-lock.json | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(V)cp $^ $(dir $@)
+	$(V)cd $(dir $@) && npm ci --no-audit --no-fund --loglevel=error >/dev/null || \
+		{ echo "kilnd: npm ci of the console's xterm.js failed (npm needs the npm registry)"; exit 1; }
+	$(V)touch $@
+WEBUI_ASSET_FLAGS = -DWEBUI_SRC='"$(WEBUI_WEB)"' -DWEBUI_NPM='"$(WEBUI_NPM)"'
+$(BUILD)/host/control/webui/webui_assets.o $(BUILD)/san/control/webui/webui_assets.o: $(WEBUI_FILES)
+$(BUILD)/host/control/webui/webui_assets.o $(BUILD)/san/control/webui/webui_assets.o: \
+	HOST_CFLAGS += $(WEBUI_ASSET_FLAGS)

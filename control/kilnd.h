@@ -40,6 +40,7 @@ struct kilnd_cfg {
 	bool no_jail;                   /* --no-jail: kiln-vmm --no-jail */
 	unsigned jail_uid_base;         /* sandbox/jail_ids.h */
 	unsigned jail_mem_max_mb;       /* --jail-mem-max-mb: every VMM's memory.max; 0: its own */
+	double metrics_interval;        /* seconds between samples (api/metrics_hist.h) */
 	struct http_cfg http;
 };
 
@@ -72,6 +73,7 @@ struct ci_ctx;
 struct cdp_start;
 struct net_ctx;
 struct auth_key;
+struct mhist;
 
 struct kilnd {
 	struct ev_loop *loop;
@@ -98,6 +100,7 @@ struct kilnd {
 	ev_timer pool_timer; /* pool.c: refills */
 	int console_ifd;     /* console.c: inotify of the console logs */
 	ev_io console_w;
+	struct mhist *mhist; /* api/metrics_hist.c: the last hour's samples */
 };
 
 /* api.c: the request router. */

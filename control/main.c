@@ -31,6 +31,7 @@
 #include "sandbox/console.h"
 #include "sandbox/bootfile.h"
 #include "api/api.h"
+#include "api/metrics_hist.h"
 #include "envd/envd.h"
 #include "net/net.h"
 #include "kilnd.h"
@@ -88,6 +89,8 @@ static void usage(FILE *f)
 	        "                        instead of /etc/resolv.conf's servers\n"
 	        "  --console-max BYTES   a sandbox's console.log before it is rotated to\n"
 	        "                        console.log.1 (default 4M)\n"
+	        "  --metrics-interval S  how often each sandbox's CPU and memory are sampled\n"
+	        "                        for the last hour's history (1 to 60, default 10)\n"
 	        "  --max-conns N         client connections at once (default 1024; the unix\n"
 	        "                        socket keeps 64 of them, at most a quarter)\n"
 	        "  --max-unauth-conns N  TCP connections before their first authenticated\n"
@@ -363,6 +366,7 @@ enum {
 	OPT_DNS_SERVER,
 	OPT_MAX_CONNS,
 	OPT_CONSOLE_MAX,
+	OPT_METRICS_INTERVAL,
 	OPT_MAX_UNAUTH,
 	OPT_UNAUTH_TIMEOUT,
 	OPT_HEADER_TIMEOUT,
@@ -400,6 +404,7 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"dns-server", required_argument, NULL, OPT_DNS_SERVER},
 	    {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
 	    {"console-max", required_argument, NULL, OPT_CONSOLE_MAX},
+	    {"metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL},
 	    {"max-unauth-conns", required_argument, NULL, OPT_MAX_UNAUTH},
 	    {"unauth-timeout", required_argument, NULL, OPT_UNAUTH_TIMEOUT},
 	    {"header-timeout", required_argument, NULL, OPT_HEADER_TIMEOUT},
@@ -510,6 +515,11 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 		case OPT_CONSOLE_MAX:
 			cfg->console_max = parse_size("--console-max", optarg);
 			break;
+		case OPT_METRICS_INTERVAL:
+			cfg->metrics_interval = parse_seconds("--metrics-interval", optarg);
+			if (cfg->metrics_interval < 1 || cfg->metrics_interval > 60)
+				die("--metrics-interval: %s is not 1 to 60 seconds", optarg);
+			break;
 		case OPT_MAX_UNAUTH:
 			cfg->http.max_untrusted =
 			    (unsigned)parse_seconds("--max-unauth-conns", optarg);
@@ -586,6 +596,7 @@ int main(int argc, char **argv)
 	cfg->max_upload = 8ULL << 30;
 	cfg->browser_port = CDP_DEFAULT_PORT;
 	cfg->console_max = 4ULL << 20;
+	cfg->metrics_interval = 10;
 	cfg->http = (struct http_cfg){
 	    .max_conns = 1024,
 	    .max_untrusted = 64,
@@ -723,6 +734,8 @@ int main(int argc, char **argv)
 	ev_timer_init(&kd.housekeeping, on_housekeeping, HOUSEKEEPING_PERIOD, HOUSEKEEPING_PERIOD);
 	kd.housekeeping.data = &kd;
 	ev_timer_start(kd.loop, &kd.housekeeping);
+	if (mhist_start(&kd, cfg->metrics_interval))
+		die("out of memory");
 
 	log_info("listening on %s%s%s%s%s (data %s, vmm %s, images %s, %s resumes)",
 	         cfg->socket_path, cfg->tcp_listen ? " and tcp " : "",
@@ -733,6 +746,7 @@ int main(int argc, char **argv)
 
 	http_server_free(kd.http);
 	unlink(cfg->socket_path);
+	mhist_free(&kd);
 	sb_free_all(&kd);
 	console_free(&kd);
 	net_fini(&kd);

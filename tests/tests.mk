@@ -59,6 +59,8 @@ test: deps
 		KILN_E2E_INITRD=$(BUILD)/initramfs/agent.cpio $(MAKE) --no-print-directory e2e-e2b
 	$(V)KILN_E2E_VMM=$(BIN)/kiln-vmm KILN_E2E_KERNEL=$(BUILD)/guest/kiln-kernel \
 		KILN_E2E_INITRD=$(BUILD)/initramfs/agent.cpio $(MAKE) --no-print-directory e2e-browser
+	$(V)KILN_E2E_KILND=$(KILND_SAN) ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=8 \
+		$(MAKE) --no-print-directory e2e-console
 	$(V)$(MAKE) --no-print-directory e2e-net
 	$(V)$(MAKE) --no-print-directory e2e-containerd
 	$(V)$(MAKE) --no-print-directory e2e-docker-import

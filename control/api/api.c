@@ -15,6 +15,7 @@
 
 #include "api.h"
 #include "auth/auth.h"
+#include "metrics_hist.h"
 #include "browser/cdp.h"
 #include "envd/envd.h"
 #include "net/ports.h"
@@ -26,6 +27,7 @@
 #include "sandbox/sandbox.h"
 #include "agent/spare.h"
 #include "util.h"
+#include "webui/webui.h"
 #include "sandbox/wake.h"
 
 #define BODY_SMALL (64u << 10) /* JSON control requests */
@@ -62,6 +64,17 @@ bool api_sb_key_ok(struct kilnd *kd, const struct http_req *req, const struct sa
 	struct http_who who;
 
 	return auth_check(kd, req, &who) && auth_owns(&who, sb->rec.tenant);
+}
+
+bool api_auth_ws(struct kilnd *kd, const struct http_req *req, struct http_who *who)
+{
+	char offered[512];
+
+	if (auth_check(kd, req, who))
+		return true;
+	/* a browser's WebSocket (the web console): ws_auth.c */
+	return api_ws_offered_key(req, offered, sizeof(offered)) &&
+	       auth_check_secret(kd, req, offered, who);
 }
 
 json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb)
@@ -124,14 +137,18 @@ static void metrics_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n
 		return;
 	}
 	if (type == KILN_MSG_INFO && r->hello && !agent_parse_info(p, n, &info)) {
-		/* E2B's SandboxMetric, from what the agent knows (memory); kiln
-		 * does not measure CPU or disk use yet. */
-		json_t *m = json_pack(
-		    "[{s:s,s:I,s:f,s:i,s:I,s:I,s:I,s:I,s:I}]", "timestamp", "", "timestampUnix",
-		    (json_int_t)(now_ms() / 1000), "cpuUsedPct", 0.0, "cpuCount", r->cpu_count,
-		    "memUsed", (json_int_t)(info.mem_total_kb - info.mem_free_kb) * 1024,
-		    "memTotal", (json_int_t)info.mem_total_kb * 1024, "memCache", (json_int_t)0,
-		    "diskUsed", (json_int_t)0, "diskTotal", (json_int_t)0);
+		/* E2B's SandboxMetric: memory from what the agent knows, CPU
+		 * from the VMM's over the last sampling interval
+		 * (metrics_hist.h, 0 before the first); kiln does not measure
+		 * disk use yet. */
+		double cpu = mhist_cpu_pct(r->kd, r->id);
+		json_t *m =
+		    json_pack("[{s:s,s:I,s:f,s:i,s:I,s:I,s:I,s:I,s:I}]", "timestamp", "",
+		              "timestampUnix", (json_int_t)(now_ms() / 1000), "cpuUsedPct",
+		              cpu < 0 ? 0.0 : cpu, "cpuCount", r->cpu_count, "memUsed",
+		              (json_int_t)(info.mem_total_kb - info.mem_free_kb) * 1024, "memTotal",
+		              (json_int_t)info.mem_total_kb * 1024, "memCache", (json_int_t)0,
+		              "diskUsed", (json_int_t)0, "diskTotal", (json_int_t)0);
 		char ts[32];
 
 		iso8601(now_ms(), ts);
@@ -614,6 +631,9 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 	/* a sandbox's port (PORT-ID.DOMAIN, /sandboxes/ID/ports/PORT/...) */
 	if (ports_route(kd, c, req) || cdp_route(kd, c, req))
 		return;
+	/* the web console's page and files: public, no key (webui.h) */
+	if (webui_route(c, req))
+		return;
 	if (envd_wants(req)) {
 		/* E2B's in-sandbox API; its own authentication (envd.c) */
 		envd_route(c, req, kd);
@@ -634,7 +654,7 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 		http_respond(c, 200, "application/json", NULL, LIT("{\"status\":\"ok\"}"));
 		goto out;
 	}
-	if (!auth_check(kd, req, &req->who)) {
+	if (!api_auth_ws(kd, req, &req->who)) {
 		http_respond(c, 401, "application/json", "WWW-Authenticate: Bearer\r\n",
 		             LIT("{\"code\":401,\"message\":\"missing or wrong API key\"}"));
 		goto out;
@@ -732,6 +752,11 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 			http_respond_json(c, 200, net_policy_to_json(&sb->policy));
 		else
 			method_not_allowed(c, "GET, PUT");
+	} else if (n == 4 && !strcmp(seg[2], "metrics") && !strcmp(seg[3], "history")) {
+		if (m == HTTP_GET)
+			mhist_respond(kd, c, sb);
+		else
+			method_not_allowed(c, "GET");
 	} else if (n == 3 && !strcmp(seg[2], "metrics")) {
 		if (m == HTTP_GET)
 			do_metrics(kd, c, sb);

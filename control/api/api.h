@@ -20,6 +20,16 @@ bool api_sb_key_ok(struct kilnd *kd, const struct http_req *req, const struct sa
 /* The sandbox `id` if the router's authenticated req (req->who) may see it:
  * not a pool clone, and the caller's tenant's; else NULL (a 404). */
 struct sandbox *api_sb_find(struct kilnd *kd, const struct http_req *req, const char *id);
+/* Who req is (auth_check), by its key header or by the key its WebSocket
+ * offers as a subprotocol (below): for the routes whose WebSocket kilnd
+ * answers itself (the router's, CDP), never for those that pass the
+ * request's headers on into the sandbox (ports). */
+bool api_auth_ws(struct kilnd *kd, const struct http_req *req, struct http_who *who);
+/* ws_auth.c: the key a browser's WebSocket offers as the subprotocol
+ * "kiln-key.HEX" (into key, NUL-terminated; false if none fits), and the
+ * header line that answers its "kiln" ("" when not offered). */
+bool api_ws_offered_key(const struct http_req *req, char *key, size_t size);
+const char *api_ws_protocol_header(const struct http_req *req);
 /* The sandbox as create, connect and get answer it: with its envd access
  * token (the SDK sends it as X-Access-Token to the envd API) and traffic
  * token (E2B-Traffic-Access-Token, to the code interpreter's port). */
@@ -27,6 +37,10 @@ json_t *api_sandbox_json(struct kilnd *kd, const struct sandbox *sb);
 
 /* GET /metrics, Prometheus's text format (metrics.c). */
 void api_metrics(struct kilnd *kd, struct http_conn *c);
+/* metrics.c, of a VMM process: utime + stime in seconds (< 0 if it cannot
+ * be read); Rss and Pss in bytes (smaps_rollup; false if unreadable). */
+double api_proc_cpu_seconds(int pid);
+bool api_proc_memory(int pid, unsigned long long *rss, unsigned long long *pss);
 /* The HTTP server's observer: a tagged request (enum api_op) was answered. */
 void api_observe(void *kd, unsigned tag, int status, double seconds);
 /* GET /sandboxes (v2: /v2/sandboxes, with its paging) (api_list.c). */

@@ -63,8 +63,7 @@ static void family(struct buf *b, const char *name, const char *type, const char
 	put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* utime + stime of process pid, seconds; < 0 if it cannot be read. */
-static double cpu_seconds(int pid)
+double api_proc_cpu_seconds(int pid)
 {
 	char path[64], line[1024], *p;
 	unsigned long long ut, st;
@@ -83,8 +82,7 @@ static double cpu_seconds(int pid)
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* Rss and Pss of process pid in bytes (smaps_rollup); false if unreadable. */
-static bool memory(int pid, unsigned long long *rss, unsigned long long *pss)
+bool api_proc_memory(int pid, unsigned long long *rss, unsigned long long *pss)
 {
 	char path[64], line[256];
 	unsigned long long v;
@@ -152,7 +150,7 @@ static void sandboxes(struct kilnd *kd, struct buf *b)
 	family(b, "kiln_sandbox_cpu_seconds_total", "counter",
 	       "CPU time of each running sandbox's VMM process (guest and devices).");
 	for (sb = kd->sandboxes; sb; sb = sb->next) {
-		double s = sb->alive ? cpu_seconds(sb->rec.pid) : -1;
+		double s = sb->alive ? api_proc_cpu_seconds(sb->rec.pid) : -1;
 
 		if (s >= 0 && !(sb->rec.flags & SB_F_POOL))
 			put(b, "kiln_sandbox_cpu_seconds_total{sandbox=\"%s\"} %.2f\n", sb->rec.id,
@@ -165,7 +163,8 @@ static void sandboxes(struct kilnd *kd, struct buf *b)
 	for (sb = kd->sandboxes; sb; sb = sb->next) {
 		unsigned long long rss, pss;
 
-		if (sb->alive && !(sb->rec.flags & SB_F_POOL) && memory(sb->rec.pid, &rss, &pss)) {
+		if (sb->alive && !(sb->rec.flags & SB_F_POOL) &&
+		    api_proc_memory(sb->rec.pid, &rss, &pss)) {
 			put(b, "kiln_sandbox_memory_rss_bytes{sandbox=\"%s\"} %llu\n", sb->rec.id,
 			    rss);
 			put(b, "kiln_sandbox_memory_pss_bytes{sandbox=\"%s\"} %llu\n", sb->rec.id,

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "api.h"
 #include "http/jsonutil.h"
 #include "procs.h"
 #include "proxy.h"
@@ -268,10 +269,10 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			s->pid = v;
 			procs_add(sb_find(s->kd, s->sb_id), v, true, s->cmd);
 		}
-		snprintf(
-		    hdrs, sizeof(hdrs),
-		    "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n",
-		    s->accept);
+		snprintf(hdrs, sizeof(hdrs),
+		         "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "
+		         "%s\r\n%s",
+		         s->accept, api_ws_protocol_header(http_conn_req(s->c)));
 		http_upgrade(s->c, hdrs);
 		s->upgraded = true;
 		return;

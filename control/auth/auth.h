@@ -27,6 +27,10 @@ void auth_free(struct kilnd *kd);
 
 /* Check req's key (X-API-Key or Authorization: Bearer); fill *who. */
 bool auth_check(struct kilnd *kd, const struct http_req *req, struct http_who *who);
+/* The same for a secret req presented otherwise (NULL: none), e.g. as a
+ * WebSocket subprotocol (api/ws_auth.c). */
+bool auth_check_secret(struct kilnd *kd, const struct http_req *req, const char *secret,
+                       struct http_who *who);
 /* A key kilnd knows (the operator's or a valid tenant's): kilnd's own
  * credentials are never passed on to a sandbox's servers. */
 bool auth_is_key(const struct kilnd *kd, const char *secret);

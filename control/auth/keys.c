@@ -148,7 +148,12 @@ static const char *presented(const struct http_req *req)
 
 bool auth_check(struct kilnd *kd, const struct http_req *req, struct http_who *who)
 {
-	const char *secret = presented(req);
+	return auth_check_secret(kd, req, presented(req), who);
+}
+
+bool auth_check_secret(struct kilnd *kd, const struct http_req *req, const char *secret,
+                       struct http_who *who)
+{
 	struct auth_key *k;
 
 	memset(who, 0, sizeof(*who));

@@ -84,7 +84,7 @@ static void handshake_answer(struct cdp_sess *s)
 {
 	const char *h = buf_head(&s->head), *end, *acc;
 	size_t avail = buf_avail(&s->head), len;
-	char hdrs[160], msg[256];
+	char hdrs[192], msg[256];
 
 	end = memmem(h, avail, "\r\n\r\n", 4);
 	if (!end) {
@@ -105,9 +105,10 @@ static void handshake_answer(struct cdp_sess *s)
 	acc += strspn(acc, " \t");
 	if (strncmp(acc, s->want, 28))
 		goto bad;
+	/* (the console's WebSocket offers the subprotocol "kiln": ws_auth.c) */
 	snprintf(hdrs, sizeof(hdrs),
-	         "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n",
-	         s->accept);
+	         "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s",
+	         s->accept, api_ws_protocol_header(http_conn_req(s->c)));
 	http_upgrade(s->c, hdrs);
 	s->st = CS_OPEN;
 	if (avail > len) {
@@ -384,7 +385,7 @@ bool cdp_route(struct kilnd *kd, struct http_conn *c, struct http_req *req)
 
 	if (!cdp_path(req->path, id, &ws))
 		return false;
-	if (!auth_check(kd, req, &req->who)) {
+	if (!api_auth_ws(kd, req, &req->who)) {
 		http_respond_error(c, 401, "missing or wrong API key");
 		return true;
 	}

@@ -30,13 +30,14 @@ e2e: $(E2E_PROGS)
 # Check unit tests of kilnd's codecs, built with ASan+UBSan. (They could move
 # to tests/unit: UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c, and
 # UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c.)
-E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names test_shim_spec test_img_defaults
+E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names test_shim_spec test_img_defaults test_metrics_ring
 E2E_UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c
 E2E_UNIT_SRCS_test_ws_scan := control/browser/ws_scan.c control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_names := control/util.c control/http/buf.c
 E2E_UNIT_SRCS_test_shim_spec := shim/spec.c
 E2E_UNIT_SRCS_test_img_defaults := control/sandbox/image_defaults.c control/util.c control/http/buf.c
+E2E_UNIT_SRCS_test_metrics_ring := control/api/metrics_ring.c
 E2E_UNIT_FLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclude -Icontrol \
 	-D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize-recover=all \
 	$(shell pkg-config --cflags check 2>/dev/null)
@@ -91,3 +92,11 @@ e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/ki
 .PHONY: e2e-docker-import
 e2e-docker-import: $(BIN)/kiln $(BIN)/kiln-image-import $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel
 	$(V)bash tests/e2e/docker_import.sh
+
+# The web console (control/webui) in a real browser: Playwright with the
+# host's chromium-headless-shell against kilnd on real VMs
+# (tests/e2e/console); screenshots in build/tests/console/.
+.PHONY: e2e-console
+e2e-console: $(BIN)/kilnd $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
+		$(BUILD)/initramfs/agent.cpio $(BUILD)/initramfs/agent-image.cpio
+	$(V)bash tests/e2e/console/run.sh

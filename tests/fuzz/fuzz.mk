@@ -47,6 +47,9 @@ FUZZ_SRCS_fuzz_http_router := $(filter-out control/main.c,$(KILND_SRCS))
 FUZZ_LIBS_fuzz_http_router := $(KILND_LDLIBS)
 FUZZ_XFLAGS_fuzz_http_router := -I$(BUILD)/host/control/gen
 $(FUZZ_DIR)/fuzz_http_router: $(CODEINT_KERNEL_H)
+# and the web console's files, embedded (control.mk)
+FUZZ_XFLAGS_fuzz_http_router += $(WEBUI_ASSET_FLAGS)
+$(FUZZ_DIR)/fuzz_http_router: $(WEBUI_FILES)
 
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
 
