@@ -36,6 +36,14 @@ struct kilnd_cfg {
 	unsigned long long max_upload;  /* bytes per PUT /files */
 	unsigned long long console_max; /* console.log's cap (console.c); 0: none */
 	char *dns_servers;              /* --dns-server: the sandboxes' resolvers, or NULL */
+	/* events/ */
+	long long events_keep_s;       /* --events-keep */
+	unsigned long long events_max; /* --events-max */
+	unsigned long long sse_max_buf;
+	double sse_heartbeat;
+	char *webhook_url, *webhook_secret_file;
+	unsigned webhook_retries;
+	double webhook_backoff;
 	struct http_cfg http;
 };
 
@@ -68,6 +76,7 @@ struct ci_ctx;
 struct cdp_start;
 struct net_ctx;
 struct auth_key;
+struct events;
 
 struct kilnd {
 	struct ev_loop *loop;
@@ -89,6 +98,7 @@ struct kilnd {
 	struct net_ctx *net;   /* net/: the sandboxes' resolver (NULL: no egress) */
 	struct auth_key *keys; /* auth/keys.c: the tenants' API keys */
 	unsigned nkeys;
+	struct events *events; /* events/: the event log, SSE, webhooks */
 	ev_timer housekeeping;
 	ev_timer pool_timer; /* pool.c: refills */
 	int console_ifd;     /* console.c: inotify of the console logs */
