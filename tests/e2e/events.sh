@@ -21,6 +21,7 @@ ev_kilnd() {
 	# shellcheck disable=SC2046
 	"$KILND" --data-dir "$d" $(vmm_opts) --listen-tcp "127.0.0.1:$port" "$@" >>"$d.log" 2>&1 &
 	EV_PID=$!
+	EV_LOG=$d.log
 	for _ in $(seq 200); do
 		curl -s --unix-socket "$d/kilnd.sock" http://k/health >/dev/null 2>&1 && return 0
 		kill -0 "$EV_PID" 2>/dev/null || return 1
@@ -29,10 +30,15 @@ ev_kilnd() {
 	return 1
 }
 
+# Stop it; a sanitizer build's report in its log fails the case.
 ev_stop() {
 	kill "$EV_PID" 2>/dev/null
 	wait "$EV_PID" 2>/dev/null
 	EV_PID=
+	if grep -q -E 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$EV_LOG"; then
+		not_ok "$(basename "$EV_LOG" .log) has no sanitizer report" \
+			"$(grep -E -A 20 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$EV_LOG" | head -n 30)"
+	fi
 }
 
 # metric_of FILE NAME: the value of NAME in a /metrics answer.
