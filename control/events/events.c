@@ -47,7 +47,8 @@ int events_flush(struct kilnd *kd)
 	if (ev_db_begin(e->db))
 		goto fail;
 	for (it = e->head; it; it = it->next, n++)
-		if (ev_db_insert(e->db, it->id, it->sandbox, it->time_ms, it->type, it->body))
+		if (ev_db_insert(e->db, it->id, it->sandbox, it->tenant[0] ? it->tenant : NULL,
+		                 it->time_ms, it->type, it->body))
 			goto rollback;
 	if (ev_db_commit(e->db))
 		goto rollback;
@@ -163,6 +164,7 @@ void events_add(struct kilnd *kd, const char *sandbox, const struct sandbox *sb,
 		json_object_update_missing(j, details);
 	json_decref(details);
 	snprintf(it->sandbox, sizeof(it->sandbox), "%s", sandbox);
+	snprintf(it->tenant, sizeof(it->tenant), "%s", sb && sb->rec.tenant ? sb->rec.tenant : "");
 	snprintf(it->type, sizeof(it->type), "%s", type);
 	it->body = blot_secrets(json_dumps(j, JSON_COMPACT), sb);
 	json_decref(j);

@@ -37,7 +37,9 @@ void events_who(struct kilnd *kd, const struct http_req *req, char out[EVENTS_WH
 
 /* Record an event of sandbox id `sandbox` of `type`, caused by `who`, with
  * details (an object whose reference is taken, or NULL). sb, when given,
- * has its secrets' values blotted out of the event. Never blocks. */
+ * names the event's owner (its tenant) and has its secrets' values
+ * blotted out of the event; without it the event is the operator's only.
+ * Never blocks. */
 void events_add(struct kilnd *kd, const char *sandbox, const struct sandbox *sb, const char *type,
                 const char *who, json_t *details);
 /* The same for sb, by sb->actor (the last request that acted on it). */

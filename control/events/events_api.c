@@ -10,6 +10,7 @@
 #include "events_int.h"
 #include "http/buf.h"
 #include "http/http.h"
+#include "api/api.h"
 #include "kilnd.h"
 #include "sandbox/sandbox.h"
 #include "util.h"
@@ -18,6 +19,7 @@
 #define PAGE_MAX     1000
 
 struct page {
+	const struct http_who *who;
 	struct buf out;
 	const char *types;
 	int limit, n;
@@ -29,7 +31,7 @@ static bool page_row(void *ctx, const struct ev_row *r)
 {
 	struct page *p = ctx;
 
-	if (!events_type_in(p->types, r->type))
+	if (!events_type_in(p->types, r->type) || !auth_owns(p->who, r->tenant))
 		return false;
 	if (p->n == p->limit) {
 		p->more = true; /* one past the page: there is a next one */
@@ -95,6 +97,7 @@ void events_api_list(struct kilnd *kd, struct http_conn *c, struct http_req *req
 	}
 	if (events_flush(kd))
 		log_debug("events: answering from what is written");
+	p.who = &req->who;
 	p.types = types;
 	p.limit = (int)limit;
 	buf_puts(&p.out, "{\"events\":[");
@@ -105,7 +108,7 @@ void events_api_list(struct kilnd *kd, struct http_conn *c, struct http_req *req
 		buf_free(&p.out);
 		return;
 	}
-	if (!p.n && !before && !sb_find(kd, sandbox)) {
+	if (!p.n && !before && !api_sb_find(kd, req, sandbox)) {
 		http_respond_error(
 		    c, 404,
 		    "sandbox %s not found, and no events of it are kept (--events-keep, "

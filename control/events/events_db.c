@@ -12,13 +12,14 @@ struct ev_db {
 };
 
 static const char *const sql[] = {
-    "INSERT INTO events (id, sandbox, time_ms, type, body) VALUES (?,?,?,?,?)",
+    "INSERT INTO events (id, sandbox, tenant, time_ms, type, body) VALUES (?,?,?,?,?,?)",
     "SELECT coalesce(max(id), 0), count(*) FROM events",
     "SELECT id FROM events ORDER BY id DESC LIMIT 1 OFFSET ?",
     "DELETE FROM events WHERE id <= ?",
     "DELETE FROM events WHERE time_ms < ?",
-    "SELECT id, sandbox, type, body FROM events WHERE sandbox = ? AND id < ? ORDER BY id DESC",
-    "SELECT id, sandbox, type, body FROM events WHERE id > ? ORDER BY id LIMIT ?",
+    "SELECT id, sandbox, type, body, tenant FROM events WHERE sandbox = ? AND id < ? ORDER BY"
+    " id DESC",
+    "SELECT id, sandbox, type, body, tenant FROM events WHERE id > ? ORDER BY id LIMIT ?",
 };
 
 int ev_db_open(sqlite3 *db, struct ev_db **out)
@@ -82,17 +83,21 @@ static int done(sqlite3_stmt *st)
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-int ev_db_insert(struct ev_db *d, int64_t id, const char *sandbox, int64_t time_ms,
-                 const char *type, const char *body)
+int ev_db_insert(struct ev_db *d, int64_t id, const char *sandbox, const char *tenant,
+                 int64_t time_ms, const char *type, const char *body)
 {
 	sqlite3_stmt *st = d->insert;
 
 	sqlite3_reset(st);
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_text(st, 2, sandbox, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, time_ms);
-	sqlite3_bind_text(st, 4, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 5, body, -1, SQLITE_STATIC);
+	if (tenant)
+		sqlite3_bind_text(st, 3, tenant, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 3);
+	sqlite3_bind_int64(st, 4, time_ms);
+	sqlite3_bind_text(st, 5, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, body, -1, SQLITE_STATIC);
 	return done(st);
 }
 
@@ -152,6 +157,7 @@ static int rows(sqlite3_stmt *st, ev_row_fn fn, void *ctx, int64_t *last)
 		    .sandbox = (const char *)sqlite3_column_text(st, 1),
 		    .type = (const char *)sqlite3_column_text(st, 2),
 		    .body = (const char *)sqlite3_column_text(st, 3),
+		    .tenant = (const char *)sqlite3_column_text(st, 4),
 		};
 
 		if (last)

@@ -12,6 +12,7 @@
 	"CREATE TABLE events ("                                   \
 	" id INTEGER PRIMARY KEY,"                                \
 	" sandbox TEXT NOT NULL,"                                 \
+	" tenant TEXT,"                                           \
 	" time_ms INTEGER NOT NULL,"                              \
 	" type TEXT NOT NULL,"                                    \
 	" body TEXT NOT NULL);"                                   \
@@ -25,6 +26,7 @@ struct ev_db;
 struct ev_row {
 	int64_t id;
 	const char *sandbox, *type, *body; /* valid during the callback */
+	const char *tenant;                /* its owner, NULL: the operator's */
 };
 /* Return true to stop. */
 typedef bool (*ev_row_fn)(void *ctx, const struct ev_row *r);
@@ -36,8 +38,8 @@ const char *ev_db_error(struct ev_db *d);
 int ev_db_begin(struct ev_db *d);
 int ev_db_commit(struct ev_db *d);
 void ev_db_rollback(struct ev_db *d);
-int ev_db_insert(struct ev_db *d, int64_t id, const char *sandbox, int64_t time_ms,
-                 const char *type, const char *body);
+int ev_db_insert(struct ev_db *d, int64_t id, const char *sandbox, const char *tenant,
+                 int64_t time_ms, const char *type, const char *body);
 
 /* The highest id and the number of rows (0 and 0 when empty). */
 int ev_db_stats(struct ev_db *d, int64_t *max_id, int64_t *count);

@@ -5,6 +5,7 @@
 
 #include <ev.h>
 
+#include "auth/auth.h"
 #include "events.h"
 #include "events_db.h"
 #include "sandbox/store.h"
@@ -16,6 +17,7 @@ struct ev_item {
 	struct ev_item *next;
 	int64_t id, time_ms;
 	char sandbox[SB_ID_LEN + 1];
+	char tenant[33]; /* its owner (auth/auth.h), "" for the operator */
 	char type[32];
 	char *body; /* the event's JSON */
 };

@@ -26,6 +26,7 @@ struct sse_client {
 	struct http_conn *c;
 	char sandbox[SB_ID_LEN + 1]; /* "" for all */
 	char *types;                 /* NULL for all */
+	struct http_who who;         /* sees what it owns */
 	int64_t cursor;              /* the last event id sent or passed over */
 	bool live;
 };
@@ -69,10 +70,11 @@ bad:
 	return -1;
 }
 
-static bool wants(const struct sse_client *cl, const char *sandbox, const char *type)
+static bool wants(const struct sse_client *cl, const char *sandbox, const char *tenant,
+                  const char *type)
 {
 	return (!cl->sandbox[0] || !strcmp(cl->sandbox, sandbox)) &&
-	       events_type_in(cl->types, type);
+	       events_type_in(cl->types, type) && auth_owns(&cl->who, tenant);
 }
 
 static void send_event(struct sse_client *cl, int64_t id, const char *body)
@@ -106,7 +108,7 @@ static bool replay_row(void *ctx, const struct ev_row *r)
 {
 	struct sse_client *cl = ctx;
 
-	if (wants(cl, r->sandbox, r->type))
+	if (wants(cl, r->sandbox, r->tenant, r->type))
 		send_event(cl, r->id, r->body);
 	return http_out_pending(cl->c) >= HTTP_OUT_HIGH;
 }
@@ -130,7 +132,9 @@ static void pump(void *ctx)
 		if (last == cl->cursor) {
 			/* the store has no more: what is not written yet, then live */
 			for (struct ev_item *it = e->head; it; it = it->next)
-				if (it->id > cl->cursor && wants(cl, it->sandbox, it->type))
+				if (it->id > cl->cursor &&
+				    wants(cl, it->sandbox, it->tenant[0] ? it->tenant : NULL,
+				          it->type))
 					send_event(cl, it->id, it->body);
 			cl->cursor = e->next_id - 1;
 			cl->live = true;
@@ -159,7 +163,7 @@ void sse_push(struct events *e, const struct ev_item *it)
 		if (!cl->live || it->id <= cl->cursor)
 			continue; /* catching up: the store has it */
 		cl->cursor = it->id;
-		if (!wants(cl, it->sandbox, it->type))
+		if (!wants(cl, it->sandbox, it->tenant[0] ? it->tenant : NULL, it->type))
 			continue;
 		send_event(cl, it->id, it->body);
 		if (http_out_pending(cl->c) > e->kd->cfg.sse_max_buf)
@@ -245,6 +249,7 @@ void events_sse(struct kilnd *kd, struct http_conn *c, struct http_req *req)
 	}
 	cl->e = e;
 	cl->c = c;
+	cl->who = req->who;
 	snprintf(cl->sandbox, sizeof(cl->sandbox), "%s", sandbox ? sandbox : "");
 	cl->types = types;
 	types = NULL;

@@ -4,8 +4,8 @@
 # their own (its data in $T/ev-*).
 # shellcheck shell=bash
 
-EVENTS_TESTS="t_events_log t_events_paging t_events_sse t_events_sse_slow t_events_webhook
-t_events_bounds t_secrets"
+EVENTS_TESTS="t_events_log t_events_paging t_events_sse t_events_tenants t_events_sse_slow
+t_events_webhook t_events_bounds t_secrets"
 EVC="python3 $ROOT/tests/e2e/events_client.py"
 
 # ev_json EXPR: EXPR in Python over the JSON in $T/body (as j).
@@ -161,6 +161,36 @@ print(" ".join(json.loads(l)["type"] for l in open(sys.argv[1]) if l[0] == "{"))
 	[ "$st" = 400 ]
 	check $? "a bad Last-Event-ID is 400 ($st)"
 	"$KILN" rm "$id"
+}
+
+# A tenant's events are its own: in the log, in GET /events, and who.
+t_events_tenants() {
+	local ka kb ida idb kid st
+	ka=$("$KILN" key create --tenant evacme 2>/dev/null)
+	kb=$("$KILN" key create --tenant evbeta 2>/dev/null)
+	api GET /keys >/dev/null
+	kid=$(ev_json '[k["id"] for k in j if k["tenant"] == "evacme"][0]')
+	ida=$(KILN_API_KEY=$ka "$KILN" --url "http://127.0.0.1:$PORT" create | tail -n 1)
+	idb=$(KILN_API_KEY=$kb "$KILN" --url "http://127.0.0.1:$PORT" create | tail -n 1)
+	rm -f "$T/ev-b" "$T/ev-ready"
+	$EVC sse "127.0.0.1:$PORT" "$kb" "$T/ev-b" --ready "$T/ev-ready" --until exec.finished \
+		--timeout 20 &
+	local pid=$!
+	for _ in $(seq 100); do [ -f "$T/ev-ready" ] && break; sleep 0.05; done
+	KILN_API_KEY=$ka "$KILN" --url "http://127.0.0.1:$PORT" exec "$ida" -- true
+	KILN_API_KEY=$kb "$KILN" --url "http://127.0.0.1:$PORT" exec "$idb" -- true
+	wait $pid
+	st=$(curl -s -o "$T/body" -w '%{http_code}' -H "X-API-Key: $ka" \
+		"http://127.0.0.1:$PORT/sandboxes/$ida/events")
+	[ "$st" = 200 ] && [ "$(ev_json '{e["key"] for e in j["events"]}')" = "{'$kid'}" ]
+	check $? "a tenant reads its sandbox's events, its key's id as who ($st $kid $(head -c 200 "$T/body"))"
+	st=$(curl -s -o "$T/body" -w '%{http_code}' -H "X-API-Key: $kb" \
+		"http://127.0.0.1:$PORT/sandboxes/$ida/events")
+	[ "$st" = 404 ]
+	check $? "another tenant's are 404 ($st)"
+	grep -q "\"$idb\"" "$T/ev-b" && ! grep -q "$ida" "$T/ev-b"
+	check $? "GET /events of a tenant streams its own events only ($(grep -c . "$T/ev-b") lines)"
+	"$KILN" rm "$ida" "$idb"
 }
 
 # A client that reads nothing is dropped once --sse-max-buffer is passed,

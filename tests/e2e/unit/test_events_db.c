@@ -24,8 +24,9 @@ static void setup(void)
 	ck_assert_int_eq(ev_db_begin(d), 0);
 	for (int i = 1; i <= 30; i++) {
 		snprintf(body, sizeof(body), "{\"id\":%d}", i);
-		ck_assert_int_eq(ev_db_insert(d, i, i % 2 ? "a" : "b", 1000 * i,
-		                              i % 3 ? "exec.finished" : "file.written", body),
+		ck_assert_int_eq(ev_db_insert(d, i, i % 2 ? "a" : "b", i % 2 ? NULL : "acme",
+		                              1000 * i, i % 3 ? "exec.finished" : "file.written",
+		                              body),
 		                 0);
 	}
 	ck_assert_int_eq(ev_db_commit(d), 0);
@@ -49,6 +50,10 @@ static bool collect(void *ctx, const struct ev_row *r)
 
 	snprintf(want, sizeof(want), "{\"id\":%lld}", (long long)r->id);
 	ck_assert_str_eq(r->body, want);
+	if (r->id % 2)
+		ck_assert_ptr_null(r->tenant);
+	else
+		ck_assert_str_eq(r->tenant, "acme");
 	s->ids[s->n++] = r->id;
 	return s->stop_after && s->n == s->stop_after;
 }
