@@ -129,9 +129,10 @@ void events_sb_saved(struct sandbox *sb)
 			                    (json_int_t)sb->rec.snap_bytes, "durationMs", took));
 		break;
 	case SB_ERROR:
+		/* what kilnd saw happen, whoever asked last */
 		if (old != SB_ERROR)
-			events_sb(
-			    sb, "sandbox.error",
+			events_add(
+			    sb->kd, sb->rec.id, sb, "sandbox.error", "kilnd",
 			    json_pack("{s:o}", "reason",
 			              events_text(sb->rec.reason ? sb->rec.reason : "unknown")));
 		break;

@@ -4,7 +4,7 @@
 # their own (its data in $T/ev-*).
 # shellcheck shell=bash
 
-EVENTS_TESTS="t_events_log t_events_paging t_events_sse t_events_tenants t_events_sse_slow
+EVENTS_TESTS="t_events_log t_events_lifecycle t_events_paging t_events_sse t_events_tenants t_events_sse_slow
 t_events_webhook t_events_bounds t_secrets"
 EVC="python3 $ROOT/tests/e2e/events_client.py"
 
@@ -85,6 +85,34 @@ t_events_log() {
 	st=$(api GET "/sandboxes/nosuchsandbox/events")
 	[ "$st" = 404 ] && grep -q "no events of it are kept" "$T/body"
 	check $? "a sandbox without events is 404 with why ($st $(cat "$T/body"))"
+}
+
+# What kilnd does on its own is kilnd's: a lifetime's end, a VMM that dies;
+# a fork is on its source and each clone has its own created.
+t_events_lifecycle() {
+	local a b c clone pid
+	a=$("$KILN" create --timeout 1 | tail -n 1)
+	b=$("$KILN" create | tail -n 1)
+	c=$("$KILN" create | tail -n 1)
+	clone=$("$KILN" fork "$c" | tail -n 1)
+	pid=$(cut -d' ' -f1 "$DATA/sandboxes/$b/vmm.pid")
+	kill -9 "$pid"
+	sleep 2
+	api GET "/sandboxes/$a/events" >/dev/null
+	ev_json '[e for e in j["events"] if e["type"] == "sandbox.timeout"]' >"$T/ev-x"
+	grep -q "'action': 'kill'" "$T/ev-x" && grep -q "'key': 'kilnd'" "$T/ev-x"
+	check $? "a lifetime that ends is sandbox.timeout, by kilnd ($(cat "$T/ev-x"))"
+	api GET "/sandboxes/$b/events" >/dev/null
+	ev_json '[e for e in j["events"] if e["type"] == "sandbox.error"]' >"$T/ev-x"
+	grep -q "'key': 'kilnd'" "$T/ev-x" && grep -q "kiln-vmm (pid $pid)" "$T/ev-x"
+	check $? "a VMM that dies is sandbox.error with the reason ($(head -c 300 "$T/ev-x"))"
+	api GET "/sandboxes/$c/events" >/dev/null
+	[ "$(ev_json '[e["clones"] for e in j["events"] if e["type"] == "sandbox.forked"]')" = "[['$clone']]" ]
+	check $? "a fork is sandbox.forked on its source, with the clone's id"
+	api GET "/sandboxes/$clone/events" >/dev/null
+	[ "$(ev_json '[e["type"] for e in j["events"]]')" = "['sandbox.created']" ]
+	check $? "and the clone's own log starts with sandbox.created"
+	"$KILN" rm "$a" "$b" "$c" "$clone"
 }
 
 t_events_paging() {
