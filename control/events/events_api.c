@@ -75,6 +75,10 @@ void events_api_list(struct kilnd *kd, struct http_conn *c, struct http_req *req
 	char err[160], *types;
 	int rc;
 
+	if (!e) {
+		http_respond_error(c, 503, "the event log is not open");
+		return;
+	}
 	if (!name_ok(sandbox)) {
 		http_respond_error(c, 404, "sandbox %.64s not found", sandbox);
 		return;

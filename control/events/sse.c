@@ -221,6 +221,10 @@ void events_sse(struct kilnd *kd, struct http_conn *c, struct http_req *req)
 	char err[160];
 	int64_t last;
 
+	if (!e) {
+		http_respond_error(c, 503, "the event log is not open");
+		goto out;
+	}
 	if (sandbox && !name_ok(sandbox)) {
 		http_respond_error(c, 400, "'sandbox' must be a sandbox id");
 		goto out;
