@@ -41,6 +41,14 @@ struct kilnd_cfg {
 	unsigned jail_uid_base;         /* sandbox/jail_ids.h */
 	unsigned jail_mem_max_mb;       /* --jail-mem-max-mb: every VMM's memory.max; 0: its own */
 	double metrics_interval;        /* seconds between samples (api/metrics_hist.h) */
+	/* events/ */
+	long long events_keep_s;       /* --events-keep */
+	unsigned long long events_max; /* --events-max */
+	unsigned long long sse_max_buf;
+	double sse_heartbeat;
+	char *webhook_url, *webhook_secret_file;
+	unsigned webhook_retries;
+	double webhook_backoff;
 	struct http_cfg http;
 };
 
@@ -74,6 +82,7 @@ struct cdp_start;
 struct net_ctx;
 struct auth_key;
 struct mhist;
+struct events;
 
 struct kilnd {
 	struct ev_loop *loop;
@@ -96,6 +105,7 @@ struct kilnd {
 	struct net_ctx *net;   /* net/: the sandboxes' resolver (NULL: no egress) */
 	struct auth_key *keys; /* auth/keys.c: the tenants' API keys */
 	unsigned nkeys;
+	struct events *events; /* events/: the event log, SSE, webhooks */
 	ev_timer housekeeping;
 	ev_timer pool_timer; /* pool.c: refills */
 	int console_ifd;     /* console.c: inotify of the console logs */

@@ -28,6 +28,7 @@
 
 #include "auth/auth.h"
 #include "browser/cdp.h"
+#include "events/events.h"
 #include "sandbox/console.h"
 #include "sandbox/bootfile.h"
 #include "api/api.h"
@@ -91,6 +92,15 @@ static void usage(FILE *f)
 	        "                        console.log.1 (default 4M)\n"
 	        "  --metrics-interval S  how often each sandbox's CPU and memory are sampled\n"
 	        "                        for the last hour's history (1 to 60, default 10)\n"
+	        "  --events-keep D       how long events are kept (default 7d; s, m, h, d)\n"
+	        "  --events-max N        events kept at most; the oldest go (default 100000)\n"
+	        "  --sse-max-buffer B    a GET /events client that leaves more unread is\n"
+	        "                        dropped (default 1M)\n"
+	        "  --sse-heartbeat S     GET /events keep-alive comment period (default 15)\n"
+	        "  --webhook URL         POST lifecycle events to http://HOST:PORT/PATH\n"
+	        "  --webhook-secret F    the HMAC-SHA256 key of its Kiln-Signature (a file)\n"
+	        "  --webhook-retries N   attempts after the first (default 5)\n"
+	        "  --webhook-backoff S   first wait before a retry, doubled each time (1)\n"
 	        "  --max-conns N         client connections at once (default 1024; the unix\n"
 	        "                        socket keeps 64 of them, at most a quarter)\n"
 	        "  --max-unauth-conns N  TCP connections before their first authenticated\n"
@@ -156,6 +166,22 @@ static double parse_seconds(const char *opt, const char *s)
 	if (*end || v <= 0 || v > 1e7)
 		die("%s: expected a positive number of seconds, got '%s'", opt, s);
 	return v;
+}
+
+/* 90, 90s, 30m, 12h, 7d: seconds. */
+static long long parse_duration(const char *opt, const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+	double unit = !strcmp(end, "") || !strcmp(end, "s") ? 1
+	              : !strcmp(end, "m")                   ? 60
+	              : !strcmp(end, "h")                   ? 3600
+	              : !strcmp(end, "d")                   ? 86400
+	                                                    : 0;
+
+	if (end == s || !unit || v <= 0 || v * unit > 1e10)
+		die("%s: expected a duration like 90s, 30m, 12h or 7d, got '%s'", opt, s);
+	return (long long)(v * unit);
 }
 
 static unsigned long long parse_size(const char *opt, const char *s)
@@ -327,6 +353,8 @@ static void cfg_free(struct kilnd_cfg *cfg)
 	free(cfg->images_dir);
 	free(cfg->image_initrd);
 	free(cfg->dns_servers);
+	free(cfg->webhook_url);
+	free(cfg->webhook_secret_file);
 }
 
 static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
@@ -338,6 +366,7 @@ static void on_signal(struct ev_loop *loop, ev_signal *w, int revents)
 static void on_housekeeping(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	sb_housekeeping(w->data);
+	events_prune(w->data);
 	pool_kick(w->data, 0);
 	bootfile_gc(w->data);
 }
@@ -365,6 +394,14 @@ enum {
 	OPT_MAX_UPLOAD,
 	OPT_DNS_SERVER,
 	OPT_MAX_CONNS,
+	OPT_EVENTS_KEEP,
+	OPT_EVENTS_MAX,
+	OPT_SSE_MAX_BUF,
+	OPT_SSE_HEARTBEAT,
+	OPT_WEBHOOK,
+	OPT_WEBHOOK_SECRET,
+	OPT_WEBHOOK_RETRIES,
+	OPT_WEBHOOK_BACKOFF,
 	OPT_CONSOLE_MAX,
 	OPT_METRICS_INTERVAL,
 	OPT_MAX_UNAUTH,
@@ -403,6 +440,14 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"max-upload", required_argument, NULL, OPT_MAX_UPLOAD},
 	    {"dns-server", required_argument, NULL, OPT_DNS_SERVER},
 	    {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+	    {"events-keep", required_argument, NULL, OPT_EVENTS_KEEP},
+	    {"events-max", required_argument, NULL, OPT_EVENTS_MAX},
+	    {"sse-max-buffer", required_argument, NULL, OPT_SSE_MAX_BUF},
+	    {"sse-heartbeat", required_argument, NULL, OPT_SSE_HEARTBEAT},
+	    {"webhook", required_argument, NULL, OPT_WEBHOOK},
+	    {"webhook-secret", required_argument, NULL, OPT_WEBHOOK_SECRET},
+	    {"webhook-retries", required_argument, NULL, OPT_WEBHOOK_RETRIES},
+	    {"webhook-backoff", required_argument, NULL, OPT_WEBHOOK_BACKOFF},
 	    {"console-max", required_argument, NULL, OPT_CONSOLE_MAX},
 	    {"metrics-interval", required_argument, NULL, OPT_METRICS_INTERVAL},
 	    {"max-unauth-conns", required_argument, NULL, OPT_MAX_UNAUTH},
@@ -512,6 +557,40 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 		case OPT_MAX_CONNS:
 			cfg->http.max_conns = (unsigned)parse_seconds("--max-conns", optarg);
 			break;
+		case OPT_EVENTS_KEEP:
+			cfg->events_keep_s = parse_duration("--events-keep", optarg);
+			break;
+		case OPT_EVENTS_MAX:
+			cfg->events_max = (unsigned long long)parse_seconds("--events-max", optarg);
+			break;
+		case OPT_SSE_MAX_BUF:
+			cfg->sse_max_buf = parse_size("--sse-max-buffer", optarg);
+			if (cfg->sse_max_buf > cfg->http.max_out / 2)
+				die("--sse-max-buffer: at most %zu bytes", cfg->http.max_out / 2);
+			break;
+		case OPT_SSE_HEARTBEAT:
+			cfg->sse_heartbeat = parse_seconds("--sse-heartbeat", optarg);
+			break;
+		case OPT_WEBHOOK:
+			free(cfg->webhook_url);
+			cfg->webhook_url = strdup(optarg);
+			break;
+		case OPT_WEBHOOK_SECRET:
+			free(cfg->webhook_secret_file);
+			cfg->webhook_secret_file = strdup(optarg);
+			break;
+		case OPT_WEBHOOK_RETRIES:
+			if (!strcmp(optarg, "0"))
+				cfg->webhook_retries = 0;
+			else
+				cfg->webhook_retries =
+				    (unsigned)parse_seconds("--webhook-retries", optarg);
+			if (cfg->webhook_retries > 20)
+				die("--webhook-retries: at most 20");
+			break;
+		case OPT_WEBHOOK_BACKOFF:
+			cfg->webhook_backoff = parse_seconds("--webhook-backoff", optarg);
+			break;
 		case OPT_CONSOLE_MAX:
 			cfg->console_max = parse_size("--console-max", optarg);
 			break;
@@ -577,6 +656,8 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	}
 	if (cfg->default_timeout > cfg->max_timeout)
 		die("--default-timeout is above --max-timeout");
+	if (!cfg->webhook_url != !cfg->webhook_secret_file)
+		die("--webhook and --webhook-secret go together (the secret signs every delivery)");
 }
 
 int main(int argc, char **argv)
@@ -597,6 +678,12 @@ int main(int argc, char **argv)
 	cfg->browser_port = CDP_DEFAULT_PORT;
 	cfg->console_max = 4ULL << 20;
 	cfg->metrics_interval = 10;
+	cfg->events_keep_s = 7 * 86400;
+	cfg->events_max = 100000;
+	cfg->sse_max_buf = 1u << 20;
+	cfg->sse_heartbeat = 15;
+	cfg->webhook_retries = 5;
+	cfg->webhook_backoff = 1;
 	cfg->http = (struct http_cfg){
 	    .max_conns = 1024,
 	    .max_untrusted = 64,
@@ -696,6 +783,8 @@ int main(int argc, char **argv)
 	if (rc)
 		die("cannot open the state store %s", db);
 	free(db);
+	if (events_init(&kd))
+		die("cannot set up the event log (see above)");
 	if (console_init(&kd))
 		die("inotify_init1: %s", strerror(errno));
 	if (sb_restore_all(&kd))
@@ -753,6 +842,7 @@ int main(int argc, char **argv)
 	tmpl_free_all(&kd);
 	auth_free(&kd);
 	bootfile_free_all(&kd);
+	events_free(&kd);
 	store_close(kd.store);
 	ev_loop_destroy(kd.loop);
 	close(lock_fd);

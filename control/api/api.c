@@ -691,6 +691,13 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 			method_not_allowed(c, "GET");
 		goto out;
 	}
+	if (n == 1 && !strcmp(seg[0], "events")) {
+		if (m != HTTP_GET)
+			method_not_allowed(c, "GET");
+		else
+			events_sse(kd, c, req);
+		goto out;
+	}
 	if (strcmp(seg[0], "sandboxes")) {
 		http_respond_error(c, 404, "no such endpoint");
 		goto out;
@@ -704,15 +711,26 @@ void api_route(struct http_conn *c, struct http_req *req, void *udata)
 			method_not_allowed(c, "GET, POST");
 		goto out;
 	}
+	if (n == 3 && !strcmp(seg[2], "events")) {
+		/* also of sandboxes that are gone */
+		if (m != HTTP_GET)
+			method_not_allowed(c, "GET");
+		else
+			events_api_list(kd, c, req, seg[1]);
+		goto out;
+	}
 	sb = api_sb_find(kd, req, seg[1]);
 	if (!sb) {
 		http_respond_error(c, 404, "sandbox %.64s not found", seg[1]);
 		goto out;
 	}
+	if (m != HTTP_GET)
+		events_who(kd, req, sb->actor); /* what it causes is theirs */
 	if (n == 2) {
 		if (m == HTTP_GET) {
 			http_respond_json(c, 200, api_sandbox_json(kd, sb));
 		} else if (m == HTTP_DELETE) {
+			events_sb(sb, "sandbox.killed", NULL);
 			sb_delete(sb);
 			http_respond(c, 204, NULL, NULL, NULL, 0);
 		} else {

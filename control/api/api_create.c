@@ -55,6 +55,32 @@ static bool e2b_public_traffic(json_t *body)
 	    json_object_get(json_object_get(body, "network"), "allowPublicTraffic"));
 }
 
+#define SECRETS_MAX      64
+#define SECRET_VALUE_MAX (16u << 10) /* the whole body is at most 64 KiB */
+
+/* Secrets are named in errors, never shown. */
+static bool secrets_ok(json_t *secrets, char *msg, size_t n)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(secrets, k, v)
+	{
+		if (!*k || strchr(k, '=') || strlen(k) > 256) {
+			snprintf(
+			    msg, n,
+			    "secrets names must be 1 to 256 bytes without '=' (one is '%.64s')", k);
+			return false;
+		}
+		if (json_string_length(v) > SECRET_VALUE_MAX) {
+			snprintf(msg, n, "secret '%.64s' is longer than %u bytes", k,
+			         SECRET_VALUE_MAX);
+			return false;
+		}
+	}
+	return true;
+}
+
 static bool env_names_ok(json_t *env)
 {
 	const char *k;
@@ -137,7 +163,7 @@ static int resolve(struct kilnd *kd, const struct http_who *who, const char *tmp
 
 void api_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 {
-	char err[JSON_ERR_LEN] = "", msg[1024];
+	char err[JSON_ERR_LEN] = "", msg[1024], who[EVENTS_WHO_LEN];
 	const char *tmpl = NULL, *image = NULL;
 	struct sb_params p = {0};
 	struct template *t = NULL;
@@ -157,10 +183,18 @@ void api_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 	    json_get_bool(body, "autoPause", false, &auto_pause, err) ||
 	    json_get_bool(body, "publicPorts", e2b_public_traffic(body), &public_ports, err) ||
 	    json_get_str_map(body, "envVars", 1024, 256u << 10, &p.env, err) ||
-	    json_get_str_map(body, "metadata", 256, 64u << 10, &p.metadata, err)) {
+	    json_get_str_map(body, "metadata", 256, 64u << 10, &p.metadata, err) ||
+	    json_get_str_map(body, "secrets", SECRETS_MAX, SECRETS_MAX * (SECRET_VALUE_MAX + 258),
+	                     &p.secrets, err)) {
 		http_respond_error(c, 400, "%s", err);
 		return;
 	}
+	if (p.secrets && !secrets_ok(p.secrets, msg, sizeof(msg))) {
+		http_respond_error(c, 400, "%s", msg);
+		return;
+	}
+	events_who(kd, http_conn_req(c), who);
+	p.actor = who;
 	p.auto_pause = auto_pause;
 	p.public_ports = public_ports;
 	p.tenant = auth_tenant_of(&http_conn_req(c)->who);

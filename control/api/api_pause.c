@@ -229,9 +229,12 @@ static void start_clones(struct fork_req *f, struct sandbox *src)
 	    .public_ports = src->rec.flags & SB_F_PUBLIC_PORTS,
 	    .env = src->env,
 	    .metadata = src->metadata,
+	    .secrets = src->secrets,
+	    .actor = src->actor,
 	    .policy = &src->policy,
 	    .tenant = src->rec.tenant,
 	};
+	json_t *ids = json_array();
 
 	f->pending = f->count;
 	for (int i = 0; i < f->count; i++) {
@@ -245,8 +248,11 @@ static void start_clones(struct fork_req *f, struct sandbox *src)
 			fc->sb = NULL;
 			fc->result = fork_error(status, msg);
 			f->pending--;
+		} else {
+			json_array_append_new(ids, json_string(fc->sb->rec.id));
 		}
 	}
+	events_sb(src, "sandbox.forked", json_pack("{s:o}", "clones", ids));
 	if (!f->pending)
 		fork_finish(f);
 }

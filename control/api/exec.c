@@ -36,12 +36,40 @@ struct exec_sess {
 	char sb_id[SB_ID_LEN + 1];
 	uint32_t pid;
 	char cmd[PROCS_CMD_MAX]; /* for the process table */
+	/* for its exec.finished event */
+	char who[EVENTS_WHO_LEN];
+	char *ev_cmd;
+	int64_t t0;
+	unsigned long long out_bytes, err_bytes;
+	json_t *exit;  /* {"exitCode","signal",...} once known */
+	bool detached; /* a pause detached it: it runs on (procs.h) */
 };
+
+/* exec.finished: how it ended (exit NULL: it did not, error says why). */
+static void record(struct exec_sess *s, const char *error)
+{
+	struct sandbox *sb = sb_find(s->kd, s->sb_id);
+	json_t *d = json_pack("{s:s,s:I,s:I,s:I}", "cmd", s->ev_cmd ? s->ev_cmd : "", "durationMs",
+	                      (json_int_t)(now_ms() - s->t0), "stdoutBytes",
+	                      (json_int_t)s->out_bytes, "stderrBytes", (json_int_t)s->err_bytes);
+
+	if (d && s->detached)
+		json_object_set_new(d, "pid", json_integer(s->pid));
+	else if (d && s->exit)
+		json_object_update(d, s->exit);
+	else if (d)
+		json_object_set_new(d, "exitCode", json_null());
+	if (d && error)
+		json_object_set_new(d, "error", events_text(error));
+	events_add(s->kd, s->sb_id, sb, s->detached ? "exec.detached" : "exec.finished", s->who, d);
+}
 
 static void sess_free(struct exec_sess *s)
 {
 	agent_close(s->a);
 	buf_free(&s->line);
+	free(s->ev_cmd);
+	json_decref(s->exit);
 	free(s);
 }
 
@@ -69,6 +97,7 @@ static void emit_error(struct exec_sess *s, const char *msg)
 /* The session ends: finish the HTTP side, drop the agent side. */
 static void finish(struct exec_sess *s, const char *error)
 {
+	record(s, s->started ? error : error ? error : "agent closed the stream");
 	if (!s->started) {
 		http_respond_error(s->c, 502, "exec: %s",
 		                   error ? error : "agent closed the stream");
@@ -88,6 +117,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 
 	if (!s->hello) {
 		if (type == KILN_MSG_ERROR && !s->started) {
+			record(s, "the command did not start");
 			proxy_respond_agent_error(s->c, "exec", p, n);
 			sess_free(s);
 			return;
@@ -116,6 +146,10 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 	case KILN_MSG_STDERR:
 		if (!s->started)
 			break;
+		if (type == KILN_MSG_STDOUT)
+			s->out_bytes += n;
+		else
+			s->err_bytes += n;
 		buf_printf(&s->line, "{\"type\":\"%s\",\"data\":\"",
 		           type == KILN_MSG_STDOUT ? "stdout" : "stderr");
 		b64_encode(&s->line, p, n);
@@ -132,6 +166,9 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		    flags & KILN_EXIT_OOM
 		        ? ",\"oom\":true,\"reason\":\"killed: the sandbox ran out of memory\""
 		        : "");
+		s->exit = json_pack("{s:i,s:i,s:b,s:b}", "exitCode", code, "signal", (int)sig,
+		                    "timedOut", (flags & KILN_EXIT_TIMEOUT) != 0, "oom",
+		                    (flags & KILN_EXIT_OOM) != 0);
 		emit(s);
 		spare_release(&s->a, s->reuse);
 		procs_forget(s->kd, s->sb_id, s->pid);
@@ -139,6 +176,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		return;
 	case KILN_MSG_ERROR:
 		if (!s->started) {
+			record(s, "the command did not start");
 			proxy_respond_agent_error(s->c, "exec", p, n);
 			sess_free(s);
 			return;
@@ -178,6 +216,7 @@ static void on_agent_close(void *ctx, int err)
 		           s->pid, msg);
 		emit(s);
 		log_info("sandbox %s: exec process %u detached by the pause", s->sb_id, s->pid);
+		s->detached = true;
 		finish(s, NULL);
 		return;
 	}
@@ -208,8 +247,11 @@ static void on_http_abort(void *ctx)
 	s->a = NULL;
 	if (kp && sb->state == SB_PAUSING)
 		kp->attached = false;
-	else
+	else {
+		/* the agent kills the command */
 		procs_forget(s->kd, s->sb_id, s->pid);
+		record(s, "the client went away: the command was killed");
+	}
 	sess_free(s);
 }
 
@@ -333,8 +375,12 @@ void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_
 	s->kd = kd;
 	s->c = c;
 	snprintf(s->sb_id, sizeof(s->sb_id), "%s", sb->rec.id);
+	events_who(kd, http_conn_req(c), s->who);
+	s->ev_cmd = events_cmdline((const char *const *)argv);
+	s->t0 = now_ms();
 	s->a = proxy_open(kd, c, sb, KILN_STREAM_EXEC, KILN_FRAME_REUSE, &agent_ops, s);
 	if (!s->a) {
+		free(s->ev_cmd);
 		free(s);
 		goto out;
 	}

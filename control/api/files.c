@@ -37,7 +37,17 @@ struct file_sess {
 	bool reuse; /* the agent keeps the connection after the last frame */
 	uint64_t bytes;
 	json_t *entries;
+	char id[SB_ID_LEN + 1], who[EVENTS_WHO_LEN]; /* for file.written/removed */
 };
+
+static void record(struct file_sess *s, const char *type)
+{
+	json_t *d = json_pack("{s:o}", "path", events_text(s->path));
+
+	if (d && s->op == KILN_FILE_WRITE)
+		json_object_set_new(d, "bytes", json_integer((json_int_t)s->bytes));
+	events_add(s->kd, s->id, sb_find(s->kd, s->id), type, s->who, d);
+}
 
 static void sess_free(struct file_sess *s)
 {
@@ -161,6 +171,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			http_respond_json(
 			    s->c, 200,
 			    json_pack("{s:s,s:I}", "path", s->path, "size", (json_int_t)s->bytes));
+			record(s, "file.written");
 			sess_done(s);
 			return;
 		}
@@ -207,6 +218,8 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 	default:
 		if (type == KILN_MSG_DONE && !n) {
 			http_respond(s->c, 204, NULL, NULL, NULL, 0);
+			if (s->op == KILN_FILE_REMOVE)
+				record(s, "file.removed");
 			sess_done(s);
 			return;
 		}
@@ -324,6 +337,8 @@ static struct file_sess *start(struct kilnd *kd, struct http_conn *c, struct san
 	s->kd = kd;
 	s->c = c;
 	s->op = op;
+	snprintf(s->id, sizeof(s->id), "%s", sb->rec.id);
+	events_who(kd, http_conn_req(c), s->who);
 	if (op == KILN_FILE_LIST)
 		s->entries = json_array();
 	s->a = proxy_open(kd, c, sb, KILN_STREAM_FILE, KILN_FRAME_REUSE, &agent_ops, s);

@@ -188,6 +188,7 @@ void api_metrics(struct kilnd *kd, struct http_conn *c)
 	unsigned nt = 0;
 
 	ops(kd, &b);
+	events_metrics(kd, &b);
 	sandboxes(kd, &b);
 	for (const struct template *t = kd->templates; t; t = t->next)
 		nt++;

@@ -43,10 +43,33 @@ struct pty_sess {
 	char sb_id[SB_ID_LEN + 1];
 	uint32_t pid;
 	char cmd[PROCS_CMD_MAX]; /* for the process table */
+	/* for its pty.finished event (once the terminal was up) */
+	char who[EVENTS_WHO_LEN];
+	char *ev_cmd;
+	int64_t t0;
+	unsigned long long in_bytes, out_bytes;
+	int exit_code; /* -1: not known */
+	bool detached; /* a pause detached it: it runs on (procs.h) */
 };
 
 static void sess_free(struct pty_sess *s)
 {
+	if (s->upgraded && s->ev_cmd) { /* a terminal of pty_start's (not an attach) */
+		json_t *d =
+		    json_pack("{s:s,s:I,s:I,s:I}", "cmd", s->ev_cmd, "durationMs",
+		              (json_int_t)(now_ms() - s->t0), "inBytes", (json_int_t)s->in_bytes,
+		              "outBytes", (json_int_t)s->out_bytes);
+
+		if (d && s->detached)
+			json_object_set_new(d, "pid", json_integer(s->pid));
+		else if (d)
+			json_object_set_new(d, "exitCode",
+			                    s->exit_code < 0 ? json_null()
+			                                     : json_integer(s->exit_code));
+		events_add(s->kd, s->sb_id, sb_find(s->kd, s->sb_id),
+		           s->detached ? "pty.detached" : "pty.finished", s->who, d);
+	}
+	free(s->ev_cmd);
 	agent_close(s->a);
 	ws_free(&s->ws);
 	free(s);
@@ -147,6 +170,7 @@ static int on_ws_message(void *ctx, int opcode, uint8_t *p, size_t n, bool fin)
 	if (n) {
 		if (agent_msg_data(agent_out(s->a), KILN_MSG_STDIN, p, n))
 			return -1;
+		s->in_bytes += n;
 		agent_flush(s->a);
 		/* A client typing faster than the guest reads waits. */
 		if (agent_pending(s->a) > AGENT_OUT_HIGH)
@@ -284,6 +308,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			send_stderr(s, p, n);
 		else
 			ws_send(&s->ws, WS_BINARY, p, n);
+		s->out_bytes += n;
 		if (http_out_pending(s->c) > HTTP_OUT_HIGH)
 			agent_pause(s->a, true);
 		return;
@@ -295,6 +320,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		         flags & KILN_EXIT_OOM
 		             ? ",\"oom\":true,\"reason\":\"killed: the sandbox ran out of memory\""
 		             : "");
+		s->exit_code = code;
 		ws_send(&s->ws, WS_TEXT, msg, strlen(msg));
 		procs_forget(s->kd, s->sb_id, s->pid);
 		end(s, WS_CLOSE_NORMAL, "exited");
@@ -336,6 +362,7 @@ static void on_agent_close(void *ctx, int err)
 		free(t);
 		json_decref(j);
 		log_info("sandbox %s: pty process %u detached by the pause", s->sb_id, s->pid);
+		s->detached = true;
 		end(s, WS_CLOSE_GOING_AWAY, "sandbox paused");
 		return;
 	}
@@ -447,6 +474,10 @@ void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 		argv[1] = "-c";
 		argv[2] = cmd;
 	}
+	events_who(kd, req, s->who);
+	s->ev_cmd = events_cmdline(argv);
+	s->t0 = now_ms();
+	s->exit_code = -1;
 	extra = json_object();
 	if (asprintf(&termvar, "%s", term && *term ? term : "xterm-256color") >= 0)
 		json_object_set_new(extra, "TERM", json_string(termvar));

@@ -83,6 +83,8 @@ char **sb_env(const struct sandbox *sb, json_t *extra)
 
 	if (!merged)
 		return NULL;
+	if (sb->secrets)
+		json_object_update(merged, sb->secrets);
 	if (extra)
 		json_object_update(merged, extra);
 	env = calloc(json_object_size(merged) + 1, sizeof(*env));

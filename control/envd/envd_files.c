@@ -52,7 +52,8 @@ struct upload {
 	size_t dlen;
 	enum up_state state;
 	struct buf in;
-	char *cur; /* the file being written */
+	char *cur;          /* the file being written */
+	uint64_t cur_start; /* total when it began */
 	struct fsop *mk;
 	struct agent_conn *a;
 	uint64_t total;
@@ -126,6 +127,9 @@ static void a_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		return;
 	}
 	/* committed */
+	events_add(u->kd, u->id, sb_find(u->kd, u->id), "file.written", "envd",
+	           json_pack("{s:o,s:I}", "path", events_text(u->cur), "bytes",
+	                     (json_int_t)(u->total - u->cur_start)));
 	spare_release(&u->a, u->reuse);
 	base = strrchr(u->cur, '/');
 	json_array_append_new(u->results, json_pack("{s:s,s:s,s:s}", "name",
@@ -209,6 +213,7 @@ static int begin_file(struct upload *u, const char *dest)
 	}
 	free(u->cur);
 	u->cur = strdup(dest);
+	u->cur_start = u->total;
 	dir = u->cur ? strdup(u->cur) : NULL;
 	if (!dir) {
 		up_fail(u, 500, "out of memory");

@@ -550,10 +550,14 @@ static void step_done(void *ctx, int err, const char *msg, const struct fs_ent *
 		call_done(f, json_pack("{s:o}", "entry", ent_json(&ents[0], f->path2)));
 		return;
 	case FS_REMOVE:
-		if (err && err != ENOENT)
+		if (err && err != ENOENT) {
 			call_error(f, err, msg, f->path);
-		else
-			call_done(f, json_object());
+			return;
+		}
+		if (!err)
+			events_add(f->kd, f->id, sb_find(f->kd, f->id), "file.removed", "envd",
+			           json_pack("{s:o}", "path", events_text(f->path)));
+		call_done(f, json_object());
 		return;
 	case FS_LIST:
 		list_step(f, err, msg, ents, n);

@@ -326,6 +326,18 @@ static int start_error_code(uint32_t err)
 	}
 }
 
+/* process.started/finished, with the command line. */
+static void proc_event(struct envd_proc *p, const char *type, json_t *d)
+{
+	struct sandbox *sb = p->es->sb;
+	char *cmd = events_cmdline((const char *const *)p->argv);
+
+	if (d && cmd)
+		json_object_set_new(d, "cmd", json_string(cmd));
+	free(cmd);
+	events_add(sb->kd, sb->rec.id, sb, type, "envd", d);
+}
+
 static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 {
 	struct envd_proc *p = ctx;
@@ -362,6 +374,8 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 			break;
 		p->started = true;
 		p->pid = v;
+		p->started_ms = now_ms();
+		proc_event(p, "process.started", json_pack("{s:i}", "pid", (int)v));
 		for (struct sub *s = p->subs; s; s = s->next)
 			envd_sub_begin(s);
 		envd_proc_flow(p);
@@ -410,6 +424,10 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 			             "{\"event\":{\"end\":{\"exitCode\":0,\"exited\":true,"
 			             "\"status\":\"exit status 0\"}}}");
 		broadcast(p, msg, (size_t)m);
+		proc_event(p, "process.finished",
+		           json_pack("{s:i,s:i,s:i,s:I}", "pid", (int)p->pid, "exitCode",
+		                     sig ? -1 : code, "signal", (int)sig, "durationMs",
+		                     (json_int_t)(now_ms() - p->started_ms)));
 		spare_release(&p->a, p->reuse);
 		if (flags & KILN_EXIT_TIMEOUT) {
 			snprintf(text, sizeof(text),

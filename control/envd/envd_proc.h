@@ -49,6 +49,7 @@ struct envd_proc {
 	char *cwd;
 	uint32_t timeout_ms;
 	uint16_t cols, rows;
+	int64_t started_ms; /* for its process.finished event */
 	struct sub *subs;
 	unsigned nsubs;
 	struct waiter *waiters;

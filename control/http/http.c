@@ -401,6 +401,12 @@ void http_abort(struct http_conn *c)
 	http_conn_close(c, false);
 }
 
+void http_conn_sndbuf(struct http_conn *c, int bytes)
+{
+	if (!c->dead && setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes)))
+		log_debug("http: SO_SNDBUF: %s", strerror(errno));
+}
+
 bool http_responded(const struct http_conn *c)
 {
 	return c->dead || c->rs != RS_NONE || c->closing;

@@ -148,6 +148,9 @@ void http_close(struct http_conn *c);
 /* Close at once, e.g. to signal a broken stream (ends the handler). */
 void http_abort(struct http_conn *c);
 size_t http_out_pending(const struct http_conn *c);
+/* Keep the kernel's send buffer of c near bytes, so that a client that
+ * does not read shows in http_out_pending soon (event streams). */
+void http_conn_sndbuf(struct http_conn *c, int bytes);
 /* A response was started (or the connection is going away). */
 bool http_responded(const struct http_conn *c);
 /* Stop (true) or resume reading from the client (body or raw bytes). */

@@ -130,6 +130,17 @@ static int restore_one(void *ctx, struct sb_record *r)
 	sb->state = sb_state_from_name(r->state);
 	sb->env = r->env_json ? json_loads(r->env_json, 0, NULL) : NULL;
 	sb->metadata = r->metadata_json ? json_loads(r->metadata_json, 0, NULL) : NULL;
+	sb->secrets = r->secrets_json ? json_loads(r->secrets_json, 0, NULL) : NULL;
+	free(sb->rec.secrets_json);
+	sb->rec.secrets_json = NULL;
+	if (sb->secrets && !json_is_object(sb->secrets)) {
+		log_warn("sandbox %s: its stored secrets are not a JSON object: dropped", r->id);
+		json_decref(sb->secrets);
+		sb->secrets = NULL;
+	}
+	/* what it was is known already: only later changes are events */
+	sb->ev_state = sb->state;
+	sb->ev_created = sb->state != SB_STARTING;
 	net_policy_load(r->net_json, &sb->policy);
 	if (!json_is_object(sb->env)) {
 		json_decref(sb->env);

@@ -59,6 +59,7 @@ int sb_save(struct sandbox *sb)
 {
 	char *env = json_dumps(sb->env, JSON_COMPACT),
 	     *meta = json_dumps(sb->metadata, JSON_COMPACT);
+	int rc;
 
 	free(sb->rec.state);
 	sb->rec.state = strdup(sb_state_name(sb->state));
@@ -68,10 +69,18 @@ int sb_save(struct sandbox *sb)
 	sb->rec.metadata_json = meta;
 	free(sb->rec.net_json);
 	sb->rec.net_json = net_policy_dump(&sb->policy);
-	if (!env || !meta || !sb->rec.state || store_put(sb->kd->store, &sb->rec)) {
+	free(sb->rec.secrets_json);
+	sb->rec.secrets_json = sb->secrets ? json_dumps(sb->secrets, JSON_COMPACT) : NULL;
+	rc = !env || !meta || !sb->rec.state || (sb->secrets && !sb->rec.secrets_json) ||
+	     store_put(sb->kd->store, &sb->rec);
+	/* the store is the only place the secrets are kept in: not in memory twice */
+	free(sb->rec.secrets_json);
+	sb->rec.secrets_json = NULL;
+	if (rc) {
 		log_err("sandbox %s: could not persist state %s", sb->rec.id, sb->rec.state);
 		return -EIO;
 	}
+	events_sb_saved(sb);
 	return 0;
 }
 
@@ -159,6 +168,7 @@ static void sb_free(struct sandbox *sb)
 	json_decref(sb->env);
 	json_decref(sb->metadata);
 	img_defaults_free(&sb->defaults);
+	json_decref(sb->secrets);
 	sb_record_free(&sb->rec);
 	free(sb->fail_msg);
 	free(sb->dir);
@@ -490,12 +500,15 @@ static void on_lifetime(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct sandbox *sb = w->data;
 
+	snprintf(sb->actor, sizeof(sb->actor), "kilnd");
 	if (sb->rec.flags & SB_F_AUTO_PAUSE && sb->state == SB_RUNNING) {
 		log_info("sandbox %s: lifetime ended, pausing it", sb->rec.id);
+		events_sb(sb, "sandbox.timeout", json_pack("{s:s}", "action", "pause"));
 		sb_request(sb, SB_OP_PAUSE, 0, auto_pause_done, NULL);
 		return;
 	}
 	log_info("sandbox %s: lifetime ended, killing it", sb->rec.id);
+	events_sb(sb, "sandbox.timeout", json_pack("{s:s}", "action", "kill"));
 	kill_sandbox(sb, SB_KILLED, "the sandbox's timeout expired");
 	sb_settle(sb);
 }
@@ -646,6 +659,9 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 	sb->restored = p->restore != NULL;
 	sb->env = p->env ? json_deep_copy(p->env) : json_object();
 	sb->metadata = p->metadata ? json_deep_copy(p->metadata) : json_object();
+	sb->secrets =
+	    p->secrets && json_object_size(p->secrets) ? json_deep_copy(p->secrets) : NULL;
+	snprintf(sb->actor, sizeof(sb->actor), "%s", p->actor ? p->actor : "");
 	if (p->policy && net_policy_copy(&sb->policy, p->policy)) {
 		snprintf(msg, msglen, "out of memory");
 		sb_free(sb);
@@ -714,6 +730,10 @@ void sb_claim(struct sandbox *sb, const struct sb_params *p)
 	json_decref(sb->metadata);
 	sb->env = p->env ? json_deep_copy(p->env) : json_object();
 	sb->metadata = p->metadata ? json_deep_copy(p->metadata) : json_object();
+	json_decref(sb->secrets);
+	sb->secrets =
+	    p->secrets && json_object_size(p->secrets) ? json_deep_copy(p->secrets) : NULL;
+	snprintf(sb->actor, sizeof(sb->actor), "%s", p->actor ? p->actor : "");
 	if (p->policy) {
 		struct net_policy pol;
 

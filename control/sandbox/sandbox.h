@@ -24,6 +24,7 @@
 #include <ev.h>
 #include <jansson.h>
 
+#include "events/events.h"
 #include "kilnd.h"
 #include "image_defaults.h"
 #include "net/policy.h"
@@ -52,6 +53,7 @@ struct sandbox {
 	struct sb_record rec;
 	enum sb_state state;
 	json_t *env, *metadata;   /* objects, never NULL */
+	json_t *secrets;          /* {NAME: value} like env, never shown; or NULL */
 	struct net_policy policy; /* egress (net/policy.h), persisted as rec.net_json */
 	struct net_sb *net;       /* net/net.c: its listener, connections, counters */
 	char *dir, *vsock_path, *console_path, *pid_path, *api_path, *snap_path;
@@ -89,6 +91,12 @@ struct sandbox {
 
 	struct img_defaults defaults; /* image_defaults.c: read on first use */
 	bool defaults_loaded;
+
+	/* events/: who acted on it last, and the state its last event saw */
+	char actor[EVENTS_WHO_LEN];
+	enum sb_state ev_state;
+	int64_t ev_since; /* when it entered ev_state, ms */
+	bool ev_created;  /* its sandbox.created is recorded */
 };
 
 struct sb_params {
@@ -103,6 +111,8 @@ struct sb_params {
 	bool pool;                       /* a clone for its template's warm pool (pool.c) */
 	bool public_ports;               /* its ports answer without the API key (net/ports.h) */
 	json_t *env, *metadata;          /* borrowed; may be NULL */
+	json_t *secrets;                 /* borrowed; may be NULL */
+	const char *actor;               /* who asks (events.h), or NULL */
 	const struct net_policy *policy; /* borrowed; NULL: internet on, no rules */
 	const char *tenant;              /* its owner (auth/auth.h), NULL: the operator */
 };
@@ -129,7 +139,8 @@ json_t *sb_to_json(const struct sandbox *sb);
 /* "sandbox ID is STATE" and, for paused ones, how to resume: for 409s. */
 void sb_not_running(const struct sandbox *sb, char *msg, size_t msglen);
 /* NULL-terminated "NAME=value" list: the sandbox's envVars overlaid with
- * `extra` (an object, may be NULL). Free with sb_env_free(). */
+ * its secrets, then `extra` (an object, may be NULL). Free with
+ * sb_env_free(). */
 char **sb_env(const struct sandbox *sb, json_t *extra);
 void sb_env_free(char **env);
 

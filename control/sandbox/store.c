@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include "events/events_db.h"
 #include "store.h"
 #include "util.h"
 
@@ -15,7 +16,7 @@
  * templates. 3: a sandbox's own timeout (auto-resume re-arms it), its count
  * of resumes, and a template's warm pool size. An older database is
  * upgraded in place. */
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 
 struct store {
 	sqlite3 *db;
@@ -84,10 +85,19 @@ static const char upgrade5[] = "CREATE TABLE api_keys ("
                                "ALTER TABLE sandboxes ADD COLUMN tenant TEXT;"
                                "ALTER TABLE templates ADD COLUMN tenant TEXT;";
 
+/* 6: per-sandbox secrets (kept out of every answer and log) and the event
+ * log (control/events/). */
+static const char upgrade6[] = "ALTER TABLE sandboxes ADD COLUMN secrets TEXT;" EV_DB_SCHEMA;
+
 static int fail(struct store *s, const char *what)
 {
 	log_err("store: %s: %s", what, sqlite3_errmsg(s->db));
 	return -EIO;
+}
+
+sqlite3 *store_db(struct store *s)
+{
+	return s->db;
 }
 
 const char *store_error(struct store *s)
@@ -123,6 +133,8 @@ static int migrate(struct store *s, int version)
 		goto rollback;
 	if (version < 5 && sqlite3_exec(s->db, upgrade5, NULL, NULL, NULL) != SQLITE_OK)
 		goto rollback;
+	if (version < 6 && sqlite3_exec(s->db, upgrade6, NULL, NULL, NULL) != SQLITE_OK)
+		goto rollback;
 	if (sqlite3_exec(s->db, "PRAGMA user_version = " STR(SCHEMA_VERSION) "; COMMIT", NULL, NULL,
 	                 NULL) != SQLITE_OK)
 		goto rollback;
@@ -136,7 +148,7 @@ rollback:
 #define SB_COLS                                                                                \
 	"id, template, state, reason, pid, pid_start, created_ms, end_ms, died_ms, memory_mb," \
 	" cpu_count, env, metadata, kernel, initrd, image, flags, paused_ms, snap_bytes,"      \
-	" timeout_s, resumes, net, tenant"
+	" timeout_s, resumes, net, tenant, secrets"
 #define TMPL_COLS                                                                         \
 	"name, image_name, kernel, initrd, image, warmup, snap_id, memory_mb, cpu_count," \
 	" snap_bytes, created_ms, build_ms, pool, net, tenant"
@@ -170,7 +182,7 @@ int store_open(struct store **out, const char *path)
 		goto fail_quiet;
 	if (sqlite3_prepare_v2(s->db,
 	                       "INSERT OR REPLACE INTO sandboxes (" SB_COLS ") VALUES"
-	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &s->put, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM sandboxes WHERE id = ?", -1, &s->del, NULL) !=
 	        SQLITE_OK ||
@@ -263,6 +275,7 @@ int store_put(struct store *s, const struct sb_record *r)
 	sqlite3_bind_int64(st, 21, r->resumes);
 	bind_text(st, 22, r->net_json);
 	bind_text(st, 23, r->tenant);
+	bind_text(st, 24, r->secrets_json);
 	return step_once(s, st, "put");
 }
 
@@ -315,6 +328,7 @@ int store_load(struct store *s, int (*cb)(void *ctx, struct sb_record *r), void 
 		r.resumes = sqlite3_column_int64(st, 20);
 		r.net_json = col_text(st, 21);
 		r.tenant = col_text(st, 22);
+		r.secrets_json = col_text(st, 23);
 		if (!r.template_id || !r.state) {
 			sb_record_free(&r);
 			continue;
@@ -338,7 +352,8 @@ void sb_record_free(struct sb_record *r)
 	free(r->metadata_json);
 	free(r->net_json);
 	free(r->tenant);
-	r->net_json = r->tenant = NULL;
+	free(r->secrets_json);
+	r->net_json = r->tenant = r->secrets_json = NULL;
 	free(r->kernel);
 	free(r->initrd);
 	free(r->image);

@@ -26,7 +26,8 @@ struct sb_record {
 	int64_t created_ms, end_ms, died_ms;
 	int memory_mb, cpu_count;
 	char *env_json, *metadata_json; /* JSON objects or NULL */
-	char *net_json; /* the egress policy (net_policy_dump), NULL: internet on, no rules */
+	char *net_json;     /* the egress policy (net_policy_dump), NULL: internet on, no rules */
+	char *secrets_json; /* {NAME: value} given as environment, never shown; or NULL */
 	/* The files the VM runs on: a snapshot resumes only with the same ones,
 	 * whatever kilnd's options are now. NULL kernel/initrd: kilnd's own
 	 * (records of schema 1); NULL image: none. */
@@ -64,6 +65,8 @@ struct store;
 int store_open(struct store **s, const char *path);
 void store_close(struct store *s);
 int store_put(struct store *s, const struct sb_record *r);
+/* The database, for the event log (events/events_db.h) on the same file. */
+struct sqlite3 *store_db(struct store *s);
 /* SQLite's words for the last failure. */
 const char *store_error(struct store *s);
 int store_delete(struct store *s, const char *id);

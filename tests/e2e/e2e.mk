@@ -30,7 +30,8 @@ e2e: $(E2E_PROGS)
 # Check unit tests of kilnd's codecs, built with ASan+UBSan. (They could move
 # to tests/unit: UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c, and
 # UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c.)
-E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names test_shim_spec test_img_defaults test_metrics_ring
+E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names test_shim_spec test_img_defaults \
+	test_metrics_ring test_wh_sign test_events_db
 E2E_UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c
 E2E_UNIT_SRCS_test_ws_scan := control/browser/ws_scan.c control/http/ws.c control/http/buf.c
@@ -38,6 +39,9 @@ E2E_UNIT_SRCS_test_names := control/util.c control/http/buf.c
 E2E_UNIT_SRCS_test_shim_spec := shim/spec.c
 E2E_UNIT_SRCS_test_img_defaults := control/sandbox/image_defaults.c control/util.c control/http/buf.c
 E2E_UNIT_SRCS_test_metrics_ring := control/api/metrics_ring.c
+E2E_UNIT_SRCS_test_wh_sign := control/events/wh_sign.c
+E2E_UNIT_SRCS_test_events_db := control/events/events_db.c
+E2E_UNIT_LIBS_test_events_db := -lsqlite3
 E2E_UNIT_FLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclude -Icontrol \
 	-D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize-recover=all \
 	$(shell pkg-config --cflags check 2>/dev/null)
@@ -45,7 +49,8 @@ E2E_UNIT_FLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclud
 define e2e_unit_rule
 $(E2E_BIN)/unit/$(1): tests/e2e/unit/$(1).c $$(E2E_UNIT_SRCS_$(1)) | $(DEPS_STAMP)
 	@mkdir -p $$(dir $$@)
-	$$(V)$$(CC) $$(E2E_UNIT_FLAGS) -Ishim -o $$@ $$^ $$(shell pkg-config --libs check 2>/dev/null) -lnettle -ljansson
+	$$(V)$$(CC) $$(E2E_UNIT_FLAGS) -Ishim -o $$@ $$^ $$(shell pkg-config --libs check 2>/dev/null) -lnettle -ljansson \
+		$$(E2E_UNIT_LIBS_$(1))
 endef
 $(foreach t,$(E2E_UNIT),$(eval $(call e2e_unit_rule,$(t))))
 

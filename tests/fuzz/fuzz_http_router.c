@@ -28,6 +28,7 @@
 #include "net/net.h"
 #include "sandbox/console.h"
 #include "sandbox/sandbox.h"
+#include "events/events.h"
 #include "sandbox/store.h"
 #include "sandbox/template.h"
 #include "util.h"
@@ -128,6 +129,10 @@ static void setup(void)
 	    .retain_dead = 3600,
 	    .max_upload = 1 << 20,
 	    .console_max = 1 << 20,
+	    .events_keep_s = 86400,
+	    .events_max = 1000,
+	    .sse_max_buf = 64 << 10,
+	    .sse_heartbeat = 15,
 	    .http = {.max_conns = 64,
 	             .max_untrusted = 16,
 	             .unix_reserve = 8,
@@ -145,7 +150,7 @@ static void setup(void)
 	snprintf(tcp_path, sizeof(tcp_path), "%s/tcp.sock", dir);
 	kd.loop = ev_loop_new(EVFLAG_AUTO);
 	if (!kd.loop || envd_load_secret(&kd) || net_init(&kd, "127.0.0.1:53") ||
-	    store_open(&kd.store, db) || console_init(&kd))
+	    store_open(&kd.store, db) || events_init(&kd) || console_init(&kd))
 		abort();
 	put_fakes();
 	if (sb_restore_all(&kd) || tmpl_load_all(&kd) || auth_load(&kd))

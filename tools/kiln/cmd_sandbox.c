@@ -19,6 +19,10 @@ static const char create_help[] =
     "  --cpus N          vCPUs (default 1)\n"
     "  -e, --env K=V     environment for every command in the sandbox (repeatable)\n"
     "  --metadata K=V    metadata to attach (repeatable)\n"
+    "  --secret K=V      a secret: in every command's environment like --env, never\n"
+    "                    shown by kilnd (repeatable)\n"
+    "  --secret-file K=PATH  the same, the value read from PATH (one trailing newline\n"
+    "                    dropped), so it stays out of ps and shell history\n"
     "  --allow-out RULE  let the sandbox connect there (repeatable); RULE is a domain,\n"
     "                    *.domain, host.kiln.internal (the host's loopback), an IP\n"
     "                    address or CIDR, each with an optional :PORT ([v6]:PORT)\n"
@@ -50,6 +54,49 @@ static int kv_into(json_t **obj, const char *kv, const char *opt)
 	return 0;
 }
 
+/* Like kv_into, but the value is never printed. */
+static int secret_into(json_t **obj, const char *kv, bool from_file)
+{
+	const char *eq = strchr(kv, '=');
+	char *k, *val;
+	size_t len = 0;
+
+	if (!eq || eq == kv) {
+		fprintf(stderr, "kiln: %s wants NAME=%s\n",
+		        from_file ? "--secret-file" : "--secret", from_file ? "PATH" : "VALUE");
+		return -1;
+	}
+	k = strndup(kv, (size_t)(eq - kv));
+	if (from_file) {
+		val = read_small_file(eq + 1, 64 << 10, &len);
+		if (!val) {
+			fprintf(stderr, "kiln: --secret-file %s: cannot read %s: %s\n", k, eq + 1,
+			        errno == EFBIG ? "larger than 64 KiB" : strerror(errno));
+			free(k);
+			return -1;
+		}
+		if (len && val[len - 1] == '\n')
+			val[--len] = 0;
+	} else {
+		val = strdup(eq + 1);
+		len = val ? strlen(val) : 0;
+	}
+	if (!k || !val || strlen(val) != len) {
+		fprintf(stderr, "kiln: secret %s: the value must be text without NUL bytes\n",
+		        k ? k : "?");
+		free(k);
+		free(val);
+		return -1;
+	}
+	if (!*obj)
+		*obj = json_object();
+	json_object_set_new(*obj, k, json_string(val));
+	explicit_bzero(val, len);
+	free(val);
+	free(k);
+	return 0;
+}
+
 static long num_arg(const char *opt, const char *v)
 {
 	char *end;
@@ -69,7 +116,8 @@ int create_opt(struct create_opts *o, int argc, char **argv, int *i)
 
 	if (strcmp(a, "--image") && strcmp(a, "--template") && strcmp(a, "--timeout") &&
 	    strcmp(a, "--mem") && strcmp(a, "--cpus") && strcmp(a, "-e") && strcmp(a, "--env") &&
-	    strcmp(a, "--metadata") && strcmp(a, "--allow-out") && strcmp(a, "--deny-out")) {
+	    strcmp(a, "--metadata") && strcmp(a, "--allow-out") && strcmp(a, "--deny-out") &&
+	    strcmp(a, "--secret") && strcmp(a, "--secret-file")) {
 		if (strcmp(a, "--no-internet"))
 			return 0;
 		o->no_internet = true;
@@ -95,6 +143,8 @@ int create_opt(struct create_opts *o, int argc, char **argv, int *i)
 		return (o->cpus = num_arg(a, v)) < 0 ? -1 : 1;
 	else if (!strcmp(a, "--metadata"))
 		return kv_into(&o->metadata, v, a) ? -1 : 1;
+	else if (!strcmp(a, "--secret") || !strcmp(a, "--secret-file"))
+		return secret_into(&o->secrets, v, a[8] == '-') ? -1 : 1;
 	else if (!strcmp(a, "--allow-out") || !strcmp(a, "--deny-out")) {
 		json_t **list = a[2] == 'a' ? &o->allow_out : &o->deny_out;
 
@@ -164,6 +214,8 @@ char *sandbox_create(struct kc *k, const struct create_opts *o, bool show_progre
 		json_object_set(req, "envVars", o->env);
 	if (o->metadata)
 		json_object_set(req, "metadata", o->metadata);
+	if (o->secrets)
+		json_object_set(req, "secrets", o->secrets);
 	create_opts_net_json(o, req);
 	if (tty)
 		fprintf(stderr, "creating sandbox...");

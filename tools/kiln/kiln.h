@@ -127,6 +127,7 @@ struct create_opts {
 	long timeout;
 	long mem, cpus;
 	json_t *env, *metadata;
+	json_t *secrets;              /* --secret, --secret-file */
 	json_t *allow_out, *deny_out; /* arrays of rules, or NULL */
 	bool no_internet;
 };

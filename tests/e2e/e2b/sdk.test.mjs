@@ -1643,6 +1643,29 @@ async function main() {
     assert.equal(await same.isRunning(), true)
   })
 
+  // ------------------------------------------------------------ kilnd's event log
+
+  await test('the event log has the SDK\'s commands and file writes (GET /sandboxes/ID/events)', async () => {
+    await sbx.commands.run('echo evt-marker; exit 0')
+    await sbx.files.write(`${G}/evt.txt`, 'abc')
+    await sbx.files.remove(`${G}/evt.txt`)
+    const r = await fetch(`${API_URL}/sandboxes/${sbx.sandboxId}/events?limit=1000`, {
+      headers: { 'X-API-Key': API_KEY },
+    })
+    assert.equal(r.status, 200)
+    const { events } = await r.json()
+    const started = events.find((e) => e.type === 'process.started' && e.cmd.includes('evt-marker'))
+    const done = events.find((e) => e.type === 'process.finished' && e.cmd.includes('evt-marker'))
+    assert.ok(started && done, JSON.stringify(events.slice(0, 5)))
+    assert.equal(done.exitCode, 0)
+    assert.equal(done.key, 'envd')
+    assert.ok(done.id > started.id)
+    const w = events.find((e) => e.type === 'file.written' && e.path === `${G}/evt.txt`)
+    assert.equal(w && w.bytes, 3)
+    const rm = events.find((e) => e.type === 'file.removed' && e.path === `${G}/evt.txt`)
+    assert.ok(rm && rm.id > w.id)
+  })
+
   // ------------------------------------------------------------ the end
 
   await test('kill: true, then false; the sandbox is gone', async () => {
