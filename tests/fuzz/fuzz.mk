@@ -35,7 +35,8 @@ FUZZ_SRCS_fuzz_rpc_json    := control/http/connectrpc.c control/http/jsonutil.c 
 	control/http/http_parse.c control/http/buf.c control/util.c
 FUZZ_LIBS_fuzz_rpc_json    := -ljansson -lev -lhttp_parser -lnettle
 FUZZ_SRCS_fuzz_virtio_dev  := vmm/virtio/mmio.c vmm/virtio/virtq.c vmm/virtio/console.c vmm/virtio/rng.c \
-	vmm/virtio/vsock.c vmm/virtio/vsock_conn.c vmm/virtio/blk.c vmm/mem.c
+	vmm/virtio/vsock.c vmm/virtio/vsock_conn.c vmm/virtio/blk.c vmm/virtio/pmem.c vmm/mem.c \
+	snapshot/hash.c
 FUZZ_LIBS_fuzz_virtio_dev  := -lev -lpthread
 FUZZ_SRCS_fuzz_ws          := control/http/ws.c control/http/buf.c
 FUZZ_LIBS_fuzz_ws          := -lnettle

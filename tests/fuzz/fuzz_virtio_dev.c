@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer: kiln-vmm's virtio devices (console, rng, vsock, blk) behind
+/* libFuzzer: kiln-vmm's virtio devices (console, rng, vsock, blk, pmem) behind
  * their virtio-mmio transport, against a hostile driver. The input picks a
  * device, makes a list of register writes (status, features, queue
  * numbers, ring addresses, ready, notify: in the input's order, so set-ups
@@ -20,12 +20,13 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "jail/jail.h"
 #include "virtio/virtio.h"
 #include "vm.h"
 
 #define MEM_SIZE (2u << 20)
 #define IMAGE    (64u << 10)
-#define NR_DEVS  4
+#define NR_DEVS  5
 #define ROUNDS   8
 
 /* The transport's registers (virtio-mmio version 2). */
@@ -50,6 +51,11 @@ int vm_msi_irqfd(struct vm *vm, unsigned vector)
 int vm_ioeventfd(struct vm *vm, uint64_t gpa, unsigned len, bool match, uint64_t data)
 {
 	return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+/* The blk worker's seccomp filter (vmm/jail/) would bind the fuzzer too. */
+void jail_thread(struct vm *vm, enum jail_thread kind)
+{
 }
 
 static struct vm vm;
@@ -87,7 +93,10 @@ static void setup(void)
 	if (vsock_create(&vm, 3, path))
 		abort();
 	snprintf(path, sizeof(path), "%s/disk", dir);
-	if (blk_create(&vm, path, false, &why) || vm.nr_devs != NR_DEVS)
+	if (blk_create(&vm, path, false, &why))
+		abort();
+	/* pmem: the disk file again, as the image (its flush requests) */
+	if (pmem_map(&vm.mem, path, &why) || pmem_create(&vm) || vm.nr_devs != NR_DEVS)
 		abort();
 }
 
