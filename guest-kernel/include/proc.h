@@ -7,6 +7,7 @@
 #ifndef KILN_PROC_H
 #define KILN_PROC_H
 
+#include "cred.h"
 #include "klib.h"
 #include "sched.h"
 
@@ -77,9 +78,10 @@ struct proc {
 	struct thread *vfork_parent; /* blocked in vfork until exec/exit */
 	uint64_t user_ns, sys_ns;    /* rough CPU time */
 	/* Capabilities given up with capset (effective, permitted,
-	 * inheritable): everything runs as root, which has them all, and an
-	 * exec gives them back, as Linux does for uid 0. */
+	 * inheritable): root has them all, and an exec gives them back, as
+	 * Linux does for uid 0. */
 	uint64_t cap_dropped[3];
+	struct cred cred;    /* user and group ids (cred.h) */
 	int nice;            /* setpriority; the scheduler has no priorities */
 	uint32_t membarrier; /* the MEMBARRIER_CMD_REGISTER_* it made */
 };
@@ -128,6 +130,14 @@ static inline struct thread *cur_thread(void)
 static inline struct proc *cur_proc(void)
 {
 	return cur_thread()->proc;
+}
+
+/* The calling process's credentials (root's while the kernel boots). */
+static inline const struct cred *cur_cred(void)
+{
+	struct proc *p = cur_thread()->proc;
+
+	return p ? &p->cred : &cred_root;
 }
 
 void thread_set_current(struct thread *t);

@@ -64,6 +64,13 @@ int vfs_lookup_at(struct fs_ctx *fs, const char *path, bool follow, struct inode
  * mkdir's errors. */
 int vfs_mknod(const char *path, uint32_t mode, struct inode **out);
 
+/* May the calling process read, write or run (search, for a directory)
+ * ip, by its file-system ids (perm.c)? 0 or -EACCES; mask is VFS_MAY_*. */
+#define VFS_MAY_EXEC  1
+#define VFS_MAY_WRITE 2
+#define VFS_MAY_READ  4
+int vfs_permission(const struct inode *ip, int mask);
+
 void inode_get(struct inode *ip);
 void inode_put(struct inode *ip);
 uint32_t vfs_inode_mode(const struct inode *ip); /* st_mode: S_IFMT | permissions */

@@ -52,6 +52,8 @@ PROGS_PLAIN    += shmtest
 PROGS_PLAIN    += schedcap
 # inotify (cases/inotify.sh).
 PROGS_PLAIN    += inotifytest
+# User and group ids, permissions between users (cases/creds.sh).
+PROGS_PLAIN    += credtest
 
 GUEST_PROGS := $(PROGS_PLAIN:%=$(PROGS_DIR)/%) \
 	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc) \

@@ -246,6 +246,8 @@ static bool booted;
 
 static void setup(void)
 {
+	/* the boot runs with no process (cur_cred: root's) */
+	asm volatile("wrgsbase %0" ::"r"(&T));
 	if (!booted) {
 		ck_assert_int_eq(vfs_init(), 0);
 		con = tty_create(&con_driver, NULL, false);

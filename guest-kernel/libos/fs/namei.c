@@ -5,7 +5,8 @@
  * walk is a loop, never a recursion, and its work is bounded by the buffer
  * and VFS_MAX_SYMLINKS. Errors follow Linux: ENOENT for a missing
  * component, ENOTDIR for a non-directory before a "/", ELOOP past 40
- * links, ENAMETOOLONG for a component past NAME_MAX or a path past PATH_MAX.
+ * links, ENAMETOOLONG for a component past NAME_MAX or a path past PATH_MAX,
+ * EACCES for a directory the caller may not search (no x bit for it).
  *
  * At the end, the syscalls' side: a program's (dirfd, path) as a walk.
  */
@@ -98,7 +99,10 @@ int nd_follow(struct nameidata *nd, struct inode *link)
 static int nd_step(struct nameidata *nd, const char *name, size_t len)
 {
 	struct dentry *de;
+	int err = vfs_permission(nd->dir, VFS_MAY_EXEC);
 
+	if (err)
+		return err;
 	switch (classify(name, len)) {
 	case LAST_DOT:
 		return 0;
@@ -158,6 +162,10 @@ int nd_last_inode(struct nameidata *nd, struct inode **out)
 	if (nd->last_type == LAST_DOTDOT) {
 		ip = parent_of(nd, nd->dir);
 	} else if (nd->last_type == LAST_NORM) {
+		int err = vfs_permission(nd->dir, VFS_MAY_EXEC);
+
+		if (err)
+			return err;
 		de = ramfs_find(nd->dir, nd->last, nd->lastlen);
 		if (!de)
 			return -ENOENT;
@@ -223,6 +231,8 @@ int vfs_mknod(const char *path, uint32_t mode, struct inode **out)
 		err = -EEXIST;
 	if (!err && nd.must_dir)
 		err = -ENOENT;
+	if (!err)
+		err = vfs_may_create(nd.dir);
 	if (!err)
 		err = vfs_create(nd.dir, nd.last, nd.lastlen,
 		                 (mode & S_IFMT) | (mode & 07777 & ~fs->umask), out);

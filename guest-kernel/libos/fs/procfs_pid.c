@@ -210,15 +210,20 @@ static int show_status(struct pfs_buf *b, const struct pfs_ctx *c)
 	int id = c->t ? c->t->tid : p->pid;
 	uint64_t pending = t ? t->pending : 0;
 	struct sigs s = sigs_of(p);
+	const struct cred *cr = &p->cred;
 
 	pb_printf(b, "Name:\t%s\nUmask:\t", p->comm);
 	pb_octal(b, p->fs ? p->fs->umask : 022, 4);
 	pb_printf(b,
 	          "\nState:\t%s\nTgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\nTracerPid:\t0\n"
-	          "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nFDSize:\t%d\nGroups:\t\n"
-	          "NStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\n",
-	          state_name(state), p->pid, id, p->ppid, p->zombie ? 0 : fd_size(p), p->pid, id,
-	          p->pgid, p->sid);
+	          "Uid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\nFDSize:\t%d\nGroups:\t",
+	          state_name(state), p->pid, id, p->ppid, cr->u.real, cr->u.eff, cr->u.saved,
+	          cr->u.fs, cr->g.real, cr->g.eff, cr->g.saved, cr->g.fs,
+	          p->zombie ? 0 : fd_size(p));
+	for (uint32_t i = 0; i < cr->ngroups; i++)
+		pb_printf(b, "%u ", cr->groups[i]);
+	pb_printf(b, "\nNStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\n", p->pid, id, p->pgid,
+	          p->sid);
 	if (!p->zombie)
 		status_mem(b, p->as);
 	pb_printf(b,

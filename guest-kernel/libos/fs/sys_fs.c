@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Syscalls on names: mkdir, unlink, rmdir, rename, link, symlink,
- * readlink, the working directory, umask. Everything runs as root: no
- * permission checks.
+ * readlink, the working directory, umask. A new or removed name needs
+ * write and search permission on its directory, and the sticky bit's
+ * ownership (perm.c).
  */
 #include <linux/fs.h>
 
@@ -22,6 +23,8 @@ static long do_mkdir(int dirfd, const char *upath, uint32_t mode)
 
 	if (!err && (nd.last_type != LAST_NORM || ramfs_find(nd.dir, nd.last, nd.lastlen)))
 		err = -EEXIST;
+	if (!err)
+		err = vfs_may_create(nd.dir);
 	if (!err) {
 		mode = S_IFDIR | (mode & 01777 & ~cur_proc()->fs->umask);
 		err = vfs_create(nd.dir, nd.last, nd.lastlen, mode, NULL);
@@ -58,6 +61,7 @@ static void remove_entry(struct nameidata *nd, struct dentry *de)
 static int unlink_at(struct nameidata *nd)
 {
 	struct dentry *de;
+	int err;
 
 	if (nd->last_type != LAST_NORM)
 		return -EISDIR;
@@ -70,6 +74,9 @@ static int unlink_at(struct nameidata *nd)
 		return -ENOTDIR;
 	if (nd->dir->synth) /* procfs */
 		return -EPERM;
+	err = vfs_may_delete(nd->dir, de->ip);
+	if (err)
+		return err;
 	remove_entry(nd, de);
 	return 0;
 }
@@ -77,6 +84,7 @@ static int unlink_at(struct nameidata *nd)
 static int rmdir_at(struct nameidata *nd)
 {
 	struct dentry *de;
+	int err;
 
 	if (nd->last_type == LAST_DOT)
 		return -EINVAL;
@@ -91,6 +99,9 @@ static int rmdir_at(struct nameidata *nd)
 		return -ENOTDIR;
 	if (nd->dir->synth)
 		return -EPERM;
+	err = vfs_may_delete(nd->dir, de->ip);
+	if (err)
+		return err;
 	if (de->ip->dir.count)
 		return -ENOTEMPTY;
 	remove_entry(nd, de);
@@ -137,9 +148,30 @@ static bool is_under(struct inode *dir, struct inode *anc)
 	return false;
 }
 
+/* Permissions: the old name's removal, the new name's creation or
+ * replacement, and a directory that changes parent must be writable (its
+ * ".." changes). */
+static int rename_perm(struct nameidata *o, struct nameidata *n, struct inode *src,
+                       struct inode *dst, unsigned int flags)
+{
+	int err = vfs_may_delete(o->dir, src);
+
+	if (!err)
+		err = dst ? vfs_may_delete(n->dir, dst) : vfs_may_create(n->dir);
+	if (!err && o->dir != n->dir && S_ISDIR(src->mode))
+		err = vfs_permission(src, VFS_MAY_WRITE);
+	if (!err && dst && (flags & RENAME_EXCHANGE) && o->dir != n->dir && S_ISDIR(dst->mode))
+		err = vfs_permission(dst, VFS_MAY_WRITE);
+	return err;
+}
+
 static int rename_check(struct nameidata *o, struct nameidata *n, struct inode *src,
                         struct inode *dst, unsigned int flags)
 {
+	int err = rename_perm(o, n, src, dst, flags);
+
+	if (err)
+		return err;
 	if ((o->must_dir && !S_ISDIR(src->mode)) ||
 	    (n->must_dir && !S_ISDIR((flags & RENAME_EXCHANGE) ? dst->mode : src->mode)))
 		return -ENOTDIR;
@@ -291,6 +323,8 @@ static long do_link(int odfd, const char *opath, int ndfd, const char *npath, in
 	if (!err)
 		err = new_name_ok(&nd);
 	if (!err)
+		err = vfs_may_create(nd.dir);
+	if (!err)
 		err = ramfs_link(nd.dir, nd.last, nd.lastlen, ip);
 	if (!err)
 		inotify_event(nd.dir, IN_CREATE, 0, nd.last, nd.lastlen);
@@ -326,6 +360,8 @@ static long do_symlink(const char *utarget, int dirfd, const char *upath)
 	err = user_path_parent(&nd, dirfd, upath);
 	if (!err)
 		err = new_name_ok(&nd);
+	if (!err)
+		err = vfs_may_create(nd.dir);
 	if (!err)
 		err = vfs_symlink(nd.dir, nd.last, nd.lastlen, target, len, NULL);
 	nd_end(&nd);
@@ -421,10 +457,11 @@ SYSCALL_DEFINE(getcwd)
 static long set_cwd(struct inode *ip)
 {
 	struct fs_ctx *fs = cur_proc()->fs;
+	int err = S_ISDIR(ip->mode) ? vfs_permission(ip, VFS_MAY_EXEC) : -ENOTDIR;
 
-	if (!S_ISDIR(ip->mode)) {
+	if (err) {
 		inode_put(ip);
-		return -ENOTDIR;
+		return err;
 	}
 	inode_put(fs->cwd);
 	fs->cwd = ip;

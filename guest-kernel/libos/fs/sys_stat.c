@@ -183,8 +183,10 @@ SYSCALL_DEFINE(statx)
 
 /* ---------------------------------------------------------------- access, chmod, chown */
 
+/* access() asks as the real ids (AT_EACCESS: the effective ones). */
 static long do_access(int dirfd, const char *upath, int mode, int flags)
 {
+	struct cred c = *cur_cred();
 	struct inode *ip;
 	long err;
 
@@ -195,9 +197,12 @@ static long do_access(int dirfd, const char *upath, int mode, int flags)
 	err = stat_target(dirfd, upath, flags, &ip);
 	if (err)
 		return err;
-	/* root may read and write anything, and run what has an x bit */
-	if ((mode & X_OK) && !S_ISDIR(ip->mode) && !(ip->mode & 0111))
-		err = -EACCES;
+	if (!(flags & AT_EACCESS)) {
+		c.u.fs = c.u.real;
+		c.g.fs = c.g.real;
+	}
+	/* (R_OK, W_OK, X_OK are the VFS_MAY_* bits) */
+	err = vfs_permission_as(&c, ip, mode);
 	inode_put(ip);
 	return err;
 }
@@ -217,10 +222,19 @@ SYSCALL_DEFINE(access)
 	return do_access(AT_FDCWD, (const char *)a0, (int)a1, 0);
 }
 
-static void set_mode(struct inode *ip, uint32_t mode)
+/* The owner or root only; like Linux, set-group-ID is dropped from a
+ * file whose group the caller is not in. */
+static int set_mode(struct inode *ip, uint32_t mode)
 {
+	const struct cred *c = cur_cred();
+
+	if (!vfs_owner_or_root(ip))
+		return -EPERM;
+	if (c->u.fs && !S_ISDIR(ip->mode) && !cred_in_group(c, ip->gid))
+		mode &= ~S_ISGID;
 	ip->mode = (ip->mode & S_IFMT) | (mode & 07777);
 	inode_touch(ip, false);
+	return 0;
 }
 
 /* The file of a descriptor for f*() calls that O_PATH does not allow. */
@@ -237,8 +251,7 @@ SYSCALL_DEFINE(fchmod)
 
 	if (!ip)
 		return -EBADF;
-	set_mode(ip, (uint32_t)a1);
-	return 0;
+	return set_mode(ip, (uint32_t)a1);
 }
 
 static long do_chmod(int dirfd, const char *upath, uint32_t mode)
@@ -248,9 +261,9 @@ static long do_chmod(int dirfd, const char *upath, uint32_t mode)
 
 	if (err)
 		return err;
-	set_mode(ip, mode);
+	err = set_mode(ip, mode);
 	inode_put(ip);
-	return 0;
+	return err;
 }
 
 SYSCALL_DEFINE(fchmodat)
@@ -263,10 +276,17 @@ SYSCALL_DEFINE(chmod)
 	return do_chmod(AT_FDCWD, (const char *)a0, (uint32_t)a1);
 }
 
-/* -1 leaves an id as it is. Like Linux, a chown of a non-directory drops
- * set-user-ID and (for group-executable files) set-group-ID. */
-static void set_owner(struct inode *ip, uint32_t uid, uint32_t gid)
+/* -1 leaves an id as it is. Root may give a file to anyone; its owner may
+ * only change its group, to one of its own groups. Like Linux, a chown of
+ * a non-directory drops set-user-ID and (for group-executable files)
+ * set-group-ID. */
+static int set_owner(struct inode *ip, uint32_t uid, uint32_t gid)
 {
+	const struct cred *c = cur_cred();
+
+	if (c->u.fs && (!vfs_owner_or_root(ip) || (uid != (uint32_t)-1 && uid != ip->uid) ||
+	                (gid != (uint32_t)-1 && gid != ip->gid && !cred_in_group(c, gid))))
+		return -EPERM;
 	if (uid != (uint32_t)-1)
 		ip->uid = uid;
 	if (gid != (uint32_t)-1)
@@ -277,6 +297,7 @@ static void set_owner(struct inode *ip, uint32_t uid, uint32_t gid)
 			ip->mode &= ~S_ISGID;
 	}
 	inode_touch(ip, false);
+	return 0;
 }
 
 static long do_chown(int dirfd, const char *upath, uint32_t uid, uint32_t gid, int flags)
@@ -292,9 +313,9 @@ static long do_chown(int dirfd, const char *upath, uint32_t uid, uint32_t gid, i
 	                      &ip);
 	if (err)
 		return err;
-	set_owner(ip, uid, gid);
+	err = set_owner(ip, uid, gid);
 	inode_put(ip);
-	return 0;
+	return err;
 }
 
 SYSCALL_DEFINE(fchownat)
@@ -319,8 +340,7 @@ SYSCALL_DEFINE(fchown)
 
 	if (!ip)
 		return -EBADF;
-	set_owner(ip, (uint32_t)a1, (uint32_t)a2);
-	return 0;
+	return set_owner(ip, (uint32_t)a1, (uint32_t)a2);
 }
 
 /* ---------------------------------------------------------------- utimensat */
@@ -342,6 +362,18 @@ static bool ts_ok(const struct ts *t)
 {
 	return t->nsec == UTIME_NOW || t->nsec == UTIME_OMIT ||
 	       (t->nsec >= 0 && t->nsec < NSEC_PER_SEC);
+}
+
+/* Both times now: the owner, root, or whoever may write the file; any
+ * other time: the owner or root. */
+static int times_perm(const struct inode *ip, const struct ts t[2])
+{
+	bool now = (t[0].nsec == UTIME_NOW || t[0].nsec == UTIME_OMIT) &&
+	           (t[1].nsec == UTIME_NOW || t[1].nsec == UTIME_OMIT);
+
+	if (vfs_owner_or_root(ip))
+		return 0;
+	return now && !vfs_permission(ip, VFS_MAY_WRITE) ? 0 : now ? -EACCES : -EPERM;
 }
 
 static void set_times(struct inode *ip, const struct ts t[2])
@@ -379,10 +411,13 @@ SYSCALL_DEFINE(utimensat)
 		err = stat_target((int)a0, upath, flags, &ip);
 	if (err)
 		return err;
-	if (t[0].nsec != UTIME_OMIT || t[1].nsec != UTIME_OMIT)
-		set_times(ip, t);
+	if (t[0].nsec != UTIME_OMIT || t[1].nsec != UTIME_OMIT) {
+		err = times_perm(ip, t);
+		if (!err)
+			set_times(ip, t);
+	}
 	inode_put(ip);
-	return 0;
+	return err;
 }
 
 /* ---------------------------------------------------------------- statfs */

@@ -289,6 +289,7 @@ static const struct inode_ops lower_ops = {
     .open = lower_open,
     .evict = lower_evict,
     .movable = true,
+    .owned = true,
 };
 
 /* ---------------------------------------------------------------- mount */

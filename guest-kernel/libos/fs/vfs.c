@@ -42,6 +42,7 @@ struct inode *inode_alloc(uint32_t mode)
 	ip->ino = vfs.next_ino++;
 	ip->mode = mode;
 	ip->refs = 1;
+	vfs_new_owner(ip, NULL);
 	ip->atime = ip->mtime = ip->ctime = ip->btime = vfs_now();
 	if (S_ISDIR(mode))
 		ip->dir.next_seq = 2; /* 0 and 1 are "." and ".." */
@@ -148,6 +149,7 @@ int vfs_create(struct inode *dir, const char *name, size_t len, uint32_t mode, s
 	ip = inode_alloc(mode);
 	if (!ip)
 		return -ENOMEM;
+	vfs_new_owner(ip, dir);
 	err = ramfs_link(dir, name, len, ip);
 	if (!err)
 		inotify_event(dir, IN_CREATE | (S_ISDIR(mode) ? IN_ISDIR : 0), 0, name, len);

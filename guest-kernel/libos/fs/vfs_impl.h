@@ -106,6 +106,9 @@ struct inode_ops {
 	/* Programs may rename its inodes as ramfs ones (an image directory not
 	 * filled yet, unionfs.c); procfs's they may not. */
 	bool movable;
+	/* Its inodes keep the owners and modes they were given (the image's):
+	 * permission checks apply to them (perm.c). */
+	bool owned;
 };
 
 /* What a synthesized inode carries: its file system's hooks, first in that
@@ -119,6 +122,20 @@ struct fs_ctx {
 	struct inode *cwd, *root;
 	uint32_t umask;
 };
+
+/* perm.c (vfs.h has vfs_permission) */
+struct cred;
+int vfs_permission_as(const struct cred *c, const struct inode *ip, int mask);
+/* May it change ip's mode, times or group (the owner, or root)? */
+bool vfs_owner_or_root(const struct inode *ip);
+/* A new name in dir (write and search on it): 0 or -EACCES. */
+int vfs_may_create(struct inode *dir);
+/* Removing or replacing victim's name in dir: also -EPERM in a sticky
+ * directory for a file neither it nor the directory's owner has. */
+int vfs_may_delete(struct inode *dir, const struct inode *victim);
+/* A new inode's owner: the caller's file-system ids (the group of a
+ * set-group-ID directory dir, which a new directory inherits). */
+void vfs_new_owner(struct inode *ip, const struct inode *dir);
 
 /* vfs.c */
 struct inode *vfs_root(void);

@@ -290,8 +290,9 @@ static int elf_open(const char *path, struct elf_file *f, const char **why)
 		return err;
 	if (!S_ISREG(vfs_inode_mode(f->ip)))
 		return S_ISDIR(vfs_inode_mode(f->ip)) ? -EISDIR : -EACCES;
-	if (!(vfs_inode_mode(f->ip) & 0111))
-		return -EACCES;
+	err = vfs_permission(f->ip, VFS_MAY_EXEC); /* root: any x bit will do */
+	if (err)
+		return err;
 	/* Use the file in place when it is contiguous (initramfs files are);
 	 * else its first page holds the headers of any sane executable. */
 	image = vfs_inode_direct(f->ip, &len);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* capget and capset. Every process runs as root with all capabilities;
- * one may give some up (Chromium drops them all before it forks its
+/* capget and capset. Root has every capability, other users none (as
+ * Linux without file capabilities: a process whose effective uid is not 0
+ * has no effective set, and no permitted set once none of its uids is 0).
+ * One may give some up (Chromium drops them all before it forks its
  * zygote, then checks that none are left), and that is what capget
- * reports until the next exec. Nothing in kiln checks a capability: the VM
+ * reports until the next exec. The permission checks (fs/perm.c) and
+ * set*id (sys_uid.c) look at the uids, CAP_SETUID and CAP_SETGID; the VM
  * is the boundary (README, "How the guest kernel works"). */
 #include <linux/capability.h>
 
@@ -11,6 +14,19 @@
 #include "uaccess.h"
 
 #define CAP_ALL ((1ULL << (CAP_LAST_CAP + 1)) - 1)
+
+/* The sets p holds (effective, permitted, inheritable). */
+static void caps_held(const struct proc *p, uint64_t set[3])
+{
+	const struct cred_ids *u = &p->cred.u;
+
+	for (int i = 0; i < 3; i++)
+		set[i] = CAP_ALL & ~p->cap_dropped[i];
+	if (u->eff)
+		set[0] = 0;
+	if (u->real && u->eff && u->saved)
+		set[1] = 0;
+}
 
 /* How many 32-bit data structs the header's version takes: 0 if unknown
  * (then the header gets the version we prefer). */
@@ -46,8 +62,7 @@ SYSCALL_DEFINE(capget)
 		return -ESRCH;
 	if (!a1)
 		return 0;
-	for (int i = 0; i < 3; i++)
-		set[i] = CAP_ALL & ~p->cap_dropped[i];
+	caps_held(p, set);
 	for (int w = 0; w < 2; w++)
 		d[w] = (struct __user_cap_data_struct){(uint32_t)(set[0] >> (32 * w)),
 		                                       (uint32_t)(set[1] >> (32 * w)),
@@ -69,8 +84,7 @@ SYSCALL_DEFINE(capset)
 		return -EPERM; /* Linux: only one's own */
 	if (copy_from_user(d, (void *)a1, (size_t)n * sizeof(d[0])))
 		return -EFAULT;
-	for (int i = 0; i < 3; i++)
-		have[i] = CAP_ALL & ~p->cap_dropped[i];
+	caps_held(p, have);
 	set[0] = ((uint64_t)d[1].effective << 32 | d[0].effective) & CAP_ALL;
 	set[1] = ((uint64_t)d[1].permitted << 32 | d[0].permitted) & CAP_ALL;
 	set[2] = ((uint64_t)d[1].inheritable << 32 | d[0].inheritable) & CAP_ALL;

@@ -35,6 +35,7 @@ static struct proc *new_process(struct proc *parent, uint64_t flags)
 	p->sid = parent->sid;
 	memcpy(p->comm, parent->comm, sizeof(p->comm));
 	memcpy(p->cap_dropped, parent->cap_dropped, sizeof(p->cap_dropped));
+	p->cred = parent->cred;
 	p->nice = parent->nice;
 	p->exe = parent->exe ? kstrndup(parent->exe, 4096) : NULL;
 	if (flags & CLONE_VM)

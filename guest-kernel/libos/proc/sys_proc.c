@@ -49,31 +49,6 @@ SYSCALL_DEFINE(gettid)
 	return cur_thread()->tid;
 }
 
-/* Everything in a kiln guest runs as root. */
-SYSCALL_DEFINE(getuid)
-{
-	return 0;
-}
-SYSCALL_ALIAS(geteuid, getuid);
-SYSCALL_ALIAS(getgid, getuid);
-SYSCALL_ALIAS(getegid, getuid);
-
-SYSCALL_DEFINE(getresuid)
-{
-	uint32_t z[3] = {0, 0, 0};
-
-	if (copy_to_user((void *)a0, &z[0], 4) || copy_to_user((void *)a1, &z[1], 4) ||
-	    copy_to_user((void *)a2, &z[2], 4))
-		return -EFAULT;
-	return 0;
-}
-SYSCALL_ALIAS(getresgid, getresuid);
-
-SYSCALL_DEFINE(getgroups)
-{
-	return 0;
-}
-
 SYSCALL_DEFINE(getpgrp)
 {
 	return cur_proc()->pgid;
