@@ -36,7 +36,10 @@
  * additions do not (snapshots keep the agent they were taken with): a flag
  * an older agent ignores (KILN_FRAME_KEEP), a message type it refuses with
  * ERROR EPROTO (KILN_MSG_ATTACH), a stream kind it refuses with ERROR
- * EINVAL "unknown stream kind" in answer to the HELLO (KILN_STREAM_PORT).
+ * EINVAL "unknown stream kind" in answer to the HELLO (KILN_STREAM_PORT), or
+ * a trailer of fields a host sends only when it needs them, which an older
+ * agent refuses with ERROR EPROTO "trailing bytes" (the user trailer of
+ * START and FILE_REQUEST).
  */
 #ifndef KILN_AGENT_H
 #define KILN_AGENT_H
@@ -114,7 +117,16 @@ enum kiln_msg {
 	 * TERM=xterm-256color), replacing entries of the same name. argv[0]
 	 * without a '/' is searched in the PATH of that result. uid != 0 runs
 	 * the command with uid and gid = uid and no supplementary groups.
-	 * The command runs in its own session / process group. */
+	 * The command runs in its own session / process group.
+	 * Then, optionally, the user trailer: string user, u32 flags
+	 * (KILN_USER_*). A non-empty user is an account of the guest's
+	 * /etc/passwd (root exists even without one); it replaces uid: the
+	 * command gets its uid, gid and groups (its /etc/group memberships),
+	 * HOME, USER and LOGNAME (before the request's env), and, when cwd is
+	 * empty, its home as the working directory ("/" if that fails). The
+	 * working directory is entered as the user. An unknown user is ERROR
+	 * ESRCH ("no user ..."), a name with other characters than letters,
+	 * digits, '.', '_' and '-' (or longer than 32) ERROR EINVAL. */
 	KILN_MSG_START,
 	/* Agent: u32 pid, once the command runs (or ERROR if it could not). */
 	KILN_MSG_STARTED,
@@ -159,6 +171,10 @@ enum kiln_msg {
 	 *           success)
 	 *   REMOVE: u32 recursive     -> DONE (never follows symlinks)
 	 *   RENAME: string new path   -> DONE
+	 * Then, optionally, the user trailer (as on START): the operation runs
+	 * with that user's effective ids and groups, so the file system's
+	 * permissions apply to it, and what it creates is that user's; without
+	 * one it runs as root.
 	 */
 	KILN_MSG_FILE_REQUEST,
 	/* Both ways: file bytes, at most KILN_DATA_CHUNK per frame. */
@@ -235,6 +251,11 @@ enum kiln_file_op {
  * library OS, which had no page for it, or by the agent, which could not
  * hold its output. A compatible addition: older agents never set it. */
 #define KILN_EXIT_OOM 0x2
+
+/* The user trailer's flags: a user missing from the guest's /etc/passwd
+ * means root instead of ERROR ESRCH (E2B's default user, on an image
+ * without it). */
+#define KILN_USER_OR_ROOT 0x1
 
 /* CONNECT's family */
 #define KILN_PORT_ANY        0

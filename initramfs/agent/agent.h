@@ -157,19 +157,23 @@ void init_pid1(void);
 void init_stdio(void);
 
 /* spawn.c: fork a command; see the comment there. */
+struct agent_user;
 struct spawn_req {
 	char **argv, **envp;
 	const char *cwd;
+	bool cwd_default; /* none asked for: "/" if cwd cannot be entered */
 	uint32_t uid;
-	int fd[3];       /* the child's stdin/stdout/stderr (exec) */
-	const char *tty; /* the pty slave to open instead (pty) */
+	const struct agent_user *user; /* NULL: by uid */
+	int fd[3];                     /* the child's stdin/stdout/stderr (exec) */
+	const char *tty;               /* the pty slave to open instead (pty) */
 	uint16_t cols, rows;
 	int status_fd; /* CLOEXEC: the child reports a failure before exec here */
 };
 /* The most a child writes to its status pipe: one atomic pipe write. */
 #define SPAWN_STATUS_MAX 512
 pid_t spawn(const struct spawn_req *r);
-/* The environment of a command (spawn.c); valid until the next call. */
-char **spawn_env(char *const *req_env, bool pty);
+/* The environment of a command (spawn.c); valid until the next call, and
+ * while user (NULL: none) is. */
+char **spawn_env(char *const *req_env, bool pty, const struct agent_user *user);
 
 #endif

@@ -328,6 +328,9 @@ static void exec_start(struct conn *c, const uint8_t *buf, uint32_t len)
 {
 	struct proc *p = c->priv;
 	struct start_req s = {0};
+	struct agent_user user;
+	char *user_name = NULL, why[160];
+	uint32_t user_flags = 0;
 	struct rd r;
 	int err;
 
@@ -339,9 +342,21 @@ static void exec_start(struct conn *c, const uint8_t *buf, uint32_t len)
 	s.timeout_ms = rd_u32(&r);
 	s.cols = rd_u16(&r);
 	s.rows = rd_u16(&r);
+	if (r.left && !r.why) { /* the user trailer */
+		user_name = rd_str(&r);
+		user_flags = rd_u32(&r);
+	}
 	if (!rd_ok(&r)) {
 		conn_fail(c, EPROTO, "bad START: %s", r.why);
 		goto out;
+	}
+	if (user_name && *user_name) {
+		err = user_resolve(user_name, user_flags, &user, why, sizeof(why));
+		if (err) {
+			conn_fail(c, -err, "%s", why);
+			goto out;
+		}
+		s.user = &user;
 	}
 	for (char **e = s.env; *e; e++) {
 		if (**e == '=' || !strchr(*e, '=')) {
@@ -366,6 +381,7 @@ out:
 	strv_free(s.argv);
 	strv_free(s.env);
 	free(s.cwd);
+	free(user_name);
 }
 
 /* ATTACH: take over the process of a detached stream. */

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include "agent.h"
+#include "users.h"
 
 enum proc_phase {
 	PROC_WAIT_START, /* waiting for START */
@@ -42,6 +43,7 @@ struct start_req {
 	char **argv, **env, *cwd;
 	uint32_t uid, timeout_ms;
 	uint16_t cols, rows;
+	const struct agent_user *user; /* the user trailer's, or NULL */
 };
 
 /* procio.c: set up stdio and spawn; 0 or -errno. */

@@ -4,6 +4,8 @@
  * their results through pump() while the connection has room, so neither a
  * large file nor a large directory is ever held in memory. WRITE goes to a
  * temporary file next to the target that is renamed over it only on DONE.
+ * A request that names a user (the user trailer) does every step that
+ * touches the file system as that user (users.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +18,7 @@
 
 #include "agent.h"
 #include "fsops.h"
+#include "users.h"
 
 #define UPLOAD_TEMPLATE "/.kiln-upload.XXXXXX"
 
@@ -26,7 +29,8 @@ struct fop {
 	int fd;    /* READ: the file; WRITE: the temporary file */
 	char *tmp; /* WRITE: the temporary file's path until it is renamed */
 	uint32_t mode;
-	DIR *dir; /* LIST */
+	DIR *dir;                /* LIST */
+	struct agent_user *user; /* the request's, or NULL: root */
 };
 
 static void file_open(struct conn *c)
@@ -206,8 +210,9 @@ static void file_write_commit(struct conn *c, struct fop *f)
 static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint32_t len)
 {
 	char where[4096]; /* what REMOVE failed on */
-	uint32_t arg = 0;
-	char *to = NULL;
+	uint32_t arg = 0, user_flags = 0;
+	char *to = NULL, *user_name = NULL;
+	bool entered = false;
 	struct rd r;
 	int err = 0;
 
@@ -218,9 +223,32 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 		arg = rd_u32(&r);
 	else if (f->op == KILN_FILE_RENAME)
 		to = rd_str(&r);
+	if (r.left && !r.why) { /* the user trailer */
+		user_name = rd_str(&r);
+		user_flags = rd_u32(&r);
+	}
 	if (!rd_ok(&r)) {
 		conn_fail(c, EPROTO, "bad FILE_REQUEST: %s", r.why);
 		goto out;
+	}
+	if (user_name && *user_name) {
+		f->user = malloc(sizeof(*f->user));
+		if (!f->user) {
+			conn_nomem(c);
+			goto out;
+		}
+		err = user_resolve(user_name, user_flags, f->user, where, sizeof(where));
+		if (!err)
+			err = user_enter(f->user);
+		if (err) {
+			conn_fail(c, -err, "%s",
+			          err == -ESRCH || err == -EINVAL ? where : strerror(-err));
+			free(f->user);
+			f->user = NULL;
+			err = 0;
+			goto out;
+		}
+		entered = true;
 	}
 	f->requested = true;
 	f->mode = arg & 07777;
@@ -263,12 +291,16 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 	if (!err && (f->op == KILN_FILE_MKDIR || f->op == KILN_FILE_REMOVE))
 		file_done(c);
 out:
+	if (entered)
+		user_leave(f->user);
 	free(to);
+	free(user_name);
 }
 
 static void file_frame(struct conn *c, uint16_t type, const uint8_t *buf, uint32_t len)
 {
 	struct fop *f = c->priv;
+	int err;
 
 	if (!f->requested) {
 		if (type == KILN_MSG_FILE_REQUEST)
@@ -281,10 +313,14 @@ static void file_frame(struct conn *c, uint16_t type, const uint8_t *buf, uint32
 		else
 			file_write_data(c, f, buf, len);
 	} else if (f->op == KILN_FILE_WRITE && f->fd >= 0 && type == KILN_MSG_DONE) {
-		if (len)
+		if (len) {
 			conn_fail(c, EPROTO, "DONE with a payload");
-		else
+		} else if ((err = user_enter(f->user))) {
+			file_err(c, -err, "write", f->path);
+		} else {
 			file_write_commit(c, f);
+			user_leave(f->user);
+		}
 	} else {
 		conn_fail(c, EPROTO, "unexpected message type %u on a file stream", type);
 	}
@@ -341,10 +377,18 @@ static void file_pump(struct conn *c)
 {
 	struct fop *f = c->priv;
 
-	if (f && f->op == KILN_FILE_READ && f->fd >= 0)
+	if (f && f->op == KILN_FILE_READ && f->fd >= 0) {
 		file_pump_read(c, f);
-	else if (f && f->op == KILN_FILE_LIST && f->dir)
+	} else if (f && f->op == KILN_FILE_LIST && f->dir) {
+		int err = user_enter(f->user);
+
+		if (err) {
+			file_err(c, -err, "list", f->path);
+			return;
+		}
 		file_pump_list(c, f);
+		user_leave(f->user);
+	}
 }
 
 static void file_destroy(struct conn *c)
@@ -355,12 +399,15 @@ static void file_destroy(struct conn *c)
 		return;
 	if (f->fd >= 0)
 		close(f->fd);
-	if (f->tmp)
+	if (f->tmp && !user_enter(f->user)) {
 		unlink(f->tmp); /* an unfinished upload leaves the target untouched */
+		user_leave(f->user);
+	}
 	if (f->dir)
 		closedir(f->dir);
 	free(f->tmp);
 	free(f->path);
+	free(f->user);
 	free(f);
 	c->priv = NULL;
 }

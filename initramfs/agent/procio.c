@@ -40,9 +40,11 @@ static int spawn_with(struct proc *p, const struct start_req *s, struct spawn_re
 	int st[2], err = 0;
 
 	r->argv = s->argv;
-	r->cwd = *s->cwd ? s->cwd : "/";
+	r->cwd = *s->cwd ? s->cwd : s->user ? s->user->home : "/";
+	r->cwd_default = !*s->cwd;
 	r->uid = s->uid;
-	r->envp = spawn_env(s->env, p->pty);
+	r->user = s->user;
+	r->envp = spawn_env(s->env, p->pty, s->user);
 	if (!r->envp)
 		return -ENOMEM;
 	if (pipe2(st, O_CLOEXEC) < 0)

@@ -2,8 +2,8 @@
 /*
  * kiln-agent: starting a command. The child runs between vfork and execve
  * only here: new session, signals back to their defaults, stdio (pipes or a
- * terminal), working directory, uid, then a PATH search with the command's
- * own environment. A failure before execve is written to the CLOEXEC status
+ * terminal, given to the user), the user's groups, gid and uid, working
+ * directory, then a PATH search with the command's own environment. A failure before execve is written to the CLOEXEC status
  * pipe as a native int errno followed by a message; success closes the pipe
  * with nothing written, so the parent learns the outcome from one read.
  *
@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "users.h"
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define DEFAULT_TERM "TERM=xterm-256color"
@@ -150,15 +151,24 @@ static __attribute__((noreturn)) void child(const struct spawn_req *r)
 				child_fail(sfd, errno, "cannot set up stdio for", r->argv[0]);
 		}
 	}
-	if (chdir(r->cwd) < 0)
-		child_fail(sfd, errno, "cannot change directory to", r->cwd);
-	if (r->uid) {
+	if (r->user && r->user->uid) {
+		const struct agent_user *u = r->user;
+
+		/* the terminal is the user's, as login(1) makes it */
+		if (r->tty && fchown(0, u->uid, u->gid) < 0)
+			child_fail(sfd, errno, "cannot give the terminal to", u->name);
+		if (setgroups((size_t)u->ngroups, u->groups) < 0 || setgid(u->gid) < 0 ||
+		    setuid(u->uid) < 0)
+			child_fail(sfd, errno, "cannot switch to user", u->name);
+	} else if (!r->user && r->uid) {
 		snprintf(num, sizeof(num), "%u", r->uid);
 		if (setgroups(0, NULL) < 0 && errno != ENOSYS)
 			child_fail(sfd, errno, "cannot drop supplementary groups for uid", num);
 		if (setgid(r->uid) < 0 || setuid(r->uid) < 0)
 			child_fail(sfd, errno, "cannot switch to uid", num);
 	}
+	if (chdir(r->cwd) < 0 && (!r->cwd_default || chdir("/") < 0))
+		child_fail(sfd, errno, "cannot change directory to", r->cwd);
 	child_fail(sfd, exec_search(r->argv, r->envp), "cannot run", r->argv[0]);
 }
 
@@ -199,18 +209,19 @@ static void env_set(char **v, size_t *n, char *e)
 
 /*
  * The command's environment: the agent's own (PATH, HOME, LANG as set at
- * boot), TERM=xterm-256color for a pty, then the request's entries, each
+ * boot), TERM=xterm-256color for a pty, the user's HOME, USER and LOGNAME
+ * when the request names one, then the request's entries, each
  * replacing an earlier one of the same name.
  * The vector points into environ and req_env. It is the agent's own, reused
  * by the next spawn (do not free it): a fresh one per command made musl's
  * allocator map and unmap a page around every spawn, ~100 us in a guest.
  */
-char **spawn_env(char *const *req_env, bool pty)
+char **spawn_env(char *const *req_env, bool pty, const struct agent_user *user)
 {
 	extern char **environ;
 	static char **vec;
 	static size_t cap;
-	size_t n = 0, max = 2;
+	size_t n = 0, max = 5;
 
 	for (char **e = environ; *e; e++)
 		max++;
@@ -229,6 +240,11 @@ char **spawn_env(char *const *req_env, bool pty)
 			env_set(vec, &n, *e);
 	if (pty)
 		env_set(vec, &n, (char *)DEFAULT_TERM);
+	if (user) {
+		env_set(vec, &n, (char *)user->env_home);
+		env_set(vec, &n, (char *)user->env_user);
+		env_set(vec, &n, (char *)user->env_logname);
+	}
 	for (char *const *e = req_env; *e; e++)
 		env_set(vec, &n, *e);
 	vec[n] = NULL;

@@ -14,6 +14,7 @@ otherwise) and a working /dev/ptmx for the pty cases.
 import errno
 import hashlib
 import os
+import pwd
 import re
 import signal
 import socket
@@ -71,9 +72,11 @@ def slist(items):
     return u32(len(items)) + b"".join(sstr(i) for i in items)
 
 
-def start_payload(argv, env=(), cwd="", uid=0, timeout_ms=0, cols=0, rows=0):
-    return (slist(argv) + slist(list(env)) + sstr(cwd) + u32(uid) + u32(timeout_ms)
-            + u16(cols) + u16(rows))
+def start_payload(argv, env=(), cwd="", uid=0, timeout_ms=0, cols=0, rows=0, user=None,
+                  user_flags=0):
+    p = (slist(argv) + slist(list(env)) + sstr(cwd) + u32(uid) + u32(timeout_ms)
+         + u16(cols) + u16(rows))
+    return p + sstr(user) + u32(user_flags) if user is not None else p
 
 
 class Conn:
@@ -450,6 +453,29 @@ def case_uid(a, d):
         return "not root"
     r = a.run(["sh", "-c", "id -u; id -g"], uid=65534)
     eq(bytes(r.out), b"65534\n65534\n", "stdout")
+
+
+def case_user(a, d):
+    """The user trailer: an account of /etc/passwd (the host's here)."""
+    if os.getuid() != 0:
+        return "not root"
+    try:
+        pw = pwd.getpwnam("nobody")
+    except KeyError:
+        return "no user nobody"
+    r = a.run(["sh", "-c", 'id -u; id -g; echo "$HOME $USER $LOGNAME"'], user="nobody",
+              env=["LOGNAME=asked"])
+    want = "%d\n%d\n%s nobody asked\n" % (pw.pw_uid, pw.pw_gid, pw.pw_dir)
+    eq(bytes(r.out), want.encode(), "stdout")
+    r = a.run(["sh", "-c", "id -u; echo $HOME"], user="root")
+    eq(bytes(r.out), b"0\n%s\n" % pwd.getpwnam("root").pw_dir.encode(), "root")
+    r = a.run(["true"], user="no-such-user-kiln")
+    eq(r.error, (errno.ESRCH, "no user 'no-such-user-kiln' in the sandbox's /etc/passwd"),
+       "unknown user")
+    r = a.run(["sh", "-c", "id -u"], user="no-such-user-kiln", user_flags=KILN_USER_OR_ROOT)
+    eq(bytes(r.out), b"0\n", "unknown user, or root")
+    r = a.run(["true"], user="a:b")
+    eq(r.error[0], errno.EINVAL, "a name that is none")
 
 
 def case_stdin_1mib(a, d):
