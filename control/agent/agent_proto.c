@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <endian.h>
+#include <ctype.h>
 #include <errno.h>
 #include <string.h>
 
@@ -242,6 +243,10 @@ int agent_msg_start(struct buf *b, const struct agent_start *s)
 	agent_put_u32(&w, s->timeout_ms);
 	agent_put_u16(&w, s->cols);
 	agent_put_u16(&w, s->rows);
+	if (s->user) {
+		agent_put_str(&w, s->user, strlen(s->user));
+		agent_put_u32(&w, s->user_flags);
+	}
 	if (agent_end(&w))
 		return w.err;
 	if (s->keep)
@@ -249,7 +254,25 @@ int agent_msg_start(struct buf *b, const struct agent_start *s)
 	return 0;
 }
 
+bool agent_user_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n || n > AGENT_USER_MAX || name[0] == '-')
+		return false;
+	for (; *name; name++)
+		if (!isalnum((unsigned char)*name) && !strchr("._-", *name))
+			return false;
+	return true;
+}
+
 int agent_msg_file(struct buf *b, uint32_t op, const char *path, uint32_t arg, const char *path2)
+{
+	return agent_msg_file_as(b, op, path, arg, path2, NULL, 0);
+}
+
+int agent_msg_file_as(struct buf *b, uint32_t op, const char *path, uint32_t arg, const char *path2,
+                      const char *user, uint32_t user_flags)
 {
 	struct agent_wr w;
 
@@ -273,6 +296,10 @@ int agent_msg_file(struct buf *b, uint32_t op, const char *path, uint32_t arg, c
 		break;
 	default:
 		break;
+	}
+	if (user) {
+		agent_put_str(&w, user, strlen(user));
+		agent_put_u32(&w, user_flags);
 	}
 	return agent_end(&w);
 }

@@ -64,12 +64,21 @@ struct agent_start {
 	const char *cwd;         /* NULL or "" for "/" */
 	uint32_t uid, timeout_ms;
 	uint16_t cols, rows;
-	bool keep; /* KILN_FRAME_KEEP: the command outlives the stream */
+	bool keep;           /* KILN_FRAME_KEEP: the command outlives the stream */
+	const char *user;    /* NULL: no user trailer (root, or uid) */
+	uint32_t user_flags; /* KILN_USER_* */
 };
 int agent_msg_start(struct buf *b, const struct agent_start *s);
 /* FILE_REQUEST; `arg` is the u32 (WRITE/MKDIR mode, REMOVE recursive) and
  * `path2` the new path of RENAME. */
 int agent_msg_file(struct buf *b, uint32_t op, const char *path, uint32_t arg, const char *path2);
+/* A name the agent takes as a user: 1 to 32 letters, digits, '.', '_',
+ * '-', not starting with '-'. */
+#define AGENT_USER_MAX 32
+bool agent_user_valid(const char *name);
+/* The same as user (NULL: root, no trailer) with KILN_USER_* flags. */
+int agent_msg_file_as(struct buf *b, uint32_t op, const char *path, uint32_t arg, const char *path2,
+                      const char *user, uint32_t user_flags);
 
 struct agent_stat {
 	uint32_t mode;

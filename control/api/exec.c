@@ -330,7 +330,7 @@ static char **args_dup(char *const *args)
 void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_t *body)
 {
 	char err[JSON_ERR_LEN] = "";
-	const char *cwd = NULL, *in = NULL, *enc = NULL;
+	const char *cwd = NULL, *in = NULL, *enc = NULL, *user = NULL;
 	long long timeout_ms;
 	json_t *env_extra;
 	char **argv = NULL, **env = NULL;
@@ -345,11 +345,17 @@ void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_
 	if (!argv)
 		goto bad;
 	if (json_get_str(body, "cwd", 4096, &cwd, err) ||
+	    json_get_str(body, "user", AGENT_USER_MAX, &user, err) ||
 	    json_get_str(body, "stdin", SIZE_MAX, &in, err) ||
 	    json_get_str(body, "stdinEncoding", 16, &enc, err) ||
 	    json_get_int(body, "timeoutMs", 0, UINT32_MAX, 0, &timeout_ms, err) ||
 	    json_get_str_map(body, "env", KILN_MAX_ARGS / 2, 1u << 20, &env_extra, err))
 		goto bad;
+	if (user && !agent_user_valid(user)) {
+		snprintf(err, sizeof(err),
+		         "'user' must be a user name (letters, digits, '.', '_', '-')");
+		goto bad;
+	}
 	if (enc && strcmp(enc, "base64") && strcmp(enc, "text")) {
 		snprintf(err, sizeof(err), "'stdinEncoding' must be \"text\" or \"base64\"");
 		goto bad;
@@ -391,6 +397,7 @@ void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_
 	    .uid = def->uid,
 	    .timeout_ms = (uint32_t)timeout_ms,
 	    .keep = true,
+	    .user = user,
 	};
 	/* Everything goes out at once: HELLO, START, the input, its end. */
 	if (agent_msg_start(agent_out(s->a), &st) ||

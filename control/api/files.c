@@ -317,15 +317,27 @@ static bool path_ok(const char *p)
 	return p && p[0] == '/' && strlen(p) <= PATH_MAX_LEN;
 }
 
+/* Who a request runs as: its `user` (NULL: root). */
+struct as_user {
+	const char *name;
+	uint32_t flags;
+};
+
 /* Open a file stream for `op` on `path` and send the request. */
 static struct file_sess *start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb,
-                               uint32_t op, const char *path, uint32_t arg, const char *path2)
+                               uint32_t op, const char *path, uint32_t arg, const char *path2,
+                               struct as_user u)
 {
 	struct file_sess *s;
 
 	if (!path_ok(path) || (path2 && !path_ok(path2))) {
 		http_respond_error(c, 400, "paths must be absolute and at most %d bytes",
 		                   PATH_MAX_LEN);
+		return NULL;
+	}
+	if (u.name && !agent_user_valid(u.name)) {
+		http_respond_error(c, 400,
+		                   "'user' must be a user name (letters, digits, '.', '_', '-')");
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));
@@ -346,7 +358,7 @@ static struct file_sess *start(struct kilnd *kd, struct http_conn *c, struct san
 		sess_free(s);
 		return NULL;
 	}
-	if (agent_msg_file(agent_out(s->a), op, path, arg, path2)) {
+	if (agent_msg_file_as(agent_out(s->a), op, path, arg, path2, u.name, u.flags)) {
 		http_respond_error(c, 400, "bad file request");
 		sess_free(s);
 		return NULL;
@@ -355,25 +367,34 @@ static struct file_sess *start(struct kilnd *kd, struct http_conn *c, struct san
 	return s;
 }
 
-void files_read(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, const char *path)
+void files_read_as(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, const char *path,
+                   const char *user, uint32_t user_flags)
 {
-	struct file_sess *s = start(kd, c, sb, KILN_FILE_READ, path, 0, NULL);
+	struct file_sess *s =
+	    start(kd, c, sb, KILN_FILE_READ, path, 0, NULL, (struct as_user){user, user_flags});
 
 	if (s)
 		http_set_handler(c, &http_ops_nobody, s, 0);
 }
 
+void files_read(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, const char *path)
+{
+	files_read_as(kd, c, sb, path, NULL, 0);
+}
+
 void files_get(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb)
 {
-	char *path = http_query_param(req, "path");
+	char *path = http_query_param(req, "path"), *user = http_query_param(req, "user");
 
-	files_read(kd, c, sb, path);
+	files_read_as(kd, c, sb, path, user, 0);
 	free(path);
+	free(user);
 }
 
 void files_put(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb)
 {
 	char *path = http_query_param(req, "path"), *mode_s = http_query_param(req, "mode"), *end;
+	char *user = http_query_param(req, "user");
 	unsigned long mode = 0644;
 	struct file_sess *s;
 
@@ -388,7 +409,8 @@ void files_put(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 		http_respond_error(c, 413, "upload larger than %llu bytes", kd->cfg.max_upload);
 		goto out;
 	}
-	s = start(kd, c, sb, KILN_FILE_WRITE, path, (uint32_t)mode, NULL);
+	s = start(kd, c, sb, KILN_FILE_WRITE, path, (uint32_t)mode, NULL,
+	          (struct as_user){user, 0});
 	if (!s)
 		goto out;
 	http_set_handler(c, &http_ops, s, 0);
@@ -396,28 +418,32 @@ void files_put(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 out:
 	free(path);
 	free(mode_s);
+	free(user);
 }
 
 void files_list(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb,
                 bool stat_only)
 {
-	char *path = http_query_param(req, "path");
-	struct file_sess *s =
-	    start(kd, c, sb, stat_only ? KILN_FILE_STAT : KILN_FILE_LIST, path, 0, NULL);
+	char *path = http_query_param(req, "path"), *user = http_query_param(req, "user");
+	struct file_sess *s = start(kd, c, sb, stat_only ? KILN_FILE_STAT : KILN_FILE_LIST, path, 0,
+	                            NULL, (struct as_user){user, 0});
 
 	if (s)
 		http_set_handler(c, &http_ops_nobody, s, 0);
 	free(path);
+	free(user);
 }
 
 void files_op(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, uint32_t op, json_t *body)
 {
 	char err[JSON_ERR_LEN] = "";
-	const char *path = NULL, *to = NULL;
+	const char *path = NULL, *to = NULL, *user = NULL;
 	long long mode = 0755;
 	bool recursive = false;
 	struct file_sess *s;
 
+	if (json_get_str(body, "user", AGENT_USER_MAX, &user, err))
+		goto bad;
 	if (op == KILN_FILE_RENAME) {
 		if (json_get_str(body, "from", PATH_MAX_LEN, &path, err) ||
 		    json_get_str(body, "to", PATH_MAX_LEN, &to, err))
@@ -441,7 +467,8 @@ void files_op(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, uint32_
 			goto bad;
 		}
 	}
-	s = start(kd, c, sb, op, path, op == KILN_FILE_MKDIR ? (uint32_t)mode : recursive, to);
+	s = start(kd, c, sb, op, path, op == KILN_FILE_MKDIR ? (uint32_t)mode : recursive, to,
+	          (struct as_user){user, 0});
 	if (s)
 		http_set_handler(c, &http_ops_nobody, s, 0);
 	return;

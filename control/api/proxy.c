@@ -40,6 +40,8 @@ int proxy_errno_status(uint32_t err)
 	switch (err) {
 	case ENOENT:
 		return 404;
+	case ESRCH: /* the agent: no such user in the sandbox */
+		return 400;
 	case EACCES:
 	case EPERM:
 		return 403;

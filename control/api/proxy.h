@@ -39,6 +39,9 @@ void files_put(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 void files_get(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb);
 /* GET of an absolute path (also envd's GET /files). */
 void files_read(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, const char *path);
+/* The same as user (NULL: root) with KILN_USER_* flags (agent.h). */
+void files_read_as(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, const char *path,
+                   const char *user, uint32_t user_flags);
 void files_list(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb,
                 bool stat_only);
 /* op: KILN_FILE_MKDIR, _REMOVE or _RENAME, with its JSON body. */

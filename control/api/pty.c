@@ -454,7 +454,7 @@ static struct pty_sess *sess_new(struct kilnd *kd, struct http_conn *c, struct h
 
 void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb)
 {
-	char *cmd = NULL, *term = NULL, *termvar = NULL;
+	char *cmd = NULL, *term = NULL, *termvar = NULL, *user = NULL;
 	const char *argv[4] = {"/bin/sh", NULL, NULL, NULL};
 	char **env = NULL;
 	long cols = query_dim(req, "cols", 80), rows = query_dim(req, "rows", 24);
@@ -465,9 +465,18 @@ void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 		http_respond_error(c, 400, "cols and rows must be between 1 and %d", PTY_MAX_DIM);
 		return;
 	}
-	s = sess_new(kd, c, req, sb);
-	if (!s)
+	user = http_query_param(req, "user");
+	if (user && !agent_user_valid(user)) {
+		http_respond_error(c, 400,
+		                   "'user' must be a user name (letters, digits, '.', '_', '-')");
+		free(user);
 		return;
+	}
+	s = sess_new(kd, c, req, sb);
+	if (!s) {
+		free(user);
+		return;
+	}
 	cmd = http_query_param(req, "cmd");
 	term = http_query_param(req, "term");
 	if (cmd && *cmd) {
@@ -498,6 +507,7 @@ void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 		    .cols = (uint16_t)cols,
 		    .rows = (uint16_t)rows,
 		    .keep = true,
+		    .user = user,
 		};
 
 		if (!env || agent_msg_start(agent_out(s->a), &st)) {
@@ -509,6 +519,7 @@ void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 	agent_flush(s->a);
 	http_set_handler(c, &http_ops, s, 0);
 out:
+	free(user);
 	free(cmd);
 	free(term);
 	free(termvar);

@@ -37,14 +37,15 @@ static void catch_signals(void)
 
 struct exec_opts {
 	json_t *env;
-	const char *cwd;
+	const char *cwd, *user;
 	bool stdin_all;
 	long cmd_timeout;
 };
 
 static const char exec_help[] =
     "  -e, --env K=V       environment variable for the command (repeatable)\n"
-    "  -w, --workdir DIR   working directory in the sandbox\n"
+    "  -w, --workdir DIR   working directory in the sandbox (default: the user's home)\n"
+    "  -u, --user NAME     run as this user of the sandbox's /etc/passwd (default: root)\n"
     "  -i, --stdin         send our standard input (read to its end, at most 8 MiB)\n"
     "  --cmd-timeout S     kill the command after S seconds (exit status 124)\n";
 
@@ -57,7 +58,7 @@ static int exec_opt(struct exec_opts *o, int argc, char **argv, int *i)
 		return 1;
 	}
 	if (strcmp(a, "-e") && strcmp(a, "--env") && strcmp(a, "-w") && strcmp(a, "--workdir") &&
-	    strcmp(a, "--cmd-timeout"))
+	    strcmp(a, "-u") && strcmp(a, "--user") && strcmp(a, "--cmd-timeout"))
 		return 0;
 	if (!v) {
 		fprintf(stderr, "kiln: %s needs a value\n", a);
@@ -66,6 +67,8 @@ static int exec_opt(struct exec_opts *o, int argc, char **argv, int *i)
 	(*i)++;
 	if (!strcmp(a, "-w") || !strcmp(a, "--workdir")) {
 		o->cwd = v;
+	} else if (!strcmp(a, "-u") || !strcmp(a, "--user")) {
+		o->user = v;
 	} else if (!strcmp(a, "--cmd-timeout")) {
 		char *end;
 
@@ -244,6 +247,8 @@ static int run_command(struct kc *k, const char *id, int argc, char **argv,
 		json_object_set(req, "env", o->env);
 	if (o->cwd)
 		json_object_set_new(req, "cwd", json_string(o->cwd));
+	if (o->user)
+		json_object_set_new(req, "user", json_string(o->user));
 	if (o->cmd_timeout > 0)
 		json_object_set_new(req, "timeoutMs",
 		                    json_integer((json_int_t)o->cmd_timeout * 1000));

@@ -1,0 +1,54 @@
+# shellcheck shell=bash
+# Users (control/API.md, "Users"): kiln's API runs as root unless the
+# request names a user of the sandbox's /etc/passwd. On real VMs the base
+# image's `user` (uid 1000); with the fake VMM the guest is the host, whose
+# agent looks up the host's `nobody`. Sourced by run.sh.
+
+USERS_TESTS="t_users"
+
+t_users() {
+	local id user want out err rc
+	if [ $FAKE = 1 ]; then
+		if [ "$(id -u)" != 0 ] || ! getent passwd nobody >/dev/null; then
+			echo "# t_users: needs root and a 'nobody' account with the fake VMM (not run)"
+			return
+		fi
+		user=nobody
+		local home pwd
+		home=$(getent passwd nobody | cut -d: -f6)
+		pwd=$home
+		[ -d "$home" ] || pwd=/ # the agent falls back to / for a missing home
+		want=$(printf '%s\n%s\n%s\n%s' "$(id -u nobody)" "$(id -g nobody)" "$home nobody nobody" "$pwd")
+		id=$("$KILN" create | tail -1)
+	else
+		user=user
+		want=$(printf '1000\n1000\n/home/user user user\n/home/user')
+		id=$("$KILN" create --image base | tail -1)
+	fi
+	out=$("$KILN" exec --user "$user" "$id" -- sh -c 'id -u; id -g; echo "$HOME $USER $LOGNAME"; pwd')
+	[ "$out" = "$want" ]
+	check $? "kiln exec --user runs as the user, with its HOME, USER, LOGNAME and home as cwd"
+	out=$("$KILN" exec "$id" -- sh -c 'id -u; echo "$HOME"')
+	[ "$out" = "$(printf '0\n/root')" ]
+	check $? "without --user the command runs as root"
+	err=$("$KILN" exec --user no-such-user "$id" -- true 2>&1)
+	rc=$?
+	[ $rc != 0 ] && grep -q "no user 'no-such-user' in the sandbox's /etc/passwd" <<<"$err"
+	check $? "an unknown user is refused with the reason"
+	[ "$(api POST "/sandboxes/$id/exec" -d '{"cmd":["true"],"user":"a:b"}')" = 400 ] &&
+		grep -q "'user' must be a user name" "$T/body"
+	check $? "a user name with other characters is a 400"
+	if [ $FAKE = 0 ]; then
+		"$KILN" exec "$id" -- sh -c 'echo secret >/root-only; chmod 600 /root-only'
+		out=$("$KILN" exec --user user "$id" -- sh -c 'cat /root-only; echo x >>/root-only' 2>&1)
+		rc=$?
+		[ $rc != 0 ] && grep -q "Permission denied" <<<"$out" && ! grep -q secret <<<"$out"
+		check $? "the user can neither read nor write root's 0600 file"
+		[ "$(api PUT "/sandboxes/$id/files?path=/home/user/up.txt&user=user" --data-binary hi)" = 200 ] &&
+			[ "$("$KILN" exec "$id" -- stat -c '%u:%g' /home/user/up.txt)" = 1000:1000 ]
+		check $? "a file written through the files API as the user is the user's"
+		[ "$(api PUT "/sandboxes/$id/files?path=/etc/kiln-user-test&user=user" --data-binary hi)" = 403 ]
+		check $? "the files API as the user cannot write where root owns the directory (403)"
+	fi
+	"$KILN" rm "$id" >/dev/null
+}
