@@ -39,7 +39,13 @@ enum up_state {
 	U_SKIP,        /* a part that is not a file */
 	U_COMMIT,      /* waiting: the agent renames the file into place */
 	U_END,         /* after the closing delimiter */
+	U_FAILED,      /* refused: the rest of the body is read and dropped */
 };
+
+/* A refused upload reads up to this much more of its body before it
+ * answers, so that the client, still sending, gets the answer rather than
+ * a reset (Go's net/http, envd's server, does the same). */
+#define UP_DISCARD_MAX (256u << 10)
 
 struct upload {
 	struct kilnd *kd;
@@ -58,6 +64,11 @@ struct upload {
 	struct agent_conn *a;
 	uint64_t total;
 	json_t *results;
+	bool handling; /* up_ops is the connection's handler */
+	/* U_FAILED: the answer, given once the body is read */
+	int fail_status;
+	uint64_t discarded;
+	char fail_msg[512];
 };
 
 static void up_free(struct upload *u)
@@ -81,10 +92,29 @@ static void up_fail(struct upload *u, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (u->handling && !u->body_done && !http_responded(u->c) && u->state != U_FAILED) {
+		fsop_cancel(u->mk);
+		u->mk = NULL;
+		agent_close(u->a);
+		u->a = NULL;
+		buf_reset(&u->in);
+		u->state = U_FAILED;
+		u->fail_status = status;
+		snprintf(u->fail_msg, sizeof(u->fail_msg), "%s", msg);
+		http_pause_read(u->c, false);
+		return;
+	}
 	if (!http_responded(u->c))
 		http_respond_error(u->c, status, "%s", msg);
 	else
 		http_abort(u->c);
+	up_free(u);
+}
+
+/* U_FAILED: the refusal goes out now. */
+static void up_answer_failed(struct upload *u)
+{
+	http_respond_error(u->c, u->fail_status, "%s", u->fail_msg);
 	up_free(u);
 }
 
@@ -463,6 +493,7 @@ static void pump(struct upload *u)
 			continue;
 		case U_MKDIR:
 		case U_COMMIT:
+		case U_FAILED: /* (on_body and on_complete serve it) */
 			blocked = true;
 			break;
 		case U_DATA:
@@ -538,6 +569,12 @@ static int on_body(void *ctx, const char *p, size_t n)
 {
 	struct upload *u = ctx;
 
+	if (u->state == U_FAILED) {
+		u->discarded += n;
+		if (u->discarded > UP_DISCARD_MAX)
+			up_answer_failed(u);
+		return 0;
+	}
 	if (buf_avail(&u->in) + n > UP_HELD_MAX) {
 		up_fail(u, 500, "upload: input backed up");
 		return 0;
@@ -555,7 +592,10 @@ static void on_complete(void *ctx)
 	struct upload *u = ctx;
 
 	u->body_done = true;
-	pump(u);
+	if (u->state == U_FAILED)
+		up_answer_failed(u);
+	else
+		pump(u);
 }
 
 static void on_abort(void *ctx)
@@ -650,6 +690,7 @@ void envd_files_post(struct kilnd *kd, struct http_conn *c, struct http_req *req
 			return; /* answered, freed */
 	}
 	http_set_handler(c, &up_ops, u, 0);
+	u->handling = true;
 }
 
 void envd_files_get(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb,
