@@ -35,6 +35,7 @@ struct file_sess {
 	char *path;
 	bool hello, got_stat, sent_done, body_done;
 	bool reuse; /* the agent keeps the connection after the last frame */
+	bool envd;  /* an unknown user is 401, as envd answers it */
 	uint64_t bytes;
 	json_t *entries;
 	char id[SB_ID_LEN + 1], who[EVENTS_WHO_LEN]; /* for file.written/removed */
@@ -119,12 +120,18 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 	char hdrs[128];
 
 	if (type == KILN_MSG_ERROR) {
+		uint32_t err, len;
+		const char *msg;
+
 		if (http_responded(s->c)) {
 			http_abort(s->c);
 			sess_free(s);
 			return;
 		}
-		proxy_respond_agent_error(s->c, s->path, p, n);
+		if (s->envd && !agent_parse_error(p, n, &err, &msg, &len) && err == ESRCH)
+			http_respond_error(s->c, 401, "%.*s", (int)(len > 300 ? 300 : len), msg);
+		else
+			proxy_respond_agent_error(s->c, s->path, p, n);
 		sess_free(s);
 		return;
 	}
@@ -317,10 +324,11 @@ static bool path_ok(const char *p)
 	return p && p[0] == '/' && strlen(p) <= PATH_MAX_LEN;
 }
 
-/* Who a request runs as: its `user` (NULL: root). */
+/* Who a request runs as: its `user` (NULL: root); envd: from envd. */
 struct as_user {
 	const char *name;
 	uint32_t flags;
+	bool envd;
 };
 
 /* Open a file stream for `op` on `path` and send the request. */
@@ -349,6 +357,7 @@ static struct file_sess *start(struct kilnd *kd, struct http_conn *c, struct san
 	s->kd = kd;
 	s->c = c;
 	s->op = op;
+	s->envd = u.envd;
 	snprintf(s->id, sizeof(s->id), "%s", sb->rec.id);
 	events_who(kd, http_conn_req(c), s->who);
 	if (op == KILN_FILE_LIST)
@@ -370,8 +379,8 @@ static struct file_sess *start(struct kilnd *kd, struct http_conn *c, struct san
 void files_read_as(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, const char *path,
                    const char *user, uint32_t user_flags)
 {
-	struct file_sess *s =
-	    start(kd, c, sb, KILN_FILE_READ, path, 0, NULL, (struct as_user){user, user_flags});
+	struct file_sess *s = start(kd, c, sb, KILN_FILE_READ, path, 0, NULL,
+	                            (struct as_user){user, user_flags, true});
 
 	if (s)
 		http_set_handler(c, &http_ops_nobody, s, 0);
@@ -385,8 +394,11 @@ void files_read(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, const
 void files_get(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb)
 {
 	char *path = http_query_param(req, "path"), *user = http_query_param(req, "user");
+	struct file_sess *s =
+	    start(kd, c, sb, KILN_FILE_READ, path, 0, NULL, (struct as_user){user, 0, false});
 
-	files_read_as(kd, c, sb, path, user, 0);
+	if (s)
+		http_set_handler(c, &http_ops_nobody, s, 0);
 	free(path);
 	free(user);
 }
@@ -410,7 +422,7 @@ void files_put(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 		goto out;
 	}
 	s = start(kd, c, sb, KILN_FILE_WRITE, path, (uint32_t)mode, NULL,
-	          (struct as_user){user, 0});
+	          (struct as_user){user, 0, false});
 	if (!s)
 		goto out;
 	http_set_handler(c, &http_ops, s, 0);
@@ -426,7 +438,7 @@ void files_list(struct kilnd *kd, struct http_conn *c, struct http_req *req, str
 {
 	char *path = http_query_param(req, "path"), *user = http_query_param(req, "user");
 	struct file_sess *s = start(kd, c, sb, stat_only ? KILN_FILE_STAT : KILN_FILE_LIST, path, 0,
-	                            NULL, (struct as_user){user, 0});
+	                            NULL, (struct as_user){user, 0, false});
 
 	if (s)
 		http_set_handler(c, &http_ops_nobody, s, 0);
@@ -468,7 +480,7 @@ void files_op(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, uint32_
 		}
 	}
 	s = start(kd, c, sb, op, path, op == KILN_FILE_MKDIR ? (uint32_t)mode : recursive, to,
-	          (struct as_user){user, 0});
+	          (struct as_user){user, 0, false});
 	if (s)
 		http_set_handler(c, &http_ops_nobody, s, 0);
 	return;

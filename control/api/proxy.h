@@ -39,7 +39,8 @@ void files_put(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 void files_get(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb);
 /* GET of an absolute path (also envd's GET /files). */
 void files_read(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, const char *path);
-/* The same as user (NULL: root) with KILN_USER_* flags (agent.h). */
+/* The same as user (NULL: root) with KILN_USER_* flags (agent.h), for
+ * envd: a user the sandbox does not have is a 401, as envd answers it. */
 void files_read_as(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, const char *path,
                    const char *user, uint32_t user_flags);
 void files_list(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb,

@@ -567,7 +567,12 @@ static void ctx_start(struct ci_ctx *x, struct sandbox *sb)
 	const char *env[] = {"MPLBACKEND=Agg", cwd_env, NULL};
 	struct agent_start st = {.argv = argv, .env = env, .cwd = "/", .keep = true};
 	bool attach = x->suspended && x->pid;
+	struct envd_user u;
 
+	/* as the sandbox's default user, like envd's commands */
+	envd_user_default(sb, &u);
+	st.user = envd_user_name(&u);
+	st.user_flags = u.flags;
 	snprintf(cwd_env, sizeof(cwd_env), "KILN_CI_CWD=%s", x->cwd);
 	x->hello = x->started = x->ready = x->skip = false;
 	buf_reset(&x->in);

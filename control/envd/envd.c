@@ -173,57 +173,6 @@ static bool expiry_ok(const char *exp)
 
 /* ---------------------------------------------------------------- paths, users */
 
-char *envd_resolve_path(const char *path)
-{
-	char *out;
-
-	if (!path || !*path)
-		return strdup(ENVD_HOME);
-	if (path[0] == '/')
-		out = strdup(path);
-	else if (path[0] == '~' && (path[1] == 0 || path[1] == '/'))
-		out = asprintf(&out, "%s%s", ENVD_HOME, path + 1) < 0 ? NULL : out;
-	else
-		out = asprintf(&out, "%s/%s", ENVD_HOME, path) < 0 ? NULL : out;
-	if (out && strlen(out) > ENVD_PATH_MAX) {
-		free(out);
-		return NULL;
-	}
-	return out;
-}
-
-/* Everything in a kiln sandbox runs as root; E2B's default user name
- * "user" is accepted as the same account. */
-static bool user_known(const char *name)
-{
-	return !name || !*name || !strcmp(name, "root") || !strcmp(name, "user");
-}
-
-/* The user named by "Authorization: Basic base64(user:)", or NULL. */
-static bool basic_user_ok(const struct http_req *req)
-{
-	const char *a = http_header(req, "Authorization");
-	struct buf b = {0};
-	char *colon;
-	bool ok;
-
-	if (!a)
-		return true;
-	if (strncasecmp(a, "Basic ", 6))
-		return false;
-	if (strlen(a + 6) > 1024 || b64_decode(&b, a + 6, strlen(a + 6)) || !buf_reserve(&b, 1)) {
-		buf_free(&b);
-		return false;
-	}
-	b.data[b.len] = 0;
-	colon = strchr(buf_head(&b), ':');
-	if (colon)
-		*colon = 0;
-	ok = user_known(buf_head(&b));
-	buf_free(&b);
-	return ok;
-}
-
 /* ---------------------------------------------------------------- sandbox lookup */
 
 bool envd_wants(const struct http_req *req)
@@ -320,6 +269,7 @@ struct rpc_pending {
 	char id[SB_ID_LEN + 1];
 	long long timeout_ms;
 	double keepalive_s;
+	struct envd_user user;
 };
 
 static void rpc_fail(struct http_conn *c, const struct method *m, int code, const char *msg)
@@ -343,10 +293,12 @@ struct rpc_wait {
 	json_t *msg;
 	long long timeout_ms;
 	double keepalive_s;
+	struct envd_user user;
 };
 
 static void rpc_run(struct kilnd *kd, struct http_conn *c, const struct method *m,
-                    struct sandbox *sb, json_t *msg, long long timeout_ms, double keepalive_s)
+                    struct sandbox *sb, json_t *msg, long long timeout_ms, double keepalive_s,
+                    const struct envd_user *u)
 {
 	struct envd_req r = {
 	    .kd = kd,
@@ -355,6 +307,7 @@ static void rpc_run(struct kilnd *kd, struct http_conn *c, const struct method *
 	    .msg = msg,
 	    .timeout_ms = timeout_ms,
 	    .keepalive_s = keepalive_s,
+	    .user = *u,
 	};
 
 	m->fn(&r);
@@ -370,7 +323,7 @@ static void rw_run(void *ctx, struct sandbox *sb)
 {
 	struct rpc_wait *w = ctx;
 
-	rpc_run(w->kd, w->c, w->m, sb, w->msg, w->timeout_ms, w->keepalive_s);
+	rpc_run(w->kd, w->c, w->m, sb, w->msg, w->timeout_ms, w->keepalive_s, &w->user);
 	rpc_wait_free(w);
 }
 
@@ -427,7 +380,7 @@ static void rpc_complete(void *ctx)
 	if (!sb || !servable(sb)) {
 		sandbox_gone(c, p->id, sb ? "the sandbox is not running" : "sandbox not found");
 	} else if (sb->state == SB_RUNNING) {
-		rpc_run(p->kd, c, p->m, sb, msg, p->timeout_ms, p->keepalive_s);
+		rpc_run(p->kd, c, p->m, sb, msg, p->timeout_ms, p->keepalive_s, &p->user);
 	} else if (!(w = calloc(1, sizeof(*w)))) {
 		rpc_fail(c, p->m, CRPC_INTERNAL, "out of memory");
 	} else {
@@ -439,6 +392,7 @@ static void rpc_complete(void *ctx)
 		    .msg = json_incref(msg),
 		    .timeout_ms = p->timeout_ms,
 		    .keepalive_s = p->keepalive_s,
+		    .user = p->user,
 		};
 		sb_wake(p->kd, c, sb, p->m->path + 1, 0, &rpc_wake_ops, w);
 	}
@@ -486,7 +440,7 @@ static void iw_drop(void *ctx)
 static const struct wake_ops input_wake_ops = {.run = iw_run, .fail = iw_fail, .drop = iw_drop};
 
 static void rpc_route(struct kilnd *kd, struct http_conn *c, struct http_req *req,
-                      struct sandbox *sb, const struct method *m)
+                      struct sandbox *sb, const struct method *m, const struct envd_user *u)
 {
 	const char *ctype = http_header(req, "Content-Type");
 	const char *ka = http_header(req, "Keepalive-Ping-Interval");
@@ -542,6 +496,7 @@ static void rpc_route(struct kilnd *kd, struct http_conn *c, struct http_req *re
 	p->c = c;
 	p->m = m;
 	p->timeout_ms = tmo;
+	p->user = *u;
 	p->keepalive_s = 90; /* envd's default */
 	if (ka) {
 		char *end;
@@ -572,6 +527,7 @@ struct files_wait {
 	struct http_conn *c;
 	char *path; /* absolute, or NULL (a multipart upload names its files) */
 	bool get;
+	struct envd_user user;
 };
 
 static void files_wait_free(struct files_wait *w)
@@ -586,9 +542,9 @@ static void fw_run(void *ctx, struct sandbox *sb)
 	struct http_req *req = http_conn_req(w->c);
 
 	if (w->get)
-		envd_files_get(w->kd, w->c, req, sb, w->path);
+		envd_files_get(w->kd, w->c, req, sb, w->path, &w->user);
 	else
-		envd_files_post(w->kd, w->c, req, sb, w->path);
+		envd_files_post(w->kd, w->c, req, sb, w->path, &w->user);
 	files_wait_free(w);
 }
 
@@ -614,7 +570,8 @@ static void files_route(struct kilnd *kd, struct http_conn *c, struct http_req *
 	char *path = http_query_param(req, "path"), *user = http_query_param(req, "username");
 	char *sig = http_query_param(req, "signature");
 	char *exp = http_query_param(req, "signature_expiration");
-	char *abs = NULL;
+	char *abs = NULL, why[120];
+	struct envd_user u;
 
 	if (!get && req->method != HTTP_POST) {
 		http_respond(c, 405, "application/json", "Allow: GET, POST\r\n",
@@ -646,8 +603,8 @@ static void files_route(struct kilnd *kd, struct http_conn *c, struct http_req *
 		}
 	}
 	http_conn_trust(c);
-	if (!user_known(user) || !basic_user_ok(req)) {
-		http_respond_error(c, 400, "unknown user (kiln sandboxes have root only)");
+	if (envd_user_of(req, user, sb, &u, why, sizeof(why))) {
+		http_respond_error(c, 401, "%s", why);
 		goto out;
 	}
 	if (!servable(sb)) {
@@ -655,7 +612,7 @@ static void files_route(struct kilnd *kd, struct http_conn *c, struct http_req *
 		goto out;
 	}
 	if (path) {
-		abs = envd_resolve_path(path);
+		abs = envd_resolve_path_as(path, &u);
 		if (!abs) {
 			http_respond_error(c, 400, "path too long");
 			goto out;
@@ -665,9 +622,9 @@ static void files_route(struct kilnd *kd, struct http_conn *c, struct http_req *
 		http_respond_error(c, 400, "'path' is required");
 	} else if (sb->state == SB_RUNNING) {
 		if (get)
-			envd_files_get(kd, c, req, sb, abs);
+			envd_files_get(kd, c, req, sb, abs, &u);
 		else
-			envd_files_post(kd, c, req, sb, abs);
+			envd_files_post(kd, c, req, sb, abs, &u);
 	} else {
 		/* paused: resumed first, the body read after */
 		struct files_wait *w = calloc(1, sizeof(*w));
@@ -679,6 +636,7 @@ static void files_route(struct kilnd *kd, struct http_conn *c, struct http_req *
 		w->kd = kd;
 		w->c = c;
 		w->get = get;
+		w->user = u;
 		w->path = abs;
 		abs = NULL;
 		sb_wake(kd, c, sb, get ? "envd GET /files" : "envd POST /files", WAKE_HOLD,
@@ -698,7 +656,8 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 	const char *port_h = http_header(req, "E2b-Sandbox-Port");
 	const struct method *m = NULL;
 	struct sandbox *sb = NULL;
-	char host_id[SB_ID_LEN + 2];
+	char host_id[SB_ID_LEN + 2], why[120];
+	struct envd_user u;
 	unsigned port = ENVD_PORT;
 
 	if (!id && host_route(req, host_id, sizeof(host_id), &port))
@@ -778,16 +737,12 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 		http_respond(c, 204, NULL, NULL, NULL, 0);
 		return;
 	}
-	if (!basic_user_ok(req)) {
-		if (m)
-			rpc_fail(c, m, CRPC_INVALID_ARGUMENT,
-			         "unknown user (kiln sandboxes have root only)");
-		else
-			http_respond_error(c, 400, "unknown user (kiln sandboxes have root only)");
+	if (envd_user_of(req, NULL, sb, &u, why, sizeof(why))) {
+		unauthorized(c, m, why);
 		return;
 	}
 	if (m) {
-		rpc_route(kd, c, req, sb, m);
+		rpc_route(kd, c, req, sb, m, &u);
 		return;
 	}
 	if (!strcmp(req->path, "/envs") && req->method == HTTP_GET) {

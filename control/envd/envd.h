@@ -20,9 +20,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <jansson.h>
 
+#include "agent/agent_proto.h"
 #include "http/http.h"
 #include "kilnd.h"
 #include "sandbox/sandbox.h"
@@ -60,6 +62,26 @@ void envd_reattach_cancel(struct sandbox *sb);
 
 /* ---- shared by envd*.c ---- */
 
+/* Who a request runs as (envd_user.c): the agent's user trailer. */
+struct envd_user {
+	char name[AGENT_USER_MAX + 1];
+	uint32_t flags;                /* KILN_USER_OR_ROOT for the default user */
+	char home[AGENT_USER_MAX + 8]; /* /root, or /home/NAME */
+};
+/* The name for the agent's user trailer: NULL for root (no trailer, so
+ * that agents from before users serve root's requests). */
+static inline const char *envd_user_name(const struct envd_user *u)
+{
+	return u && strcmp(u->name, "root") ? u->name : NULL;
+}
+/* The sandbox's default user (the code interpreter's kernels run as it). */
+void envd_user_default(struct sandbox *sb, struct envd_user *u);
+/* The request's user: query_user (/files' username=) if not NULL, else
+ * the Basic authorization's, else the sandbox's default. -1 with err set
+ * (envd's "invalid username: ...") for a name that is not one. */
+int envd_user_of(const struct http_req *req, const char *query_user, struct sandbox *sb,
+                 struct envd_user *u, char *err, size_t errlen);
+
 /* One RPC, parsed: valid for the duration of the handler call. */
 struct envd_req {
 	struct kilnd *kd;
@@ -68,11 +90,13 @@ struct envd_req {
 	json_t *msg;
 	long long timeout_ms; /* Connect-Timeout-Ms, 0 if none */
 	double keepalive_s;   /* Keepalive-Ping-Interval */
+	struct envd_user user;
 };
 
 /* An absolute path (malloc'd) for an SDK path: relative ones and "~" are
- * taken from ENVD_HOME; NULL if empty or too long. */
-char *envd_resolve_path(const char *path);
+ * taken from the user's home (ENVD_HOME if u is NULL); NULL if too long. */
+char *envd_resolve_path_as(const char *path, const struct envd_user *u);
+#define envd_resolve_path(path) envd_resolve_path_as(path, NULL)
 
 void envd_proc_start(struct envd_req *r);
 void envd_proc_connect(struct envd_req *r);
@@ -99,9 +123,9 @@ void envd_watch_sandbox_down(struct kilnd *kd, const char *sb_id);
 
 /* Called at headers time. */
 void envd_files_get(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb,
-                    const char *path);
+                    const char *path, const struct envd_user *u);
 void envd_files_post(struct kilnd *kd, struct http_conn *c, struct http_req *req,
-                     struct sandbox *sb, const char *path);
+                     struct sandbox *sb, const char *path, const struct envd_user *u);
 
 /* EntryInfo (proto3 JSON); path is the entry's full path. */
 json_t *envd_entry_json(uint32_t mode, uint64_t size, int64_t mtime, const char *name,
@@ -124,6 +148,9 @@ typedef void (*fsop_fn)(void *ctx, int err, const char *msg, const struct fs_ent
 /* NULL with errno set if the stream cannot be opened. */
 struct fsop *fsop_start(struct sandbox *sb, uint32_t op, const char *path, uint32_t arg,
                         const char *path2, fsop_fn cb, void *ctx);
+/* The same as user u (NULL: root). */
+struct fsop *fsop_start_as(struct sandbox *sb, uint32_t op, const char *path, uint32_t arg,
+                           const char *path2, const struct envd_user *u, fsop_fn cb, void *ctx);
 void fsop_cancel(struct fsop *op);
 /* The code and message for a failed fsop. */
 int envd_fs_error(int err, const char *msg, const char *path, char *out, size_t outlen);

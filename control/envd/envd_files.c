@@ -51,7 +51,8 @@ struct upload {
 	struct kilnd *kd;
 	struct http_conn *c;
 	char id[SB_ID_LEN + 1];
-	char *path; /* ?path=, resolved, or NULL */
+	char *path;            /* ?path=, resolved, or NULL */
+	struct envd_user user; /* who writes the files */
 	bool multipart, body_done, hello, in_pump;
 	bool reuse;                   /* the agent keeps the connection after DONE */
 	char delim[BOUNDARY_MAX + 5]; /* "\r\n--" + boundary */
@@ -120,6 +121,13 @@ static void up_answer_failed(struct upload *u)
 
 static void pump(struct upload *u);
 
+/* The HTTP status of an agent's errno; envd answers 401 for a user the
+ * sandbox does not have. */
+static int up_status(uint32_t err)
+{
+	return err == ESRCH ? 401 : proxy_errno_status(err);
+}
+
 /* ---------------------------------------------------------------- the agent side */
 
 static void a_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
@@ -138,8 +146,7 @@ static void a_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			msg = strerror((int)err);
 			len = (uint32_t)strlen(msg);
 		}
-		up_fail(u, proxy_errno_status(err), "%s: %.*s", u->cur,
-		        (int)(len > 300 ? 300 : len), msg);
+		up_fail(u, up_status(err), "%s: %.*s", u->cur, (int)(len > 300 ? 300 : len), msg);
 		return;
 	}
 	if (!u->hello) {
@@ -198,7 +205,7 @@ static void mkdir_done(void *ctx, int err, const char *msg, const struct fs_ent 
 		char text[512];
 
 		envd_fs_error(err, msg, u->cur, text, sizeof(text));
-		up_fail(u, err > 0 ? proxy_errno_status((uint32_t)err) : 502, "%s", text);
+		up_fail(u, err > 0 ? up_status((uint32_t)err) : 502, "%s", text);
 		return;
 	}
 	sb = sb_find(u->kd, u->id);
@@ -213,7 +220,8 @@ static void mkdir_done(void *ctx, int err, const char *msg, const struct fs_ent 
 		return;
 	}
 	if (agent_msg_hello(agent_out(u->a), KILN_STREAM_FILE, KILN_FRAME_REUSE) ||
-	    agent_msg_file(agent_out(u->a), KILN_FILE_WRITE, u->cur, 0644, NULL)) {
+	    agent_msg_file_as(agent_out(u->a), KILN_FILE_WRITE, u->cur, 0644, NULL,
+	                      envd_user_name(&u->user), u->user.flags)) {
 		up_fail(u, 400, "bad file request");
 		return;
 	}
@@ -260,7 +268,7 @@ static int begin_file(struct upload *u, const char *dest)
 		return -1;
 	}
 	u->state = U_MKDIR;
-	u->mk = fsop_start(sb, KILN_FILE_MKDIR, dir, 0755, NULL, mkdir_done, u);
+	u->mk = fsop_start_as(sb, KILN_FILE_MKDIR, dir, 0755, NULL, &u->user, mkdir_done, u);
 	free(dir);
 	if (!u->mk) {
 		up_fail(u, 503, "cannot reach the agent of sandbox %s", u->id);
@@ -354,7 +362,7 @@ static int part_headers(struct upload *u, const char *p, size_t n)
 	if (u->path) {
 		dest = strdup(u->path);
 	} else if (filename && *filename) {
-		dest = envd_resolve_path(filename);
+		dest = envd_resolve_path_as(filename, &u->user);
 	} else {
 		up_fail(u, 400, "a file part without a filename needs ?path=");
 		rc = -1;
@@ -637,7 +645,7 @@ static int parse_boundary(const char *ctype, char *out, size_t outlen)
 }
 
 void envd_files_post(struct kilnd *kd, struct http_conn *c, struct http_req *req,
-                     struct sandbox *sb, const char *path)
+                     struct sandbox *sb, const char *path, const struct envd_user *user)
 {
 	const char *ctype = http_header(req, "Content-Type");
 	const char *enc = http_header(req, "Content-Encoding");
@@ -661,6 +669,7 @@ void envd_files_post(struct kilnd *kd, struct http_conn *c, struct http_req *req
 	}
 	u->kd = kd;
 	u->c = c;
+	u->user = *user;
 	snprintf(u->id, sizeof(u->id), "%s", sb->rec.id);
 	if (path && !(u->path = strdup(path))) {
 		up_free(u);
@@ -694,7 +703,7 @@ void envd_files_post(struct kilnd *kd, struct http_conn *c, struct http_req *req
 }
 
 void envd_files_get(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb,
-                    const char *path)
+                    const char *path, const struct envd_user *u)
 {
-	files_read(kd, c, sb, path);
+	files_read_as(kd, c, sb, path, envd_user_name(u), u->flags);
 }

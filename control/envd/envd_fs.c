@@ -169,6 +169,12 @@ static const struct agent_conn_ops fsop_ops = {
 struct fsop *fsop_start(struct sandbox *sb, uint32_t op, const char *path, uint32_t arg,
                         const char *path2, fsop_fn cb, void *ctx)
 {
+	return fsop_start_as(sb, op, path, arg, path2, NULL, cb, ctx);
+}
+
+struct fsop *fsop_start_as(struct sandbox *sb, uint32_t op, const char *path, uint32_t arg,
+                           const char *path2, const struct envd_user *u, fsop_fn cb, void *ctx)
+{
 	struct fsop *o = calloc(1, sizeof(*o));
 
 	if (!o)
@@ -185,7 +191,8 @@ struct fsop *fsop_start(struct sandbox *sb, uint32_t op, const char *path, uint3
 		return NULL;
 	}
 	if (agent_msg_hello(agent_out(o->a), KILN_STREAM_FILE, KILN_FRAME_REUSE) ||
-	    agent_msg_file(agent_out(o->a), op, path, arg, path2)) {
+	    agent_msg_file_as(agent_out(o->a), op, path, arg, path2, envd_user_name(u),
+	                      u ? u->flags : 0)) {
 		fsop_free(o);
 		errno = E2BIG;
 		return NULL;
@@ -297,6 +304,7 @@ struct fscall {
 	int step;
 	char *path, *path2;
 	struct fsop *op;
+	struct envd_user user; /* who the operations run as */
 	/* ListDir */
 	unsigned depth;
 	json_t *entries;
@@ -332,6 +340,8 @@ static int fs_code(enum fs_kind kind, int err, int code)
 {
 	if (err <= 0)
 		return code; /* kilnd's own: the agent unreachable, a limit */
+	if (err == ESRCH)    /* the agent: no such user (envd: "invalid username") */
+		return CRPC_UNAUTHENTICATED;
 	if (err == ENOENT && kind != FS_MKDIR)
 		return CRPC_NOT_FOUND;
 	if (kind == FS_LIST && err == ENOTDIR)
@@ -368,7 +378,7 @@ static bool run(struct fscall *f, uint32_t op, const char *path, uint32_t arg, c
 		call_free(f);
 		return false;
 	}
-	f->op = fsop_start(sb, op, path, arg, path2, step_done, f);
+	f->op = fsop_start_as(sb, op, path, arg, path2, &f->user, step_done, f);
 	if (!f->op) {
 		crpc_respond_error(
 		    f->c, errno == E2BIG ? CRPC_INVALID_ARGUMENT : CRPC_UNAVAILABLE, "%s",
@@ -584,7 +594,8 @@ static struct fscall *call_new(struct envd_req *r, enum fs_kind kind, const char
 	f->c = r->c;
 	f->kind = kind;
 	snprintf(f->id, sizeof(f->id), "%s", r->sb->rec.id);
-	f->path = envd_resolve_path(json_is_string(v) ? json_string_value(v) : NULL);
+	f->user = r->user;
+	f->path = envd_resolve_path_as(json_is_string(v) ? json_string_value(v) : NULL, &r->user);
 	if (!f->path) {
 		crpc_respond_error(r->c, CRPC_INVALID_ARGUMENT, "'%s' is too long", key);
 		free(f);
@@ -631,7 +642,7 @@ void envd_fs_move(struct envd_req *r)
 	f = call_new(r, FS_MOVE, "source");
 	if (!f)
 		return;
-	f->path2 = envd_resolve_path(json_string_value(dst));
+	f->path2 = envd_resolve_path_as(json_string_value(dst), &r->user);
 	parent = f->path2 ? parent_of(f->path2) : NULL;
 	if (!parent) {
 		crpc_respond_error(r->c, CRPC_INVALID_ARGUMENT, "'destination' is too long");

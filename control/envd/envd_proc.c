@@ -311,7 +311,8 @@ static const struct agent_conn_ops agent_ops;
 
 /* envd's code for a process that could not start (a missing cwd, program,
  * ...): invalid_argument, the request is bad; resource_exhausted for what
- * may pass (the SDK's retries key on it). */
+ * may pass (the SDK's retries key on it); unauthenticated for a user the
+ * sandbox does not have. */
 static int start_error_code(uint32_t err)
 {
 	switch (err) {
@@ -321,6 +322,8 @@ static int start_error_code(uint32_t err)
 	case ENFILE:
 	case ENOSPC:
 		return CRPC_RESOURCE_EXHAUSTED;
+	case ESRCH: /* no such user: envd's authentication fails */
+		return CRPC_UNAUTHENTICATED;
 	default:
 		return CRPC_INVALID_ARGUMENT;
 	}
@@ -553,6 +556,8 @@ int envd_proc_spawn(struct envd_proc *p)
 	    .cols = p->cols,
 	    .rows = p->rows,
 	    .keep = true,
+	    .user = envd_user_name(&p->user),
+	    .user_flags = p->user.flags,
 	};
 
 	p->a = spare_take(sb, &agent_ops, p);

@@ -11,6 +11,8 @@
 #include <ev.h>
 #include <jansson.h>
 
+#include "agent/agent_proto.h"
+#include "envd.h"
 #include "http/http.h"
 
 struct sandbox;
@@ -46,7 +48,8 @@ struct envd_proc {
 	char *tag;
 	json_t *config; /* {cmd, args, envs, cwd} as List reports it */
 	char **argv, **env;
-	char *cwd;
+	char *cwd;             /* "": the user's home */
+	struct envd_user user; /* who it runs as */
 	uint32_t timeout_ms;
 	uint16_t cols, rows;
 	int64_t started_ms; /* for its process.finished event */
@@ -63,6 +66,9 @@ struct envd_sb {
 	unsigned attaching;
 	void (*reattached)(struct sandbox *sb);
 	ev_timer settle;
+	/* envd_user.c: the image's default user ("" none), read once */
+	bool default_user_known;
+	char default_user[AGENT_USER_MAX + 1];
 };
 
 /* Pause the agent stream while any subscriber is backed up. */

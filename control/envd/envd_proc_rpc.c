@@ -79,7 +79,8 @@ static bool str_ok(json_t *v, size_t max)
 }
 
 /* Parse StartRequest into p; an error message on failure. */
-static const char *parse_start(struct envd_proc *p, struct sandbox *sb, json_t *msg)
+static const char *parse_start(struct envd_proc *p, struct sandbox *sb, json_t *msg,
+                               const struct envd_user *u)
 {
 	json_t *proc = json_object_get(msg, "process"), *cmd, *args, *envs, *cwd, *v, *pty, *tag;
 	json_t *stdin_v;
@@ -127,7 +128,13 @@ static const char *parse_start(struct envd_proc *p, struct sandbox *sb, json_t *
 	p->env = sb_env(sb, envs);
 	if (!p->env)
 		return "out of memory";
-	cwd_abs = envd_resolve_path(json_is_string(cwd) ? json_string_value(cwd) : NULL);
+	/* none: the user's home, which the agent knows when it is told a user
+	 * (root's if the default user is missing); root's is /root */
+	p->user = *u;
+	if (json_string_length(cwd))
+		cwd_abs = envd_resolve_path_as(json_string_value(cwd), u);
+	else
+		cwd_abs = strdup(envd_user_name(u) ? "" : u->home);
 	if (!cwd_abs)
 		return "'process.cwd' is too long";
 	p->cwd = cwd_abs;
@@ -185,7 +192,7 @@ void envd_proc_start(struct envd_req *r)
 	p->next = es->procs;
 	es->procs = p;
 	es->nprocs++;
-	why = parse_start(p, r->sb, r->msg);
+	why = parse_start(p, r->sb, r->msg, &r->user);
 	if (why) {
 		crpc_stream_fail(r->c, CRPC_INVALID_ARGUMENT, "%s", why);
 		envd_proc_free(p);

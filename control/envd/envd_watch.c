@@ -39,7 +39,7 @@ static bool parse(struct envd_req *r, bool stream, char **path, bool *recursive,
 		why = "'path' must be a string";
 	else if ((rec && !json_is_boolean(rec)) || (inc && !json_is_boolean(inc)))
 		why = "'recursive' and 'includeEntry' must be booleans";
-	else if (!(*path = envd_resolve_path(p ? json_string_value(p) : NULL)))
+	else if (!(*path = envd_resolve_path_as(p ? json_string_value(p) : NULL, &r->user)))
 		why = "'path' is too long";
 	if (why) {
 		if (stream)

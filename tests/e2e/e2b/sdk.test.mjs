@@ -71,7 +71,10 @@ delete process.env.E2B_DEBUG
 delete process.env.E2B_DOMAIN
 
 const e2b = await import('e2b')
-const { Sandbox, CommandExitError, FileNotFoundError, InvalidArgumentError, SandboxError, TimeoutError } = e2b
+const { Sandbox, AuthenticationError, CommandExitError, FileNotFoundError, InvalidArgumentError, SandboxError, TimeoutError } = e2b
+// The default user's home: the base image's `user` on real VMs; with the
+// fake VMM the guest is the host, whose stand-in image names no user (root).
+const HOME_DIR = FAKE ? '/root' : '/home/user'
 const { Sandbox: CiSandbox } = await import('@e2b/code-interpreter')
 
 // ---------------------------------------------------------------- kilnd
@@ -608,20 +611,75 @@ async function main() {
     assert.equal(r.stdout, 'bar from-create\n')
   })
 
-  await test("user: 'root' and 'user' run as root; other users are refused", async () => {
-    assert.equal((await sbx.commands.run('id -u', { user: 'root' })).stdout, '0\n')
-    assert.equal((await sbx.commands.run('id -u', { user: 'user' })).stdout, '0\n')
-    await rejects(sbx.commands.run('id -u', { user: 'nobody' }), (e) =>
-      assert.match(String(e), /unknown user/))
-    await sbx.files.write(`${G}/as-root`, 'r', { user: 'root' })
-    assert.equal(await sbx.files.read(`${G}/as-root`, { user: 'root' }), 'r')
-    await rejects(sbx.files.read('/etc/hostname', { user: 'nobody' }), (e) =>
-      assert.match(String(e), /unknown user/))
+  const who = 'whoami; echo "$HOME"; id -u; pwd'
+  await test("user: 'user' (the default) and 'root': whoami, $HOME, id -u, cwd", async () => {
+    // (with the fake VMM, HOME is the one Sandbox.create set)
+    const root = `root\n${FAKE ? `${T}/home` : '/root'}\n0\n/root\n`
+    assert.equal((await sbx.commands.run(who, { user: 'root' })).stdout, root)
+    if (FAKE) {
+      assert.equal((await sbx.commands.run(who)).stdout, root)
+      return
+    }
+    const user = 'user\n/home/user\n1000\n/home/user\n'
+    assert.equal((await sbx.commands.run(who, { user: 'user' })).stdout, user)
+    assert.equal((await sbx.commands.run(who)).stdout, user)
+    assert.equal((await sbx.commands.run('id', { user: 'user' })).stdout,
+      'uid=1000(user) gid=1000(user) groups=1000(user)\n')
+    const h = await sbx.pty.create({ cols: 80, rows: 24, onData: () => {}, user: 'user' })
+    await sbx.pty.sendInput(h.pid, new TextEncoder().encode('id -u > /tmp/kiln-pty-uid; exit\n'))
+    await h.wait().catch(() => {})
+    assert.equal(await sbx.files.read('/tmp/kiln-pty-uid'), '1000\n')
   })
 
-  await test('cwd: given, and /root by default', async () => {
+  await test('an unknown user is an AuthenticationError (commands, files)', async () => {
+    await rejects(sbx.commands.run('id -u', { user: 'no-such-user' }), (e) => {
+      assert.ok(e instanceof AuthenticationError, `got ${e}`)
+      assert.match(e.message, /no user 'no-such-user'/)
+    })
+    await rejects(sbx.files.read('/etc/hostname', { user: 'no-such-user' }), (e) =>
+      assert.ok(e instanceof AuthenticationError, `got ${e}`))
+    await rejects(sbx.files.write(`${G}/x`, 'x', { user: 'no-such-user' }), (e) =>
+      assert.ok(e instanceof AuthenticationError, `got ${e}`))
+    await rejects(sbx.files.list('/', { user: 'no-such-user' }), (e) =>
+      assert.ok(e instanceof AuthenticationError, `got ${e}`))
+  })
+
+  if (!FAKE) {
+    await test('the user cannot write a root-owned file (CommandExitError, files.write refused)', async () => {
+      const f = `/tmp/kiln-root-only-${process.pid}`
+      await sbx.files.write(f, 'root', { user: 'root' })
+      assert.equal((await sbx.commands.run(`stat -c %U:%a ${f}`)).stdout, 'root:644\n')
+      const e = await rejects(sbx.commands.run(`echo more >> ${f}`, { user: 'user' }))
+      assert.ok(e instanceof CommandExitError, `got ${e}`)
+      assert.equal(e.exitCode, 1)
+      assert.match(e.stderr, /Permission denied/)
+      await rejects(sbx.files.write(f, 'mine', { user: 'user' }), (e) => {
+        assert.ok(e instanceof SandboxError, `got ${e}`)
+        assert.match(e.message, /403: .*(not permitted|denied)/)
+      })
+      await rejects(sbx.files.write('/etc/kiln-user-test', 'x'), (e) =>
+        assert.match(e.message, /403: .*denied/))
+      assert.equal(await sbx.files.read(f, { user: 'root' }), 'root')
+      assert.equal((await sbx.commands.run(`echo more >> ${f}; cat ${f}`, { user: 'root' })).stdout,
+        'rootmore\n')
+    })
+
+    await test('files.write as the user makes a user-owned file; relative paths are in its home', async () => {
+      const name = `kiln-e2b-owned-${process.pid}.txt`
+      const info = await sbx.files.write(name, 'mine')
+      assert.equal(info.path, `/home/user/${name}`)
+      assert.equal((await sbx.commands.run(`stat -c %U:%G ${name}`)).stdout, 'user:user\n')
+      await sbx.files.makeDir('/home/user/kiln-e2b-dir')
+      assert.equal((await sbx.commands.run('stat -c %U /home/user/kiln-e2b-dir')).stdout, 'user\n')
+      await sbx.files.write(`/root/${name}`, 'r', { user: 'root' })
+      assert.equal((await sbx.commands.run(`stat -c %U /root/${name}`, { user: 'root' })).stdout, 'root\n')
+      await rejects(sbx.files.read(`/root/${name}`), (e) => assert.match(e.message, /403: .*denied/))
+    })
+  }
+
+  await test(`cwd: given, and ${HOME_DIR} by default`, async () => {
     assert.equal((await sbx.commands.run('pwd', { cwd: G })).stdout, `${G}\n`)
-    assert.equal((await sbx.commands.run('pwd')).stdout, '/root\n')
+    assert.equal((await sbx.commands.run('pwd')).stdout, `${HOME_DIR}\n`)
   })
 
   await test('timeoutMs kills the command (TimeoutError)', async () => {
@@ -806,11 +864,11 @@ async function main() {
       assert.ok(e instanceof FileNotFoundError, `got ${e}`))
   })
 
-  await test('relative paths are in /root', async () => {
+  await test(`relative paths are in ${HOME_DIR}`, async () => {
     const name = `kiln-e2b-rel-${process.pid}.txt`
     await sbx.files.write(name, 'rel')
     try {
-      assert.equal(await sbx.files.read(`/root/${name}`), 'rel')
+      assert.equal(await sbx.files.read(`${HOME_DIR}/${name}`), 'rel')
       assert.equal((await sbx.commands.run(`cat ${name}`)).stdout, 'rel')
     } finally {
       await sbx.files.remove(name)
@@ -976,6 +1034,12 @@ async function main() {
   }, 60000, FILTER.includes('runCode') || FILTER.includes('code context') || FILTER.includes('paus'))
 
   if (ci) {
+    await test('runCode runs as the default user, in its home', async () => {
+      const ex = await ci.runCode('import os, pwd\nprint(pwd.getpwuid(os.getuid()).pw_name, os.getcwd())')
+      assert.equal(ex.error, undefined)
+      assert.deepEqual(ex.logs.stdout, [FAKE ? `root ${'/home/user'}\n` : 'user /home/user\n'])
+    })
+
     await test('runCode: state kept, main result, stdout and stderr as they come', async () => {
       const out = []
       let ex = await ci.runCode('x = 6 * 7\nprint("hi")\nimport sys\nprint("err", file=sys.stderr)\nx',

@@ -132,6 +132,47 @@ START_TEST(start_layout)
 }
 END_TEST
 
+/* The user trailer goes after the fields, only when a user is named. */
+START_TEST(user_trailer)
+{
+	const char *argv[] = {"id", NULL};
+	struct agent_start st = {.argv = argv, .user = "user", .user_flags = KILN_USER_OR_ROOT};
+	struct buf b = {0};
+	struct agent_rd r;
+	struct kiln_frame f;
+	const char *s;
+	uint32_t n;
+
+	ck_assert_int_eq(agent_msg_start(&b, &st), 0);
+	f = hdr_of(&b, 0);
+	agent_rd_init(&r, buf_head(&b) + 8, f.len);
+	ck_assert_uint_eq(agent_get_u32(&r), 1);
+	agent_get_str(&r, &s, &n);
+	ck_assert_uint_eq(agent_get_u32(&r), 0); /* env */
+	agent_get_str(&r, &s, &n);               /* cwd */
+	agent_get_u32(&r);
+	agent_get_u32(&r);
+	agent_get_u16(&r);
+	agent_get_u16(&r);
+	agent_get_str(&r, &s, &n);
+	ck_assert(n == 4 && !memcmp(s, "user", 4));
+	ck_assert_uint_eq(agent_get_u32(&r), KILN_USER_OR_ROOT);
+	ck_assert_int_eq(agent_rd_done(&r), 0);
+	buf_reset(&b);
+	ck_assert_int_eq(agent_msg_file_as(&b, KILN_FILE_STAT, "/x", 0, NULL, "u", 0), 0);
+	f = hdr_of(&b, 0);
+	ck_assert_uint_eq(f.len, 4 + 4 + 2 + 4 + 1 + 4);
+	buf_reset(&b);
+	ck_assert_int_eq(agent_msg_file_as(&b, KILN_FILE_STAT, "/x", 0, NULL, NULL, 0), 0);
+	ck_assert_uint_eq(hdr_of(&b, 0).len, 4 + 4 + 2); /* no user: as before */
+	ck_assert(agent_user_valid("user") && agent_user_valid("a.b_c-1"));
+	ck_assert(!agent_user_valid("") && !agent_user_valid("-x") && !agent_user_valid("a:b") &&
+	          !agent_user_valid("a/b") &&
+	          !agent_user_valid("012345678901234567890123456789012"));
+	buf_free(&b);
+}
+END_TEST
+
 START_TEST(oversized_string_is_refused_cleanly)
 {
 	char *big = malloc(KILN_MAX_STRING + 2);
@@ -268,6 +309,7 @@ int main(void)
 	tcase_add_test(tc, data_is_split);
 	tcase_add_test(tc, frames_survive_buffer_compaction);
 	tcase_add_test(tc, start_layout);
+	tcase_add_test(tc, user_trailer);
 	tcase_add_test(tc, oversized_string_is_refused_cleanly);
 	tcase_add_test(tc, stat_parsing);
 	tcase_add_test(tc, exit_and_error);
