@@ -8,7 +8,7 @@
  * that must have a name gets an abstract "\0xxxxx" one (autobind).
  *
  * SCM_RIGHTS and SCM_CREDENTIALS ride on the messages; SO_PASSCRED,
- * SO_PEERCRED. Everything runs as root: credentials carry uid and gid 0.
+ * SO_PEERCRED (the peer's pid and effective ids when it connected).
  */
 #include <asm/ioctls.h>
 #include <asm/socket.h>
@@ -94,7 +94,9 @@ struct unix_sk *unix_sk_of_file(struct file *f)
 
 static struct sock_ucred my_cred(void)
 {
-	return (struct sock_ucred){.pid = cur_proc()->pid};
+	const struct cred *c = cur_cred();
+
+	return (struct sock_ucred){.pid = cur_proc()->pid, .uid = c->u.eff, .gid = c->g.eff};
 }
 
 static struct unix_sk *peer_of(const struct unix_sk *u)

@@ -13,6 +13,21 @@
 #include "socket.h"
 #include "vfs.h"
 
+/* Linux: a sender claims only its own pid and ids, unless it is root. */
+static int creds_ok(const struct sock_ucred *c)
+{
+	const struct cred *me = cur_cred();
+	const struct cred_ids *u = &me->u, *g = &me->g;
+
+	if (me->u.eff == 0)
+		return 0;
+	if (c->pid != cur_proc()->pid ||
+	    (c->uid != u->real && c->uid != u->eff && c->uid != u->saved) ||
+	    (c->gid != g->real && c->gid != g->eff && c->gid != g->saved))
+		return -EPERM;
+	return 0;
+}
+
 #define SCM_RIGHTS      1
 #define SCM_CREDENTIALS 2
 #define OPTMEM_MAX      20480 /* net.core.optmem_max: the largest msg_control taken */
@@ -84,6 +99,7 @@ static int parse(struct sock_scm *scm, const char *ctl, size_t len)
 					return -EINVAL;
 				memcpy(&scm->creds, data, sizeof(scm->creds));
 				scm->has_creds = true;
+				err = creds_ok(&scm->creds);
 				break;
 			default:
 				return -EINVAL;

@@ -177,7 +177,8 @@ static void fill_cred(struct sp_msg *m, const struct sock_iter *it)
 		m->cred = it->scm->creds;
 	} else {
 		m->cred.pid = cur_proc()->pid;
-		m->cred.uid = m->cred.gid = 0; /* everything runs as root */
+		m->cred.uid = cur_cred()->u.real;
+		m->cred.gid = cur_cred()->g.real;
 	}
 }
 
