@@ -49,6 +49,14 @@ t_users() {
 		check $? "a file written through the files API as the user is the user's"
 		[ "$(api PUT "/sandboxes/$id/files?path=/etc/kiln-user-test&user=user" --data-binary hi)" = 403 ]
 		check $? "the files API as the user cannot write where root owns the directory (403)"
+		# ids and owners are guest memory: a pause and resume keeps them
+		local pid
+		pid=$("$KILN" exec --user user "$id" -- sh -c 'sleep 60 >/dev/null 2>&1 & echo $!')
+		"$KILN" pause "$id" >/dev/null && "$KILN" resume "$id" >/dev/null &&
+			"$KILN" exec "$id" -- grep -q "^Uid:.1000.1000.1000.1000$" "/proc/$pid/status" &&
+			[ "$("$KILN" exec "$id" -- stat -c '%u:%g' /home/user/up.txt)" = 1000:1000 ] &&
+			"$KILN" exec --user user "$id" -- sh -c '! echo x >>/root-only' 2>/dev/null
+		check $? "after a pause and resume the user's process, its file and the permissions are as they were"
 	fi
 	"$KILN" rm "$id" >/dev/null
 }
