@@ -52,8 +52,10 @@ int json_get_int(json_t *obj, const char *key, long long min, long long max, lon
 		return 0;
 	if (json_is_integer(v))
 		n = json_integer_value(v);
-	else if (json_is_real(v) && json_real_value(v) == (double)(long long)json_real_value(v))
-		n = (long long)json_real_value(v);
+	else if (json_is_real(v) && json_real_value(v) > -9.2e18 && json_real_value(v) < 9.2e18 &&
+	         json_real_value(v) == (double)(long long)json_real_value(v))
+		n = (long long)json_real_value(
+		    v); /* (the range first: the cast of a larger one is UB) */
 	else {
 		snprintf(err, JSON_ERR_LEN, "'%s' must be an integer", key);
 		return -1;
