@@ -12,31 +12,41 @@
 
 #include "users.h"
 
-/* The file, NUL-terminated, or NULL (errno set; EFBIG past the limit). */
+/* The file, NUL-terminated, or NULL (errno set; EFBIG past the limit).
+ * The buffer grows as needed: a big first allocation would be mapped and
+ * unmapped around every request. */
 static char *slurp(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	size_t len = 0;
-	char *buf;
+	size_t len = 0, cap = 16384;
+	char *buf, *nb;
 
 	if (fd < 0)
 		return NULL;
-	buf = malloc(USER_FILE_MAX + 1);
-	while (buf && len <= USER_FILE_MAX) {
-		ssize_t n = read(fd, buf + len, USER_FILE_MAX + 1 - len);
+	buf = malloc(cap + 1);
+	while (buf) {
+		ssize_t n = read(fd, buf + len, cap - len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
 		len += (size_t)n;
+		if (len < cap)
+			continue;
+		if (cap >= USER_FILE_MAX) {
+			free(buf);
+			buf = NULL;
+			errno = EFBIG;
+			break;
+		}
+		cap *= 2;
+		nb = realloc(buf, cap + 1);
+		if (!nb)
+			free(buf);
+		buf = nb;
 	}
 	close(fd);
-	if (buf && len > USER_FILE_MAX) {
-		free(buf);
-		errno = EFBIG;
-		return NULL;
-	}
 	if (buf)
 		buf[len] = 0;
 	return buf;

@@ -16,7 +16,7 @@
 #define USER_NAME_MAX   32         /* as useradd's default */
 #define USER_HOME_MAX   1024       /* bytes of a home directory's path */
 #define USER_MAX_GROUPS 32         /* the primary group and supplementary ones */
-#define USER_FILE_MAX   (1u << 20) /* /etc/passwd, /etc/group read at most */
+#define USER_FILE_MAX   (1u << 20) /* /etc/passwd, /etc/group: smaller than this */
 
 struct agent_user {
 	uid_t uid;
