@@ -283,7 +283,12 @@ async function main () {
       })
       try {
         await page.waitForSelector('#events-panel:not([hidden])', { timeout: 15000 })
-        await page.waitForFunction(() => document.querySelectorAll('#events tbody tr').length === 2)
+        // the panel may show the real log still: ask again, and wait for the stub's rows
+        await page.click('#events-refresh')
+        await page.waitForFunction(() => {
+          const rows = document.querySelectorAll('#events tbody tr')
+          return rows.length === 2 && rows[0].textContent.includes('key-1234abcd')
+        }, null, { timeout: 15000 })
         const cells = await page.$$eval('#events tbody tr td', (tds) => tds.map((td) => td.textContent))
         assert.equal(cells[1], 'exec.finished')
         assert.equal(cells[2], 'key-1234abcd')
