@@ -47,13 +47,6 @@ t_image_defaults() {
 	grep -q '"defaultUser": "app"' "$IMAGES/kusr.json" && grep -q '"gid": 50' "$IMAGES/kusr.json"
 	check $? "an archive with User app:staff imports (uid of app, gid of staff, defaultUser app)"
 	out=$("$KILN" run --image kusr -- id -u 2>&1)
-	rc=$?
-	if [ $FAKE = 0 ] && grep -q "cannot switch to uid '1000': Function not implemented" <<<"$out"; then
-		# The guest kernel without setuid(): kilnd asked for uid 1000 all
-		# the same, which is what this test is about.
-		echo "# note: this guest kernel has no setuid() yet; the agent was asked for uid 1000"
-		out=1000
-	fi
 	[ "$out" = 1000 ]
 	check $? "the image's User (a name in its /etc/passwd) is its commands' uid ($out)"
 	import_image knum --user 1234:50
