@@ -19,6 +19,7 @@
 
 #include "api.h"
 #include "snap_vm.h"
+#include "virtio/virtio.h"
 
 #define API_MAX_LINE     4096
 #define API_MAX_CLIENTS  16
@@ -222,6 +223,7 @@ static void rss(json_t *r)
 static json_t *op_metrics(struct vm *vm, json_t *req)
 {
 	struct uffd_stats us;
+	uint64_t rx, tx;
 	json_t *r =
 	    json_pack("{s:b,s:s,s:I,s:I,s:I,s:I,s:I}", "ok", 1, "state", state_name(vm), "pauses",
 	              (json_int_t)vm->pause.count, "last_pause_us",
@@ -245,6 +247,10 @@ static json_t *op_metrics(struct vm *vm, json_t *req)
 			              us.resident_ns ? json_real(us.resident_ns / 1e6)
 			                             : json_null()));
 	}
+	if (vsock_bytes(vm, &rx, &tx))
+		json_object_set_new(
+		    r, "vsock",
+		    json_pack("{s:I,s:I}", "rx_bytes", (json_int_t)rx, "tx_bytes", (json_int_t)tx));
 	rss(r);
 	return r;
 }

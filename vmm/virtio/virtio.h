@@ -209,6 +209,9 @@ void virtio_mmio_restored_all(struct vm *vm);
 int console_create(struct vm *vm, int in_fd, int out_fd);
 int rng_create(struct vm *vm);
 int vsock_create(struct vm *vm, uint64_t guest_cid, const char *uds_path);
+/* The vsock device's stream payload bytes from the guest (rx) and to it
+ * (tx) since this VMM started; false when the VM has no vsock device. */
+bool vsock_bytes(struct vm *vm, uint64_t *rx, uint64_t *tx);
 /* The image file for virtio-pmem, mapped at KILN_GPA_PMEM into mem (before
  * vm_create, which makes it a memslot). On failure returns -errno and points
  * *why at a message, or leaves it NULL for strerror(). */

@@ -448,6 +448,24 @@ static int open_listener(struct vsock *v)
 	return 0;
 }
 
+bool vsock_bytes(struct vm *vm, uint64_t *rx, uint64_t *tx)
+{
+	for (int i = 0; i < vm->nr_devs; i++) {
+		struct virtio_dev *dev = vm->devs[i];
+		struct vsock *v;
+
+		if (dev->ops != &vsock_ops)
+			continue;
+		v = dev->priv;
+		pthread_mutex_lock(&dev->lock);
+		*rx = v->rx_bytes;
+		*tx = v->tx_bytes;
+		pthread_mutex_unlock(&dev->lock);
+		return true;
+	}
+	return false;
+}
+
 int vsock_create(struct vm *vm, uint64_t guest_cid, const char *uds_path)
 {
 	struct vsock *v;

@@ -154,6 +154,9 @@ struct vsock {
 	unsigned rst_head, rst_len;
 	bool tx_stalled;    /* tx stopped because rst[] was full */
 	bool event_pending; /* TRANSPORT_RESET not yet delivered */
+	/* Stream payload bytes since the VMM started, from the guest (rx) and
+	 * to it (tx): counted under the lock, read by the API on the loop. */
+	uint64_t rx_bytes, tx_bytes;
 };
 
 /* vsock.c */

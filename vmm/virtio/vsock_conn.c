@@ -232,6 +232,7 @@ static void guest_data(struct vsock_conn *c, const struct vsock_pkt *p, const st
 		return;
 	}
 	c->rx_cnt += len;
+	c->v->rx_bytes += len;
 	if (!c->buf_len && len) {
 		w = send_iov(c->fd, slice, virtq_iov_slice(iov, n, off, len, slice));
 		if (w < 0) {
@@ -548,6 +549,7 @@ int vsock_conn_emit(struct vsock_conn *c, const struct iovec *iov, unsigned n, s
 	}
 	if (op == VSOCK_OP_RW) {
 		c->tx_cnt += (uint32_t)len;
+		v->tx_bytes += (uint64_t)len;
 		/* Out of credit: ask, in case the guest only answers. */
 		if (!peer_free(c) && !c->credit_asked) {
 			c->credit_asked = true;
