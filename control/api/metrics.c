@@ -15,10 +15,12 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "metrics_hist.h"
 #include "http/buf.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/store.h"
 #include "sandbox/template.h"
+#include "util.h"
 
 static const char *const op_names[API_OP_MAX] = {
     [API_OP_CREATE] = "create",   [API_OP_PAUSE] = "pause", [API_OP_RESUME] = "resume",
@@ -127,6 +129,43 @@ static void ops(struct kilnd *kd, struct buf *b)
 	}
 }
 
+/* What the sampler last heard from each sandbox's guest and VMM
+ * (metrics_hist.h): at most one --metrics-interval old. */
+static void live(struct kilnd *kd, struct buf *b)
+{
+	const struct sandbox *sb;
+	const struct mhist_live *l;
+	int64_t fresh = now_ms() - (int64_t)(2000 * kd->cfg.metrics_interval);
+
+	family(b, "kiln_sandbox_guest_memory_used_bytes", "gauge",
+	       "Memory in use as each running sandbox's guest reports it (total less free).");
+	family(b, "kiln_sandbox_guest_memory_bytes", "gauge",
+	       "Memory each running sandbox's guest has in all, as it reports it.");
+	for (sb = kd->sandboxes; sb; sb = sb->next)
+		if (sb->state == SB_RUNNING && (l = mhist_live(kd, sb->rec.id)) &&
+		    l->guest_ms > fresh) {
+			put(b, "kiln_sandbox_guest_memory_used_bytes{sandbox=\"%s\"} %llu\n",
+			    sb->rec.id, (unsigned long long)l->guest_mem_used);
+			put(b, "kiln_sandbox_guest_memory_bytes{sandbox=\"%s\"} %llu\n", sb->rec.id,
+			    (unsigned long long)l->guest_mem_total);
+		}
+	family(b, "kiln_sandbox_vsock_bytes_total", "counter",
+	       "Stream bytes over each sandbox's vsock device since it was created, by direction "
+	       "(every exec, file, pty, port, CDP and egress byte).");
+	for (sb = kd->sandboxes; sb; sb = sb->next)
+		if ((l = mhist_live(kd, sb->rec.id)) && l->vsock_pid) {
+			put(b,
+			    "kiln_sandbox_vsock_bytes_total{sandbox=\"%s\",direction=\"from_"
+			    "guest\"} "
+			    "%llu\n",
+			    sb->rec.id, (unsigned long long)(l->base_rx + l->rx));
+			put(b,
+			    "kiln_sandbox_vsock_bytes_total{sandbox=\"%s\",direction=\"to_guest\"} "
+			    "%llu\n",
+			    sb->rec.id, (unsigned long long)(l->base_tx + l->tx));
+		}
+}
+
 static void sandboxes(struct kilnd *kd, struct buf *b)
 {
 	static const enum sb_state states[] = {SB_STARTING, SB_RUNNING, SB_PAUSING, SB_PAUSED,
@@ -171,6 +210,7 @@ static void sandboxes(struct kilnd *kd, struct buf *b)
 			    pss);
 		}
 	}
+	live(kd, b);
 	family(b, "kiln_sandbox_snapshot_bytes", "gauge",
 	       "Disk taken by each paused sandbox's snapshot.");
 	for (sb = kd->sandboxes; sb; sb = sb->next) {

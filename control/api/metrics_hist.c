@@ -6,11 +6,16 @@
 
 #include <ev.h>
 
+#include "agent/spare.h"
 #include "api.h"
 #include "http/jsonutil.h"
 #include "metrics_hist.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/vmm_api.h"
 #include "util.h"
+
+/* A VMM that has not answered its metrics by then is asked again next time. */
+#define VMM_TIMEOUT 2.0
 
 struct mhist {
 	ev_timer timer;
@@ -19,6 +24,132 @@ struct mhist {
 	unsigned cap; /* samples per ring: an hour's */
 	struct mhist_ring *rings;
 };
+
+/* The questions asked of one sandbox in one interval: its agent's INFO
+ * (memory in use) and its VMM's metrics (vsock bytes). It goes when both
+ * are answered, or with its ring. */
+struct mhist_probe {
+	struct mhist_ring *r;
+	struct agent_conn *a;
+	struct vmm_call *vc;
+	int pid; /* the VMM asked */
+	bool hello, reuse;
+};
+
+static void probe_end(struct mhist_probe *p)
+{
+	if (p->a || p->vc)
+		return;
+	p->r->probe = NULL;
+	free(p);
+}
+
+static void probe_cancel(struct mhist_ring *r)
+{
+	struct mhist_probe *p = r->probe;
+
+	if (!p)
+		return;
+	agent_close(p->a);
+	if (p->vc)
+		vmm_call_cancel(p->vc);
+	r->probe = NULL;
+	free(p);
+}
+
+static void info_frame(void *ctx, uint16_t type, const uint8_t *b, uint32_t n)
+{
+	struct mhist_probe *p = ctx;
+	struct mhist_live *l = &p->r->live;
+	struct agent_info info;
+	uint32_t v, kind;
+
+	if (type == KILN_MSG_HELLO && !p->hello && !agent_parse_hello(b, n, &v, &kind)) {
+		p->hello = true;
+		p->reuse = kind & KILN_HELLO_REUSE;
+		return;
+	}
+	if (type == KILN_MSG_INFO && p->hello && !agent_parse_info(b, n, &info)) {
+		/* the guest's word: believed only when it adds up */
+		if (info.mem_free_kb <= info.mem_total_kb && info.mem_total_kb < (1ULL << 40)) {
+			l->guest_mem_used = (info.mem_total_kb - info.mem_free_kb) << 10;
+			l->guest_mem_total = info.mem_total_kb << 10;
+			l->guest_ms = now_ms();
+		}
+		spare_release(&p->a, p->reuse);
+	} else {
+		agent_close(p->a);
+		p->a = NULL;
+	}
+	probe_end(p);
+}
+
+static void info_close(void *ctx, int err)
+{
+	struct mhist_probe *p = ctx;
+
+	p->a = NULL;
+	probe_end(p);
+}
+
+static const struct agent_conn_ops info_ops = {.on_frame = info_frame, .on_close = info_close};
+
+static bool get_u64(json_t *o, const char *key, uint64_t *v)
+{
+	json_t *j = json_object_get(o, key);
+
+	if (!json_is_integer(j) || json_integer_value(j) < 0)
+		return false;
+	*v = (uint64_t)json_integer_value(j);
+	return true;
+}
+
+static void vmm_answer(void *ctx, json_t *reply, const char *err)
+{
+	struct mhist_probe *p = ctx;
+	struct mhist_live *l = &p->r->live;
+	json_t *vs = reply && !err ? json_object_get(reply, "vsock") : NULL;
+	uint64_t rx, tx;
+
+	p->vc = NULL;
+	if (vs && get_u64(vs, "rx_bytes", &rx) && get_u64(vs, "tx_bytes", &tx)) {
+		if (p->pid != l->vsock_pid) { /* a new VMM counts from 0 */
+			l->base_rx += l->rx;
+			l->base_tx += l->tx;
+			l->vsock_pid = p->pid;
+		}
+		if (rx >= l->rx && tx >= l->tx) {
+			l->rx = rx;
+			l->tx = tx;
+		}
+	}
+	probe_end(p);
+}
+
+/* Ask r's sandbox, unless last interval's questions are still open. */
+static void probe_start(struct mhist_ring *r, struct sandbox *sb)
+{
+	struct mhist_probe *p;
+	json_t *req;
+
+	if (r->probe || !(p = calloc(1, sizeof(*p))))
+		return;
+	p->r = r;
+	p->pid = sb->rec.pid;
+	r->probe = p;
+	req = json_pack("{s:s}", "op", "metrics");
+	if (req && sb->api_path)
+		p->vc = vmm_call(sb->kd->loop, sb->api_path, req, VMM_TIMEOUT, vmm_answer, p);
+	json_decref(req);
+	p->a = spare_take(sb, &info_ops, p);
+	if (p->a && agent_msg_hello(agent_out(p->a), KILN_STREAM_INFO, KILN_FRAME_REUSE)) {
+		agent_close(p->a);
+		p->a = NULL;
+	}
+	if (p->a)
+		agent_flush(p->a);
+	probe_end(p);
+}
 
 static struct mhist_ring *find(struct mhist *h, const char *id)
 {
@@ -55,6 +186,7 @@ static void sample(struct mhist *h)
 			h->rings = r;
 		}
 		mhist_ring_read(r, sb->rec.pid, now, cpu, rss);
+		probe_start(r, sb);
 	}
 	for (struct mhist_ring **pp = &h->rings; *pp;) {
 		struct mhist_ring *r = *pp;
@@ -64,6 +196,7 @@ static void sample(struct mhist *h)
 			continue;
 		}
 		*pp = r->next;
+		probe_cancel(r);
 		mhist_ring_free(r);
 	}
 }
@@ -103,10 +236,18 @@ void mhist_free(struct kilnd *kd)
 		struct mhist_ring *r = h->rings;
 
 		h->rings = r->next;
+		probe_cancel(r);
 		mhist_ring_free(r);
 	}
 	free(h);
 	kd->mhist = NULL;
+}
+
+const struct mhist_live *mhist_live(struct kilnd *kd, const char *id)
+{
+	struct mhist_ring *r = kd->mhist ? find(kd->mhist, id) : NULL;
+
+	return r ? &r->live : NULL;
 }
 
 double mhist_cpu_pct(struct kilnd *kd, const char *id)

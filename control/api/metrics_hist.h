@@ -3,7 +3,8 @@
  * --metrics-interval seconds (default 10) the CPU time and resident memory
  * of each running sandbox's VMM are read (what GET /metrics reports), and
  * the CPU use over the interval is kept with the memory in a ring of one
- * hour's samples per sandbox. GET /sandboxes/{id}/metrics/history answers
+ * hour's samples per sandbox. The guest's agent is asked its memory in use
+ * and the VMM its vsock byte counts at the same time (struct mhist_live). GET /sandboxes/{id}/metrics/history answers
  * them; GET /sandboxes/{id}/metrics takes its cpuUsedPct from the latest.
  * A ring goes when its sandbox is no longer listed. */
 #ifndef KILND_METRICS_HIST_H
@@ -22,12 +23,25 @@ struct mhist_sample {
 	uint64_t rss;  /* bytes */
 };
 
+/* What the guest and its VMM last said, asked once per interval
+ * (metrics_hist.c); GET /metrics reports it. */
+struct mhist_live {
+	int64_t guest_ms; /* when the agent last answered; 0: never */
+	uint64_t guest_mem_used, guest_mem_total;
+	/* vsock payload bytes from and to the guest: earlier VMMs' (base_*)
+	 * plus what the VMM of vsock_pid counted at its last answer */
+	int vsock_pid;
+	uint64_t base_rx, base_tx, rx, tx;
+};
+
 /* One sandbox's samples (metrics_ring.c: no kilnd state, unit-tested). */
 struct mhist_ring {
 	struct mhist_ring *next;
 	char *id;
-	int pid;           /* the VMM of the last reading: a resume starts a new one */
-	double last_cpu_s; /* its CPU seconds then */
+	struct mhist_live live;
+	struct mhist_probe *probe; /* metrics_hist.c's questions in flight */
+	int pid;                   /* the VMM of the last reading: a resume starts a new one */
+	double last_cpu_s;         /* its CPU seconds then */
 	int64_t last_ms;
 	bool primed, seen;
 	unsigned cap, head, count; /* head: the next slot written */
@@ -52,6 +66,8 @@ struct sandbox;
 /* metrics_hist.c: the sampling timer, from kilnd's start to its end. */
 int mhist_start(struct kilnd *kd, double interval);
 void mhist_free(struct kilnd *kd);
+/* What sandbox id's guest and VMM last reported, or NULL. */
+const struct mhist_live *mhist_live(struct kilnd *kd, const char *id);
 /* The CPU use of sandbox id over the last interval, or < 0 if unknown. */
 double mhist_cpu_pct(struct kilnd *kd, const char *id);
 /* GET /sandboxes/{id}/metrics/history: {"intervalSeconds", "samples"}. */

@@ -26,6 +26,25 @@ t_metrics() {
 	[ -n "$(metric "kiln_sandbox_memory_pss_bytes{sandbox=\"$id\"}")" ] &&
 		[ -n "$(metric "kiln_sandbox_cpu_seconds_total{sandbox=\"$id\"}")" ]
 	check $? "and the sandbox's VMM memory (PSS) and CPU time"
+	# The guest's memory and the vsock bytes come from the sampler (every
+	# --metrics-interval, 10 s here): 1 MiB of output must show in them.
+	"$KILN" exec "$id" -- head -c 1048576 /dev/zero | wc -c >"$T/n"
+	local i used total from to
+	for i in $(seq 30); do
+		sleep 1
+		curl -sS --unix-socket "$SOCK" -o "$T/metrics" http://k/metrics
+		from=$(metric "kiln_sandbox_vsock_bytes_total{sandbox=\"$id\",direction=\"from_guest\"}")
+		used=$(metric "kiln_sandbox_guest_memory_used_bytes{sandbox=\"$id\"}")
+		[ "${from:-0}" -ge 1048576 ] && [ -n "$used" ] && break
+	done
+	to=$(metric "kiln_sandbox_vsock_bytes_total{sandbox=\"$id\",direction=\"to_guest\"}")
+	total=$(metric "kiln_sandbox_guest_memory_bytes{sandbox=\"$id\"}")
+	[ "$(cat "$T/n")" = 1048576 ] && [ "${from:-0}" -ge 1048576 ] && [ "${to:-0}" -gt 0 ] &&
+		[ "${from:-0}" -lt $((8 << 20)) ]
+	check $? "the vsock bytes count the 1 MiB the guest sent (from $from, to $to after ${i}s)"
+	[ -n "$used" ] && [ "$used" -gt 0 ] && [ "$used" -lt "${total:-0}" ] &&
+		[ "$total" -le $((1 << 30)) ]
+	check $? "the guest's memory in use, as it reports it ($used of $total)"
 	if command -v promtool >/dev/null; then
 		promtool check metrics <"$T/metrics" >"$T/promtool" 2>&1
 		check $? "promtool check metrics accepts it ($(head -c 200 "$T/promtool"))"
