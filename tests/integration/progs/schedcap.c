@@ -126,6 +126,11 @@ static void priorities_and_threads(void)
 	checkv("setpriority: a thread", setpriority(PRIO_PROCESS, ctl[1], 0), 0);
 	ctl[0] = 1;
 	pthread_join(th, NULL);
+	/* pthread_join returns when the kernel clears the thread's tid, which
+	 * is before Linux takes the task out of /proc/self/task: wait for that,
+	 * a second at most. */
+	for (int i = 0; i < 1000 && task_nlink() != 3; i++)
+		usleep(1000);
 	checkv("/proc/self/task nlink: one again", task_nlink(), 3);
 }
 
