@@ -61,6 +61,17 @@ t_jail_ids() {
 		>"$T/probe" 2>&1
 	[ "$(tr '\n' ' ' <"$T/probe")" = "$DATA/sandboxes/$a/console.log EACCES $DATA/sandboxes/$a/vmm.pid EACCES $DATA/sandboxes/$a/x EACCES $DATA/sandboxes/$a/vmm-out/x ok $DATA/kilnd.db ENOENT $DATA/sandboxes/$b/console.log ENOENT " ]
 	check $? "its VMM cannot write kilnd's files in the sandbox's directory, nor see the store or other sandboxes ($(tr '\n' ' ' <"$T/probe"))"
+	# Every thread of the VMM is in its cgroup leaf (the join is made on a
+	# thread of its own, vmm/jail/jail.c): the v2 one, or the memory, pids
+	# and cpu v1 ones where the host has those controllers only in v1.
+	local want=v1 leaves
+	grep -qsw memory /sys/fs/cgroup/cgroup.controllers /sys/fs/cgroup/unified/cgroup.controllers && want=v2
+	leaves=$(for f in /proc/"$(vmm_pid "$a")"/task/*/cgroup; do
+		if [ $want = v2 ]; then grep '^0::' "$f"; else grep -E '^[0-9]+:(memory|pids|cpu(,cpuacct)?|cpuacct,cpu):' "$f"; fi
+	done)
+	[ -n "$leaves" ] && ! grep -qv "/kiln.slice/vmm-$ua\$" <<<"$leaves" &&
+		[ "$(wc -l <<<"$leaves")" -eq $(($(find /proc/"$(vmm_pid "$a")"/task -mindepth 1 -maxdepth 1 | wc -l) * $([ $want = v2 ] && echo 1 || echo 3))) ]
+	check $? "every thread of its VMM is in its own cgroup leaf ($want: $(sort -u <<<"$leaves" | tr '\n' ' '))"
 	"$KILN" rm "$a" "$b"
 }
 

@@ -4,13 +4,15 @@
 # alone, with two kilnds side by side (one starting VMMs jailed, the
 # default; one with --no-jail), their runs interleaved so that both see the
 # same host. Medians of JAIL_BENCH_RUNS (default 15), timed by curl.
+# JAIL_BENCH_VMM: the kiln-vmm to start (default build/bin/kiln-vmm), e.g. an
+# older build to compare with.
 #
 #   bash tools/bench/jail_bench.sh      (as root: the jail needs it)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
 KILND=build/bin/kilnd
-VMM=build/bin/kiln-vmm
+VMM=${JAIL_BENCH_VMM:-build/bin/kiln-vmm}
 KERNEL=${KILND_BENCH_KERNEL:-build/guest/kiln-kernel}
 INITRD=${KILND_BENCH_INITRD:-build/initramfs/agent.cpio}
 RUNS=${JAIL_BENCH_RUNS:-15}

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <grp.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -170,8 +171,27 @@ static void know_files(struct vm_config *cfg)
 		    image_id_of_path(cfg->initrd_path, &k[JAIL_INITRD].st, &k[JAIL_INITRD].id) == 0;
 }
 
+/* Joining the cgroup leaf on a thread of its own (see jail_enter). */
+struct joiner {
+	const struct jail_cgroup *cg;
+	int err;
+};
+
+static void *join_cgroup(void *arg)
+{
+	struct joiner *jn = arg;
+
+	/* "0" in cgroup.procs: the writer's whole process, the main thread
+	 * with it. */
+	jn->err = jail_cgroup_join(jn->cg);
+	return NULL;
+}
+
 void jail_enter(struct vm_config *cfg)
 {
+	struct joiner jn = {.cg = NULL};
+	pthread_t joining;
+	bool threaded = false;
 	struct jail_cfg *j = &cfg->jail;
 	struct jail_cgroup cg;
 	char why[1200];
@@ -203,15 +223,32 @@ void jail_enter(struct vm_config *cfg)
 			outer(pid, &cg);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	}
-	if (cg.version && jail_cgroup_join(&cg))
-		fprintf(stderr, "kiln-vmm: jail: warning: cannot join the cgroup %s: %s\n",
-		        cg.dir[0], strerror(errno));
+	/* The first cgroup.procs write after a quiet spell waits out an RCU
+	 * grace period (7 to 22 ms on a 2-CPU host: the kernel's
+	 * cgroup_threadgroup_rwsem makes its writers wait for one), sleeping
+	 * and holding no lock the namespaces and root below need: a thread
+	 * makes it meanwhile. It is waited for before any guest memory is
+	 * touched (v1 charges a page to the cgroup of its first toucher, and
+	 * charges do not move with the task) and before close_others (its
+	 * descriptor is in the table the two threads share). The thread keeps
+	 * the host's namespaces and root: only the calling thread's change. */
+	if (cg.version) {
+		jn.cg = &cg;
+		threaded = pthread_create(&joining, NULL, join_cgroup, &jn) == 0;
+		if (!threaded)
+			jn.err = jail_cgroup_join(&cg);
+	}
 	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0)
 		die("new mount, network, ipc and uts namespaces: %s", strerror(errno));
 	sethostname("kiln-vmm", 8);
 	if (jail_root_build(cfg, j->id, why, sizeof(why)))
 		die("%s", why);
 	set_limits(true);
+	if (threaded)
+		pthread_join(joining, NULL);
+	if (jn.err)
+		fprintf(stderr, "kiln-vmm: jail: warning: cannot join the cgroup %s: %s\n",
+		        cg.dir[0], strerror(-jn.err));
 	close_others(cfg);
 	j->active = true;
 }
