@@ -6,7 +6,7 @@
  * (start, delete); ttrpc.c: the ttrpc server; task_rpc.c: the task
  * service's methods; task.c: the container's processes and VM; vm.c:
  * kiln-vmm and agent streams; spec.c: the OCI bundle's config.json;
- * rootfs.c: the rootfs as an erofs image; io.c: the fifos; events.c: task
+ * jail.c: the VMM's jail; rootfs.c: the rootfs as an erofs image; io.c: the fifos; events.c: task
  * events to containerd; stats.c: metrics. */
 #ifndef KILN_SHIM_H
 #define KILN_SHIM_H
@@ -66,6 +66,11 @@ struct vm {
 	bool paused, dead;
 	char console[4096]; /* its console log (in the bundle) */
 	char api[128], vsock[128];
+	/* kiln-vmm's jail (jail.c): its uid and gid (0: not jailed by us),
+	 * the lock that holds that id, KILN_SHIM_NO_JAIL */
+	unsigned jail_id;
+	int jail_lock;
+	bool no_jail;
 };
 
 struct shim {
@@ -102,6 +107,14 @@ struct shim_mount {
 int rootfs_prepare(const char *bundle, const struct shim_mount *m, size_t n, char **image,
                    bool *mounted, char *msg, size_t len);
 void rootfs_release(const char *bundle, bool mounted);
+
+/* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */
+int jail_prepare(struct shim *s, char *msg, size_t n);
+void jail_release(struct shim *s);
+/* Where the VMM is to write the pause snapshot (absolute), and moving
+ * what it wrote to BUNDLE/pause.snap. 0 or -errno (msg filled in). */
+int jail_snap_target(const struct shim *s, char *out, size_t len);
+int jail_take_snapshot(const struct shim *s, char *msg, size_t n);
 
 /* vm.c */
 int vm_boot(struct shim *s, char *msg, size_t n);

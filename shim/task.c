@@ -99,6 +99,7 @@ static void *vm_watch(void *arg)
 	         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 	s->vm.dead = true;
 	s->vm.pid = 0;
+	jail_release(s);
 	for (struct proc *p = s->procs; p; p = p->next)
 		if (p->state == P_RUNNING && p->fd < 0)
 			proc_exited(s, p, 255);

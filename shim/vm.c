@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "agent/agent_proto.h"
+#include "sandbox/vmm_proc.h"
 #include "shim.h"
 
 #define BOOT_TIMEOUT_MS 10000
@@ -210,11 +211,49 @@ static bool vmm_exited(struct shim *s, int *status)
 	return r == s->vm.pid;
 }
 
+/* Start kiln-vmm: jailed (as kilnd does: pid 1 of a pid namespace of its
+ * own, with a uid and writable directory of its own), or, when the shim is
+ * not root or KILN_SHIM_NO_JAIL is set, as our plain child. */
+static int vmm_start(struct shim *s, const char *vmm, char *const argv[], int log, pid_t *pid,
+                     char *msg, size_t n)
+{
+	int err;
+
+	if (s->vm.jail_id) {
+		err = log < 0 ? -EBADF : vmm_clone(vmm, argv, NULL, log, pid);
+		if (err)
+			snprintf(msg, n, "cannot start %s in its pid namespace: %s", vmm,
+			         strerror(-err));
+		return err;
+	}
+	*pid = fork();
+	if (*pid < 0) {
+		err = -errno;
+		snprintf(msg, n, "fork: %s", strerror(errno));
+		return err;
+	}
+	if (*pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		setpgid(0, 0);
+		dup2(null, 0);
+		if (log >= 0) {
+			dup2(log, 1);
+			dup2(log, 2);
+		}
+		execv(vmm, argv);
+		dprintf(2, "containerd-shim-kiln-v2: cannot run %s: %s\n", vmm, strerror(errno));
+		_exit(127);
+	}
+	return 0;
+}
+
 int vm_boot(struct shim *s, char *msg, size_t n)
 {
-	char vmm[PATH_MAX], kernel[PATH_MAX], initrd[PATH_MAX], mem[32];
+	char vmm[PATH_MAX], kernel[PATH_MAX], initrd[PATH_MAX], mem[32], id[16];
 	struct timespec tick = {0, 5 * 1000 * 1000};
-	int st, log;
+	char *argv[24];
+	int st, log, argc = 0, err;
 	pid_t pid;
 
 	tool_path("KILN_SHIM_VMM", "kiln-vmm", vmm, sizeof(vmm));
@@ -224,33 +263,41 @@ int vm_boot(struct shim *s, char *msg, size_t n)
 	snprintf(s->vm.vsock, sizeof(s->vm.vsock), "vsock.sock");
 	snprintf(s->vm.api, sizeof(s->vm.api), "api.sock");
 	snprintf(s->vm.console, sizeof(s->vm.console), "%s/console.log", s->bundle);
+	if ((err = jail_prepare(s, msg, n)))
+		return err;
 	unlink(s->vm.vsock);
 	unlink(s->vm.api);
-	log = open("console.log", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	pid = fork();
-	if (pid < 0) {
-		snprintf(msg, n, "fork: %s", strerror(errno));
-		return -errno;
+#define ARG(a) (argv[argc++] = (char *)(a))
+	ARG(vmm);
+	ARG("--kernel");
+	ARG(kernel);
+	ARG("--initrd");
+	ARG(initrd);
+	ARG("--image");
+	ARG(s->image);
+	ARG("--mem");
+	ARG(mem);
+	ARG("--vsock");
+	ARG("3,vsock.sock");
+	ARG("--api-sock");
+	ARG("api.sock");
+	if (s->vm.no_jail) {
+		ARG("--no-jail");
+	} else if (s->vm.jail_id) {
+		snprintf(id, sizeof(id), "%u", s->vm.jail_id);
+		ARG("--jail-id");
+		ARG(id);
+		ARG("--jail-rw");
+		ARG("vmm-out");
 	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDONLY);
-
-		setpgid(0, 0);
-		dup2(null, 0);
-		if (log >= 0) {
-			dup2(log, 1);
-			dup2(log, 2);
-		}
-		/* Not jailed yet: kiln-vmm's jail (vmm/jail/) forks a waiting
-		 * parent when not started into a pid namespace as kilnd does
-		 * (control/sandbox/vmm_clone.c), and the shim watches the pid it
-		 * started. Until the shim starts it the way kilnd does, its VMs run
-		 * as the shim's user with no seccomp filter. */
-		execl(vmm, vmm, "--no-jail", "--kernel", kernel, "--initrd", initrd, "--image",
-		      s->image, "--mem", mem, "--vsock", "3,vsock.sock", "--api-sock", "api.sock",
-		      (char *)NULL);
-		dprintf(2, "containerd-shim-kiln-v2: cannot run %s: %s\n", vmm, strerror(errno));
-		_exit(127);
+	argv[argc] = NULL;
+#undef ARG
+	log = open("console.log", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if ((err = vmm_start(s, vmm, argv, log, &pid, msg, n))) {
+		if (log >= 0)
+			close(log);
+		jail_release(s);
+		return err;
 	}
 	if (log >= 0)
 		close(log);
@@ -265,6 +312,7 @@ int vm_boot(struct shim *s, char *msg, size_t n)
 		if (vmm_exited(s, &st)) {
 			s->vm.pid = 0;
 			s->vm.dead = true;
+			jail_release(s);
 			snprintf(
 			    msg, n,
 			    "kiln-vmm (%s) exited with status %d before its agent answered; its "

@@ -101,6 +101,16 @@ $C run -d $RT "$IMG" d1 sh -c 'echo $$ >/tmp/init.pid; exec sleep 600' >/dev/nul
 check $? "ctr run -d starts a task"
 [ "$($C task ls | awk '$1 == "d1" {print $3}')" = RUNNING ]
 check $? "ctr task ls: RUNNING"
+# the VMM in kiln-vmm's jail, started as kilnd starts it
+vmm=$(cat "$TASKS/d1/vmm.pid")
+st=$(cat "/proc/$vmm/status" 2>/dev/null)
+uid=$(awk '$1 == "Uid:" {print $2}' <<<"$st")
+[ -n "$uid" ] && [ "$uid" != 0 ] && [ "$(awk '$1 == "Gid:" {print $2}' <<<"$st")" = "$uid" ] &&
+	grep -q "^Seccomp:[[:space:]]*2$" <<<"$st" &&
+	[ "$(awk '$1 == "NSpid:" {print $NF}' <<<"$st")" = 1 ] &&
+	[ "$(readlink "/proc/$vmm/ns/pid")" != "$(readlink /proc/self/ns/pid)" ] &&
+	[ "$(stat -c %u "$TASKS/d1/vmm-out")" = "$uid" ] && [ "$(stat -c %u "$TASKS/d1")" = 0 ]
+check $? "the task's VMM is jailed: uid $uid, seccomp filter on, pid 1 of its own pid namespace, vmm-out its only directory ($(grep -E '^(Uid|Seccomp|NSpid):' <<<"$st" | tr -s '\t\n' '  '))"
 t0=$(ms)
 out=$($C task exec --exec-id e1 d1 sh -c 'echo in exec; cat /tmp/init.pid; exit 7' 2>&1)
 rc=$?
@@ -119,8 +129,8 @@ $C task metrics d1 >"$T/metrics" 2>&1 && grep -q "memory.usage_in_bytes" "$T/met
 check $? "ctr task metrics reads the VM's memory and processes"
 t0=$(ms)
 $C task pause d1 && [ "$($C task ls | awk '$1 == "d1" {print $3}')" = PAUSED ] &&
-	[ -s "$TASKS/d1/pause.snap" ]
-check $? "ctr task pause: PAUSED, with a kiln snapshot of the VM ($(($(ms) - t0)) ms)"
+	[ -s "$TASKS/d1/pause.snap" ] && [ ! -e "$TASKS/d1/vmm-out/pause.snap" ]
+check $? "ctr task pause: PAUSED, with a kiln snapshot of the VM moved out of the jail's vmm-out ($(($(ms) - t0)) ms)"
 timeout 5 $C task exec --exec-id e3 d1 true >"$T/out" 2>&1
 rc=$?
 [ $rc != 0 ] && [ $rc != 124 ] && grep -q "paused" "$T/out"
