@@ -38,6 +38,14 @@ struct proc_spec {
 	uint16_t cols, rows;
 };
 
+/* linux.resources that have a meaning for the VM (spec_res.c). */
+struct spec_res {
+	uint32_t mem_mb;     /* the VM's RAM */
+	uint64_t cpu_quota;  /* us of CPU per period for the VMM's leaf; 0: none */
+	uint64_t cpu_period; /* us */
+	uint64_t cpu_shares; /* its weight, as cgroup v1 shares; 0: none */
+};
+
 enum proc_state { P_CREATED, P_RUNNING, P_STOPPED };
 
 struct proc {
@@ -80,7 +88,7 @@ struct shim {
 	pthread_cond_t changed; /* a process exited, the VM died */
 	struct proc *procs;
 	struct vm vm;
-	uint32_t mem_mb;
+	struct spec_res res;
 	char *image; /* the rootfs's erofs image */
 	bool rootfs_mounted;
 };
@@ -92,8 +100,10 @@ void shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int64_t now_ns(void);
 
 /* spec.c */
-int spec_load_bundle(const char *bundle, struct proc_spec *p, uint32_t *mem_mb, char *msg,
+int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *res, char *msg,
                      size_t n);
+struct json_t;
+int spec_parse_resources(struct json_t *res, struct spec_res *r, char *msg, size_t n);
 int spec_parse_process(const char *json, size_t len, struct proc_spec *p, char *msg, size_t n);
 void spec_free(struct proc_spec *p);
 
@@ -115,6 +125,9 @@ void jail_release(struct shim *s);
  * what it wrote to BUNDLE/pause.snap. 0 or -errno (msg filled in). */
 int jail_snap_target(const struct shim *s, char *out, size_t len);
 int jail_take_snapshot(const struct shim *s, char *msg, size_t n);
+
+/* cgroup.c: the CPU limits on the VMM's cgroup leaf, once it runs. */
+int cgroup_apply(struct shim *s, char *msg, size_t n);
 
 /* vm.c */
 int vm_boot(struct shim *s, char *msg, size_t n);

@@ -2,10 +2,9 @@
 /* The OCI runtime spec (the bundle's config.json, and the process of an
  * exec, which containerd sends as JSON): what a kiln VM can honour.
  * process.args, env, cwd, user.uid, terminal and consoleSize go to the
- * agent's START; linux.resources.memory.limit sizes the VM's memory. The
- * rest (namespaces, mounts, capabilities, seccomp, rlimits, CPU shares)
- * belongs to a Linux host's containers and is ignored: the VM is the
- * boundary. Every field is checked; a bad one is an error naming it. */
+ * agent's START; linux.resources are spec_res.c's. The rest
+ * (namespaces, mounts, capabilities, seccomp) belongs to a Linux host's
+ * containers and is ignored: the VM is the boundary. Every field is checked; a bad one is an error naming it. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +15,7 @@
 
 #include "shim.h"
 
-#define SPEC_MAX    (4u << 20)
-#define MEM_MIN_MB  64
-#define MEM_MAX_MB  65536
-#define MEM_DEFAULT 256
+#define SPEC_MAX (4u << 20)
 
 void spec_free(struct proc_spec *p)
 {
@@ -142,11 +138,12 @@ int spec_parse_process(const char *text, size_t len, struct proc_spec *p, char *
 	return err;
 }
 
-int spec_load_bundle(const char *bundle, struct proc_spec *p, uint32_t *mem_mb, char *msg, size_t n)
+int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *res, char *msg,
+                     size_t n)
 {
 	char path[4200];
 	json_error_t je;
-	json_t *j, *lim;
+	json_t *j;
 	int err;
 
 	snprintf(path, sizeof(path), "%s/config.json", bundle);
@@ -156,24 +153,9 @@ int spec_load_bundle(const char *bundle, struct proc_spec *p, uint32_t *mem_mb, 
 		return -EINVAL;
 	}
 	err = parse_process(json_object_get(j, "process"), p, msg, n);
-	lim = json_object_get(
-	    json_object_get(json_object_get(json_object_get(j, "linux"), "resources"), "memory"),
-	    "limit");
-	*mem_mb = MEM_DEFAULT;
-	if (!err && json_is_integer(lim) && json_integer_value(lim) > 0) {
-		json_int_t mb = json_integer_value(lim) >> 20;
-
-		if (mb < MEM_MIN_MB || mb > MEM_MAX_MB) {
-			snprintf(
-			    msg, n,
-			    "linux.resources.memory.limit is %lld MiB: a kiln VM has %d to %d MiB",
-			    (long long)mb, MEM_MIN_MB, MEM_MAX_MB);
-			spec_free(p);
-			err = -EINVAL;
-		} else {
-			*mem_mb = (uint32_t)mb;
-		}
-	}
+	if (!err && (err = spec_parse_resources(
+	                 json_object_get(json_object_get(j, "linux"), "resources"), res, msg, n)))
+		spec_free(p);
 	json_decref(j);
 	return err;
 }

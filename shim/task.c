@@ -129,7 +129,7 @@ int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint3
 	p = proc_new("", rq->stdin, rq->stdout, rq->stderr);
 	if (!p)
 		return FAIL(RPC_INTERNAL, "out of memory");
-	if (spec_load_bundle(s->bundle, &p->spec, &s->mem_mb, msg, n)) {
+	if (spec_load_bundle(s->bundle, &p->spec, &s->res, msg, n)) {
 		proc_free(p);
 		return RPC_INVALID_ARGUMENT;
 	}
@@ -140,6 +140,14 @@ int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint3
 	err = rootfs_prepare(s->bundle, m, rq->n_rootfs, &s->image, &s->rootfs_mounted, msg, n);
 	if (!err)
 		err = vm_boot(s, msg, n);
+	if (!err && (err = cgroup_apply(s, msg, n))) {
+		vm_stop(s);
+		while (waitpid(s->vm.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		s->vm.pid = 0;
+		s->vm.dead = true;
+		jail_release(s);
+	}
 	if (err) {
 		rootfs_release(s->bundle, s->rootfs_mounted);
 		s->rootfs_mounted = false;

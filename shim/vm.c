@@ -259,7 +259,7 @@ int vm_boot(struct shim *s, char *msg, size_t n)
 	tool_path("KILN_SHIM_VMM", "kiln-vmm", vmm, sizeof(vmm));
 	tool_path("KILN_SHIM_KERNEL", "../guest/kiln-kernel", kernel, sizeof(kernel));
 	tool_path("KILN_SHIM_INITRD", "../initramfs/agent-image.cpio", initrd, sizeof(initrd));
-	snprintf(mem, sizeof(mem), "%uM", s->mem_mb);
+	snprintf(mem, sizeof(mem), "%uM", s->res.mem_mb);
 	snprintf(s->vm.vsock, sizeof(s->vm.vsock), "vsock.sock");
 	snprintf(s->vm.api, sizeof(s->vm.api), "api.sock");
 	snprintf(s->vm.console, sizeof(s->vm.console), "%s/console.log", s->bundle);

@@ -73,6 +73,22 @@ out=$($C run --rm $RT --memory-limit $((16 << 20)) "$IMG" r4b true 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "a kiln VM has 64 to 65536 MiB" <<<"$out"
 check $? "a memory limit below what a VM needs is refused, saying why ($out)"
+# linux.resources.cpu: the CFS quota and shares of the VMM's cgroup leaf
+$C run -d $RT --cpus 0.25 --cpu-shares 512 "$IMG" q1 sh -c 'while :; do :; done' >/dev/null
+vmm=$(cat "$TASKS/q1/vmm.pid" 2>/dev/null)
+leaf=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print "/sys/fs/cgroup/" $2 $3}' "/proc/$vmm/cgroup" 2>/dev/null)
+ticks() { awk '{print $14 + $15}' "/proc/$vmm/stat"; }
+c0=$(ticks); sleep 2; c1=$(ticks)
+hz=$(getconf CLK_TCK)
+[ -n "$leaf" ] && [ "$(cat "$leaf/cpu.cfs_quota_us")" = 25000 ] &&
+	[ "$(cat "$leaf/cpu.cfs_period_us")" = 100000 ] && [ "$(cat "$leaf/cpu.shares")" = 512 ] &&
+	[ $(((c1 - c0) * 1000 / hz)) -le 700 ]
+check $? "ctr run --cpus 0.25 --cpu-shares 512: the VMM's leaf has that quota and shares, and a guest spinning for 2 s got $(((c1 - c0) * 1000 / hz)) ms of CPU"
+$C task kill -s SIGKILL q1 >/dev/null 2>&1; sleep 0.3; $C task delete q1 >/dev/null 2>&1; $C container rm q1 >/dev/null 2>&1
+out=$($C run --rm $RT --cpu-quota 500 --cpu-period 100000 "$IMG" q2 true 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "cpu.quota is 500 us: the kernel takes 1000 or more" <<<"$out"
+check $? "a CPU quota the kernel cannot take is refused, saying why ($out)"
 out=$($C run --rm $RT docker.io/library/kiln-nocmd:1 r5 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "process.args is empty" <<<"$out"
