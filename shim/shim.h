@@ -29,6 +29,14 @@ enum {
 	RPC_INTERNAL = 13,
 };
 
+#define SHIM_MAX_RLIMITS 16 /* Linux's RLIM_NLIMITS; KILN_MAX_RLIMITS */
+
+/* One of process.rlimits (rlimits.c). */
+struct shim_rlimit {
+	uint32_t resource; /* RLIMIT_* */
+	uint64_t soft, hard;
+};
+
 /* What the OCI spec's process says (spec.c). */
 struct proc_spec {
 	char **argv, **env; /* NULL-terminated */
@@ -36,6 +44,8 @@ struct proc_spec {
 	uint32_t uid;
 	bool terminal;
 	uint16_t cols, rows;
+	uint32_t n_rlimits;
+	struct shim_rlimit rlimits[SHIM_MAX_RLIMITS];
 };
 
 /* linux.resources that have a meaning for the VM (spec_res.c). */
@@ -89,7 +99,8 @@ struct shim {
 	struct proc *procs;
 	struct vm vm;
 	struct spec_res res;
-	char *image; /* the rootfs's erofs image */
+	char *image;     /* the rootfs's erofs image */
+	char *root_path; /* the spec's root.path */
 	bool rootfs_mounted;
 };
 
@@ -100,22 +111,24 @@ void shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int64_t now_ns(void);
 
 /* spec.c */
-int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *res, char *msg,
-                     size_t n);
+/* *root_path: the spec's root.path (malloc'd, NULL if none). */
+int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *res,
+                     char **root_path, char *msg, size_t n);
 struct json_t;
 int spec_parse_resources(struct json_t *res, struct spec_res *r, char *msg, size_t n);
+int spec_parse_rlimits(struct json_t *rlimits, struct proc_spec *p, char *msg, size_t n);
 int spec_parse_process(const char *json, size_t len, struct proc_spec *p, char *msg, size_t n);
 void spec_free(struct proc_spec *p);
 
-/* rootfs.c: mounts (type, source, options joined) onto bundle/rootfs and
- * packs it; *image is the erofs file (malloc'd). */
+/* rootfs.c: mounts (type, source, options joined) onto bundle/rootfs (or,
+ * with none, the absolute root_path) and packs it; *image is the erofs file (malloc'd). */
 struct shim_mount {
 	const char *type, *source;
 	char **options;
 	size_t n_options;
 };
-int rootfs_prepare(const char *bundle, const struct shim_mount *m, size_t n, char **image,
-                   bool *mounted, char *msg, size_t len);
+int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_mount *m, size_t n,
+                   char **image, bool *mounted, char *msg, size_t len);
 void rootfs_release(const char *bundle, bool mounted);
 
 /* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */

@@ -2,7 +2,8 @@
 /* The OCI runtime spec (the bundle's config.json, and the process of an
  * exec, which containerd sends as JSON): what a kiln VM can honour.
  * process.args, env, cwd, user.uid, terminal and consoleSize go to the
- * agent's START; linux.resources are spec_res.c's. The rest
+ * agent's START, and so do rlimits (rlimits.c); linux.resources are
+ * spec_res.c's. The rest
  * (namespaces, mounts, capabilities, seccomp) belongs to a Linux host's
  * containers and is ignored: the VM is the boundary. Every field is checked; a bad one is an error naming it. */
 #include <errno.h>
@@ -115,7 +116,15 @@ static int parse_process(json_t *proc, struct proc_spec *p, char *msg, size_t n)
 		p->cols = w > 0 && w < 4096 ? (uint16_t)w : 0;
 		p->rows = h > 0 && h < 4096 ? (uint16_t)h : 0;
 	}
-	return p->cwd ? 0 : -ENOMEM;
+	if (!p->cwd) {
+		spec_free(p);
+		return -ENOMEM;
+	}
+	if (spec_parse_rlimits(json_object_get(proc, "rlimits"), p, msg, n)) {
+		spec_free(p);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int spec_parse_process(const char *text, size_t len, struct proc_spec *p, char *msg, size_t n)
@@ -138,9 +147,10 @@ int spec_parse_process(const char *text, size_t len, struct proc_spec *p, char *
 	return err;
 }
 
-int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *res, char *msg,
-                     size_t n)
+int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *res,
+                     char **root_path, char *msg, size_t n)
 {
+	const char *root;
 	char path[4200];
 	json_error_t je;
 	json_t *j;
@@ -156,6 +166,8 @@ int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *r
 	if (!err && (err = spec_parse_resources(
 	                 json_object_get(json_object_get(j, "linux"), "resources"), res, msg, n)))
 		spec_free(p);
+	root = json_string_value(json_object_get(json_object_get(j, "root"), "path"));
+	*root_path = !err && root ? strdup(root) : NULL;
 	json_decref(j);
 	return err;
 }

@@ -129,7 +129,7 @@ int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint3
 	p = proc_new("", rq->stdin, rq->stdout, rq->stderr);
 	if (!p)
 		return FAIL(RPC_INTERNAL, "out of memory");
-	if (spec_load_bundle(s->bundle, &p->spec, &s->res, msg, n)) {
+	if (spec_load_bundle(s->bundle, &p->spec, &s->res, &s->root_path, msg, n)) {
 		proc_free(p);
 		return RPC_INVALID_ARGUMENT;
 	}
@@ -137,7 +137,8 @@ int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint3
 	for (size_t i = 0; i < rq->n_rootfs; i++)
 		m[i] = (struct shim_mount){rq->rootfs[i]->type, rq->rootfs[i]->source,
 		                           rq->rootfs[i]->options, rq->rootfs[i]->n_options};
-	err = rootfs_prepare(s->bundle, m, rq->n_rootfs, &s->image, &s->rootfs_mounted, msg, n);
+	err = rootfs_prepare(s->bundle, s->root_path, m, rq->n_rootfs, &s->image,
+	                     &s->rootfs_mounted, msg, n);
 	if (!err)
 		err = vm_boot(s, msg, n);
 	if (!err && (err = cgroup_apply(s, msg, n))) {

@@ -377,12 +377,18 @@ int vm_proc_start(struct shim *s, struct proc *p, char *msg, size_t n)
 	    .uid = p->spec.uid,
 	    .cols = p->spec.cols,
 	    .rows = p->spec.rows,
+	    .n_rlimits = p->spec.n_rlimits,
 	};
+	struct agent_rlimit lim[SHIM_MAX_RLIMITS];
 	struct kiln_frame f;
 	struct buf b = {0};
 	uint8_t *pl = NULL;
 	int fd, err;
 
+	for (uint32_t i = 0; i < p->spec.n_rlimits; i++)
+		lim[i] = (struct agent_rlimit){p->spec.rlimits[i].resource, p->spec.rlimits[i].soft,
+		                               p->spec.rlimits[i].hard};
+	st.rlimits = lim;
 	fd = agent_dial(s, p->spec.terminal ? KILN_STREAM_PTY : KILN_STREAM_EXEC, IO_TIMEOUT_MS);
 	if (fd < 0) {
 		snprintf(msg, n, "cannot reach the VM's agent: %s", strerror(-fd));

@@ -89,6 +89,28 @@ out=$($C run --rm $RT --cpu-quota 500 --cpu-period 100000 "$IMG" q2 true 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "cpu.quota is 500 us: the kernel takes 1000 or more" <<<"$out"
 check $? "a CPU quota the kernel cannot take is refused, saying why ($out)"
+# process.rlimits reach the guest's process, and NOFILE bounds its
+# descriptors (ctr has no rlimit option: a spec of the test's own, with
+# root.path a directory containerd does not manage, as ctr run --rootfs)
+mkdir -p "$T/rootdir" && $C image mount "$IMG" "$T/rootdir" >/dev/null
+$C oci spec | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+d['root'] = {'path': '$T/rootdir', 'readonly': True}
+d['process']['args'] = ['sh', '-c', 'ulimit -n; ulimit -Hn; ulimit -c; ulimit -s; sh -c \"ulimit -n\"; ulimit -n 100; (exec 99</dev/null) && echo fd99; (exec 100</dev/null) 2>/dev/null || echo no-fd100']
+d['process']['rlimits'] = [{'type': 'RLIMIT_NOFILE', 'soft': 512, 'hard': 900},
+    {'type': 'RLIMIT_CORE', 'soft': 0, 'hard': 0}, {'type': 'RLIMIT_STACK', 'soft': 4194304, 'hard': 8388608}]
+json.dump(d, open('$T/rl.json', 'w'))
+d['process']['rlimits'] = [{'type': 'RLIMIT_NOPE', 'soft': 1, 'hard': 1}]
+json.dump(d, open('$T/rl-bad.json', 'w'))"
+out=$($C run --rm $RT --config "$T/rl.json" rl1 2>&1 | tr '\n' ' ')
+[ "$out" = "512 900 0 4096 512 fd99 no-fd100 " ]
+check $? "process.rlimits: ulimit in the guest reports the spec's (NOFILE 512/900, CORE 0, STACK 4 MiB), a child inherits them, and NOFILE bounds descriptors ($out)"
+out=$($C run --rm $RT --config "$T/rl-bad.json" rl2 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "RLIMIT_NOPE' is not a Linux rlimit" <<<"$out"
+check $? "an unknown rlimit is refused, saying why ($out)"
+$C image unmount "$T/rootdir" >/dev/null
 out=$($C run --rm $RT docker.io/library/kiln-nocmd:1 r5 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "process.args is empty" <<<"$out"
