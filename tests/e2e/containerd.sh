@@ -111,6 +111,10 @@ rc=$?
 [ $rc != 0 ] && grep -q "RLIMIT_NOPE' is not a Linux rlimit" <<<"$out"
 check $? "an unknown rlimit is refused, saying why ($out)"
 $C image unmount "$T/rootdir" >/dev/null
+out=$($C run --rm $RT --mount type=bind,src=/tmp,dst=/hosttmp,options=rbind:ro "$IMG" bm1 true 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "binds /tmp to /hosttmp: kiln's shim cannot give a host directory" <<<"$out"
+check $? "a bind mount of a host directory is refused, saying why, not dropped ($out)"
 out=$($C run --rm $RT docker.io/library/kiln-nocmd:1 r5 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "process.args is empty" <<<"$out"
