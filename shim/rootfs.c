@@ -163,8 +163,8 @@ static void hash_dirs(struct sha256_ctx *h, const char *lower)
 	}
 }
 
-int rootfs_prepare(const char *bundle, const struct shim_mount *m, size_t nm, char **image,
-                   bool *mounted, char *msg, size_t len)
+int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_mount *m, size_t nm,
+                   char **image, bool *mounted, char *msg, size_t len)
 {
 	char root[PATH_MAX], cache[PATH_MAX], out[PATH_MAX + 64], tmp[PATH_MAX + 80],
 	    log[PATH_MAX + 16];
@@ -179,6 +179,16 @@ int rootfs_prepare(const char *bundle, const struct shim_mount *m, size_t nm, ch
 	if (mkdir(root, 0755) && errno != EEXIST) {
 		snprintf(msg, len, "%s: %s", root, strerror(errno));
 		return -errno;
+	}
+	/* No mounts and an absolute root.path (ctr run --rootfs DIR, a root
+	 * containerd does not manage): that directory is the root, packed
+	 * afresh for each container. */
+	if (!nm && root_path && root_path[0] == '/') {
+		if (stat(root_path, &st) || !S_ISDIR(st.st_mode)) {
+			snprintf(msg, len, "the spec's root.path %s is not a directory", root_path);
+			return -ENOTDIR;
+		}
+		snprintf(root, sizeof(root), "%s", root_path);
 	}
 	if (nm > 1) {
 		snprintf(msg, len, "the rootfs is %zu mounts; kiln's shim takes one", nm);

@@ -6,7 +6,7 @@
  * (start, delete); ttrpc.c: the ttrpc server; task_rpc.c: the task
  * service's methods; task.c: the container's processes and VM; vm.c:
  * kiln-vmm and agent streams; spec.c: the OCI bundle's config.json;
- * rootfs.c: the rootfs as an erofs image; io.c: the fifos; events.c: task
+ * jail.c: the VMM's jail; rootfs.c: the rootfs as an erofs image; io.c: the fifos; events.c: task
  * events to containerd; stats.c: metrics. */
 #ifndef KILN_SHIM_H
 #define KILN_SHIM_H
@@ -29,6 +29,14 @@ enum {
 	RPC_INTERNAL = 13,
 };
 
+#define SHIM_MAX_RLIMITS 16 /* Linux's RLIM_NLIMITS; KILN_MAX_RLIMITS */
+
+/* One of process.rlimits (rlimits.c). */
+struct shim_rlimit {
+	uint32_t resource; /* RLIMIT_* */
+	uint64_t soft, hard;
+};
+
 /* What the OCI spec's process says (spec.c). */
 struct proc_spec {
 	char **argv, **env; /* NULL-terminated */
@@ -36,6 +44,16 @@ struct proc_spec {
 	uint32_t uid;
 	bool terminal;
 	uint16_t cols, rows;
+	uint32_t n_rlimits;
+	struct shim_rlimit rlimits[SHIM_MAX_RLIMITS];
+};
+
+/* linux.resources that have a meaning for the VM (spec_res.c). */
+struct spec_res {
+	uint32_t mem_mb;     /* the VM's RAM */
+	uint64_t cpu_quota;  /* us of CPU per period for the VMM's leaf; 0: none */
+	uint64_t cpu_period; /* us */
+	uint64_t cpu_shares; /* its weight, as cgroup v1 shares; 0: none */
 };
 
 enum proc_state { P_CREATED, P_RUNNING, P_STOPPED };
@@ -66,6 +84,11 @@ struct vm {
 	bool paused, dead;
 	char console[4096]; /* its console log (in the bundle) */
 	char api[128], vsock[128];
+	/* kiln-vmm's jail (jail.c): its uid and gid (0: not jailed by us),
+	 * the lock that holds that id, KILN_SHIM_NO_JAIL */
+	unsigned jail_id;
+	int jail_lock;
+	bool no_jail;
 };
 
 struct shim {
@@ -75,8 +98,9 @@ struct shim {
 	pthread_cond_t changed; /* a process exited, the VM died */
 	struct proc *procs;
 	struct vm vm;
-	uint32_t mem_mb;
-	char *image; /* the rootfs's erofs image */
+	struct spec_res res;
+	char *image;     /* the rootfs's erofs image */
+	char *root_path; /* the spec's root.path */
 	bool rootfs_mounted;
 };
 
@@ -87,21 +111,36 @@ void shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int64_t now_ns(void);
 
 /* spec.c */
-int spec_load_bundle(const char *bundle, struct proc_spec *p, uint32_t *mem_mb, char *msg,
-                     size_t n);
+/* *root_path: the spec's root.path (malloc'd, NULL if none). */
+int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *res,
+                     char **root_path, char *msg, size_t n);
+struct json_t;
+int spec_parse_resources(struct json_t *res, struct spec_res *r, char *msg, size_t n);
+int spec_parse_rlimits(struct json_t *rlimits, struct proc_spec *p, char *msg, size_t n);
 int spec_parse_process(const char *json, size_t len, struct proc_spec *p, char *msg, size_t n);
 void spec_free(struct proc_spec *p);
 
-/* rootfs.c: mounts (type, source, options joined) onto bundle/rootfs and
- * packs it; *image is the erofs file (malloc'd). */
+/* rootfs.c: mounts (type, source, options joined) onto bundle/rootfs (or,
+ * with none, the absolute root_path) and packs it; *image is the erofs file (malloc'd). */
 struct shim_mount {
 	const char *type, *source;
 	char **options;
 	size_t n_options;
 };
-int rootfs_prepare(const char *bundle, const struct shim_mount *m, size_t n, char **image,
-                   bool *mounted, char *msg, size_t len);
+int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_mount *m, size_t n,
+                   char **image, bool *mounted, char *msg, size_t len);
 void rootfs_release(const char *bundle, bool mounted);
+
+/* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */
+int jail_prepare(struct shim *s, char *msg, size_t n);
+void jail_release(struct shim *s);
+/* Where the VMM is to write the pause snapshot (absolute), and moving
+ * what it wrote to BUNDLE/pause.snap. 0 or -errno (msg filled in). */
+int jail_snap_target(const struct shim *s, char *out, size_t len);
+int jail_take_snapshot(const struct shim *s, char *msg, size_t n);
+
+/* cgroup.c: the CPU limits on the VMM's cgroup leaf, once it runs. */
+int cgroup_apply(struct shim *s, char *msg, size_t n);
 
 /* vm.c */
 int vm_boot(struct shim *s, char *msg, size_t n);

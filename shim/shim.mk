@@ -2,11 +2,13 @@
 # Included from the top-level Makefile. Debian: protobuf-c-compiler,
 # libprotobuf-c-dev (the .proto files in shim/proto are compiled with
 # protoc-c), libjansson-dev, nettle-dev; the agent protocol codec is
-# kilnd's (control/agent/agent_proto.c).
+# kilnd's (control/agent/agent_proto.c), and the jailed VMM is started as
+# kilnd starts it (control/sandbox/vmm_clone.c).
 SHIM_PROTOS := $(wildcard shim/proto/*.proto)
 SHIM_GEN := $(BUILD)/host/shim/gen
 SHIM_GEN_SRCS := $(SHIM_PROTOS:shim/proto/%.proto=$(SHIM_GEN)/%.pb-c.c)
-SHIM_SRCS := $(wildcard shim/*.c) control/agent/agent_proto.c control/http/buf.c
+SHIM_SRCS := $(wildcard shim/*.c) control/agent/agent_proto.c control/http/buf.c \
+	control/sandbox/vmm_clone.c
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(BUILD)/host/%.o) $(SHIM_GEN_SRCS:%.c=%.o)
 
 $(SHIM_GEN)/stamp: $(SHIM_PROTOS) | $(DEPS_STAMP)

@@ -2,8 +2,9 @@
 /* The OCI runtime spec (the bundle's config.json, and the process of an
  * exec, which containerd sends as JSON): what a kiln VM can honour.
  * process.args, env, cwd, user.uid, terminal and consoleSize go to the
- * agent's START; linux.resources.memory.limit sizes the VM's memory. The
- * rest (namespaces, mounts, capabilities, seccomp, rlimits, CPU shares)
+ * agent's START, and so do rlimits (rlimits.c); linux.resources are
+ * spec_res.c's; a bind mount is refused (check_mounts). The rest
+ * (namespaces, capabilities, seccomp, the kernel file system mounts)
  * belongs to a Linux host's containers and is ignored: the VM is the
  * boundary. Every field is checked; a bad one is an error naming it. */
 #include <errno.h>
@@ -16,10 +17,7 @@
 
 #include "shim.h"
 
-#define SPEC_MAX    (4u << 20)
-#define MEM_MIN_MB  64
-#define MEM_MAX_MB  65536
-#define MEM_DEFAULT 256
+#define SPEC_MAX (4u << 20)
 
 void spec_free(struct proc_spec *p)
 {
@@ -119,7 +117,15 @@ static int parse_process(json_t *proc, struct proc_spec *p, char *msg, size_t n)
 		p->cols = w > 0 && w < 4096 ? (uint16_t)w : 0;
 		p->rows = h > 0 && h < 4096 ? (uint16_t)h : 0;
 	}
-	return p->cwd ? 0 : -ENOMEM;
+	if (!p->cwd) {
+		spec_free(p);
+		return -ENOMEM;
+	}
+	if (spec_parse_rlimits(json_object_get(proc, "rlimits"), p, msg, n)) {
+		spec_free(p);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int spec_parse_process(const char *text, size_t len, struct proc_spec *p, char *msg, size_t n)
@@ -142,11 +148,52 @@ int spec_parse_process(const char *text, size_t len, struct proc_spec *p, char *
 	return err;
 }
 
-int spec_load_bundle(const char *bundle, struct proc_spec *p, uint32_t *mem_mb, char *msg, size_t n)
+/* The spec's mounts: the kernel file systems containerd always lists
+ * (proc, sysfs, tmpfs, devpts, mqueue, cgroup) are the guest's own
+ * already; a bind mount of a host path cannot reach the VM yet (it would
+ * need a disk or file share of its own), so it is refused rather than
+ * dropped. */
+static int check_mounts(json_t *mounts, char *msg, size_t n)
 {
+	size_t i, k;
+	json_t *m, *o;
+
+	if (mounts && !json_is_array(mounts)) {
+		snprintf(msg, n, "the spec's mounts is not a list");
+		return -EINVAL;
+	}
+	json_array_foreach(mounts, i, m)
+	{
+		const char *type = json_string_value(json_object_get(m, "type"));
+		bool bind = type && !strcmp(type, "bind");
+
+		json_array_foreach(json_object_get(m, "options"), k, o)
+		{
+			const char *opt = json_string_value(o);
+
+			bind |= opt && (!strcmp(opt, "bind") || !strcmp(opt, "rbind"));
+		}
+		if (bind) {
+			const char *src = json_string_value(json_object_get(m, "source"));
+			const char *dst = json_string_value(json_object_get(m, "destination"));
+
+			snprintf(msg, n,
+			         "mounts[%zu] binds %.1000s to %.1000s: kiln's shim cannot give a "
+			         "host directory to the VM yet; put the files in the image instead",
+			         i, src ? src : "?", dst ? dst : "?");
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
+
+int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *res,
+                     char **root_path, char *msg, size_t n)
+{
+	const char *root;
 	char path[4200];
 	json_error_t je;
-	json_t *j, *lim;
+	json_t *j;
 	int err;
 
 	snprintf(path, sizeof(path), "%s/config.json", bundle);
@@ -156,24 +203,14 @@ int spec_load_bundle(const char *bundle, struct proc_spec *p, uint32_t *mem_mb, 
 		return -EINVAL;
 	}
 	err = parse_process(json_object_get(j, "process"), p, msg, n);
-	lim = json_object_get(
-	    json_object_get(json_object_get(json_object_get(j, "linux"), "resources"), "memory"),
-	    "limit");
-	*mem_mb = MEM_DEFAULT;
-	if (!err && json_is_integer(lim) && json_integer_value(lim) > 0) {
-		json_int_t mb = json_integer_value(lim) >> 20;
-
-		if (mb < MEM_MIN_MB || mb > MEM_MAX_MB) {
-			snprintf(
-			    msg, n,
-			    "linux.resources.memory.limit is %lld MiB: a kiln VM has %d to %d MiB",
-			    (long long)mb, MEM_MIN_MB, MEM_MAX_MB);
-			spec_free(p);
-			err = -EINVAL;
-		} else {
-			*mem_mb = (uint32_t)mb;
-		}
-	}
+	if (!err && (err = check_mounts(json_object_get(j, "mounts"), msg, n)))
+		spec_free(p);
+	else if (!err &&
+	         (err = spec_parse_resources(
+	              json_object_get(json_object_get(j, "linux"), "resources"), res, msg, n)))
+		spec_free(p);
+	root = json_string_value(json_object_get(json_object_get(j, "root"), "path"));
+	*root_path = !err && root ? strdup(root) : NULL;
 	json_decref(j);
 	return err;
 }

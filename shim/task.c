@@ -99,6 +99,7 @@ static void *vm_watch(void *arg)
 	         WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 	s->vm.dead = true;
 	s->vm.pid = 0;
+	jail_release(s);
 	for (struct proc *p = s->procs; p; p = p->next)
 		if (p->state == P_RUNNING && p->fd < 0)
 			proc_exited(s, p, 255);
@@ -128,7 +129,7 @@ int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint3
 	p = proc_new("", rq->stdin, rq->stdout, rq->stderr);
 	if (!p)
 		return FAIL(RPC_INTERNAL, "out of memory");
-	if (spec_load_bundle(s->bundle, &p->spec, &s->mem_mb, msg, n)) {
+	if (spec_load_bundle(s->bundle, &p->spec, &s->res, &s->root_path, msg, n)) {
 		proc_free(p);
 		return RPC_INVALID_ARGUMENT;
 	}
@@ -136,9 +137,18 @@ int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint3
 	for (size_t i = 0; i < rq->n_rootfs; i++)
 		m[i] = (struct shim_mount){rq->rootfs[i]->type, rq->rootfs[i]->source,
 		                           rq->rootfs[i]->options, rq->rootfs[i]->n_options};
-	err = rootfs_prepare(s->bundle, m, rq->n_rootfs, &s->image, &s->rootfs_mounted, msg, n);
+	err = rootfs_prepare(s->bundle, s->root_path, m, rq->n_rootfs, &s->image,
+	                     &s->rootfs_mounted, msg, n);
 	if (!err)
 		err = vm_boot(s, msg, n);
+	if (!err && (err = cgroup_apply(s, msg, n))) {
+		vm_stop(s);
+		while (waitpid(s->vm.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		s->vm.pid = 0;
+		s->vm.dead = true;
+		jail_release(s);
+	}
 	if (err) {
 		rootfs_release(s->bundle, s->rootfs_mounted);
 		s->rootfs_mounted = false;

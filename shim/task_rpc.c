@@ -251,7 +251,7 @@ static int m_pause_resume(struct shim *s, const char *method, const uint8_t *in,
 	int code = 0;
 
 	bool pause = method[0] == 'P';
-	char req[4200];
+	char req[8400], snap[4200];
 
 	p = init_proc(s);
 	if (!p || p->state != P_RUNNING || s->vm.dead)
@@ -259,12 +259,23 @@ static int m_pause_resume(struct shim *s, const char *method, const uint8_t *in,
 	if (s->vm.paused == pause)
 		return FAIL(RPC_FAILED_PRECONDITION, "the container is %s already",
 		            pause ? "paused" : "running");
-	/* pause: a snapshot of the whole VM that leaves it paused */
+	/* pause: a snapshot of the whole VM that leaves it paused, written
+	 * where the jailed VMM may write and then moved into the bundle */
+	if (jail_snap_target(s, snap, sizeof(snap)))
+		return FAIL(RPC_INTERNAL, "the bundle's path %s is too long", s->bundle);
 	snprintf(req, sizeof(req),
-	         pause ? "{\"op\":\"snapshot\",\"path\":\"%s/pause.snap\",\"resume\":false}"
+	         pause ? "{\"op\":\"snapshot\",\"path\":\"%s\",\"resume\":false}"
 	               : "{\"op\":\"resume\"}",
-	         s->bundle);
+	         snap);
 	code = vm_op(s, req, msg, n);
+	if (!code && pause && jail_take_snapshot(s, msg, n)) {
+		/* the VM is paused with no snapshot to show for it: run it on */
+		char why[1024];
+
+		if (vm_op(s, "{\"op\":\"resume\"}", why, sizeof(why)))
+			shim_log("resuming after a refused snapshot: %s", why);
+		code = RPC_INTERNAL;
+	}
 	if (!code) {
 		s->vm.paused = pause;
 		event_task(pause ? EV_PAUSED : EV_RESUMED, p, 0);

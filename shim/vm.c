@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "agent/agent_proto.h"
+#include "sandbox/vmm_proc.h"
 #include "shim.h"
 
 #define BOOT_TIMEOUT_MS 10000
@@ -210,29 +211,28 @@ static bool vmm_exited(struct shim *s, int *status)
 	return r == s->vm.pid;
 }
 
-int vm_boot(struct shim *s, char *msg, size_t n)
+/* Start kiln-vmm: jailed (as kilnd does: pid 1 of a pid namespace of its
+ * own, with a uid and writable directory of its own), or, when the shim is
+ * not root or KILN_SHIM_NO_JAIL is set, as our plain child. */
+static int vmm_start(struct shim *s, const char *vmm, char *const argv[], int log, pid_t *pid,
+                     char *msg, size_t n)
 {
-	char vmm[PATH_MAX], kernel[PATH_MAX], initrd[PATH_MAX], mem[32];
-	struct timespec tick = {0, 5 * 1000 * 1000};
-	int st, log;
-	pid_t pid;
+	int err;
 
-	tool_path("KILN_SHIM_VMM", "kiln-vmm", vmm, sizeof(vmm));
-	tool_path("KILN_SHIM_KERNEL", "../guest/kiln-kernel", kernel, sizeof(kernel));
-	tool_path("KILN_SHIM_INITRD", "../initramfs/agent-image.cpio", initrd, sizeof(initrd));
-	snprintf(mem, sizeof(mem), "%uM", s->mem_mb);
-	snprintf(s->vm.vsock, sizeof(s->vm.vsock), "vsock.sock");
-	snprintf(s->vm.api, sizeof(s->vm.api), "api.sock");
-	snprintf(s->vm.console, sizeof(s->vm.console), "%s/console.log", s->bundle);
-	unlink(s->vm.vsock);
-	unlink(s->vm.api);
-	log = open("console.log", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	pid = fork();
-	if (pid < 0) {
-		snprintf(msg, n, "fork: %s", strerror(errno));
-		return -errno;
+	if (s->vm.jail_id) {
+		err = log < 0 ? -EBADF : vmm_clone(vmm, argv, NULL, log, pid);
+		if (err)
+			snprintf(msg, n, "cannot start %s in its pid namespace: %s", vmm,
+			         strerror(-err));
+		return err;
 	}
-	if (pid == 0) {
+	*pid = fork();
+	if (*pid < 0) {
+		err = -errno;
+		snprintf(msg, n, "fork: %s", strerror(errno));
+		return err;
+	}
+	if (*pid == 0) {
 		int null = open("/dev/null", O_RDONLY);
 
 		setpgid(0, 0);
@@ -241,16 +241,63 @@ int vm_boot(struct shim *s, char *msg, size_t n)
 			dup2(log, 1);
 			dup2(log, 2);
 		}
-		/* Not jailed yet: kiln-vmm's jail (vmm/jail/) forks a waiting
-		 * parent when not started into a pid namespace as kilnd does
-		 * (control/sandbox/vmm_clone.c), and the shim watches the pid it
-		 * started. Until the shim starts it the way kilnd does, its VMs run
-		 * as the shim's user with no seccomp filter. */
-		execl(vmm, vmm, "--no-jail", "--kernel", kernel, "--initrd", initrd, "--image",
-		      s->image, "--mem", mem, "--vsock", "3,vsock.sock", "--api-sock", "api.sock",
-		      (char *)NULL);
+		execv(vmm, argv);
 		dprintf(2, "containerd-shim-kiln-v2: cannot run %s: %s\n", vmm, strerror(errno));
 		_exit(127);
+	}
+	return 0;
+}
+
+int vm_boot(struct shim *s, char *msg, size_t n)
+{
+	char vmm[PATH_MAX], kernel[PATH_MAX], initrd[PATH_MAX], mem[32], id[16];
+	struct timespec tick = {0, 5 * 1000 * 1000};
+	char *argv[24];
+	int st, log, argc = 0, err;
+	pid_t pid;
+
+	tool_path("KILN_SHIM_VMM", "kiln-vmm", vmm, sizeof(vmm));
+	tool_path("KILN_SHIM_KERNEL", "../guest/kiln-kernel", kernel, sizeof(kernel));
+	tool_path("KILN_SHIM_INITRD", "../initramfs/agent-image.cpio", initrd, sizeof(initrd));
+	snprintf(mem, sizeof(mem), "%uM", s->res.mem_mb);
+	snprintf(s->vm.vsock, sizeof(s->vm.vsock), "vsock.sock");
+	snprintf(s->vm.api, sizeof(s->vm.api), "api.sock");
+	snprintf(s->vm.console, sizeof(s->vm.console), "%s/console.log", s->bundle);
+	if ((err = jail_prepare(s, msg, n)))
+		return err;
+	unlink(s->vm.vsock);
+	unlink(s->vm.api);
+#define ARG(a) (argv[argc++] = (char *)(a))
+	ARG(vmm);
+	ARG("--kernel");
+	ARG(kernel);
+	ARG("--initrd");
+	ARG(initrd);
+	ARG("--image");
+	ARG(s->image);
+	ARG("--mem");
+	ARG(mem);
+	ARG("--vsock");
+	ARG("3,vsock.sock");
+	ARG("--api-sock");
+	ARG("api.sock");
+	if (s->vm.no_jail) {
+		ARG("--no-jail");
+	} else if (s->vm.jail_id) {
+		snprintf(id, sizeof(id), "%u", s->vm.jail_id);
+		ARG("--jail-id");
+		ARG(id);
+		ARG("--jail-rw");
+		ARG("vmm-out");
+	}
+	argv[argc] = NULL;
+#undef ARG
+	log = open("console.log", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if ((err = vmm_start(s, vmm, argv, log, &pid, msg, n))) {
+		if (log >= 0)
+			close(log);
+		jail_release(s);
+		return err;
 	}
 	if (log >= 0)
 		close(log);
@@ -265,6 +312,7 @@ int vm_boot(struct shim *s, char *msg, size_t n)
 		if (vmm_exited(s, &st)) {
 			s->vm.pid = 0;
 			s->vm.dead = true;
+			jail_release(s);
 			snprintf(
 			    msg, n,
 			    "kiln-vmm (%s) exited with status %d before its agent answered; its "
@@ -329,12 +377,18 @@ int vm_proc_start(struct shim *s, struct proc *p, char *msg, size_t n)
 	    .uid = p->spec.uid,
 	    .cols = p->spec.cols,
 	    .rows = p->spec.rows,
+	    .n_rlimits = p->spec.n_rlimits,
 	};
+	struct agent_rlimit lim[SHIM_MAX_RLIMITS];
 	struct kiln_frame f;
 	struct buf b = {0};
 	uint8_t *pl = NULL;
 	int fd, err;
 
+	for (uint32_t i = 0; i < p->spec.n_rlimits; i++)
+		lim[i] = (struct agent_rlimit){p->spec.rlimits[i].resource, p->spec.rlimits[i].soft,
+		                               p->spec.rlimits[i].hard};
+	st.rlimits = lim;
 	fd = agent_dial(s, p->spec.terminal ? KILN_STREAM_PTY : KILN_STREAM_EXEC, IO_TIMEOUT_MS);
 	if (fd < 0) {
 		snprintf(msg, n, "cannot reach the VM's agent: %s", strerror(-fd));

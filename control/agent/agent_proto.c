@@ -243,9 +243,21 @@ int agent_msg_start(struct buf *b, const struct agent_start *s)
 	agent_put_u32(&w, s->timeout_ms);
 	agent_put_u16(&w, s->cols);
 	agent_put_u16(&w, s->rows);
-	if (s->user) {
-		agent_put_str(&w, s->user, strlen(s->user));
-		agent_put_u32(&w, s->user_flags);
+	if (s->n_rlimits > KILN_MAX_RLIMITS)
+		return -E2BIG;
+	if (s->user || s->n_rlimits) {
+		const char *user = s->user ? s->user : "";
+
+		agent_put_str(&w, user, strlen(user));
+		agent_put_u32(&w, s->user ? s->user_flags : 0);
+	}
+	if (s->n_rlimits) {
+		agent_put_u32(&w, s->n_rlimits);
+		for (uint32_t i = 0; i < s->n_rlimits; i++) {
+			agent_put_u32(&w, s->rlimits[i].resource);
+			agent_put_u64(&w, s->rlimits[i].soft);
+			agent_put_u64(&w, s->rlimits[i].hard);
+		}
 	}
 	if (agent_end(&w))
 		return w.err;

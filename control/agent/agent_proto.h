@@ -58,15 +58,23 @@ int agent_msg_u32(struct buf *b, uint16_t type, uint32_t v);
 int agent_msg_data(struct buf *b, uint16_t type, const void *p, size_t n);
 int agent_msg_resize(struct buf *b, uint16_t cols, uint16_t rows);
 
+/* One entry of START's rlimits trailer. */
+struct agent_rlimit {
+	uint32_t resource; /* RLIMIT_* */
+	uint64_t soft, hard;
+};
+
 struct agent_start {
 	const char *const *argv; /* NULL-terminated */
 	const char *const *env;  /* NULL-terminated, "NAME=value" */
 	const char *cwd;         /* NULL or "" for "/" */
 	uint32_t uid, timeout_ms;
 	uint16_t cols, rows;
-	bool keep;           /* KILN_FRAME_KEEP: the command outlives the stream */
-	const char *user;    /* NULL: no user trailer (root, or uid) */
-	uint32_t user_flags; /* KILN_USER_* */
+	bool keep;                          /* KILN_FRAME_KEEP: the command outlives the stream */
+	const char *user;                   /* NULL: no user trailer (root, or uid) */
+	uint32_t user_flags;                /* KILN_USER_* */
+	const struct agent_rlimit *rlimits; /* n_rlimits of them: the rlimits trailer */
+	uint32_t n_rlimits;
 };
 int agent_msg_start(struct buf *b, const struct agent_start *s);
 /* FILE_REQUEST; `arg` is the u32 (WRITE/MKDIR mode, REMOVE recursive) and

@@ -49,6 +49,8 @@ struct siginfo_k {
 	};
 };
 
+#define PROC_NLIMITS 16 /* RLIM_NLIMITS */
+
 struct proc {
 	int pid, ppid, pgid, sid;
 	struct proc *parent;
@@ -84,6 +86,12 @@ struct proc {
 	struct cred cred;    /* user and group ids (cred.h) */
 	int nice;            /* setpriority; the scheduler has no priorities */
 	uint32_t membarrier; /* the MEMBARRIER_CMD_REGISTER_* it made */
+	/* setrlimit's, inherited by fork and kept by exec (sys_proc.c);
+	 * RLIMIT_NOFILE bounds new descriptors, the others are kept and
+	 * reported only. */
+	struct klimit {
+		uint64_t cur, max;
+	} rlim[PROC_NLIMITS];
 };
 
 /* %gs:0 is the kernel stack of the running thread, so kstack_top must stay
@@ -144,6 +152,8 @@ void thread_set_current(struct thread *t);
 struct thread *thread_alloc(struct proc *p);
 void thread_free(struct thread *t);
 struct proc *proc_alloc(void);
+/* init's limits (sys_proc.c); fork copies the parent's. */
+void proc_limits_init(struct proc *p);
 void proc_free(struct proc *p);
 void proc_set_name(struct proc *p, const char *path);
 struct proc *proc_find(int pid);

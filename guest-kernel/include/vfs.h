@@ -231,6 +231,9 @@ struct file *fd_get(struct files *t, int fd);
 /* Install f at the lowest free descriptor >= min; on success the table
  * owns the caller's reference. Returns the fd or -EMFILE/-EINVAL/-ENOMEM. */
 int fd_alloc(struct files *t, struct file *f, int min, bool cloexec);
+/* One past the highest descriptor the calling process may have: its
+ * RLIMIT_NOFILE (at most FILES_MAX). */
+int fd_limit(void);
 /* Install f at fd, closing what was there (dup2). 0 or -EBADF/-ENOMEM. */
 int fd_install_at(struct files *t, int fd, struct file *f, bool cloexec);
 int fd_close(struct files *t, int fd);

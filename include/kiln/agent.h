@@ -49,10 +49,11 @@
 #define KILN_AGENT_VERSION 1
 #define KILN_AGENT_PORT    1024
 
-#define KILN_FRAME_MAX  (1u << 20)  /* payload bytes per frame */
-#define KILN_DATA_CHUNK (64u << 10) /* data frames kiln writes are at most this */
-#define KILN_MAX_ARGS   4096        /* argv and env entries */
-#define KILN_MAX_STRING 65536       /* one argument, variable or path */
+#define KILN_FRAME_MAX   (1u << 20)  /* payload bytes per frame */
+#define KILN_DATA_CHUNK  (64u << 10) /* data frames kiln writes are at most this */
+#define KILN_MAX_ARGS    4096        /* argv and env entries */
+#define KILN_MAX_STRING  65536       /* one argument, variable or path */
+#define KILN_MAX_RLIMITS 16          /* START's rlimits trailer entries */
 
 struct kiln_frame {
 	uint32_t len;   /* payload bytes following */
@@ -126,7 +127,14 @@ enum kiln_msg {
 	 * empty, its home as the working directory ("/" if that fails). The
 	 * working directory is entered as the user. An unknown user is ERROR
 	 * ESRCH ("no user ..."), a name with other characters than letters,
-	 * digits, '.', '_' and '-' (or longer than 32) ERROR EINVAL. */
+	 * digits, '.', '_' and '-' (or longer than 32) ERROR EINVAL.
+	 * Then, optionally (after a user trailer, which may name no user:
+	 * empty string, flags 0), the rlimits trailer: u32 count (at most
+	 * KILN_MAX_RLIMITS), then per limit u32 resource (Linux's RLIMIT_*
+	 * number), u64 soft, u64 hard (~0: unlimited). The command's process
+	 * sets them before it changes user; one the guest refuses is ERROR
+	 * with its errno ("cannot set rlimit N ..."). Older agents ignore it
+	 * (a compatible addition). */
 	KILN_MSG_START,
 	/* Agent: u32 pid, once the command runs (or ERROR if it could not). */
 	KILN_MSG_STARTED,

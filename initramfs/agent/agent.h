@@ -158,6 +158,12 @@ void init_stdio(void);
 
 /* spawn.c: fork a command; see the comment there. */
 struct agent_user;
+/* A limit the child sets before it changes user (START's rlimits). */
+struct spawn_rlimit {
+	uint32_t resource;
+	uint64_t soft, hard;
+};
+
 struct spawn_req {
 	char **argv, **envp;
 	const char *cwd;
@@ -168,6 +174,8 @@ struct spawn_req {
 	const char *tty;               /* the pty slave to open instead (pty) */
 	uint16_t cols, rows;
 	int status_fd; /* CLOEXEC: the child reports a failure before exec here */
+	const struct spawn_rlimit *rlimits;
+	uint32_t n_rlimits;
 };
 /* The most a child writes to its status pipe: one atomic pipe write. */
 #define SPAWN_STATUS_MAX 512

@@ -346,6 +346,19 @@ static void exec_start(struct conn *c, const uint8_t *buf, uint32_t len)
 		user_name = rd_str(&r);
 		user_flags = rd_u32(&r);
 	}
+	if (r.left && !r.why) { /* the rlimits trailer */
+		s.n_rlimits = rd_u32(&r);
+		if (s.n_rlimits > KILN_MAX_RLIMITS) {
+			conn_fail(c, EINVAL, "START has %u rlimits, more than %u", s.n_rlimits,
+			          KILN_MAX_RLIMITS);
+			goto out;
+		}
+		for (uint32_t i = 0; i < s.n_rlimits; i++) {
+			s.rlimits[i].resource = rd_u32(&r);
+			s.rlimits[i].soft = rd_u64(&r);
+			s.rlimits[i].hard = rd_u64(&r);
+		}
+	}
 	if (!rd_ok(&r)) {
 		conn_fail(c, EPROTO, "bad START: %s", r.why);
 		goto out;

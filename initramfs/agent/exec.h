@@ -44,6 +44,8 @@ struct start_req {
 	uint32_t uid, timeout_ms;
 	uint16_t cols, rows;
 	const struct agent_user *user; /* the user trailer's, or NULL */
+	uint32_t n_rlimits;            /* the rlimits trailer's */
+	struct spawn_rlimit rlimits[KILN_MAX_RLIMITS];
 };
 
 /* procio.c: set up stdio and spawn; 0 or -errno. */

@@ -44,6 +44,8 @@ static int spawn_with(struct proc *p, const struct start_req *s, struct spawn_re
 	r->cwd_default = !*s->cwd;
 	r->uid = s->uid;
 	r->user = s->user;
+	r->rlimits = s->rlimits;
+	r->n_rlimits = s->n_rlimits;
 	r->envp = spawn_env(s->env, p->pty, s->user);
 	if (!r->envp)
 		return -ENOMEM;

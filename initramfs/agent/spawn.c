@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -150,6 +151,14 @@ static __attribute__((noreturn)) void child(const struct spawn_req *r)
 			if (ok < 0)
 				child_fail(sfd, errno, "cannot set up stdio for", r->argv[0]);
 		}
+	}
+	/* as root still: a hard limit may go up only before the uid change */
+	for (uint32_t i = 0; i < r->n_rlimits; i++) {
+		struct rlimit l = {.rlim_cur = r->rlimits[i].soft, .rlim_max = r->rlimits[i].hard};
+
+		snprintf(num, sizeof(num), "%u", r->rlimits[i].resource);
+		if (setrlimit((int)r->rlimits[i].resource, &l) < 0)
+			child_fail(sfd, errno, "cannot set rlimit", num);
 	}
 	if (r->user && r->user->uid) {
 		const struct agent_user *u = r->user;

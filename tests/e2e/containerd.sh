@@ -73,6 +73,48 @@ out=$($C run --rm $RT --memory-limit $((16 << 20)) "$IMG" r4b true 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "a kiln VM has 64 to 65536 MiB" <<<"$out"
 check $? "a memory limit below what a VM needs is refused, saying why ($out)"
+# linux.resources.cpu: the CFS quota and shares of the VMM's cgroup leaf
+$C run -d $RT --cpus 0.25 --cpu-shares 512 "$IMG" q1 sh -c 'while :; do :; done' >/dev/null
+vmm=$(cat "$TASKS/q1/vmm.pid" 2>/dev/null)
+leaf=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print "/sys/fs/cgroup/" $2 $3}' "/proc/$vmm/cgroup" 2>/dev/null)
+ticks() { awk '{print $14 + $15}' "/proc/$vmm/stat"; }
+c0=$(ticks); sleep 2; c1=$(ticks)
+hz=$(getconf CLK_TCK)
+[ -n "$leaf" ] && [ "$(cat "$leaf/cpu.cfs_quota_us")" = 25000 ] &&
+	[ "$(cat "$leaf/cpu.cfs_period_us")" = 100000 ] && [ "$(cat "$leaf/cpu.shares")" = 512 ] &&
+	[ $(((c1 - c0) * 1000 / hz)) -le 700 ]
+check $? "ctr run --cpus 0.25 --cpu-shares 512: the VMM's leaf has that quota and shares, and a guest spinning for 2 s got $(((c1 - c0) * 1000 / hz)) ms of CPU"
+$C task kill -s SIGKILL q1 >/dev/null 2>&1; sleep 0.3; $C task delete q1 >/dev/null 2>&1; $C container rm q1 >/dev/null 2>&1
+out=$($C run --rm $RT --cpu-quota 500 --cpu-period 100000 "$IMG" q2 true 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "cpu.quota is 500 us: the kernel takes 1000 or more" <<<"$out"
+check $? "a CPU quota the kernel cannot take is refused, saying why ($out)"
+# process.rlimits reach the guest's process, and NOFILE bounds its
+# descriptors (ctr has no rlimit option: a spec of the test's own, with
+# root.path a directory containerd does not manage, as ctr run --rootfs)
+mkdir -p "$T/rootdir" && $C image mount "$IMG" "$T/rootdir" >/dev/null
+$C oci spec | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+d['root'] = {'path': '$T/rootdir', 'readonly': True}
+d['process']['args'] = ['sh', '-c', 'ulimit -n; ulimit -Hn; ulimit -c; ulimit -s; sh -c \"ulimit -n\"; ulimit -n 100; (exec 99</dev/null) && echo fd99; (exec 100</dev/null) 2>/dev/null || echo no-fd100']
+d['process']['rlimits'] = [{'type': 'RLIMIT_NOFILE', 'soft': 512, 'hard': 900},
+    {'type': 'RLIMIT_CORE', 'soft': 0, 'hard': 0}, {'type': 'RLIMIT_STACK', 'soft': 4194304, 'hard': 8388608}]
+json.dump(d, open('$T/rl.json', 'w'))
+d['process']['rlimits'] = [{'type': 'RLIMIT_NOPE', 'soft': 1, 'hard': 1}]
+json.dump(d, open('$T/rl-bad.json', 'w'))"
+out=$($C run --rm $RT --config "$T/rl.json" rl1 2>&1 | tr '\n' ' ')
+[ "$out" = "512 900 0 4096 512 fd99 no-fd100 " ]
+check $? "process.rlimits: ulimit in the guest reports the spec's (NOFILE 512/900, CORE 0, STACK 4 MiB), a child inherits them, and NOFILE bounds descriptors ($out)"
+out=$($C run --rm $RT --config "$T/rl-bad.json" rl2 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "RLIMIT_NOPE' is not a Linux rlimit" <<<"$out"
+check $? "an unknown rlimit is refused, saying why ($out)"
+$C image unmount "$T/rootdir" >/dev/null
+out=$($C run --rm $RT --mount type=bind,src=/tmp,dst=/hosttmp,options=rbind:ro "$IMG" bm1 true 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "binds /tmp to /hosttmp: kiln's shim cannot give a host directory" <<<"$out"
+check $? "a bind mount of a host directory is refused, saying why, not dropped ($out)"
 out=$($C run --rm $RT docker.io/library/kiln-nocmd:1 r5 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "process.args is empty" <<<"$out"
@@ -101,6 +143,16 @@ $C run -d $RT "$IMG" d1 sh -c 'echo $$ >/tmp/init.pid; exec sleep 600' >/dev/nul
 check $? "ctr run -d starts a task"
 [ "$($C task ls | awk '$1 == "d1" {print $3}')" = RUNNING ]
 check $? "ctr task ls: RUNNING"
+# the VMM in kiln-vmm's jail, started as kilnd starts it
+vmm=$(cat "$TASKS/d1/vmm.pid")
+st=$(cat "/proc/$vmm/status" 2>/dev/null)
+uid=$(awk '$1 == "Uid:" {print $2}' <<<"$st")
+[ -n "$uid" ] && [ "$uid" != 0 ] && [ "$(awk '$1 == "Gid:" {print $2}' <<<"$st")" = "$uid" ] &&
+	grep -q "^Seccomp:[[:space:]]*2$" <<<"$st" &&
+	[ "$(awk '$1 == "NSpid:" {print $NF}' <<<"$st")" = 1 ] &&
+	[ "$(readlink "/proc/$vmm/ns/pid")" != "$(readlink /proc/self/ns/pid)" ] &&
+	[ "$(stat -c %u "$TASKS/d1/vmm-out")" = "$uid" ] && [ "$(stat -c %u "$TASKS/d1")" = 0 ]
+check $? "the task's VMM is jailed: uid $uid, seccomp filter on, pid 1 of its own pid namespace, vmm-out its only directory ($(grep -E '^(Uid|Seccomp|NSpid):' <<<"$st" | tr -s '\t\n' '  '))"
 t0=$(ms)
 out=$($C task exec --exec-id e1 d1 sh -c 'echo in exec; cat /tmp/init.pid; exit 7' 2>&1)
 rc=$?
@@ -119,8 +171,8 @@ $C task metrics d1 >"$T/metrics" 2>&1 && grep -q "memory.usage_in_bytes" "$T/met
 check $? "ctr task metrics reads the VM's memory and processes"
 t0=$(ms)
 $C task pause d1 && [ "$($C task ls | awk '$1 == "d1" {print $3}')" = PAUSED ] &&
-	[ -s "$TASKS/d1/pause.snap" ]
-check $? "ctr task pause: PAUSED, with a kiln snapshot of the VM ($(($(ms) - t0)) ms)"
+	[ -s "$TASKS/d1/pause.snap" ] && [ ! -e "$TASKS/d1/vmm-out/pause.snap" ]
+check $? "ctr task pause: PAUSED, with a kiln snapshot of the VM moved out of the jail's vmm-out ($(($(ms) - t0)) ms)"
 timeout 5 $C task exec --exec-id e3 d1 true >"$T/out" 2>&1
 rc=$?
 [ $rc != 0 ] && [ $rc != 124 ] && grep -q "paused" "$T/out"

@@ -73,10 +73,17 @@ def slist(items):
 
 
 def start_payload(argv, env=(), cwd="", uid=0, timeout_ms=0, cols=0, rows=0, user=None,
-                  user_flags=0):
+                  user_flags=0, rlimits=None):
     p = (slist(argv) + slist(list(env)) + sstr(cwd) + u32(uid) + u32(timeout_ms)
          + u16(cols) + u16(rows))
-    return p + sstr(user) + u32(user_flags) if user is not None else p
+    if rlimits is not None:  # after a user trailer, which may name nobody
+        user = user or ""
+    if user is not None:
+        p += sstr(user) + u32(user_flags)
+    if rlimits is not None:
+        p += u32(len(rlimits)) + b"".join(
+            struct.pack("<IQQ", r, soft, hard) for r, soft, hard in rlimits)
+    return p
 
 
 class Conn:
@@ -453,6 +460,23 @@ def case_uid(a, d):
         return "not root"
     r = a.run(["sh", "-c", "id -u; id -g"], uid=65534)
     eq(bytes(r.out), b"65534\n65534\n", "stdout")
+
+
+def case_rlimits(a, d):
+    """START's rlimits trailer: set as root, before the uid change."""
+    if os.getuid() != 0:
+        return "not root"
+    nofile = 7  # RLIMIT_NOFILE
+    r = a.run(["sh", "-c", "ulimit -n; ulimit -Hn; id -u"], uid=65534,
+              rlimits=[(nofile, 64, 128)])
+    eq(bytes(r.out), b"64\n128\n65534\n", "stdout")
+    r = a.run(["true"], rlimits=[(99, 1, 1)])
+    eq(r.error[0], errno.EINVAL, "an rlimit that is none")
+    check("rlimit '99'" in r.error[1], "names it: %s" % r.error[1])
+    r = a.run(["true"], rlimits=[(nofile, 64, 32)])
+    eq(r.error[0], errno.EINVAL, "soft above hard")
+    r = a.run(["true"], rlimits=[(nofile, 64, 64)] * 17)
+    eq(r.error[0], errno.EINVAL, "more than 16")
 
 
 def case_user(a, d):

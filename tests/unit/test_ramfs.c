@@ -13,6 +13,7 @@
 #include <check.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
@@ -257,6 +258,8 @@ static void setup(void)
 	}
 	/* init, its session's leader, with the console as its terminal */
 	P.pid = P.sid = P.pgid = 1;
+	/* init's descriptor limit (sys_proc.c is not linked here) */
+	P.rlim[RLIMIT_NOFILE] = (struct klimit){FILES_MAX, FILES_MAX};
 	tty_set_ctty(con, 1, 1);
 	T.proc = &P;
 	asm volatile("wrgsbase %0" ::"r"(&T));

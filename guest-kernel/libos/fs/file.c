@@ -8,9 +8,11 @@
  * doubles up to FILES_MAX.
  */
 #include <linux/poll.h>
+#include <linux/resource.h>
 
 #include <linux/inotify.h>
 
+#include "proc.h"
 #include "vfs_impl.h"
 #include "mm.h"
 
@@ -296,15 +298,22 @@ void fd_set_cloexec(struct files *t, int fd, bool on)
 		t->cloexec[fd / 64] &= ~(1ULL << (fd % 64));
 }
 
+int fd_limit(void)
+{
+	uint64_t lim = cur_proc()->rlim[RLIMIT_NOFILE].cur;
+
+	return lim < FILES_MAX ? (int)lim : FILES_MAX;
+}
+
 int fd_alloc(struct files *t, struct file *f, int min, bool cloexec)
 {
-	int fd = min, err;
+	int fd = min, err, lim = fd_limit();
 
 	if (min < 0 || min >= FILES_MAX)
 		return -EINVAL;
 	while (fd < t->cap && t->fd[fd])
 		fd++;
-	if (fd >= FILES_MAX)
+	if (fd >= lim)
 		return -EMFILE;
 	err = files_grow(t, fd);
 	if (err)

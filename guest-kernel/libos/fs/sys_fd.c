@@ -74,7 +74,7 @@ static long dup_to(int oldfd, int newfd, unsigned int flags)
 
 	if (flags & ~O_CLOEXEC)
 		return -EINVAL;
-	if (newfd < 0 || newfd >= FILES_MAX || !f)
+	if (newfd < 0 || newfd >= fd_limit() || !f)
 		return -EBADF;
 	if (oldfd == newfd)
 		return -EINVAL;
@@ -127,7 +127,7 @@ SYSCALL_DEFINE(fcntl)
 	switch (cmd) {
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
-		if (a2 < 0 || a2 >= FILES_MAX)
+		if (a2 < 0 || a2 >= fd_limit())
 			return -EINVAL;
 		return dup_from(fd, (int)a2, cmd == F_DUPFD_CLOEXEC);
 	case F_GETFD:

@@ -208,6 +208,7 @@ void proc_run_init(int argc, char **argv, char **envp)
 		kpanic("out of memory creating init");
 	t->tid = p->pid;
 	p->pgid = p->sid = p->pid;
+	proc_limits_init(p);
 	proc_set_name(p, ea.path);
 	p->files = files_create();
 	p->fs = fs_ctx_create();

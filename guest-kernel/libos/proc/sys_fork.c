@@ -37,6 +37,7 @@ static struct proc *new_process(struct proc *parent, uint64_t flags)
 	memcpy(p->cap_dropped, parent->cap_dropped, sizeof(p->cap_dropped));
 	p->cred = parent->cred;
 	p->nice = parent->nice;
+	memcpy(p->rlim, parent->rlim, sizeof(p->rlim));
 	p->exe = parent->exe ? kstrndup(parent->exe, 4096) : NULL;
 	if (flags & CLONE_VM)
 		p->as = aspace_get(parent->as);

@@ -9,13 +9,10 @@
 #include "proc.h"
 #include "syscall.h"
 #include "uaccess.h"
+#include "vfs.h"
 
-/* Limits as a default Linux login would have them; setrlimit stores. */
-struct klimit {
-	uint64_t cur, max;
-};
-
-static struct klimit limits[RLIM_NLIMITS] = {
+/* Limits as a default Linux login would have them, for init. */
+static const struct klimit limits_default[RLIM_NLIMITS] = {
     [RLIMIT_CPU] = {~0ULL, ~0ULL},
     [RLIMIT_FSIZE] = {~0ULL, ~0ULL},
     [RLIMIT_DATA] = {~0ULL, ~0ULL},
@@ -33,6 +30,26 @@ static struct klimit limits[RLIM_NLIMITS] = {
     [RLIMIT_RTPRIO] = {0, 0},
     [RLIMIT_RTTIME] = {~0ULL, ~0ULL},
 };
+_Static_assert(RLIM_NLIMITS == PROC_NLIMITS, "struct proc's rlim");
+
+void proc_limits_init(struct proc *p)
+{
+	memcpy(p->rlim, limits_default, sizeof(p->rlim));
+}
+
+/* As Linux: a soft limit above the hard one is EINVAL, raising the hard
+ * limit needs root (CAP_SYS_RESOURCE), NOFILE stops at nr_open. */
+static long limit_set(struct proc *p, unsigned res, const struct klimit *nw)
+{
+	if (nw->cur > nw->max)
+		return -EINVAL;
+	if (nw->max > p->rlim[res].max && cur_proc()->cred.u.eff != 0)
+		return -EPERM;
+	if (res == RLIMIT_NOFILE && nw->max > FILES_MAX)
+		return -EPERM;
+	p->rlim[res] = *nw;
+	return 0;
+}
 
 SYSCALL_DEFINE(getpid)
 {
@@ -165,19 +182,24 @@ SYSCALL_DEFINE(uname)
 SYSCALL_DEFINE(prlimit64)
 {
 	unsigned res = (unsigned)a1;
+	struct proc *p = pid_or_self(a0);
 	struct klimit old, nw;
+	long err;
 
-	if (a0 && a0 != cur_proc()->pid)
+	if (!p)
 		return -ESRCH;
+	/* another's limits: its real uid must be ours, or we are root */
+	if (p != cur_proc() && cur_proc()->cred.u.eff != 0 &&
+	    p->cred.u.real != cur_proc()->cred.u.real)
+		return -EPERM;
 	if (res >= RLIM_NLIMITS)
 		return -EINVAL;
-	old = limits[res];
+	old = p->rlim[res];
 	if (a2) {
 		if (copy_from_user(&nw, (void *)a2, sizeof(nw)))
 			return -EFAULT;
-		if (nw.cur > nw.max)
-			return -EINVAL;
-		limits[res] = nw;
+		if ((err = limit_set(p, res, &nw)))
+			return err;
 	}
 	if (a3 && copy_to_user((void *)a3, &old, sizeof(old)))
 		return -EFAULT;
@@ -188,7 +210,7 @@ SYSCALL_DEFINE(getrlimit)
 {
 	if ((unsigned long)a0 >= RLIM_NLIMITS)
 		return -EINVAL;
-	return copy_to_user((void *)a1, &limits[a0], sizeof(limits[0]));
+	return copy_to_user((void *)a1, &cur_proc()->rlim[a0], sizeof(struct klimit));
 }
 
 SYSCALL_DEFINE(setrlimit)
@@ -199,10 +221,7 @@ SYSCALL_DEFINE(setrlimit)
 		return -EINVAL;
 	if (copy_from_user(&nw, (void *)a1, sizeof(nw)))
 		return -EFAULT;
-	if (nw.cur > nw.max)
-		return -EINVAL;
-	limits[a0] = nw;
-	return 0;
+	return limit_set(cur_proc(), (unsigned)a0, &nw);
 }
 
 SYSCALL_DEFINE(sched_getaffinity)

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The spec's CPU limits on the VMM's cgroup leaf. kiln-vmm's jail makes
+ * the leaf and joins it before the guest runs (vmm/jail/jail_cgroup.c,
+ * with cpu.max = vCPUs + 1 CPU); once its agent answers, the shim finds
+ * the leaf from /proc/VMM/cgroup and writes the spec's quota, period and
+ * shares over it: the VM's vCPU and the VMM's device threads together get
+ * what a runc container's processes would. A VMM with no leaf of its own
+ * (not jailed, or no cgroup it could write: its console says why) cannot
+ * be held to a quota, so a spec with one is refused; shares, a relative
+ * weight, are then only logged as ignored.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+struct leaf {
+	char dir[1024];
+	int version; /* 1 or 2 */
+};
+
+/* The cgroup of pid (or NULL: ours) that holds the cpu controller. */
+static bool cpu_cgroup(const char *pid, struct leaf *l)
+{
+	char path[64], line[1024];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/cgroup", pid ? pid : "self");
+	if (!(f = fopen(path, "re")))
+		return false;
+	l->version = 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *tok, *save;
+
+		if (!c2)
+			continue;
+		*c2++ = 0;
+		c2[strcspn(c2, "\n")] = 0;
+		if (!c1[1]) { /* v2; a v1 cpu hierarchy wins on a hybrid host */
+			if (!l->version &&
+			    snprintf(l->dir, sizeof(l->dir), "/sys/fs/cgroup%s%s",
+			             access("/sys/fs/cgroup/cgroup.controllers", F_OK) ? "/unified"
+			                                                               : "",
+			             c2) < (int)sizeof(l->dir))
+				l->version = 2;
+			continue;
+		}
+		snprintf(path, sizeof(path), "%s", c1 + 1);
+		for (tok = strtok_r(path, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+			if (!strcmp(tok, "cpu") &&
+			    snprintf(l->dir, sizeof(l->dir), "/sys/fs/cgroup/%s%s", c1 + 1, c2) <
+			        (int)sizeof(l->dir)) {
+				l->version = 1;
+				found = true;
+			}
+	}
+	fclose(f);
+	return l->version != 0;
+}
+
+static int put(const struct leaf *l, const char *file, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int put(const struct leaf *l, const char *file, const char *fmt, ...)
+{
+	char path[1100], val[64];
+	va_list ap;
+	int fd, err = 0;
+	ssize_t w;
+
+	va_start(ap, fmt);
+	vsnprintf(val, sizeof(val), fmt, ap);
+	va_end(ap);
+	snprintf(path, sizeof(path), "%s/%s", l->dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	w = write(fd, val, strlen(val));
+	if (w < 0)
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+int cgroup_apply(struct shim *s, char *msg, size_t n)
+{
+	const struct spec_res *r = &s->res;
+	struct leaf vmm, own;
+	char pid[16];
+	int err = 0;
+
+	if (!r->cpu_quota && !r->cpu_shares)
+		return 0;
+	snprintf(pid, sizeof(pid), "%d", (int)s->vm.pid);
+	if (!cpu_cgroup(pid, &vmm) || !cpu_cgroup(NULL, &own) || !strcmp(vmm.dir, own.dir)) {
+		if (r->cpu_quota) {
+			snprintf(
+			    msg, n,
+			    "linux.resources.cpu.quota cannot be held: the VM's kiln-vmm has no "
+			    "cgroup of its own (%s; see %s): run the shim as root with the jail "
+			    "on, or drop the CPU quota",
+			    s->vm.jail_id ? "it could not make one" : "it is not jailed",
+			    s->vm.console);
+			return -ENOTSUP;
+		}
+		shim_log(
+		    "linux.resources.cpu.shares is ignored: kiln-vmm has no cgroup of its own");
+		return 0;
+	}
+	if (r->cpu_quota && vmm.version == 1)
+		err =
+		    put(&vmm, "cpu.cfs_period_us", "%llu", (unsigned long long)r->cpu_period)
+		        ?: put(&vmm, "cpu.cfs_quota_us", "%llu", (unsigned long long)r->cpu_quota);
+	else if (r->cpu_quota)
+		err = put(&vmm, "cpu.max", "%llu %llu", (unsigned long long)r->cpu_quota,
+		          (unsigned long long)r->cpu_period);
+	if (!err && r->cpu_shares && vmm.version == 1)
+		err = put(&vmm, "cpu.shares", "%llu", (unsigned long long)r->cpu_shares);
+	else if (!err && r->cpu_shares) /* runc's mapping of shares to cpu.weight */
+		err = put(&vmm, "cpu.weight", "%llu",
+		          1 + ((unsigned long long)r->cpu_shares - 2) * 9999 / 262142);
+	if (err)
+		snprintf(msg, n, "the CPU limits on %s: %s", vmm.dir, strerror(-err));
+	return err;
+}

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The container's VMM in kiln-vmm's jail (README "The jail"), started as
+ * kilnd starts its own: pid 1 of a pid namespace of its own
+ * (control/sandbox/vmm_clone.c), with a uid and gid of its own and one
+ * writable directory, BUNDLE/vmm-out.
+ *
+ * The uid: shims are separate processes with no kilnd to hand out ids, so
+ * each takes one of KILN_SHIM_JAIL_UID_BASE (default 800000, below kilnd's
+ * 900000 + 1...65535) + 1...65535 by an flock on /run/kiln-shim/jail/N,
+ * held while the shim lives, and skips an id that some process still runs
+ * as (the VMM of a shim that died, until containerd's `delete` kills it).
+ *
+ * The bundle stays the shim's (root's): the VMM's uid may only pass
+ * through it (0711) to vmm-out, so it cannot put a link where the shim
+ * writes as root (console.log, vmm.pid, pause.snap). A snapshot is written
+ * in vmm-out and moved into the bundle only if it is a plain file of the
+ * VMM's uid with one link, as kilnd does (control/sandbox/jail_out.c).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define LOCK_DIR      "/run/kiln-shim/jail"
+#define UID_BASE      800000u
+#define UID_BASE_MAX  4000000000u
+#define SLOTS         65536u
+#define JAIL_OUT      "vmm-out"
+#define JAIL_OUT_SNAP JAIL_OUT "/pause.snap"
+
+/* Does any process run as uid? /proc/PID is owned by the process's
+ * euid (a jailed VMM stays dumpable after it drops root for that). */
+static bool uid_in_use(unsigned uid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	struct stat st;
+	bool used = false;
+
+	if (!d)
+		return false;
+	while (!used && (e = readdir(d)))
+		if (e->d_name[0] >= '1' && e->d_name[0] <= '9' &&
+		    !fstatat(dirfd(d), e->d_name, &st, 0) && st.st_uid == uid)
+			used = true;
+	closedir(d);
+	return used;
+}
+
+static int uid_base(unsigned *base, char *msg, size_t n)
+{
+	const char *env = getenv("KILN_SHIM_JAIL_UID_BASE");
+	char *end;
+	unsigned long v;
+
+	*base = UID_BASE;
+	if (!env || !*env)
+		return 0;
+	errno = 0;
+	v = strtoul(env, &end, 10);
+	if (errno || *end || v < 1000 || v > UID_BASE_MAX - SLOTS) {
+		snprintf(msg, n, "KILN_SHIM_JAIL_UID_BASE=%s: expected a uid from 1000 to %u", env,
+		         UID_BASE_MAX - SLOTS);
+		return -EINVAL;
+	}
+	*base = (unsigned)v;
+	return 0;
+}
+
+/* Take a jail id: its lock's fd in *lock_fd. */
+static int take_id(unsigned *id, int *lock_fd, char *msg, size_t n)
+{
+	unsigned base, start = (unsigned)getpid() % (SLOTS - 1);
+	char path[64];
+	int err = uid_base(&base, msg, n);
+
+	if (err)
+		return err;
+	mkdir("/run/kiln-shim", 0700);
+	if (mkdir(LOCK_DIR, 0700) < 0 && errno != EEXIST) {
+		err = -errno;
+		snprintf(msg, n, "cannot make %s: %s", LOCK_DIR, strerror(errno));
+		return err;
+	}
+	for (unsigned i = 0; i < SLOTS - 1; i++) {
+		unsigned slot = 1 + (start + i) % (SLOTS - 1);
+		int fd;
+
+		snprintf(path, sizeof(path), LOCK_DIR "/%u", slot);
+		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0) {
+			err = -errno;
+			snprintf(msg, n, "cannot open %s: %s", path, strerror(errno));
+			return err;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && !uid_in_use(base + slot)) {
+			*id = base + slot;
+			*lock_fd = fd;
+			return 0;
+		}
+		close(fd);
+	}
+	snprintf(msg, n, "all %u jail uids from %u are taken by running VMMs", SLOTS - 1, base + 1);
+	return -EAGAIN;
+}
+
+int jail_prepare(struct shim *s, char *msg, size_t n)
+{
+	const char *off = getenv("KILN_SHIM_NO_JAIL");
+	struct stat st;
+	int err;
+
+	s->vm.jail_id = 0;
+	s->vm.jail_lock = -1;
+	s->vm.no_jail = off && *off && strcmp(off, "0");
+	/* Not root: kiln-vmm jails itself as far as a user can (and says
+	 * so in its console); there is no uid to give it. */
+	if (s->vm.no_jail || geteuid() != 0)
+		return 0;
+	if (mkdir(JAIL_OUT, 0700) < 0 && errno != EEXIST) {
+		err = -errno;
+		snprintf(msg, n, "cannot make %s/" JAIL_OUT ": %s", s->bundle, strerror(errno));
+		return err;
+	}
+	if (lstat(JAIL_OUT, &st) < 0 || !S_ISDIR(st.st_mode) || chmod(".", 0711) < 0) {
+		snprintf(msg, n, "%s/" JAIL_OUT " is not a directory of the shim's", s->bundle);
+		return -ENOTDIR;
+	}
+	return take_id(&s->vm.jail_id, &s->vm.jail_lock, msg, n);
+}
+
+void jail_release(struct shim *s)
+{
+	if (s->vm.jail_lock >= 0)
+		close(s->vm.jail_lock);
+	s->vm.jail_lock = -1;
+}
+
+int jail_snap_target(const struct shim *s, char *out, size_t len)
+{
+	const char *rel = s->vm.jail_id ? JAIL_OUT_SNAP : "pause.snap";
+
+	return snprintf(out, len, "%s/%s", s->bundle, rel) >= (int)len ? -ENAMETOOLONG : 0;
+}
+
+int jail_take_snapshot(const struct shim *s, char *msg, size_t n)
+{
+	struct stat st;
+	int err;
+
+	if (!s->vm.jail_id)
+		return 0;
+	/* Anything but a file the VMM wrote (a link, a hard link to another
+	 * file, a fifo) is refused: the VMM's uid owns vmm-out. */
+	if (lstat(JAIL_OUT_SNAP, &st) < 0) {
+		err = -errno;
+		snprintf(msg, n, "the VMM's snapshot %s/" JAIL_OUT_SNAP ": %s", s->bundle,
+		         strerror(errno));
+		return err;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != s->vm.jail_id) {
+		snprintf(msg, n,
+		         "the VMM's snapshot %s/" JAIL_OUT_SNAP " is not a plain file of its own "
+		         "(mode %o, %lu links, uid %u): refused",
+		         s->bundle, (unsigned)st.st_mode, (unsigned long)st.st_nlink,
+		         (unsigned)st.st_uid);
+		unlink(JAIL_OUT_SNAP);
+		return -EPERM;
+	}
+	if (rename(JAIL_OUT_SNAP, "pause.snap") < 0) {
+		err = -errno;
+		snprintf(msg, n, "cannot move the snapshot into %s: %s", s->bundle,
+		         strerror(errno));
+		unlink(JAIL_OUT_SNAP);
+		return err;
+	}
+	return 0;
+}
