@@ -104,6 +104,10 @@ struct inode *vfs_inode_anon(uint32_t mode);
  * are mapped in place into mappings without PROT_WRITE. */
 struct vm_object_ops;
 extern const struct vm_object_ops vfs_map_ops;
+/* The same file as the object of private mappings (vm.h VMA_FILE), which
+ * copy its bytes: pages past its end are not there, a truncate takes the
+ * ones it cuts off out of them. */
+extern const struct vm_object_ops vfs_file_map_ops;
 /* May ip be mapped shared: a regular file of the tmpfs (not procfs's)? */
 bool vfs_inode_shareable(const struct inode *ip);
 /* A tmpfs file in no directory, of size bytes (zeroes): the memory of a

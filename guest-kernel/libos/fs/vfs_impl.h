@@ -73,8 +73,9 @@ struct inode {
 	uint32_t nlink; /* names in directories; a directory: 1 while it has one */
 	uint32_t uid, gid;
 	uint64_t rdev;
-	int refs;      /* open files, working directories, walks, subdirectories, mappings */
-	uint32_t maps; /* S_IFREG: shared mappings of its pages (vm.h VMA_SHARED) */
+	int refs;       /* open files, working directories, walks, subdirectories, mappings */
+	uint32_t maps;  /* S_IFREG: shared mappings of its pages (vm.h VMA_SHARED) */
+	uint32_t pmaps; /* S_IFREG: private mappings of it (vm.h VMA_FILE) */
 	uint64_t size;
 	int64_t atime, mtime, ctime, btime; /* ns since the epoch */
 	union {
