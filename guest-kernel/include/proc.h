@@ -81,7 +81,11 @@ struct proc {
 	 * inheritable): root has them all, and an exec gives them back, as
 	 * Linux does for uid 0. */
 	uint64_t cap_dropped[3];
-	struct cred cred;    /* user and group ids (cred.h) */
+	struct cred cred; /* user and group ids (cred.h) */
+	/* prctl PR_SET_DUMPABLE 0, or an exec that changed ids or of a file
+	 * it could not read: /proc/PID is root's (procfs), as on Linux. */
+	bool nodump;
+	bool no_new_privs;   /* PR_SET_NO_NEW_PRIVS: set-id bits do nothing */
 	int nice;            /* setpriority; the scheduler has no priorities */
 	uint32_t membarrier; /* the MEMBARRIER_CMD_REGISTER_* it made */
 };

@@ -77,6 +77,8 @@ uint32_t vfs_inode_mode(const struct inode *ip); /* st_mode: S_IFMT | permission
 /* f is an open /dev/zero (whose mappings are anonymous memory). */
 bool vfs_file_is_zero(const struct file *f);
 uint64_t vfs_inode_size(const struct inode *ip);
+/* Its owner and group (a set-user-ID program runs as them). */
+void vfs_inode_owner(const struct inode *ip, uint32_t *uid, uint32_t *gid);
 uint64_t vfs_inode_ino(const struct inode *ip);
 /* Read a regular file's bytes into kernel memory; short at end of file.
  * Returns bytes read or -errno (-EISDIR, -EINVAL for non-regular files). */

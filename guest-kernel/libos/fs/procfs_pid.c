@@ -221,8 +221,9 @@ static int show_status(struct pfs_buf *b, const struct pfs_ctx *c)
 	          cr->u.fs, cr->g.real, cr->g.eff, cr->g.saved, cr->g.fs,
 	          p->zombie ? 0 : fd_size(p));
 	for (uint32_t i = 0; i < cr->ngroups; i++)
-		pb_printf(b, "%u ", cr->groups[i]);
-	pb_printf(b, "\nNStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\n", p->pid, id, p->pgid,
+		pb_printf(b, i ? " %u" : "%u", cr->groups[i]);
+	/* Linux ends the list with a space, even an empty one. */
+	pb_printf(b, " \nNStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\n", p->pid, id, p->pgid,
 	          p->sid);
 	if (!p->zombie)
 		status_mem(b, p->as);
