@@ -136,6 +136,12 @@ static inline struct proc *cur_proc(void)
 	return cur_thread()->proc;
 }
 
+/* Every capability (linux/capability.h CAP_LAST_CAP is 40). */
+#define PROC_CAP_ALL ((1ULL << 41) - 1)
+/* The capability sets p holds (effective, permitted, inheritable): root's
+ * all, other users' none (sys_cred.c), less what capset gave up. */
+void proc_caps(const struct proc *p, uint64_t set[3]);
+
 /* The calling process's credentials (root's while the kernel boots). */
 static inline const struct cred *cur_cred(void)
 {

@@ -110,6 +110,13 @@ struct inode_ops {
 	/* Its inodes keep the owners and modes they were given (the image's):
 	 * permission checks apply to them (perm.c). */
 	bool owned;
+	/* Optional: the answer err (0 or -EACCES) of the checks of the mode
+	 * bits, for mask, made final (procfs: a process's own fd directory
+	 * is open to it whoever owns it). */
+	int (*permission)(const struct inode *ip, int mask, int err);
+	/* Optional: may the caller read or follow the symbolic link ip? 0 or
+	 * -EACCES (procfs: another user's cwd and exe). */
+	int (*link_access)(const struct inode *ip);
 };
 
 /* What a synthesized inode carries: its file system's hooks, first in that

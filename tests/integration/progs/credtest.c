@@ -26,27 +26,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "errname.h"
+
 #define D    "/tmp/credtest"
 #define USER 1000
-
-static const char *ename(int e)
-{
-	switch (e) {
-	case 0:
-		return "ok";
-	case EACCES:
-		return "EACCES";
-	case EPERM:
-		return "EPERM";
-	case ENOENT:
-		return "ENOENT";
-	case EINVAL:
-		return "EINVAL";
-	case EEXIST:
-		return "EEXIST";
-	}
-	return strerror(e);
-}
 
 /* Print what a call gave: rc < 0 is errno. */
 static void show(const char *what, long rc)
