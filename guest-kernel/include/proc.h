@@ -83,7 +83,11 @@ struct proc {
 	 * inheritable): root has them all, and an exec gives them back, as
 	 * Linux does for uid 0. */
 	uint64_t cap_dropped[3];
-	struct cred cred;    /* user and group ids (cred.h) */
+	struct cred cred; /* user and group ids (cred.h) */
+	/* prctl PR_SET_DUMPABLE 0, or an exec that changed ids or of a file
+	 * it could not read: /proc/PID is root's (procfs), as on Linux. */
+	bool nodump;
+	bool no_new_privs;   /* PR_SET_NO_NEW_PRIVS: set-id bits do nothing */
 	int nice;            /* setpriority; the scheduler has no priorities */
 	uint32_t membarrier; /* the MEMBARRIER_CMD_REGISTER_* it made */
 	/* setrlimit's, inherited by fork and kept by exec (sys_proc.c);
@@ -139,6 +143,12 @@ static inline struct proc *cur_proc(void)
 {
 	return cur_thread()->proc;
 }
+
+/* Every capability (linux/capability.h CAP_LAST_CAP is 40). */
+#define PROC_CAP_ALL ((1ULL << 41) - 1)
+/* The capability sets p holds (effective, permitted, inheritable): root's
+ * all, other users' none (sys_cred.c), less what capset gave up. */
+void proc_caps(const struct proc *p, uint64_t set[3]);
 
 /* The calling process's credentials (root's while the kernel boots). */
 static inline const struct cred *cur_cred(void)

@@ -77,6 +77,8 @@ uint32_t vfs_inode_mode(const struct inode *ip); /* st_mode: S_IFMT | permission
 /* f is an open /dev/zero (whose mappings are anonymous memory). */
 bool vfs_file_is_zero(const struct file *f);
 uint64_t vfs_inode_size(const struct inode *ip);
+/* Its owner and group (a set-user-ID program runs as them). */
+void vfs_inode_owner(const struct inode *ip, uint32_t *uid, uint32_t *gid);
 uint64_t vfs_inode_ino(const struct inode *ip);
 /* Read a regular file's bytes into kernel memory; short at end of file.
  * Returns bytes read or -errno (-EISDIR, -EINVAL for non-regular files). */
@@ -104,6 +106,10 @@ struct inode *vfs_inode_anon(uint32_t mode);
  * are mapped in place into mappings without PROT_WRITE. */
 struct vm_object_ops;
 extern const struct vm_object_ops vfs_map_ops;
+/* The same file as the object of private mappings (vm.h VMA_FILE), which
+ * copy its bytes: pages past its end are not there, a truncate takes the
+ * ones it cuts off out of them. */
+extern const struct vm_object_ops vfs_file_map_ops;
 /* May ip be mapped shared: a regular file of the tmpfs (not procfs's)? */
 bool vfs_inode_shareable(const struct inode *ip);
 /* A tmpfs file in no directory, of size bytes (zeroes): the memory of a

@@ -27,6 +27,12 @@
 /* A shared mapping of a file not open for writing: mprotect may not make
  * it writable (EACCES, as Linux without VM_MAYWRITE). */
 #define VMA_NOWRITE 0x20
+/* A private mapping of a file (MAP_PRIVATE): its pages are private copies
+ * (or image pages mapped in place), but it knows the file (ops, obj,
+ * pgoff), as Linux does: a page past the file's end is not there (a touch
+ * is SIGBUS), a truncate takes away the pages it cuts off, and a page not
+ * there yet is read from the file on first touch. */
+#define VMA_FILE 0x40
 
 /* What a shared mapping maps: memory with pages of its own that outlive
  * any mapping of it (a tmpfs file, see vfs.h). */
@@ -39,6 +45,10 @@ struct vm_object_ops {
 	 * past the end of obj. */
 	int (*page)(void *obj, uint64_t idx, uint32_t prot, bool create, uint64_t *pa,
 	            bool *borrowed);
+	/* Private mappings (VMA_FILE): copy page idx's bytes into the page at
+	 * dst (zeroes past obj's end in it). 0, or -ERANGE if idx lies past
+	 * the end of obj. */
+	int (*copy)(void *obj, uint64_t idx, void *dst);
 	void (*get)(void *obj); /* one more mapping of obj (each VMA holds one) */
 	void (*put)(void *obj); /* one fewer: obj may go */
 };
@@ -48,7 +58,7 @@ struct vma {
 	uint32_t prot;
 	uint32_t flags;
 	struct vma *next; /* sorted by address */
-	/* VMA_SHARED: what it maps, and the object's page at start. */
+	/* VMA_SHARED, VMA_FILE: what it maps, and the object's page at start. */
 	const struct vm_object_ops *ops;
 	void *obj;
 	uint64_t pgoff;
@@ -69,6 +79,7 @@ struct aspace {
 	uint64_t *patched;
 	size_t patched_cap, patched_n;
 	struct aspace *next_dead; /* released while loaded in CR3 */
+	struct aspace *next_all;  /* every address space, for vm_object_cut */
 	/* Being built (exec, fork): the kept tree it will be merged into,
 	 * taken already (0: none yet), and whether to look for one. */
 	uint64_t keep_root;
@@ -122,6 +133,18 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
  * it goes. 0, -EINVAL or -ENOMEM. */
 int vm_map_shared(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
                   const struct vm_object_ops *ops, void *obj, uint64_t pgoff, bool fill);
+/* Make the mapping that starts at start (just made by vm_map_pages) a
+ * private mapping of obj from its page pgoff on (VMA_FILE): it holds obj
+ * (ops->get) until it goes, and its pages past obj's end (pages from
+ * end_idx on) are taken away. 0, or -EINVAL if no mapping starts there. */
+int vm_map_file(struct aspace *as, uint64_t start, const struct vm_object_ops *ops, void *obj,
+                uint64_t pgoff, uint64_t end_idx);
+/* obj (a file) was cut to end before its page idx: take its pages from idx
+ * on out of every mapping of it, shared or private, in every address
+ * space, so that a touch there faults (SIGBUS while the file is that
+ * short; the file's bytes, zeroes, once it grows again), as Linux's
+ * truncate does. */
+void vm_object_cut(void *obj, uint64_t idx);
 /* The physical address backing va if its page is as's own, 0 if it is
  * borrowed (its bytes are an image's already), ~0 if va is unmapped. */
 uint64_t vm_translate_own(struct aspace *as, uint64_t va);
@@ -146,7 +169,8 @@ uint64_t vm_text_page(uint64_t pa);
  * ran out. */
 int vm_fault(struct aspace *as, uint64_t addr, uint32_t error);
 /* Give back the pages of [start, start+len) in VMA_LAZY mappings, which
- * then read as zeroes again (MADV_DONTNEED); zero the rest. */
+ * then read as zeroes again (MADV_DONTNEED), and in private file mappings
+ * (VMA_FILE), which read the file's bytes again; zero the rest. */
 void vm_discard(struct aspace *as, uint64_t start, uint64_t len);
 /* Move the pages of [from, from+len) to [to, to+len) (mremap), which must be
  * mapped already; the old range keeps no pages. Returns 0 or -ENOMEM. */

@@ -57,6 +57,15 @@ t_users() {
 			[ "$("$KILN" exec "$id" -- stat -c '%u:%g' /home/user/up.txt)" = 1000:1000 ] &&
 			"$KILN" exec --user user "$id" -- sh -c '! echo x >>/root-only' 2>/dev/null
 		check $? "after a pause and resume the user's process, its file and the permissions are as they were"
+		# passwordless sudo, as E2B's sandboxes give their user: sudo is
+		# set-user-ID root, so this is the library OS's set-id exec too
+		out=$("$KILN" exec --user user "$id" -- sh -c 'sudo -n id -u; sudo -n true && echo true-ok; sudo -n sh -c "echo root-wrote >>/root-only" && echo wrote' 2>&1)
+		[ "$out" = "$(printf '0\ntrue-ok\nwrote')" ] &&
+			"$KILN" exec "$id" -- grep -q root-wrote /root-only
+		check $? "the user runs commands as root with sudo -n (id -u is 0, sudo -n true succeeds, root's file is written)"
+		out=$("$KILN" exec --user user "$id" -- sh -c 'id -u; ls -l /usr/bin/sudo' 2>&1)
+		grep -q '^1000$' <<<"$out" && grep -q '^-rwsr-xr-x 1 root root' <<<"$out"
+		check $? "without sudo the user stays uid 1000; sudo is set-user-ID root"
 	fi
 	"$KILN" rm "$id" >/dev/null
 }

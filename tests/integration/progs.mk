@@ -54,6 +54,8 @@ PROGS_PLAIN    += schedcap
 PROGS_PLAIN    += inotifytest
 # User and group ids, permissions between users (cases/creds.sh).
 PROGS_PLAIN    += credtest
+# /proc/PID/ of other users' processes, Cap* lines (cases/procfs.sh).
+PROGS_PLAIN    += procperm
 
 GUEST_PROGS := $(PROGS_PLAIN:%=$(PROGS_DIR)/%) \
 	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc) \

@@ -82,6 +82,16 @@ uint64_t pmem_alloc(bool zero)
 	return 0;
 }
 
+/* What a truncate took out of mappings (vm.c's, not linked here). */
+static void *cut_obj;
+static uint64_t cut_idx;
+
+void vm_object_cut(void *obj, uint64_t idx)
+{
+	cut_obj = obj;
+	cut_idx = idx;
+}
+
 /* The guest keeps a reserve for itself; the host has plenty. */
 uint64_t pmem_alloc_user(bool zero)
 {
@@ -1297,6 +1307,7 @@ END_TEST
  * mapped; seals. */
 START_TEST(shared_pages)
 {
+	static char pg[PAGE_SIZE];
 	struct inode *ip;
 	uint64_t pa, pa1;
 	long fd, base;
@@ -1326,8 +1337,15 @@ START_TEST(shared_pages)
 	vfs_map_ops.get(ip);
 	ck_assert_int_eq(vfs_map_ops.page(ip, 1, PROT_READ, false, &pa1, &borrowed), 0);
 	memcpy(phys_to_virt(pa + 9), "ZY", 2);
+	cut_obj = NULL;
 	ck_assert_int_eq(SYS(ftruncate, fd, 10), 0);
+	ck_assert_ptr_eq(cut_obj, ip); /* out of the mappings from page 1 on */
+	ck_assert_uint_eq(cut_idx, 1);
 	ck_assert_int_eq(live_pages - base, 1);
+	/* What a private mapping's page copies: read()'s bytes, to the end. */
+	ck_assert_int_eq(vfs_file_map_ops.copy(ip, 0, pg), 0);
+	ck_assert(!memcmp(pg, "mapped", 6) && pg[9] == 'Z' && pg[10] == 0);
+	ck_assert_int_eq(vfs_file_map_ops.copy(ip, 1, pg), -ERANGE);
 	ck_assert_int_eq(*(char *)phys_to_virt(pa1), 0);
 	ck_assert_int_eq(*(char *)phys_to_virt(pa + 9), 'Z');
 	ck_assert_int_eq(*(char *)phys_to_virt(pa + 10), 0);

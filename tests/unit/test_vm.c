@@ -889,7 +889,7 @@ static int obj_page(void *o, uint64_t idx, uint32_t prot, bool create, uint64_t 
 	struct fake_obj *f = o;
 
 	if (idx >= f->npages)
-		return -EFAULT;
+		return -ERANGE; /* (SIGBUS) */
 	if (!f->pages[idx] && create && !(f->pages[idx] = pmem_alloc(true)))
 		return -ENOMEM;
 	*pa = f->pages[idx];
@@ -906,7 +906,19 @@ static void obj_put(void *o)
 	ck_assert_int_gt(((struct fake_obj *)o)->maps--, 0);
 }
 
-static const struct vm_object_ops obj_ops = {obj_page, obj_get, obj_put};
+/* A private mapping's copy: page idx reads 'A' + idx. */
+static int obj_copy(void *o, uint64_t idx, void *dst)
+{
+	struct fake_obj *f = o;
+
+	if (idx >= f->npages)
+		return -ERANGE;
+	memset(dst, 'A' + (int)idx, PAGE_SIZE);
+	return 0;
+}
+
+static const struct vm_object_ops obj_ops = {
+    .page = obj_page, .copy = obj_copy, .get = obj_get, .put = obj_put};
 
 static void obj_free(struct fake_obj *f)
 {
@@ -949,7 +961,7 @@ START_TEST(shared_past_the_end_faults)
 
 	ck_assert_int_eq(vm_map_shared(as, BASE, 4 * PAGE_SIZE, RW, 0, &obj_ops, &f, 0, true), 0);
 	ck_assert_uint_eq(vm_translate(as, BASE + PAGE_SIZE), f.pages[1]); /* filled */
-	ck_assert_int_eq(vm_fault(as, BASE + 2 * PAGE_SIZE, PF_WRITE), -EFAULT);
+	ck_assert_int_eq(vm_fault(as, BASE + 2 * PAGE_SIZE, PF_WRITE), -ERANGE);
 	ck_assert_int_eq(vm_map_shared(as, BASE, PAGE_SIZE, RW, 0, &obj_ops, &f, UINT64_MAX, false),
 	                 -EINVAL);
 	ck_assert_int_eq(vm_unmap(as, BASE, 4 * PAGE_SIZE), 0);
@@ -1042,6 +1054,88 @@ START_TEST(kept_tables_leave_shared_pages)
 }
 END_TEST
 
+/* A truncate (vm_object_cut) takes the pages it cuts off out of every
+ * shared mapping in every address space; they come back on a touch. */
+START_TEST(shared_cut_unmaps_everywhere)
+{
+	struct fake_obj f = {.npages = 4};
+	struct aspace *child;
+
+	ck_assert_int_eq(vm_map_shared(as, BASE, 4 * PAGE_SIZE, RW, 0, &obj_ops, &f, 0, true), 0);
+	ck_assert_int_eq(vm_map_shared(as, BASE + MIB, 2 * PAGE_SIZE, RW, 0, &obj_ops, &f, 2, true),
+	                 0);
+	child = aspace_copy(as);
+	ck_assert_ptr_nonnull(child);
+	f.npages = 2;
+	vm_object_cut(&f, 2);
+	ck_assert_uint_eq(vm_translate(as, BASE + PAGE_SIZE), f.pages[1]); /* kept */
+	for (struct aspace *a = as;; a = child) {
+		ck_assert_uint_eq(vm_translate(a, BASE + 2 * PAGE_SIZE), ~0ULL);
+		ck_assert_uint_eq(vm_translate(a, BASE + 3 * PAGE_SIZE), ~0ULL);
+		ck_assert_uint_eq(vm_translate(a, BASE + MIB), ~0ULL); /* its page 0 is 2 */
+		ck_assert_uint_eq(vm_translate(a, BASE + MIB + PAGE_SIZE), ~0ULL);
+		if (a == child)
+			break;
+	}
+	ck_assert_int_eq(vm_fault(child, BASE + 3 * PAGE_SIZE, 0), -ERANGE); /* past the end */
+	f.npages = 4;
+	ck_assert_int_eq(vm_fault(child, BASE + 3 * PAGE_SIZE, PF_WRITE), 0);
+	ck_assert_uint_eq(vm_translate(child, BASE + 3 * PAGE_SIZE), f.pages[3]);
+	aspace_release(child);
+	ck_assert_int_eq(vm_unmap(as, BASE, 2 * MIB), 0);
+	ck_assert_int_eq(f.maps, 0);
+	obj_free(&f);
+}
+END_TEST
+
+/* A private file mapping (VMA_FILE): no pages past the end, copies read
+ * from the object on a touch, taken away by a cut, copied by fork. */
+START_TEST(private_file_mapping_follows_its_file)
+{
+	struct fake_obj f = {.npages = 2};
+	struct aspace *child;
+
+	ck_assert_int_eq(vm_map_anon(as, BASE, 4 * PAGE_SIZE, RW, VMA_ANON), 0);
+	ck_assert_int_eq(vm_map_file(as, BASE, &obj_ops, &f, 1, 3), 0);
+	ck_assert_int_eq(vm_map_file(as, BASE, &obj_ops, &f, 1, 3), -EINVAL); /* has one */
+	ck_assert_int_eq(vm_map_file(as, BASE + PAGE_SIZE, &obj_ops, &f, 0, 0), -EINVAL);
+	ck_assert_int_eq(f.maps, 1);
+	ck_assert_int_eq(peek(as, BASE + PAGE_SIZE), 0);                  /* (map_file's copy) */
+	ck_assert_uint_eq(vm_translate(as, BASE + 2 * PAGE_SIZE), ~0ULL); /* file page 3 */
+	ck_assert_int_eq(vm_fault(as, BASE + 2 * PAGE_SIZE, PF_WRITE), -ERANGE);
+	/* Cut to one page: the copy of its page 1 (our page 0) goes. */
+	poke(BASE, 'p');
+	f.npages = 1;
+	vm_object_cut(&f, 1);
+	ck_assert_uint_eq(vm_translate(as, BASE), ~0ULL);
+	ck_assert_int_eq(vm_fault(as, BASE, 0), -ERANGE);
+	/* Grown again: a touch reads the object's bytes, privately. */
+	f.npages = 3;
+	ck_assert_int_eq(vm_fault(as, BASE + 5, 0), 0);
+	ck_assert_int_eq(peek(as, BASE), 'B');
+	ck_assert(f.pages[1] == 0 || vm_translate(as, BASE) != f.pages[1]);
+	child = aspace_copy(as);
+	ck_assert_ptr_nonnull(child);
+	ck_assert_int_eq(f.maps, 2);
+	*byte_at(child, BASE) = 'c';
+	ck_assert_int_eq(peek(as, BASE), 'B');
+	aspace_release(child);
+	ck_assert_int_eq(f.maps, 1);
+	/* MADV_DONTNEED: the object's bytes again, not zeroes. */
+	poke(BASE, 'q');
+	vm_discard(as, BASE, PAGE_SIZE);
+	ck_assert_int_eq(vm_fault(as, BASE, 0), 0);
+	ck_assert_int_eq(peek(as, BASE), 'B');
+	/* A kernel write (read() into it) makes the page too. */
+	f.npages = 4;
+	ck_assert_uint_ne(vm_translate_write(as, BASE + 2 * PAGE_SIZE), ~0ULL);
+	ck_assert_int_eq(peek(as, BASE + 2 * PAGE_SIZE), 'D');
+	ck_assert_int_eq(vm_unmap(as, BASE, 4 * PAGE_SIZE), 0);
+	ck_assert_int_eq(f.maps, 0);
+	obj_free(&f);
+}
+END_TEST
+
 static Suite *vm_suite(void)
 {
 	Suite *s = suite_create("vm");
@@ -1115,6 +1209,8 @@ static Suite *vm_suite(void)
 	tcase_add_test(t, shared_split_holds_the_object);
 	tcase_add_test(t, shared_read_only_file_stays_so);
 	tcase_add_test(t, kept_tables_leave_shared_pages);
+	tcase_add_test(t, shared_cut_unmaps_everywhere);
+	tcase_add_test(t, private_file_mapping_follows_its_file);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -12,6 +12,8 @@ UNIT_TESTS += test_cpio
 UNIT_SRCS_test_cpio := guest-kernel/libos/fs/cpio.c
 UNIT_TESTS += test_elf
 UNIT_SRCS_test_elf := guest-kernel/libos/proc/elf.c
+UNIT_TESTS += test_exec_cred
+UNIT_SRCS_test_exec_cred := guest-kernel/libos/proc/exec_cred.c
 
 UNIT_TESTS += test_erofs
 UNIT_SRCS_test_erofs := guest-kernel/libos/fs/erofs.c

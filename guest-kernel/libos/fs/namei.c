@@ -80,6 +80,12 @@ int nd_follow(struct nameidata *nd, struct inode *link)
 
 	if (++nd->nlinks > VFS_MAX_SYMLINKS)
 		return -ELOOP;
+	if (link->synth && link->synth->ops->link_access) {
+		int err = link->synth->ops->link_access(link);
+
+		if (err)
+			return err;
+	}
 	if (tlen == 0)
 		return -ENOENT;
 	if (tlen + (rlen ? 1 + rlen : 0) >= VFS_PATH_MAX)

@@ -8,7 +8,8 @@
  * lets only a file's owner, the directory's owner or root remove or
  * replace the file.
  *
- * Inodes procfs makes up and anonymous ones (pipes,
+ * procfs's inodes are checked too, with the owners it gives them (a
+ * process's files are its user's, procfs.c). Anonymous inodes (pipes,
  * sockets, eventfds: reached by name only through /proc/PID/fd) are not
  * checked: their owner is not kept. The VM is the security boundary
  * (cred.h); this is what lets programs that check, and users that err,
@@ -38,12 +39,10 @@ static bool unchecked(const struct inode *ip)
 	return !S_ISCHR(ip->mode) || !ip->nlink;
 }
 
-int vfs_permission_as(const struct cred *c, const struct inode *ip, int mask)
+static int mode_permission(const struct cred *c, const struct inode *ip, int mask)
 {
 	uint32_t bits;
 
-	if (!mask || unchecked(ip))
-		return 0;
 	if (c->u.fs == 0) {
 		if (!(mask & VFS_MAY_EXEC) || S_ISDIR(ip->mode) || (ip->mode & 0111))
 			return 0;
@@ -56,6 +55,18 @@ int vfs_permission_as(const struct cred *c, const struct inode *ip, int mask)
 	else
 		bits = ip->mode;
 	return (bits & mask & 7) == (uint32_t)(mask & 7) ? 0 : -EACCES;
+}
+
+int vfs_permission_as(const struct cred *c, const struct inode *ip, int mask)
+{
+	int err;
+
+	if (!mask || unchecked(ip))
+		return 0;
+	err = mode_permission(c, ip, mask);
+	if (ip->synth && ip->synth->ops->permission)
+		err = ip->synth->ops->permission(ip, mask, err);
+	return err;
 }
 
 int vfs_permission(const struct inode *ip, int mask)

@@ -26,7 +26,7 @@ static const struct pfs_entry pid_entry = {
     .name = "", .kind = PFS_PID, .perm = 0555, .sub = pfs_pid_entries};
 static const struct pfs_entry tid_entry = {
     .name = "", .kind = PFS_TID, .perm = 0555, .sub = pfs_tid_entries};
-static const struct pfs_entry fd_link_entry = PFS_NODE("", PFS_FD_LINK, 0700);
+static const struct pfs_entry fd_link_entry = PFS_TRACED_NODE("", PFS_FD_LINK, 0700);
 static const struct pfs_entry fdinfo_entry = PFS_SHOW("", 0400, pfs_show_fdinfo);
 
 /* ---------------------------------------------------------------- text */
@@ -109,6 +109,31 @@ static struct proc *node_proc(const struct pfs_node *n)
 	return NULL;
 }
 
+bool pfs_may_trace(const struct proc *p)
+{
+	const struct proc *me = cur_thread()->proc; /* (NULL while booting) */
+	const struct cred *c, *t = &p->cred;
+
+	if (!me || me == p)
+		return true;
+	c = &me->cred;
+	if (c->u.eff == 0 && !(me->cap_dropped[0] & (1ULL << 19 /* CAP_SYS_PTRACE */)))
+		return true;
+	return !p->nodump && c->u.fs == t->u.real && c->u.fs == t->u.eff && c->u.fs == t->u.saved &&
+	       c->g.fs == t->g.real && c->g.fs == t->g.eff && c->g.fs == t->g.saved;
+}
+
+/* Linux's task_dump_owner: the files of a process are its effective
+ * user's and group's, root's while it is not dumpable; the system's are
+ * root's (whoever's lookup made the inode). */
+static void own(struct inode *ip, const struct pfs_node *n)
+{
+	const struct proc *p = n->pid ? node_proc(n) : NULL;
+
+	ip->uid = p && !p->nodump ? p->cred.u.eff : 0;
+	ip->gid = p && !p->nodump ? p->cred.g.eff : 0;
+}
+
 static struct thread *proc_thread(struct proc *p, int tid)
 {
 	for (struct thread *t = p->threads; t; t = t->next_in_proc)
@@ -189,6 +214,7 @@ static struct inode *add_entry(struct inode *dir, const char *name, size_t len,
 	n->ent = ent;
 	n->populated = false;
 	ip->synth = &n->synth;
+	own(ip, n);
 	if (type == S_IFLNK)
 		set_target(ip, ent->text ? ent->text : "/");
 	err = ramfs_add(dir, name, len, ip);
@@ -447,6 +473,7 @@ static void refresh_fds(struct inode *dir, struct pfs_node *n, const char *name,
 static void pfs_refresh(struct inode *dir, const char *name, size_t len)
 {
 	struct pfs_node *n = pfs_node_of(dir);
+	struct dentry *de;
 
 	switch (n->ent->kind) {
 	case PFS_ROOT:
@@ -467,6 +494,10 @@ static void pfs_refresh(struct inode *dir, const char *name, size_t len)
 		refresh_fds(dir, n, name, len);
 		break;
 	}
+	/* Owners as they are now (ids change), before the walk checks them. */
+	own(dir, n);
+	if (name && (de = find_entry(dir, name, len)))
+		own(de->ip, pfs_node_of(de->ip));
 }
 
 /* ---------------------------------------------------------------- open files */
@@ -558,6 +589,31 @@ static const struct file_ops pfs_file_ops = {
     .release = pfs_release,
 };
 
+/* A file or link only the process, its user and root may read. */
+static int pfs_link_access(const struct inode *ip)
+{
+	const struct pfs_node *n = pfs_node_of(ip);
+	struct pfs_ctx c;
+
+	if (!n->ent->traced || !n->pid || node_ctx(n, &c))
+		return 0; /* (gone: the read says so) */
+	return pfs_may_trace(c.p) ? 0 : -EACCES;
+}
+
+/* Linux's proc_fd_permission: a process's own fd and fdinfo directories
+ * are open to it even while it is not dumpable (root's then). */
+static int pfs_permission(const struct inode *ip, int mask, int err)
+{
+	const struct pfs_node *n = pfs_node_of(ip);
+
+	const struct proc *me = cur_thread()->proc;
+
+	if (err && (n->ent->kind == PFS_FD || n->ent->kind == PFS_FDINFO) && me &&
+	    n->pid == me->pid && node_proc(n) == me)
+		return 0;
+	return err;
+}
+
 static int pfs_open(struct file *f)
 {
 	const struct pfs_node *n = pfs_node_of(f->ip);
@@ -566,6 +622,8 @@ static int pfs_open(struct file *f)
 	int err = 0;
 
 	if (acc != O_RDONLY && !n->ent->write)
+		return -EACCES;
+	if (n->ent->traced && pfs_link_access(f->ip))
 		return -EACCES;
 	o = kzalloc(sizeof(*o));
 	if (!o)
@@ -591,6 +649,9 @@ static const struct inode_ops pfs_iops = {
     .refresh = pfs_refresh,
     .open = pfs_open,
     .evict = pfs_evict,
+    .owned = true, /* (own(): the modes Linux gives, for the owners it gives) */
+    .permission = pfs_permission,
+    .link_access = pfs_link_access,
 };
 
 int procfs_init(struct inode *root)

@@ -58,6 +58,10 @@ struct pfs_entry {
 	int (*write)(const struct pfs_ctx *c, const char *s, size_t n);
 	const char *text;            /* PFS_FILE without show, PFS_LINK */
 	const struct pfs_entry *sub; /* directories: ends with a NULL name */
+	/* Reading it (opening a file, reading or following a link) needs the
+	 * right to trace the process, as Linux's PTRACE_MODE_READ: environ,
+	 * maps, the cwd, exe, root and descriptor links (pfs_may_trace). */
+	bool traced;
 };
 
 #define PFS_SHOW(n, p, fn)                                               \
@@ -84,6 +88,19 @@ struct pfs_entry {
 	{                                                                \
 		.name = (n), .kind = PFS_LINK, .perm = 0777, .text = (t) \
 	}
+/* The same, for what only the process itself, its user and root see. */
+#define PFS_TRACED_SHOW(n, p, fn)                                                        \
+	{                                                                                \
+		.name = (n), .kind = PFS_FILE, .perm = (p), .show = (fn), .traced = true \
+	}
+#define PFS_TRACED_NODE(n, k, p)                                      \
+	{                                                             \
+		.name = (n), .kind = (k), .perm = (p), .traced = true \
+	}
+#define PFS_TRACED_SYMLINK(n, t)                                                         \
+	{                                                                                \
+		.name = (n), .kind = PFS_LINK, .perm = 0777, .text = (t), .traced = true \
+	}
 #define PFS_END              \
 	{                    \
 		.name = NULL \
@@ -102,6 +119,12 @@ static inline struct pfs_node *pfs_node_of(const struct inode *ip)
 {
 	return container_of(ip->synth, struct pfs_node, synth);
 }
+
+/* May the caller read what only p, its user and root may (Linux's
+ * ptrace_may_access(PTRACE_MODE_READ_FSCREDS) without Yama): p itself;
+ * CAP_SYS_PTRACE (root's); or a caller whose file-system uid and gid are
+ * all of p's real, effective and saved ones, while p is dumpable. */
+bool pfs_may_trace(const struct proc *p);
 
 void pb_put(struct pfs_buf *b, const void *s, size_t n);
 void pb_printf(struct pfs_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

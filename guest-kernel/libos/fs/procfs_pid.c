@@ -211,6 +211,7 @@ static int show_status(struct pfs_buf *b, const struct pfs_ctx *c)
 	uint64_t pending = t ? t->pending : 0;
 	struct sigs s = sigs_of(p);
 	const struct cred *cr = &p->cred;
+	uint64_t caps[3];
 
 	pb_printf(b, "Name:\t%s\nUmask:\t", p->comm);
 	pb_octal(b, p->fs ? p->fs->umask : 022, 4);
@@ -221,8 +222,9 @@ static int show_status(struct pfs_buf *b, const struct pfs_ctx *c)
 	          cr->u.fs, cr->g.real, cr->g.eff, cr->g.saved, cr->g.fs,
 	          p->zombie ? 0 : fd_size(p));
 	for (uint32_t i = 0; i < cr->ngroups; i++)
-		pb_printf(b, "%u ", cr->groups[i]);
-	pb_printf(b, "\nNStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\n", p->pid, id, p->pgid,
+		pb_printf(b, i ? " %u" : "%u", cr->groups[i]);
+	/* Linux ends the list with a space, even an empty one. */
+	pb_printf(b, " \nNStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\n", p->pid, id, p->pgid,
 	          p->sid);
 	if (!p->zombie)
 		status_mem(b, p->as);
@@ -231,10 +233,15 @@ static int show_status(struct pfs_buf *b, const struct pfs_ctx *c)
 	          "SigBlk:\t%016lx\nSigIgn:\t%016lx\nSigCgt:\t%016lx\n",
 	          p->nr_threads, nr_signals(pending | p->shared_pending), SIGPENDING, pending,
 	          p->shared_pending, t ? t->sigmask : 0, s.ign, s.cgt);
-	pb_printf(b, "CapInh:\t0000000000000000\nCapPrm:\t000001ffffffffff\n"
-	             "CapEff:\t000001ffffffffff\nCapBnd:\t000001ffffffffff\n"
-	             "CapAmb:\t0000000000000000\nNoNewPrivs:\t0\nSeccomp:\t0\n"
-	             "Seccomp_filters:\t0\nSpeculation_Store_Bypass:\tthread vulnerable\n"
+	/* The capabilities its ids give it (sys_cred.c); no inheritable or
+	 * ambient ones, the bounding set whole. */
+	proc_caps(p, caps);
+	pb_printf(b,
+	          "CapInh:\t%016lx\nCapPrm:\t%016lx\nCapEff:\t%016lx\nCapBnd:\t%016lx\n"
+	          "CapAmb:\t0000000000000000\nNoNewPrivs:\t%d\nSeccomp:\t0\n",
+	          0UL, (unsigned long)caps[1], (unsigned long)caps[0], (unsigned long)PROC_CAP_ALL,
+	          p->no_new_privs);
+	pb_printf(b, "Seccomp_filters:\t0\nSpeculation_Store_Bypass:\tthread vulnerable\n"
 	             "SpeculationIndirectBranch:\tconditional enabled\n"
 	             "Cpus_allowed:\t1\nCpus_allowed_list:\t0\n"
 	             "Mems_allowed:\t1\nMems_allowed_list:\t0\n"
@@ -426,13 +433,13 @@ const struct pfs_entry pfs_pid_entries[] = {
     PFS_NODE("fd", PFS_FD, 0500),
     PFS_NODE("fdinfo", PFS_FDINFO, 0500),
     PFS_NODE("task", PFS_TASK, 0555),
-    PFS_NODE("exe", PFS_EXE, 0777),
-    PFS_NODE("cwd", PFS_CWD, 0777),
-    PFS_SYMLINK("root", "/"),
+    PFS_TRACED_NODE("exe", PFS_EXE, 0777),
+    PFS_TRACED_NODE("cwd", PFS_CWD, 0777),
+    PFS_TRACED_SYMLINK("root", "/"),
     PFS_SHOW("cmdline", 0444, show_cmdline),
     PFS_RW("comm", show_comm, write_comm),
-    PFS_SHOW("environ", 0400, show_environ),
-    PFS_SHOW("maps", 0444, show_maps),
+    PFS_TRACED_SHOW("environ", 0400, show_environ),
+    PFS_TRACED_SHOW("maps", 0444, show_maps),
     PFS_SHOW("stat", 0444, show_stat),
     PFS_SHOW("statm", 0444, show_statm),
     PFS_SHOW("status", 0444, show_status),
@@ -448,7 +455,7 @@ const struct pfs_entry pfs_pid_entries[] = {
 const struct pfs_entry pfs_tid_entries[] = {
     PFS_SHOW("cmdline", 0444, show_cmdline),
     PFS_RW("comm", show_comm, write_comm),
-    PFS_SHOW("maps", 0444, show_maps),
+    PFS_TRACED_SHOW("maps", 0444, show_maps),
     PFS_SHOW("stat", 0444, show_stat),
     PFS_SHOW("statm", 0444, show_statm),
     PFS_SHOW("status", 0444, show_status),

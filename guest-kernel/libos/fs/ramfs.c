@@ -17,6 +17,7 @@
 
 #include "vfs_impl.h"
 #include "mm.h"
+#include "vm.h"
 
 #define NODE_SHIFT 9
 #define NODE_SLOTS (1U << NODE_SHIFT)
@@ -382,6 +383,11 @@ int ramfs_truncate(struct inode *ip, uint64_t size)
 		return -EPERM;
 	if (size > ip->size)
 		zero_tail(ip);
+	/* Mappings lose the pages cut off (a later touch: SIGBUS, as on
+	 * Linux). Shared ones still have them zeroed below, in case the
+	 * kernel holds one (vm_translate_write) across a sleep. */
+	if (size < ip->size && (ip->maps || ip->pmaps))
+		vm_object_cut(ip, ALIGN_UP(size, PAGE_SIZE) >> PAGE_SHIFT);
 	if (size < ip->size) {
 		char *page = tail ? page_of(d, size >> PAGE_SHIFT) : NULL;
 

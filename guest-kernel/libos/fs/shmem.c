@@ -7,9 +7,11 @@
  * A mapping maps the pages the file owns (ramfs.c), so that writes through
  * any mapping, in any process, and write() all land in the same memory.
  * Each mapping holds a reference on the inode (an unlinked file lives on
- * while mapped) and counts in ip->maps: a truncate then zeroes the pages it
- * cuts off instead of freeing them (a program may still reach them), and
- * the last mapping to go frees them. Bytes of an image file (erofs, the
+ * while mapped) and counts in ip->maps: a truncate takes the pages it cuts
+ * off out of every mapping (vm_object_cut: a touch is then SIGBUS) but
+ * zeroes them instead of freeing them (the kernel may hold one it
+ * translated for a copy), and the last mapping to go frees them. Private
+ * mappings know their file too (vfs_file_map_ops, counted in ip->pmaps). Bytes of an image file (erofs, the
  * initramfs) that a mapping without PROT_WRITE maps are its image pages,
  * mapped in place as private read-only mappings are.
  */
@@ -58,6 +60,46 @@ const struct vm_object_ops vfs_map_ops = {
     .page = map_page,
     .get = map_get,
     .put = map_put,
+};
+
+/* A private mapping's page: the file's bytes as read() gives them. */
+static int private_copy(void *obj, uint64_t idx, void *dst)
+{
+	struct inode *ip = obj;
+	long got;
+
+	if (idx >= ALIGN_UP(ip->size, PAGE_SIZE) >> PAGE_SHIFT)
+		return -ERANGE;
+	got = vfs_inode_read(ip, dst, PAGE_SIZE, idx << PAGE_SHIFT);
+	if (got < 0)
+		return (int)got;
+	memset((char *)dst + got, 0, PAGE_SIZE - (size_t)got);
+	return 0;
+}
+
+static void private_get(void *obj)
+{
+	struct inode *ip = obj;
+
+	inode_get(ip);
+	ip->pmaps++;
+}
+
+static void private_put(void *obj)
+{
+	struct inode *ip = obj;
+
+	ip->pmaps--;
+	inode_put(ip);
+}
+
+/* Private mappings know their file too (vm.h VMA_FILE), but own their
+ * pages: no pages of the file are kept for them. */
+const struct vm_object_ops vfs_file_map_ops = {
+    .page = map_page,
+    .copy = private_copy,
+    .get = private_get,
+    .put = private_put,
 };
 
 /* In ramfs_data.seals: seals may be added (a memfd made with

@@ -392,6 +392,9 @@ static long do_readlink(int dirfd, const char *upath, char *ubuf, long size)
 	n = MIN((uint64_t)size, ip->size);
 	if (!S_ISLNK(ip->mode))
 		err = -EINVAL;
+	else if (ip->synth && ip->synth->ops->link_access &&
+	         (err = ip->synth->ops->link_access(ip)))
+		; /* (another user's /proc/PID/cwd) */
 	else if (copy_to_user(ubuf, ip->target, n))
 		err = -EFAULT;
 	inode_put(ip);

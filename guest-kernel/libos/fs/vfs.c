@@ -103,6 +103,12 @@ uint32_t vfs_inode_mode(const struct inode *ip)
 	return ip->mode;
 }
 
+void vfs_inode_owner(const struct inode *ip, uint32_t *uid, uint32_t *gid)
+{
+	*uid = ip->uid;
+	*gid = ip->gid;
+}
+
 uint64_t vfs_inode_size(const struct inode *ip)
 {
 	return ip->size;

@@ -73,8 +73,9 @@ struct inode {
 	uint32_t nlink; /* names in directories; a directory: 1 while it has one */
 	uint32_t uid, gid;
 	uint64_t rdev;
-	int refs;      /* open files, working directories, walks, subdirectories, mappings */
-	uint32_t maps; /* S_IFREG: shared mappings of its pages (vm.h VMA_SHARED) */
+	int refs;       /* open files, working directories, walks, subdirectories, mappings */
+	uint32_t maps;  /* S_IFREG: shared mappings of its pages (vm.h VMA_SHARED) */
+	uint32_t pmaps; /* S_IFREG: private mappings of it (vm.h VMA_FILE) */
 	uint64_t size;
 	int64_t atime, mtime, ctime, btime; /* ns since the epoch */
 	union {
@@ -109,6 +110,13 @@ struct inode_ops {
 	/* Its inodes keep the owners and modes they were given (the image's):
 	 * permission checks apply to them (perm.c). */
 	bool owned;
+	/* Optional: the answer err (0 or -EACCES) of the checks of the mode
+	 * bits, for mask, made final (procfs: a process's own fd directory
+	 * is open to it whoever owns it). */
+	int (*permission)(const struct inode *ip, int mask, int err);
+	/* Optional: may the caller read or follow the symbolic link ip? 0 or
+	 * -EACCES (procfs: another user's cwd and exe). */
+	int (*link_access)(const struct inode *ip);
 };
 
 /* What a synthesized inode carries: its file system's hooks, first in that

@@ -4,7 +4,8 @@
  * private file mappings are private copies of the file's bytes, except
  * that in mappings made without PROT_WRITE the pages an image holds
  * (vfs_inode_page) are mapped in place, and copied on a first write after
- * mprotect. Shared mappings map the file's own pages (VMA_SHARED, see
+ * mprotect; they know their file (VMA_FILE), so that their pages past its
+ * end are missing (SIGBUS) as on Linux, also after a truncate. Shared mappings map the file's own pages (VMA_SHARED, see
  * shmem.c); MAP_SHARED|MAP_ANONYMOUS memory is an unnamed tmpfs file's. */
 #include <linux/fcntl.h>
 #include <linux/mman.h>
@@ -136,6 +137,10 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t pr
 		if (got < (long)PAGE_SIZE)
 			break; /* the rest stays zero, as past EOF in a real mapping */
 	}
+	/* It knows its file (vm.h VMA_FILE): no pages past the end. */
+	if (!err && vfs_inode_shareable(ip))
+		err = vm_map_file(as, addr, &vfs_file_map_ops, ip, off / PAGE_SIZE,
+		                  ALIGN_UP(vfs_inode_size(ip), PAGE_SIZE) / PAGE_SIZE);
 	inode_put(ip);
 	if (err)
 		vm_unmap(as, addr, len);
@@ -256,9 +261,21 @@ SYSCALL_DEFINE(mremap)
 			vm_unmap(as, old, old_len);
 		return err ? err : (long)nw;
 	}
-	/* The pages move; a lazy mapping's holes stay holes. */
-	err = vm_map_anon(as, nw, new_len, v->prot | PROT_WRITE,
-	                  v->flags & VMA_LAZY ? v->flags : anon_flags(new_len, v->prot, v->flags));
+	/* The pages move; a lazy mapping's holes stay holes, and so do a
+	 * private file mapping's (made with none: the pages it grows by are
+	 * read from its file when first touched). */
+	if (v->flags & VMA_FILE) {
+		uint64_t pgoff = v->pgoff + (old - v->start) / PAGE_SIZE;
+
+		err = vm_map_anon(as, nw, new_len, v->prot | PROT_WRITE,
+		                  (v->flags & ~VMA_FILE) | VMA_LAZY);
+		if (!err)
+			err = vm_map_file(as, nw, v->ops, v->obj, pgoff, pgoff);
+	} else {
+		err = vm_map_anon(as, nw, new_len, v->prot | PROT_WRITE,
+		                  v->flags & VMA_LAZY ? v->flags
+		                                      : anon_flags(new_len, v->prot, v->flags));
+	}
 	if (!err)
 		err = vm_move_pages(as, old, nw, old_len);
 	if (err) {

@@ -27,6 +27,7 @@ static uint64_t boot_pml4;
 static void aspace_destroy(struct aspace *as);
 static uint64_t sled_pa;
 static struct aspace *active;
+static struct aspace *all_spaces; /* (linked by next_all) */
 static int map_shared_page(struct aspace *as, const struct vma *v, uint64_t va, bool create);
 extern char __libos_text_start[];
 extern char __libos_phys_delta[];
@@ -99,6 +100,8 @@ struct aspace *aspace_create(void)
 	*sled_pte = sled_pa | PTE_P | PTE_U | PTE_A;
 	as->mmap_top = 0x7f0000000000ULL;
 	as->refs = 1;
+	as->next_all = all_spaces;
+	all_spaces = as;
 	return as;
 }
 
@@ -111,13 +114,13 @@ struct aspace *aspace_get(struct aspace *as)
 /* A copy of a VMA (fork, a split) holds its object too. */
 static void vma_hold(struct vma *v)
 {
-	if (v->flags & VMA_SHARED)
+	if (v->ops)
 		v->ops->get(v->obj);
 }
 
 static void vma_free(struct vma *v)
 {
-	if (v && (v->flags & VMA_SHARED))
+	if (v && v->ops)
 		v->ops->put(v->obj);
 	kfree(v);
 }
@@ -138,6 +141,12 @@ static uint64_t vma_pgoff(const struct vma *v, uint64_t va)
  * pages it adopted from it. */
 static void aspace_destroy(struct aspace *as)
 {
+	struct aspace **pp = &all_spaces;
+
+	while (*pp && *pp != as)
+		pp = &(*pp)->next_all;
+	if (*pp)
+		*pp = as->next_all;
 	/* The boot root's address space is the first one, made before any
 	 * tree is kept: it never took one, and is never kept itself. */
 	if (as->keep_root)
@@ -177,9 +186,10 @@ static size_t nr_dead, dead_pages;
 static void drop_objects(struct aspace *as)
 {
 	for (struct vma *v = as->vmas; v; v = v->next)
-		if (v->flags & VMA_SHARED) {
-			v->flags &= ~VMA_SHARED;
+		if (v->ops) {
+			v->flags &= ~(VMA_SHARED | VMA_FILE);
 			v->ops->put(v->obj);
+			v->ops = NULL;
 		}
 }
 
@@ -544,6 +554,50 @@ int vm_map_shared(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot
 	return 0; /* (-ERANGE: the rest lies past the object's end) */
 }
 
+/* Take the pages of v that map obj's pages from idx on out of as. */
+static void cut_vma(struct aspace *as, const struct vma *v, uint64_t idx)
+{
+	uint64_t npages = (v->end - v->start) / PAGE_SIZE, start = v->start;
+	bool flush = false;
+
+	if (idx > v->pgoff) {
+		if (idx - v->pgoff >= npages)
+			return;
+		start += (idx - v->pgoff) * PAGE_SIZE;
+	}
+	/* (-ENOMEM only for a 2 MiB page to split, and file mappings have
+	 * none: their pages come from vm_map_pages, map_shared_page and
+	 * file_fault, never from huge_fault.) */
+	unmap_pages(as, start, v->end, false, &flush);
+	if (flush)
+		pt_flush(as);
+}
+
+int vm_map_file(struct aspace *as, uint64_t start, const struct vm_object_ops *ops, void *obj,
+                uint64_t pgoff, uint64_t end_idx)
+{
+	struct vma *v = vm_find_vma(as, start);
+
+	if (!v || v->start != start || v->ops ||
+	    pgoff > UINT64_MAX / PAGE_SIZE - (v->end - v->start) / PAGE_SIZE)
+		return -EINVAL;
+	v->flags = (v->flags & ~VMA_LAZY) | VMA_FILE;
+	v->ops = ops;
+	v->obj = obj;
+	v->pgoff = pgoff;
+	ops->get(obj);
+	cut_vma(as, v, end_idx);
+	return 0;
+}
+
+void vm_object_cut(void *obj, uint64_t idx)
+{
+	for (struct aspace *as = all_spaces; as; as = as->next_all)
+		for (const struct vma *v = as->vmas; v; v = v->next)
+			if (v->ops && v->obj == obj)
+				cut_vma(as, v, idx);
+}
+
 /* Give the pages of [start, end) protection prot (2 MiB pages lie wholly
  * inside); true if a page lost a right, which the TLB may still grant. An
  * entry that does not change is not written: on PVM hosts the first write
@@ -775,6 +829,42 @@ static int shared_fault(struct aspace *as, const struct vma *v, uint64_t addr, c
 	return err;
 }
 
+/* A touch of a private file mapping's page that is not there: a copy of
+ * the file's bytes (zeroes where it has none), or for a read the image
+ * page itself, mapped in place as map_file does; -ERANGE past the file's
+ * end. */
+static int file_fault(struct aspace *as, const struct vma *v, uint64_t addr, uint32_t error)
+{
+	uint64_t va = ALIGN_DOWN(addr, PAGE_SIZE), idx = vma_pgoff(v, va), pa = 0, want, *pte;
+	bool borrowed = false;
+	int err = v->ops->page(v->obj, idx, v->prot & ~(uint32_t)PROT_WRITE, false, &pa, &borrowed);
+
+	if (err)
+		return err;
+	pte = pt_walk(as, va, true);
+	if (!pte)
+		return -ENOMEM;
+	if (borrowed && vm_borrow_pages && !(error & PF_WRITE)) {
+		want =
+		    pte_make((v->prot & PROT_EXEC ? vm_text_page(pa) : pa) | PTE_BORROWED, v->prot);
+	} else {
+		uint64_t own = pmem_alloc_user(false);
+
+		if (!own)
+			return -ENOMEM;
+		err = v->ops->copy(v->obj, idx, phys_to_virt(own));
+		if (err) {
+			pmem_free(own);
+			return err;
+		}
+		want = own | pte_flags(v->prot);
+	}
+	vm_put_dormant(*pte, want & PTE_ADDR);
+	*pte = want;
+	as->nr_pages++;
+	return 0;
+}
+
 static bool access_ok(uint32_t prot, uint32_t error)
 {
 	if (error & PF_WRITE)
@@ -795,6 +885,8 @@ int vm_fault(struct aspace *as, uint64_t addr, uint32_t error)
 	pte = pt_leaf(as, addr, &size);
 	if (v->flags & VMA_SHARED)
 		return shared_fault(as, v, addr, (error & PF_PRESENT) ? pte : NULL, error);
+	if (!pte && (v->flags & VMA_FILE))
+		return file_fault(as, v, addr, error);
 	if ((!(error & PF_PRESENT) || !pte) && (v->flags & VMA_LAZY))
 		return populate(as, v, addr);
 	if (!(error & PF_WRITE) || !pte || size != PAGE_SIZE || !(*pte & PTE_BORROWED))
@@ -810,6 +902,8 @@ uint64_t vm_translate_write(struct aspace *as, uint64_t va)
 	struct vma *v = vm_find_vma(as, va);
 
 	if (v && (v->flags & VMA_LAZY) && !e && !populate(as, v, va))
+		e = pt_leaf(as, va, &size);
+	if (v && (v->flags & VMA_FILE) && !e && !file_fault(as, v, va, PF_WRITE))
 		e = pt_leaf(as, va, &size);
 	if (v && (v->flags & VMA_SHARED) && (!e || (*e & PTE_BORROWED)) &&
 	    !shared_fault(as, v, va, e, PF_WRITE))

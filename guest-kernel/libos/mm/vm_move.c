@@ -18,7 +18,8 @@ static bool discard(struct aspace *as, uint64_t *e, uint64_t va, uint64_t size, 
 	/* (A borrowed or shared page holds the file's bytes, as it should.) */
 	if (!v || !(v->prot & PROT_WRITE) || (*e & (PTE_BORROWED | PTE_SHARED)))
 		return false;
-	if ((v->flags & VMA_LAZY) && lo == va && hi == va + size) {
+	/* A private file mapping's page reads the file's bytes again. */
+	if ((v->flags & (VMA_LAZY | VMA_FILE)) && lo == va && hi == va + size) {
 		if (size == HUGE_SIZE) {
 			huge_unmap(as, e);
 		} else {

@@ -170,7 +170,8 @@ static int push_bytes(struct stack_builder *sb, const void *p, size_t n, uint64_
 }
 
 static int build_stack(struct aspace *as, const struct exec_args *ea, const struct elf_info *ei,
-                       uint64_t bias, uint64_t interp_base, uint64_t *sp_out)
+                       uint64_t bias, uint64_t interp_base, const struct exec_image *img,
+                       uint64_t *sp_out)
 {
 	struct stack_builder sb = {.as = as, .sp = STACK_TOP};
 	size_t nwords = 1 + (size_t)ea->argc + 1 + (size_t)ea->envc + 1 + 2 * AUX_MAX;
@@ -219,11 +220,11 @@ static int build_stack(struct aspace *as, const struct exec_args *ea, const stru
 	AUX(AT_BASE, interp_base);
 	AUX(AT_FLAGS, 0);
 	AUX(AT_ENTRY, ei->entry + bias);
-	AUX(AT_UID, 0);
-	AUX(AT_EUID, 0);
-	AUX(AT_GID, 0);
-	AUX(AT_EGID, 0);
-	AUX(AT_SECURE, 0);
+	AUX(AT_UID, img->cred.u.real);
+	AUX(AT_EUID, img->cred.u.eff);
+	AUX(AT_GID, img->cred.g.real);
+	AUX(AT_EGID, img->cred.g.eff);
+	AUX(AT_SECURE, img->secure);
 	AUX(AT_RANDOM, random);
 	AUX(AT_HWCAP, hwcap);
 	AUX(AT_HWCAP2, 2); /* HWCAP2_FSGSBASE: rd/wrfsbase work at CPL3 */
@@ -381,7 +382,8 @@ static int open_program(struct exec_args *ea, struct elf_file *f, void **owned, 
 	}
 }
 
-int exec_load(const struct exec_args *args, struct exec_image *out, const char **why)
+int exec_load(const struct exec_args *args, const struct cred *cred, bool no_new_privs,
+              struct exec_image *out, const char **why)
 {
 	struct exec_args a = *args, *ea = &a;
 	struct elf_file f;
@@ -398,6 +400,18 @@ int exec_load(const struct exec_args *args, struct exec_image *out, const char *
 		err = check_args(ea, &stack);
 	if (err)
 		goto out;
+	/* The set-id bits of the program itself: a script's are ignored, its
+	 * interpreter's count, as on Linux. */
+	{
+		uint32_t uid, gid;
+
+		vfs_inode_owner(f.ip, &uid, &gid);
+		out->secure =
+		    exec_creds(cred, no_new_privs, vfs_inode_mode(f.ip), uid, gid, &out->cred);
+		/* A program the caller may not read is not dumpable either
+		 * (Linux's would_dump): its memory is not the caller's to see. */
+		out->unreadable = vfs_permission(f.ip, VFS_MAY_READ) != 0;
+	}
 	bias = f.ei.type == ELF_ET_DYN ? PIE_BASE - ALIGN_DOWN(f.ei.lo, PAGE_SIZE) : 0;
 	entry = f.ei.entry + bias;
 	as = aspace_create();
@@ -412,7 +426,7 @@ int exec_load(const struct exec_args *args, struct exec_image *out, const char *
 	if (!err)
 		err = vm_map_anon(as, STACK_TOP - stack, stack, PROT_READ | PROT_WRITE, VMA_STACK);
 	if (!err)
-		err = build_stack(as, ea, &f.ei, bias, interp_base, &out->sp);
+		err = build_stack(as, ea, &f.ei, bias, interp_base, out, &out->sp);
 	if (err)
 		goto out;
 	as->brk_start = as->brk = ALIGN_UP(f.ei.hi + bias, PAGE_SIZE);

@@ -220,7 +220,7 @@ void proc_run_init(int argc, char **argv, char **envp)
 	kcpu0.kstack_top = t->kstack_top;
 	t->state = T_RUNNABLE;
 
-	err = exec_load(&ea, &img, &why);
+	err = exec_load(&ea, &p->cred, false, &img, &why);
 	if (err) {
 		kprintf("kiln: cannot run %s: %s%s%s\n", ea.path,
 		        err == -ENOENT    ? "no such file in the initramfs"

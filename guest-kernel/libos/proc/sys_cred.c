@@ -13,10 +13,10 @@
 #include "syscall.h"
 #include "uaccess.h"
 
-#define CAP_ALL ((1ULL << (CAP_LAST_CAP + 1)) - 1)
+#define CAP_ALL PROC_CAP_ALL
+_Static_assert(PROC_CAP_ALL == (1ULL << (CAP_LAST_CAP + 1)) - 1, "a capability is missing");
 
-/* The sets p holds (effective, permitted, inheritable). */
-static void caps_held(const struct proc *p, uint64_t set[3])
+void proc_caps(const struct proc *p, uint64_t set[3])
 {
 	const struct cred_ids *u = &p->cred.u;
 
@@ -62,7 +62,7 @@ SYSCALL_DEFINE(capget)
 		return -ESRCH;
 	if (!a1)
 		return 0;
-	caps_held(p, set);
+	proc_caps(p, set);
 	for (int w = 0; w < 2; w++)
 		d[w] = (struct __user_cap_data_struct){(uint32_t)(set[0] >> (32 * w)),
 		                                       (uint32_t)(set[1] >> (32 * w)),
@@ -84,7 +84,7 @@ SYSCALL_DEFINE(capset)
 		return -EPERM; /* Linux: only one's own */
 	if (copy_from_user(d, (void *)a1, (size_t)n * sizeof(d[0])))
 		return -EFAULT;
-	caps_held(p, have);
+	proc_caps(p, have);
 	set[0] = ((uint64_t)d[1].effective << 32 | d[0].effective) & CAP_ALL;
 	set[1] = ((uint64_t)d[1].permitted << 32 | d[0].permitted) & CAP_ALL;
 	set[2] = ((uint64_t)d[1].inheritable << 32 | d[0].inheritable) & CAP_ALL;

@@ -153,7 +153,7 @@ static long do_execve(const char *upath, const char *const *uargv, const char *c
 		ea.argv = one;
 		ea.argc = 1;
 	}
-	err = exec_load(&ea, &img, &why);
+	err = exec_load(&ea, &p->cred, p->no_new_privs, &img, &why);
 	if (err)
 		goto out;
 
@@ -170,6 +170,8 @@ static long do_execve(const char *upath, const char *const *uargv, const char *c
 	proc_set_name(p, path);
 	memset(p->cap_dropped, 0, sizeof(p->cap_dropped));
 	p->membarrier = 0;
+	p->cred = img.cred; /* a set-user-ID program's owner, see exec_cred.c */
+	p->nodump = img.secure || img.unreadable;
 	if (reset_process(p, t)) {
 		kprintf("kiln: %s: out of memory in execve\n", path);
 		oom_note(p);

@@ -36,6 +36,8 @@ static struct proc *new_process(struct proc *parent, uint64_t flags)
 	memcpy(p->comm, parent->comm, sizeof(p->comm));
 	memcpy(p->cap_dropped, parent->cap_dropped, sizeof(p->cap_dropped));
 	p->cred = parent->cred;
+	p->nodump = parent->nodump;
+	p->no_new_privs = parent->no_new_privs;
 	p->nice = parent->nice;
 	memcpy(p->rlim, parent->rlim, sizeof(p->rlim));
 	p->exe = parent->exe ? kstrndup(parent->exe, 4096) : NULL;

@@ -259,13 +259,22 @@ SYSCALL_DEFINE(prctl)
 	case PR_GET_PDEATHSIG:
 		return clear_user((void *)a1, sizeof(int));
 	case PR_GET_DUMPABLE:
-		return 1;
+		return !p->nodump;
 	case PR_SET_DUMPABLE:
+		if ((unsigned long)a1 > 1)
+			return -EINVAL;
+		p->nodump = !a1;
+		return 0;
 	case PR_SET_NO_NEW_PRIVS:
+		/* For good: it cannot be unset, as on Linux. */
+		if (a1 != 1 || a2 || a3 || a4)
+			return -EINVAL;
+		p->no_new_privs = true;
+		return 0;
 	case PR_SET_CHILD_SUBREAPER:
 		return 0;
 	case PR_GET_NO_NEW_PRIVS:
-		return 0;
+		return p->no_new_privs;
 	case PR_CAPBSET_READ:
 		return (unsigned long)a1 <= 40 ? 1 : -EINVAL;
 	default:

@@ -20,6 +20,16 @@ static bool capable(const struct proc *p, int cap)
 	return p->cred.u.eff == 0 && !(p->cap_dropped[0] & (1ULL << cap));
 }
 
+/* A change of an effective or file-system id makes the process not
+ * dumpable (its /proc/PID becomes root's), as Linux's commit_creds does;
+ * the next exec decides again (sys_exec.c). rc is the setter's answer. */
+static long ids_set(struct proc *p, const struct cred_ids *old, const struct cred_ids *now, long rc)
+{
+	if (old->eff != now->eff || old->fs != now->fs)
+		p->nodump = true;
+	return rc;
+}
+
 /* setresuid and setresgid: the ids r, e, s (KEEP: unchanged) of one kind. */
 static bool mine(const struct cred_ids *ids, uint32_t id)
 {
@@ -44,17 +54,21 @@ static long set_res(struct cred_ids *ids, bool priv, uint32_t r, uint32_t e, uin
 SYSCALL_DEFINE(setresuid)
 {
 	struct proc *p = cur_proc();
+	struct cred_ids old = p->cred.u;
 
-	return set_res(&p->cred.u, capable(p, CAP_SETUID), (uint32_t)a0, (uint32_t)a1,
-	               (uint32_t)a2);
+	return ids_set(
+	    p, &old, &p->cred.u,
+	    set_res(&p->cred.u, capable(p, CAP_SETUID), (uint32_t)a0, (uint32_t)a1, (uint32_t)a2));
 }
 
 SYSCALL_DEFINE(setresgid)
 {
 	struct proc *p = cur_proc();
+	struct cred_ids old = p->cred.g;
 
-	return set_res(&p->cred.g, capable(p, CAP_SETGID), (uint32_t)a0, (uint32_t)a1,
-	               (uint32_t)a2);
+	return ids_set(
+	    p, &old, &p->cred.g,
+	    set_res(&p->cred.g, capable(p, CAP_SETGID), (uint32_t)a0, (uint32_t)a1, (uint32_t)a2));
 }
 
 /* setreuid/setregid: the real id may become the effective one, the
@@ -80,15 +94,19 @@ static long set_re(struct cred_ids *ids, bool priv, uint32_t r, uint32_t e)
 SYSCALL_DEFINE(setreuid)
 {
 	struct proc *p = cur_proc();
+	struct cred_ids old = p->cred.u;
 
-	return set_re(&p->cred.u, capable(p, CAP_SETUID), (uint32_t)a0, (uint32_t)a1);
+	return ids_set(p, &old, &p->cred.u,
+	               set_re(&p->cred.u, capable(p, CAP_SETUID), (uint32_t)a0, (uint32_t)a1));
 }
 
 SYSCALL_DEFINE(setregid)
 {
 	struct proc *p = cur_proc();
+	struct cred_ids old = p->cred.g;
 
-	return set_re(&p->cred.g, capable(p, CAP_SETGID), (uint32_t)a0, (uint32_t)a1);
+	return ids_set(p, &old, &p->cred.g,
+	               set_re(&p->cred.g, capable(p, CAP_SETGID), (uint32_t)a0, (uint32_t)a1));
 }
 
 /* setuid/setgid: privileged, all three ids; else the effective one, to the
@@ -110,15 +128,19 @@ static long set_one(struct cred_ids *ids, bool priv, uint32_t id)
 SYSCALL_DEFINE(setuid)
 {
 	struct proc *p = cur_proc();
+	struct cred_ids old = p->cred.u;
 
-	return set_one(&p->cred.u, capable(p, CAP_SETUID), (uint32_t)a0);
+	return ids_set(p, &old, &p->cred.u,
+	               set_one(&p->cred.u, capable(p, CAP_SETUID), (uint32_t)a0));
 }
 
 SYSCALL_DEFINE(setgid)
 {
 	struct proc *p = cur_proc();
+	struct cred_ids old = p->cred.g;
 
-	return set_one(&p->cred.g, capable(p, CAP_SETGID), (uint32_t)a0);
+	return ids_set(p, &old, &p->cred.g,
+	               set_one(&p->cred.g, capable(p, CAP_SETGID), (uint32_t)a0));
 }
 
 /* setfsuid/setfsgid answer the old id, whether the change was allowed or not. */
@@ -134,15 +156,19 @@ static long set_fs(struct cred_ids *ids, bool priv, uint32_t id)
 SYSCALL_DEFINE(setfsuid)
 {
 	struct proc *p = cur_proc();
+	struct cred_ids old = p->cred.u;
 
-	return set_fs(&p->cred.u, capable(p, CAP_SETUID), (uint32_t)a0);
+	return ids_set(p, &old, &p->cred.u,
+	               set_fs(&p->cred.u, capable(p, CAP_SETUID), (uint32_t)a0));
 }
 
 SYSCALL_DEFINE(setfsgid)
 {
 	struct proc *p = cur_proc();
+	struct cred_ids old = p->cred.g;
 
-	return set_fs(&p->cred.g, capable(p, CAP_SETGID), (uint32_t)a0);
+	return ids_set(p, &old, &p->cred.g,
+	               set_fs(&p->cred.g, capable(p, CAP_SETGID), (uint32_t)a0));
 }
 
 SYSCALL_DEFINE(getuid)

@@ -1,6 +1,9 @@
 # procfs: the test program's checks, and busybox applets that read /proc.
 # The values differ from the host's (pids, memory, time): only the shape of
 # the output is checked. Sourced by run.sh.
+# What another user's process shows (and one's own), run as uid 1000
+# against root's and the user's processes: the same as on the host.
+expect_same procperm -- /bin/procperm
 guest_case proctest 0 --out '^proctest ok$' --no-out 'FAIL' -- /bin/proctest one 'two words'
 guest_case procfs-ls 0 --out '^1$' --out '^self$' --out '^cpuinfo$' --out '^sys$' \
 	-- /bin/busybox ls -1 /proc

@@ -5,6 +5,13 @@
  * tries what an unprivileged user may and may not do. Every line is the
  * result of one call (ok, or the errno's name), so the run in a kiln guest
  * is compared with the same program run on a Linux host (as root).
+ *
+ * Set-user-ID and set-group-ID programs: copies of this program with those
+ * bits, run by uid 1000 and by root ("credtest report LABEL" prints the ids
+ * they run with, AT_SECURE and the other ids in the aux vector, whether the
+ * process is dumpable and whether the C library dropped LD_PRELOAD); a
+ * set-id script (ignored), a set-group-ID file without the group x bit,
+ * and no_new_privs (ignored too).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,32 +19,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "errname.h"
+
 #define D    "/tmp/credtest"
 #define USER 1000
-
-static const char *ename(int e)
-{
-	switch (e) {
-	case 0:
-		return "ok";
-	case EACCES:
-		return "EACCES";
-	case EPERM:
-		return "EPERM";
-	case ENOENT:
-		return "ENOENT";
-	case EINVAL:
-		return "EINVAL";
-	case EEXIST:
-		return "EEXIST";
-	}
-	return strerror(e);
-}
 
 /* Print what a call gave: rc < 0 is errno. */
 static void show(const char *what, long rc)
@@ -185,13 +177,89 @@ static void saved_root(void)
 	show("setfsuid(1000) answers old", setfsuid(USER) == USER ? 0 : -1);
 }
 
-int main(void)
+/* "credtest report LABEL": what a program started by exec runs with. */
+static int report(const char *label)
+{
+	printf("%s: AT_SECURE %lu AT_UID %lu AT_EUID %lu AT_GID %lu AT_EGID %lu dumpable %d "
+	       "LD_PRELOAD %s\n",
+	       label, getauxval(AT_SECURE), getauxval(AT_UID), getauxval(AT_EUID),
+	       getauxval(AT_GID), getauxval(AT_EGID), prctl(PR_GET_DUMPABLE, 0, 0, 0, 0),
+	       getenv("LD_PRELOAD") ? "kept" : "dropped");
+	ids(label);
+	status_uid();
+	show("write root's file", try_open(D "/rootfile", O_WRONLY));
+	show("setresuid(0, 0, 0)", setresuid(0, 0, 0));
+	return 0;
+}
+
+/* A copy of this program (from /proc/self/exe) at path, owner uid:gid,
+ * mode mode (chmod after chown: chown clears the set-id bits). */
+static void copy_self(const char *path, uid_t uid, gid_t gid, mode_t mode)
+{
+	char buf[65536];
+	int in = open("/proc/self/exe", O_RDONLY), out;
+	long n;
+
+	must(in, "/proc/self/exe");
+	out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0700);
+	must(out, path);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		must(write(out, buf, (size_t)n), path);
+	must(n, "read /proc/self/exe");
+	close(in);
+	close(out);
+	must(chown(path, uid, gid), path);
+	must(chmod(path, mode), path);
+}
+
+/* Run path as "path report label" with LD_PRELOAD set; wait for it. */
+static void run_report(const char *path, const char *label)
+{
+	char *const argv[] = {(char *)path, "report", (char *)label, NULL};
+	char *const envp[] = {"LD_PRELOAD=/nonexistent.so", "PATH=/bin:/usr/bin", NULL};
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execve(path, argv, envp);
+		printf("%s: exec: %s\n", label, ename(errno));
+		_exit(127);
+	}
+	waitpid(pid, NULL, 0);
+}
+
+static void setid_programs(void)
+{
+	gid_t one = USER;
+
+	run_report(D "/suid-user", "root runs a set-uid-1000 program");
+	show("setgroups", setgroups(1, &one));
+	show("setresgid", setresgid(USER, USER, USER));
+	show("setresuid", setresuid(USER, USER, USER));
+	printf("dumpable before: %d\n", prctl(PR_GET_DUMPABLE, 0, 0, 0, 0));
+	run_report(D "/plain-copy", "user runs a plain program");
+	run_report(D "/suid-root", "user runs a set-uid-root program");
+	run_report(D "/sgid-root", "user runs a set-gid-0 program");
+	run_report(D "/sgid-nox", "user runs a set-gid file without group x");
+	run_report(D "/suid-script", "user runs a set-uid-root script");
+	show("PR_SET_DUMPABLE 2", prctl(PR_SET_DUMPABLE, 2, 0, 0, 0));
+	show("PR_SET_DUMPABLE 0", prctl(PR_SET_DUMPABLE, 0, 0, 0, 0));
+	printf("dumpable after 0: %d\n", prctl(PR_GET_DUMPABLE, 0, 0, 0, 0));
+	show("PR_SET_NO_NEW_PRIVS", prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+	printf("no_new_privs: %d\n", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0));
+	run_report(D "/suid-root", "user runs a set-uid-root program with no_new_privs");
+}
+
+int main(int argc, char **argv)
 {
 	struct stat st;
 	pid_t pid;
 	int status;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "report"))
+		return report(argv[2]);
+	if (argc == 5 && !strcmp(argv[1], "report")) /* a script's interpreter: */
+		return report(argv[4]);              /* interp report script report label */
 	umask(022);
 	ids("root");
 	if (system("rm -rf " D) != 0)
@@ -226,6 +294,18 @@ int main(void)
 	pid = fork();
 	if (pid == 0) {
 		saved_root();
+		_exit(0);
+	}
+	waitpid(pid, &status, 0);
+	copy_self(D "/plain-copy", 0, 0, 0755);
+	copy_self(D "/suid-root", 0, 0, 04755);
+	copy_self(D "/suid-user", USER, USER, 04755);
+	copy_self(D "/sgid-root", 0, 0, 02755);
+	copy_self(D "/sgid-nox", 0, 0, 02745);
+	put(D "/suid-script", 04755, "#!" D "/plain-copy report\n");
+	pid = fork();
+	if (pid == 0) {
+		setid_programs();
 		_exit(0);
 	}
 	waitpid(pid, &status, 0);

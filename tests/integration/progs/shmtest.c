@@ -14,7 +14,11 @@
  *   process-shared semaphores and mutexes (futexes in shared memory, at
  *   different addresses in each process); /dev/zero mapped shared (what a
  *   forked child writes, the parent sees) and private; a touch of a shared
- *   file mapping past the file's end is SIGBUS (BUS_ADRERR), not SIGSEGV.
+ *   file mapping past the file's end is SIGBUS (BUS_ADRERR), not SIGSEGV;
+ *   a truncate (ftruncate, truncate, O_TRUNC) of a file mapped shared or
+ *   private takes the pages it cuts off away (SIGBUS, in a forked child
+ *   too) until the file grows again, and a private mapping reads its
+ *   file's bytes again after MADV_DONTNEED and where mremap grows it.
  *
  *   shmtest leak [N]  (guest only) maps, unlinks and unmaps shared memory
  *                     N (300) times; "no leak" if MemAvailable came back.
@@ -465,6 +469,138 @@ static void dev_zero_and_eof(void)
 	unlink(shm_path);
 }
 
+/* The signal a touch of p raises (0: none), with p's byte in *val. */
+static int touch(volatile char *p, int write, int *val)
+{
+	struct sigaction sa = {.sa_sigaction = on_fault, .sa_flags = SA_SIGINFO}, old_bus, old_segv;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGBUS, &sa, &old_bus);
+	sigaction(SIGSEGV, &sa, &old_segv);
+	bus_sig = 0;
+	if (!sigsetjmp(bus_jmp, 1)) {
+		if (write)
+			*p = 'w';
+		*val = *p;
+	}
+	sigaction(SIGBUS, &old_bus, NULL);
+	sigaction(SIGSEGV, &old_segv, NULL);
+	return bus_sig;
+}
+
+static void report(const char *what, volatile char *p, int write, int want_sig, int want_val)
+{
+	int val = -1, sig = touch(p, write, &val);
+
+	printf("%s: %s\n", what,
+	       sig == SIGBUS    ? "SIGBUS"
+	       : sig == SIGSEGV ? "SIGSEGV"
+	       : sig            ? "another signal"
+	                        : "no signal");
+	check(what, sig == want_sig && (sig || val == want_val));
+}
+
+static int child_touch_cut(void *p)
+{
+	int val;
+
+	return touch(p, 0, &val) == SIGBUS ? 0 : 1;
+}
+
+/* A file with n pages of byte c. */
+static int filled_file(int n, char c)
+{
+	int fd = shm_file(0);
+	char page[PG];
+
+	memset(page, c, PG);
+	for (int i = 0; fd >= 0 && i < n; i++)
+		if (write(fd, page, PG) != PG)
+			return -1;
+	return fd;
+}
+
+/* Truncating a mapped file unmaps what it cuts off, as Linux does. */
+static void truncate_mapped(void)
+{
+	int fd = filled_file(4, 'b');
+	char *m = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	check("cut shared: mapped", m != MAP_FAILED);
+	if (m == MAP_FAILED)
+		return;
+	checkv("cut shared: ftruncate", ftruncate(fd, PG + 10), 0);
+	report("cut shared: read in the last page, past the end", m + PG + 100, 0, 0, 0);
+	report("cut shared: read of a page cut off", m + 2 * PG, 0, SIGBUS, 0);
+	report("cut shared: write of a page cut off", m + 3 * PG + 7, 1, SIGBUS, 0);
+	checkv("cut shared: a child sees it cut too", in_child(child_touch_cut, m + 3 * PG), 0);
+	checkv("cut shared: grow", ftruncate(fd, 4 * PG), 0);
+	report("cut shared: grown, read", m + 3 * PG, 0, 0, 0);
+	report("cut shared: grown, write", m + 2 * PG, 1, 0, 'w');
+	munmap(m, 4 * PG);
+
+	/* O_TRUNC and truncate() by name. */
+	m = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	fd = open(shm_path, O_RDWR | O_TRUNC);
+	check("cut O_TRUNC: open", fd >= 0);
+	report("cut O_TRUNC: read of page 0", m, 0, SIGBUS, 0);
+	checkv("cut O_TRUNC: pwrite one page back", pwrite(fd, "new", 3, 0), 3);
+	report("cut O_TRUNC: page 0 is back", m + 1, 0, 0, 'e');
+	checkv("cut truncate(): grow", truncate(shm_path, 3 * PG), 0);
+	m[2 * PG] = 'x';
+	checkv("cut truncate(): shrink", truncate(shm_path, PG), 0);
+	report("cut truncate(): page 2", m + 2 * PG, 0, SIGBUS, 0);
+	munmap(m, 4 * PG);
+	close(fd);
+
+	/* Private mappings: the pages cut off go too, copies written or not. */
+	fd = filled_file(3, 'c');
+	m = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	char *ro = mmap(NULL, 3 * PG, PROT_READ, MAP_PRIVATE, fd, 0);
+	check("cut private: mapped", m != MAP_FAILED && ro != MAP_FAILED);
+	if (m == MAP_FAILED || ro == MAP_FAILED)
+		return;
+	m[2 * PG] = 'p';
+	check("cut private: reads the file", m[PG] == 'c' && ro[2 * PG] == 'c');
+	checkv("cut private: ftruncate", ftruncate(fd, PG), 0);
+	report("cut private: page 0 kept", m, 0, 0, 'c');
+	report("cut private: the page written, cut off", m + 2 * PG, 0, SIGBUS, 0);
+	report("cut private: a page not written, cut off", m + PG, 1, SIGBUS, 0);
+	report("cut private read-only: cut off", ro + 2 * PG, 0, SIGBUS, 0);
+	checkv("cut private: grow", ftruncate(fd, 3 * PG), 0);
+	report("cut private: grown, reads the file's zeroes", m + 2 * PG, 0, 0, 0);
+	report("cut private read-only: grown", ro + PG, 0, 0, 0);
+	checkv("cut private: pwrite", pwrite(fd, "file", 4, PG), 4);
+	report("cut private: grown, a page not touched reads the file", m + PG + 1, 0, 0, 'i');
+	munmap(ro, 3 * PG);
+	munmap(m, 3 * PG);
+
+	/* Mapped past the end from the start; MADV_DONTNEED; mremap. */
+	checkv("private past EOF: ftruncate", ftruncate(fd, PG), 0);
+	m = mmap(NULL, 3 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	check("private past EOF: mapped", m != MAP_FAILED);
+	if (m == MAP_FAILED)
+		return;
+	report("private past EOF: page 2", m + 2 * PG, 1, SIGBUS, 0);
+	m[0] = 'z';
+	checkv("private: MADV_DONTNEED", madvise(m, PG, MADV_DONTNEED), 0);
+	report("private: after MADV_DONTNEED, the file's byte", m, 0, 0, 'c');
+	munmap(m + PG, 2 * PG);
+	checkv("private mremap: grow the file", ftruncate(fd, 3 * PG), 0);
+	checkv("private mremap: pwrite", pwrite(fd, "end", 3, 2 * PG), 3);
+	char *r = mremap(m, PG, 3 * PG, MREMAP_MAYMOVE);
+	check("private mremap: moved", r != MAP_FAILED);
+	if (r != MAP_FAILED) {
+		report("private mremap: the page it had", r + 5, 0, 0, 'c');
+		report("private mremap: a page it grew by reads the file", r + 2 * PG + 1, 0, 0,
+		       'n');
+		munmap(r, 3 * PG);
+	}
+	close(fd);
+	unlink(shm_path);
+}
+
 static long mem_available(void)
 {
 	char line[128];
@@ -537,6 +673,7 @@ int main(int argc, char **argv)
 	process_shared_sync();
 	lifetime();
 	dev_zero_and_eof();
+	truncate_mapped();
 	unlink(shm_path);
 	printf("shmtest: %s\n", failures ? "FAILED" : "all ok");
 	return failures ? 1 : 0;
