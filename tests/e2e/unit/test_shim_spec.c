@@ -3,12 +3,24 @@
  * exec's JSON, a bundle's config.json) into what the agent's START takes,
  * and the hostile or broken specs it must refuse with the field named. */
 #include <check.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "shim.h"
+
+/* The shim's log goes to its stderr; here, the test's. */
+void shim_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 static int parse(const char *json, struct proc_spec *p, char *msg)
 {
@@ -120,27 +132,35 @@ static void unbundle(void)
 START_TEST(bundle_memory)
 {
 	struct proc_spec p;
-	uint32_t mb = 0;
+	struct spec_res res = {0};
+	char *root = NULL;
 	char msg[256] = "";
 
 	bundle("{\"process\":{\"args\":[\"sh\"]},\"linux\":{\"resources\":{\"memory\":"
 	       "{\"limit\":536870912}}}}");
-	ck_assert_int_eq(spec_load_bundle(dir, &p, &mb, msg, sizeof(msg)), 0);
-	ck_assert_uint_eq(mb, 512);
+	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &root, msg, sizeof(msg)), 0);
+	ck_assert_uint_eq(res.mem_mb, 512);
+	ck_assert_ptr_null(root);
 	spec_free(&p);
 	unbundle();
 	bundle("{\"process\":{\"args\":[\"sh\"]}}");
-	ck_assert_int_eq(spec_load_bundle(dir, &p, &mb, msg, sizeof(msg)), 0);
-	ck_assert_uint_eq(mb, 256);
+	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &root, msg, sizeof(msg)), 0);
+	ck_assert_uint_eq(res.mem_mb, 256);
+	spec_free(&p);
+	unbundle();
+	bundle("{\"process\":{\"args\":[\"sh\"]},\"root\":{\"path\":\"rootfs\"}}");
+	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &root, msg, sizeof(msg)), 0);
+	ck_assert_str_eq(root, "rootfs");
+	free(root);
 	spec_free(&p);
 	unbundle();
 	bundle("{\"process\":{\"args\":[\"sh\"]},\"linux\":{\"resources\":{\"memory\":"
 	       "{\"limit\":16777216}}}}");
-	ck_assert_int_lt(spec_load_bundle(dir, &p, &mb, msg, sizeof(msg)), 0);
+	ck_assert_int_lt(spec_load_bundle(dir, &p, &res, &root, msg, sizeof(msg)), 0);
 	ck_assert_ptr_nonnull(strstr(msg, "a kiln VM has 64 to 65536 MiB"));
 	unbundle();
 	bundle("{\"process\":");
-	ck_assert_int_lt(spec_load_bundle(dir, &p, &mb, msg, sizeof(msg)), 0);
+	ck_assert_int_lt(spec_load_bundle(dir, &p, &res, &root, msg, sizeof(msg)), 0);
 	ck_assert_ptr_nonnull(strstr(msg, "config.json"));
 	unbundle();
 }
