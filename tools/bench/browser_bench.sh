@@ -4,7 +4,7 @@
 #   - cold: POST /sandboxes of the browser image to the first answer of
 #     GET /sandboxes/ID/cdp/json/version (which starts Chromium)
 #   - clone: the same from a template whose warm-up started Chromium, so the
-#     clone resumes a live browser
+#     clone resumes a live browser; and from that template's warm pool
 #   - a heavy local page (5,000 table cells, 200 inline SVG images, a script
 #     that builds 2,000 more nodes) loaded and screenshot through CDP by the
 #     same client (browser_page.mjs) in a browser that runs already: the
@@ -39,7 +39,6 @@ KEY=e2b_$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 . tools/bench/kilnd_start.sh --images "$IMAGES" --image-initrd "$(dirname "$INITRD")/agent-image.cpio" \
 	--listen-tcp "127.0.0.1:$TCP" --api-key "$KEY"
 
-now() { date +%s.%N; }
 # create JSON: the new sandbox's id
 create() {
 	curl -s --unix-socket "$SOCK" -d "$1" http://k/sandboxes |
@@ -50,6 +49,18 @@ cdp_version() {
 		"http://k/sandboxes/$1/cdp/json/version"
 }
 delete() { curl -s -o /dev/null --unix-socket "$SOCK" -X DELETE "http://k/sandboxes/$1"; }
+# session JSON OUT WHAT: creates a sandbox ($id) and asks its CDP version;
+# appends the two requests' own time (curl's, so no process start-up of the
+# shell's tools is counted: a CDP client makes no processes) to OUT.
+session() {
+	local tc v
+	tc=$(curl -s -o "$T/created" -w '%{time_total}' --unix-socket "$SOCK" -d "$1" http://k/sandboxes)
+	id=$(sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$T/created")
+	v=$(curl -s -o /dev/null -w '%{http_code} %{time_total}' --unix-socket "$SOCK" \
+		"http://k/sandboxes/$id/cdp/json/version")
+	[ -n "$id" ] && [ "${v%% *}" = 200 ] || { echo "browser bench: $3 did not answer"; exit 1; }
+	awk -v a="$tc" -v b="${v#* }" 'BEGIN { print a + b }' >>"$2"
+}
 pss_mib() {
 	curl -s --unix-socket "$SOCK" http://k/metrics |
 		awk -v k="kiln_sandbox_memory_pss_bytes{sandbox=\"$1\"}" '$1 == k { printf "%.1f", $2 / 1048576 }'
@@ -66,11 +77,7 @@ for l in sys.stdin:
 echo "  browser sessions (tools/bench/browser_bench.sh), medians of $RUNS"
 : >"$T/cold" >"$T/clone" >"$T/pss_cold" >"$T/pss_clone"
 for _ in $(seq "$RUNS"); do
-	t0=$(now)
-	id=$(create '{"image":"browser","timeout":300}')
-	[ -n "$id" ] && [ "$(cdp_version "$id")" = 200 ] || { echo "browser bench: a cold browser did not answer"; exit 1; }
-	t1=$(now)
-	awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }' >>"$T/cold"
+	session '{"image":"browser","timeout":300}' "$T/cold" "a cold browser"
 	sleep 1
 	pss_mib "$id" >>"$T/pss_cold"
 	echo >>"$T/pss_cold"
@@ -86,19 +93,34 @@ st=$(curl -s -o "$T/tmpl" -w '%{http_code}' --unix-socket "$SOCK" \
 	http://k/templates)
 [ "$st" = 201 ] || { echo "browser bench: template build failed ($st): $(head -c 300 "$T/tmpl")"; exit 1; }
 for _ in $(seq $((RUNS * 2))); do
-	t0=$(now)
-	id=$(create '{"templateID":"brbench","timeout":300}')
-	[ -n "$id" ] && [ "$(cdp_version "$id")" = 200 ] || { echo "browser bench: a clone's browser did not answer"; exit 1; }
-	t1=$(now)
-	awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }' >>"$T/clone"
+	session '{"templateID":"brbench","timeout":300}' "$T/clone" "a clone's browser"
 	pss_mib "$id" >>"$T/pss_clone"
 	echo >>"$T/pss_clone"
 	delete "$id"
 done
+# The same template with a warm pool: the create takes a clone started
+# ahead (and primed), as a session service would keep them.
+st=$(curl -s -o "$T/tmpl" -w '%{http_code}' --unix-socket "$SOCK" \
+	-d "$(printf '{"name":"brpool","image":"browser","pool":2,"warmup":["sh","-c",%s]}' \
+		"$(printf '%s' "$warm" | python3 -c 'import json,sys; print(json.dumps(sys.stdin.read()))')")" \
+	http://k/templates)
+[ "$st" = 201 ] || { echo "browser bench: pool template build failed ($st): $(head -c 300 "$T/tmpl")"; exit 1; }
+: >"$T/pool"
+for _ in $(seq $((RUNS * 2))); do
+	for _ in $(seq 100); do # a ready clone, at most 10 s
+		curl -s --unix-socket "$SOCK" http://k/templates/brpool | grep -q '"poolReady":[1-9]' && break
+		sleep 0.1
+	done
+	session '{"templateID":"brpool","timeout":300}' "$T/pool" "a pool clone's browser"
+	delete "$id"
+done
+curl -s -o /dev/null --unix-socket "$SOCK" -X DELETE http://k/templates/brpool
 line "create -> first CDP answer, cold" "$T/cold"
 echo
 line "create -> first CDP answer, template clone" "$T/clone"
 echo "   (goal under 50 ms)"
+line "  the same from the template's warm pool" "$T/pool"
+echo
 
 # The heavy page, the same bytes in the guest and on the host.
 python3 - "$T/heavy.html" <<'EOF'
