@@ -13,12 +13,14 @@ the limits of a kiln sandbox here: one CPU (NanoCpus) and 512 MiB.
 
 Lines (medians of --runs):
   create -> first exec   kiln: a clone of a template of base (and a cold boot of
-                         base); docker: create + start + exec of `true`
+                         base, and a clone taken from a warm pool); docker:
+                         create + start + exec of `true`
   exec round trip        `true` in a running sandbox / container; the host's own
                          fork+exec+wait of /bin/true beside them
   python data script     tests/integration/data/analysis.py in a running one
-  one-shot               kiln create + exec + delete against bubblewrap
-                         --unshare-all running `true` in a chroot of ROOT
+  one-shot               kiln create + exec + delete (a template clone, and one
+                         from a warm pool) against bubblewrap --unshare-all
+                         running `true` in a chroot of ROOT
   creates per second     --idle at once, from as many threads
   idle memory            --idle sandboxes each holding python3 with pandas
                          imported: PSS per sandbox (kiln: the VMM processes,
@@ -111,9 +113,19 @@ class Kiln:
         self.api = Api(sock)
         self.data = data
 
-    def template(self, name, warmup):
-        self.api.json("POST", "/templates",
-                      {"name": name, "image": "base", "warmup": warmup, "memoryMB": MEM_MB})
+    def template(self, name, warmup, pool=0):
+        self.api.json("POST", "/templates", {"name": name, "image": "base", "warmup": warmup,
+                                             "memoryMB": MEM_MB, "pool": pool})
+
+    def pool_ready(self, name):
+        """Waits (at most 10 s) until the template's pool is full, so that no
+        refill competes with what is timed next."""
+        for _ in range(100):
+            t = self.api.json("GET", "/templates/" + name)
+            if t.get("poolReady", 0) >= t.get("pool", 1):
+                return
+            time.sleep(0.1)
+        raise RuntimeError("template %s: its pool was not refilled in 10 s" % name)
 
     def create(self, body):
         return self.api.json("POST", "/sandboxes", body)["sandboxID"]
@@ -224,9 +236,10 @@ def host_spawn(runs):
     return median_ms([timed(lambda: subprocess.run(["/bin/true"])) for _ in range(runs * 5)])
 
 
-def bench_create_exec(side, runs, make):
+def bench_create_exec(side, runs, make, ready=lambda: None):
     xs = []
     for _ in range(runs):
+        ready()
         t = time.perf_counter()
         sid = make()
         side.exec(sid, ["true"])
@@ -326,6 +339,7 @@ def main():
           % (", ".join("docker/" + d.runtime for d in dockers), os.path.basename(a.root), runs))
     kiln.template("cbpy", ["true"])
     kiln.template("cbidle", idle_warm)
+    kiln.template("cbpool", ["true"], pool=2)
     names = ["kiln"] + ["docker/" + d.runtime for d in dockers]
     print("  %-34s %s" % ("", "   ".join("%11s" % n for n in names)) + "   kiln/" + names[-1])
 
@@ -336,6 +350,9 @@ def main():
     ds = [bench_create_exec(d, runs, lambda d=d: d.create(["sleep", "infinity"])) for d in dockers]
     line("create -> first exec", *[ms(v) for v in [k] + ds], ratio(k, ds[-1]))
     line("  kiln from a cold boot of base", ms(kc))
+    kp = bench_create_exec(kiln, runs, lambda: kiln.create({"templateID": "cbpool"}),
+                           lambda: kiln.pool_ready("cbpool"))
+    line("  kiln from the template's warm pool", ms(kp))
 
     # exec round trip, python script, pause/resume on one running each
     ks = kiln.create({"templateID": "cbpy"})
@@ -363,15 +380,23 @@ def main():
 
     # one-shot against bubblewrap
     bw = shutil.which("bwrap")
-    k = median_ms([timed(lambda: one_shot(kiln)) for _ in range(runs)])
+    k = median_ms([timed(lambda: one_shot(kiln, "cbpy")) for _ in range(runs)])
+    kp = []
+    for _ in range(runs):
+        kiln.pool_ready("cbpool")
+        kp.append(timed(lambda: one_shot(kiln, "cbpool")))
+    kp = median_ms(kp)
+    kiln.api.call("DELETE", "/templates/cbpool")
     if bw:
         b = median_ms([timed(lambda: subprocess.run(
             [bw, "--unshare-all", "--die-with-parent", "--ro-bind", a.root, "/", "--proc", "/proc",
              "--dev", "/dev", "--tmpfs", "/tmp", "/bin/true"], check=True)) for _ in range(runs)])
         line("one-shot true (create+exec+delete)", ms(k), "bubblewrap " + ms(b).strip(),
              "kiln/bubblewrap " + ratio(k, b))
+        line("  kiln from the template's warm pool", ms(kp), "", "kiln/bubblewrap " + ratio(kp, b))
     else:
         line("one-shot true (create+exec+delete)", ms(k), "bubblewrap not installed")
+        line("  kiln from the template's warm pool", ms(kp))
 
     # creates per second and idle memory
     n = a.idle
@@ -401,8 +426,8 @@ def main():
           " and frees its memory)")
 
 
-def one_shot(kiln):
-    sid = kiln.create({"templateID": "cbpy"})
+def one_shot(kiln, template):
+    sid = kiln.create({"templateID": template})
     kiln.exec(sid, ["true"])
     kiln.delete(sid)
 
