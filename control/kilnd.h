@@ -85,6 +85,7 @@ struct mhist;
 struct events;
 
 struct kilnd {
+	bool stopping; /* kilnd exits: clients are let go, their commands go on */
 	struct ev_loop *loop;
 	struct kilnd_cfg cfg;
 	struct jail_ids jail_ids; /* sandbox/jail_ids.h */

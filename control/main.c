@@ -833,6 +833,7 @@ int main(int argc, char **argv)
 	         cfg->resume_mode);
 	ev_run(kd.loop, 0);
 
+	kd.stopping = true; /* the clients' commands are kept by the agents */
 	http_server_free(kd.http);
 	unlink(cfg->socket_path);
 	mhist_free(&kd);

@@ -243,6 +243,13 @@ static void on_http_abort(void *ctx)
 	 * process group on our ERROR). A pausing VM may not read the ERROR any
 	 * more: then the command survives, and stays listed to be attached
 	 * (or found gone). */
+	if (kp && s->kd->stopping) {
+		/* kilnd exits: not the client's doing. Its stream closes, the
+		 * agent keeps the command, the next kilnd lists it. */
+		kp->attached = false;
+		sess_free(s);
+		return;
+	}
 	procs_abort_stream(s->a);
 	s->a = NULL;
 	if (kp && sb->state == SB_PAUSING)

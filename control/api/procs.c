@@ -28,7 +28,10 @@ void procs_cmdline(char *out, size_t n, const char *const *argv)
 	}
 }
 
-static int procs_insert(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd)
+static void procs_unlink(struct sandbox *sb, uint32_t pid);
+
+static int procs_insert(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd,
+                        int64_t started_ms, bool attached)
 {
 	struct kproc *p;
 
@@ -38,7 +41,7 @@ static int procs_insert(struct sandbox *sb, uint32_t pid, bool pty, const char *
 			return -ENOMEM;
 	}
 	if (procs_find(sb, pid))
-		procs_remove(sb, pid); /* a pid the guest reused: the old one is gone */
+		procs_unlink(sb, pid); /* a pid the guest reused: the old one is gone */
 	if (sb->procs->n >= PROCS_MAX)
 		return -ENOSPC;
 	p = calloc(1, sizeof(*p));
@@ -46,13 +49,19 @@ static int procs_insert(struct sandbox *sb, uint32_t pid, bool pty, const char *
 		return -ENOMEM;
 	p->pid = pid;
 	p->pty = pty;
-	p->attached = true;
-	p->started_ms = now_ms();
+	p->attached = attached;
+	p->started_ms = started_ms;
 	snprintf(p->cmd, sizeof(p->cmd), "%s", cmd);
 	p->next = sb->procs->head;
 	sb->procs->head = p;
 	sb->procs->n++;
+	procs_changed(sb);
 	return 0;
+}
+
+int procs_restore(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd, int64_t started_ms)
+{
+	return procs_insert(sb, pid, pty, cmd, started_ms, false);
 }
 
 void procs_add(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd)
@@ -61,7 +70,7 @@ void procs_add(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd)
 
 	if (!sb)
 		return; /* deleted meanwhile: its streams are ending */
-	rc = procs_insert(sb, pid, pty, cmd);
+	rc = procs_insert(sb, pid, pty, cmd, now_ms(), true);
 	if (rc)
 		log_warn("sandbox %s: process %u not listed (%s): a pause will end it for its "
 		         "client, and it cannot be attached",
@@ -77,6 +86,14 @@ struct kproc *procs_find(struct sandbox *sb, uint32_t pid)
 }
 
 void procs_remove(struct sandbox *sb, uint32_t pid)
+{
+	if (procs_find(sb, pid)) {
+		procs_unlink(sb, pid);
+		procs_changed(sb);
+	}
+}
+
+static void procs_unlink(struct sandbox *sb, uint32_t pid)
 {
 	struct kproc **pp = sb && sb->procs ? &sb->procs->head : NULL;
 
@@ -108,8 +125,9 @@ void procs_sandbox_down(struct sandbox *sb)
 {
 	if (!sb->procs)
 		return;
+	procs_store_close(sb);
 	while (sb->procs->head)
-		procs_remove(sb, sb->procs->head->pid);
+		procs_unlink(sb, sb->procs->head->pid);
 	free(sb->procs);
 	sb->procs = NULL;
 }

@@ -4,13 +4,15 @@
  * (KILN_FRAME_KEEP): a pause detaches it instead of ending it, and
  * GET /sandboxes/{id}/processes/{pid}/attach takes it up again. The table
  * is kilnd's memory of them: a pid is attachable only if it is listed
- * here, under its own sandbox. */
+ * here, under its own sandbox. It is kept on disk too (procs_store.c), so
+ * that a restarted kilnd lists them again. */
 #ifndef KILND_PROCS_H
 #define KILND_PROCS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <ev.h>
 #include <jansson.h>
 
 #include "http/http.h"
@@ -33,6 +35,8 @@ struct kproc {
 struct procs_sb {
 	struct kproc *head;
 	unsigned n;
+	bool dirty;    /* changed since procs.json was written */
+	ev_timer save; /* writes it, PROCS_SAVE_DELAY after a change */
 };
 
 /* A process started on sb (its STARTED came): listed as attached. Not
@@ -49,8 +53,21 @@ void procs_remove(struct sandbox *sb, uint32_t pid);
 /* The same by sandbox id, for sessions that outlive their sandbox. */
 struct kproc *procs_lookup(struct kilnd *kd, const char *sb_id, uint32_t pid);
 void procs_forget(struct kilnd *kd, const char *sb_id, uint32_t pid);
-/* The sandbox stopped: its table goes (envd_sandbox_down calls it). */
+/* The sandbox stopped, or kilnd exits: its table goes from memory
+ * (envd_sandbox_down calls it), written out first if it changed. */
 void procs_sandbox_down(struct sandbox *sb);
+
+/* procs_store.c: the table on disk. */
+/* The table changed: written out shortly. */
+void procs_changed(struct sandbox *sb);
+/* Written out now if it changed; no more writes. */
+void procs_store_close(struct sandbox *sb);
+/* A restarted kilnd: the table as the last one left it, every entry
+ * detached (the agent keeps the processes; an attach to one that has gone
+ * since is answered "gone"). */
+void procs_load(struct sandbox *sb);
+/* One entry read back: 0, or -errno (-ENOSPC: the table is full). */
+int procs_restore(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd, int64_t started_ms);
 
 /* The line a client still attached at a pause gets: the command goes on,
  * and how to take it up again. */

@@ -81,8 +81,9 @@ static void client_gone(struct pty_sess *s)
 	struct sandbox *sb = sb_find(s->kd, s->sb_id);
 	struct kproc *kp = procs_lookup(s->kd, s->sb_id, s->pid);
 
-	if (s->attach) {
-		/* Detached again: the agent keeps it when its stream closes. */
+	if (s->attach || (kp && s->kd->stopping)) {
+		/* Detached again, or kilnd exits: the agent keeps it when its
+		 * stream closes (the next kilnd lists it). */
 		if (kp)
 			kp->attached = false;
 		sess_free(s);

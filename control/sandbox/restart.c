@@ -14,6 +14,7 @@
 #include <sys/pidfd.h>
 #include <unistd.h>
 
+#include "api/procs.h"
 #include "net/net.h"
 #include "sandbox_int.h"
 #include "jail_out.h"
@@ -35,6 +36,7 @@ static void settle_without_vmm(struct sandbox *sb, int pid)
 		sb_save(sb);
 		return;
 	}
+	procs_sandbox_down(sb); /* its processes went with its VM */
 	sb->state = SB_ERROR;
 	sb->rec.died_ms = now_ms();
 	if (pid) {
@@ -159,6 +161,8 @@ static int restore_one(void *ctx, struct sb_record *r)
 		sb_save(sb);
 		return 0;
 	}
+	if (sb->state == SB_PAUSED || sb_is_live(sb->state))
+		procs_load(sb); /* dropped again below if its VMM is gone */
 	if (!sb_is_live(sb->state))
 		return 0;
 

@@ -8,7 +8,7 @@
 # processes go on.
 
 # shellcheck disable=SC2034 # run.sh runs them
-ATTACH_TESTS="t_attach_exec t_attach_run t_attach_pty t_attach_refused t_attach_hangup"
+ATTACH_TESTS="t_attach_exec t_attach_run t_attach_pty t_attach_refused t_attach_hangup t_attach_restart"
 
 # attach_raw ID PID [curl args]: the attach route's status, body in $T/body
 attach_raw() {
@@ -237,5 +237,61 @@ t_attach_hangup() {
 	! grep -q "\"pid\":$pid" "$T/body" &&
 		! "$KILN" exec "$id" -- sh -c "kill -0 \$(cat $G/hup.pid)" 2>/dev/null
 	check $? "Ctrl-C on kiln exec ends the command in the sandbox, and it leaves the listing"
+	"$KILN" rm "$id"
+}
+
+# kilnd killed (SIGKILL) and started again under a running command: the
+# command goes on in the sandbox, the new kilnd lists it detached, and
+# kiln attach takes it up with its output and exit status; a clean stop
+# (SIGTERM) keeps the listing as well.
+t_attach_restart() {
+	local id pid rc st sig
+	id=$("$KILN" create) || { not_ok "create for restart attach"; return; }
+	for sig in KILL TERM; do
+		# shellcheck disable=SC2016 # the guest's shell expands these
+		"$KILN" exec "$id" -- sh -c 'i=0; while [ $i -lt 30 ]; do i=$((i+1)); echo tick$i;
+			sleep 0.1; done; exit 5' >"$T/ro" 2>"$T/re" &
+		local ep=$!
+		for _ in $(seq 50); do grep -q tick3 "$T/ro" && break; sleep 0.1; done
+		pid=$(listed_pid "$id")
+		kill -$sig "$KILND_PID"
+		wait "$KILND_PID" 2>/dev/null
+		KILND_PID=
+		wait $ep
+		rc=$?
+		[ $rc = 125 ] && grep -q "the command (pid $pid) goes on in sandbox $id; once kilnd is back, take it up again with: kiln attach $id $pid" "$T/re"
+		check $? "kiln exec whose kilnd goes away (SIG$sig) says the command goes on, and how to attach (rc $rc: $(tail -1 "$T/re"))"
+		start_kilnd
+		st=$(api GET "/sandboxes/$id/processes")
+		[ "$st" = 200 ] && [ -n "$pid" ] &&
+			grep -q "\"pid\":$pid,\"api\":\"kiln\",\"kind\":\"exec\",\"cmd\":\"sh -c i=0;" "$T/body" &&
+			grep -q '"attached":false' "$T/body"
+		check $? "after SIG$sig and a restart of kilnd, the running exec is listed, detached ($(head -c 300 "$T/body"))"
+		"$KILN" attach "$id" "$pid" >"$T/ro2" 2>"$T/re2"
+		rc=$?
+		[ $rc = 5 ] && grep -q '^tick30$' "$T/ro2"
+		check $? "kiln attach after the restart gets the rest of its output and its exit status 5 (rc $rc: $(tail -1 "$T/re2"))"
+	done
+	kill "$KILND_PID"
+	wait "$KILND_PID" 2>/dev/null
+	printf '[{"pid":0,"pty":false,"cmd":"x","startedMs":1},{"pid":7,"pty":"no","cmd":"y","startedMs":1},' >"$DATA/sandboxes/$id/procs.json"
+	printf '{"pid":4242,"pty":false,"cmd":"kept","startedMs":1}]' >>"$DATA/sandboxes/$id/procs.json"
+	start_kilnd
+	st=$(api GET "/sandboxes/$id/processes")
+	[ "$st" = 200 ] && grep -q '"pid":4242' "$T/body" && ! grep -q '"pid":7,' "$T/body" &&
+		grep -q "sandbox $id: 2 entries of .*procs.json skipped" "$T/kilnd.log"
+	check $? "bad entries of a process table are skipped with a warning, good ones kept"
+	"$KILN" attach "$id" 4242 >/dev/null 2>"$T/re2"
+	rc=$?
+	st=$(api GET "/sandboxes/$id/processes")
+	[ $rc = 125 ] && grep -q "is gone" "$T/re2" && ! grep -q '"pid":4242' "$T/body"
+	check $? "a listed process the agent no longer has: attach says it is gone, and it leaves the listing"
+	kill "$KILND_PID"
+	wait "$KILND_PID" 2>/dev/null
+	printf 'not json' >"$DATA/sandboxes/$id/procs.json"
+	start_kilnd
+	[ "$("$KILN" exec "$id" -- echo fine)" = fine ] &&
+		grep -q "sandbox $id: .*procs.json is not a process table" "$T/kilnd.log"
+	check $? "a process table that is not JSON is reported and the sandbox works on"
 	"$KILN" rm "$id"
 }

@@ -57,19 +57,22 @@ t_images() {
 		grep -q 'busybox (built in), base' "$T/err"
 	check $? "an unknown image is refused, naming the known ones ($(cat "$T/err"))"
 	# The image's environment (/etc/kiln-env, from its recipe) is every
-	# command's; a request's own envVars still win.
-	id=$("$KILN" create --image base | tail -n 1)
-	[ "$("$KILN" exec "$id" -- sh -c 'echo $MPLBACKEND')" = Agg ] &&
-		[ "$("$KILN" exec -e MPLBACKEND=svg "$id" -- sh -c 'echo $MPLBACKEND')" = svg ]
-	check $? "commands get the image's environment (MPLBACKEND=Agg in base), below their own"
-	# pip installs into the image's Python (no PEP 668 refusal): a package
-	# made here, installed without an index.
-	"$KILN" exec "$id" -- sh -c 'mkdir -p /tmp/kp/kilnpkg && echo "VALUE = 42" >/tmp/kp/kilnpkg/__init__.py &&
-		printf "from setuptools import setup\nsetup(name=\"kilnpkg\", version=\"1.0\", packages=[\"kilnpkg\"])\n" >/tmp/kp/setup.py &&
-		cd / && pip install -q --no-index --no-build-isolation /tmp/kp' >"$T/pip" 2>&1
-	[ $? = 0 ] && [ "$("$KILN" exec "$id" -- python3 -c 'import kilnpkg; print(kilnpkg.VALUE)')" = 42 ]
-	check $? "pip install works in the base image ($(tail -c 300 "$T/pip"))"
-	"$KILN" rm "$id"
+	# command's; a request's own envVars still win. (A real image's: the
+	# fake VMM's agent runs on the host, where pip would install for real.)
+	if [ $FAKE = 0 ]; then
+		id=$("$KILN" create --image base | tail -n 1)
+		[ "$("$KILN" exec "$id" -- sh -c 'echo $MPLBACKEND')" = Agg ] &&
+			[ "$("$KILN" exec -e MPLBACKEND=svg "$id" -- sh -c 'echo $MPLBACKEND')" = svg ]
+		check $? "commands get the image's environment (MPLBACKEND=Agg in base), below their own"
+		# pip installs into the image's Python (no PEP 668 refusal): a package
+		# made here, installed without an index.
+		"$KILN" exec "$id" -- sh -c 'mkdir -p /tmp/kp/kilnpkg && echo "VALUE = 42" >/tmp/kp/kilnpkg/__init__.py &&
+			printf "from setuptools import setup\nsetup(name=\"kilnpkg\", version=\"1.0\", packages=[\"kilnpkg\"])\n" >/tmp/kp/setup.py &&
+			cd / && pip install -q --no-index --no-build-isolation /tmp/kp' >"$T/pip" 2>&1
+		[ $? = 0 ] && [ "$("$KILN" exec "$id" -- python3 -c 'import kilnpkg; print(kilnpkg.VALUE)')" = 42 ]
+		check $? "pip install works in the base image ($(tail -c 300 "$T/pip"))"
+		"$KILN" rm "$id"
+	fi
 	st=$(api POST /sandboxes -d '{"templateID":"nope"}')
 	[ "$st" = 400 ] && grep -q "unknown template or image 'nope'" "$T/body"
 	check $? "an unknown templateID is 400"

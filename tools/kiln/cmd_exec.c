@@ -97,6 +97,7 @@ static int exec_opt(struct exec_opts *o, int argc, char **argv, int *i)
 struct stream {
 	struct buf line;
 	int exit_code; /* -1 until the exit event */
+	long long pid; /* the start event's, 0 before it */
 	bool failed, broken_pipe, detached;
 };
 
@@ -120,6 +121,8 @@ static int handle_event(struct stream *s, const char *p, size_t n)
 			s->broken_pipe = errno == EPIPE;
 			rc = -1;
 		}
+	} else if (!strcmp(type, "start")) {
+		s->pid = (long long)json_integer_value(json_object_get(j, "pid"));
 	} else if (!strcmp(type, "exit")) {
 		int code = (int)json_integer_value(json_object_get(j, "exitCode"));
 		int sig = (int)json_integer_value(json_object_get(j, "signal"));
@@ -276,6 +279,15 @@ static int run_command(struct kc *k, const char *id, int argc, char **argv,
 	}
 	if (rc) {
 		kc_resp_free(&r);
+		if (s.pid > 0 && s.exit_code < 0) {
+			/* kilnd went away (a restart): the agent keeps the command */
+			fprintf(stderr,
+			        "kiln: the command (pid %lld) goes on in sandbox %s; once kilnd is "
+			        "back, take it up again with: kiln attach %s %lld\n",
+			        s.pid, id, id, s.pid);
+			if (detached)
+				*detached = true;
+		}
 		return KILN_EXIT_FAIL;
 	}
 	if (r.status != 200) {
