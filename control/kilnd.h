@@ -93,6 +93,7 @@ struct kilnd {
 	struct store *store;
 	struct http_server *http;
 	struct sandbox *sandboxes; /* live list, newest first */
+	struct sandbox *dying;     /* deleted, freed once their VMM's exit is seen */
 	struct template *templates;
 	struct tmpl_build *builds;     /* templates being built */
 	struct bootfile *bootfiles;    /* pinned copies of the kernel and initramfs */

@@ -123,9 +123,9 @@ void procs_forget(struct kilnd *kd, const char *sb_id, uint32_t pid)
 
 void procs_sandbox_down(struct sandbox *sb)
 {
+	procs_store_close(sb);
 	if (!sb->procs)
 		return;
-	procs_store_close(sb);
 	while (sb->procs->head)
 		procs_unlink(sb, sb->procs->head->pid);
 	free(sb->procs);

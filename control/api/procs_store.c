@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* kiln's process table of a sandbox kept on disk, SANDBOX_DIR/procs.json,
- * so that a restarted kilnd (crashed, killed or upgraded) still lists the
- * commands its sandboxes run and kiln attach takes them up again: the
- * agent keeps them (KILN_FRAME_KEEP) whatever happens to kilnd. A change
+/* The process tables of a sandbox kept on disk, SANDBOX_DIR/procs.json:
+ * kiln's (api/procs.c) and envd's (envd/envd_proc.c), so that a restarted
+ * kilnd (crashed, killed or upgraded) still lists the commands its
+ * sandboxes run, kiln attach takes them up again and the SDK's
+ * commands.connect() finds them: the agent keeps them (KILN_FRAME_KEEP)
+ * whatever happens to kilnd. {"kiln": [...], "envd": [...]}; envd's
+ * entries leave the environment out (it may hold secrets). A change
  * is written PROCS_SAVE_DELAY later, in one write for a burst of changes
  * (off every request's path); a kilnd killed within that window forgets
  * the commands started or ended in it. The file is kilnd's own, but read
@@ -14,12 +17,28 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "envd/envd_proc.h"
 #include "procs.h"
 #include "sandbox/sandbox.h"
 #include "util.h"
 
 #define PROCS_SAVE_DELAY 0.05         /* s */
 #define PROCS_FILE_MAX   (128u << 10) /* bytes of procs.json read back */
+
+static bool pid_ok(json_t *j)
+{
+	return json_is_integer(j) && json_integer_value(j) >= 1 &&
+	       json_integer_value(j) <= 2147483647;
+}
+
+/* The sandbox's struct procs_sb (kiln's table, and the writer's state for
+ * both), made on first use. */
+static struct procs_sb *procs_table(struct sandbox *sb)
+{
+	if (!sb->procs)
+		sb->procs = calloc(1, sizeof(*sb->procs));
+	return sb->procs;
+}
 
 static int procs_path(const struct sandbox *sb, char *out, size_t n, const char *suffix)
 {
@@ -28,11 +47,11 @@ static int procs_path(const struct sandbox *sb, char *out, size_t n, const char 
 	return w < 0 || (size_t)w >= n ? -ENAMETOOLONG : 0;
 }
 
-static json_t *procs_json(const struct procs_sb *ps)
+static json_t *kiln_json(const struct procs_sb *ps)
 {
 	json_t *arr = json_array();
 
-	for (const struct kproc *p = ps->head; arr && p; p = p->next) {
+	for (const struct kproc *p = ps ? ps->head : NULL; arr && p; p = p->next) {
 		json_t *o = json_pack("{s:I,s:b,s:s,s:I}", "pid", (json_int_t)p->pid, "pty", p->pty,
 		                      "cmd", p->cmd, "startedMs", (json_int_t)p->started_ms);
 
@@ -42,6 +61,41 @@ static json_t *procs_json(const struct procs_sb *ps)
 		}
 	}
 	return arr;
+}
+
+static json_t *envd_json(const struct envd_sb *es)
+{
+	json_t *arr = json_array();
+
+	for (const struct envd_proc *p = es ? es->procs : NULL; arr && p; p = p->next) {
+		json_t *cfg, *o;
+
+		if (!p->started)
+			continue; /* no pid yet */
+		cfg = json_copy(p->config);
+		if (cfg)
+			json_object_del(cfg, "envs");
+		o = cfg ? json_pack("{s:I,s:b,s:b,s:s?,s:o}", "pid", (json_int_t)p->pid, "pty",
+		                    p->pty, "stdin", p->stdin_open, "tag", p->tag, "config", cfg)
+		        : NULL;
+		if (!o || json_array_append_new(arr, o)) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+static json_t *procs_json(const struct sandbox *sb)
+{
+	json_t *k = kiln_json(sb->procs), *e = envd_json(sb->envd);
+
+	if (!k || !e) {
+		json_decref(k);
+		json_decref(e);
+		return NULL;
+	}
+	return json_pack("{s:o,s:o}", "kiln", k, "envd", e);
 }
 
 /* Written whole to a new file and renamed over the old one: a kilnd that
@@ -54,7 +108,7 @@ static int procs_write(struct sandbox *sb)
 
 	if (procs_path(sb, path, sizeof(path), "") || procs_path(sb, tmp, sizeof(tmp), ".new"))
 		return -ENAMETOOLONG;
-	arr = procs_json(sb->procs);
+	arr = procs_json(sb);
 	if (!arr)
 		return -ENOMEM;
 	rc = json_dump_file(arr, tmp, JSON_COMPACT) ? -EIO : 0;
@@ -87,9 +141,10 @@ static void on_save(struct ev_loop *loop, ev_timer *w, int revents)
 
 void procs_changed(struct sandbox *sb)
 {
-	struct procs_sb *ps = sb->procs;
+	struct procs_sb *ps;
 
-	if (!ps)
+	/* Stopping (kilnd or the sandbox): what is left was written at the end. */
+	if (sb->procs_closed || sb->kd->stopping || !(ps = procs_table(sb)))
 		return;
 	ps->dirty = true;
 	if (ev_is_active(&ps->save))
@@ -101,20 +156,20 @@ void procs_changed(struct sandbox *sb)
 
 void procs_store_close(struct sandbox *sb)
 {
+	sb->procs_closed = true;
 	if (!sb->procs)
 		return;
 	ev_timer_stop(sb->kd->loop, &sb->procs->save);
 	procs_flush(sb);
 }
 
-/* One entry of the file, if it is one kilnd could have written. */
-static int procs_entry(json_t *o, uint32_t *pid, bool *pty, const char **cmd, int64_t *started)
+/* One entry of kiln's table, if it is one kilnd could have written. */
+static int kiln_entry(json_t *o, uint32_t *pid, bool *pty, const char **cmd, int64_t *started)
 {
 	json_t *jp = json_object_get(o, "pid"), *jt = json_object_get(o, "pty"),
 	       *jc = json_object_get(o, "cmd"), *js = json_object_get(o, "startedMs");
 
-	if (!json_is_integer(jp) || json_integer_value(jp) < 1 ||
-	    json_integer_value(jp) > 2147483647 || !json_is_boolean(jt) || !json_is_string(jc) ||
+	if (!pid_ok(jp) || !json_is_boolean(jt) || !json_is_string(jc) ||
 	    json_string_length(jc) >= PROCS_CMD_MAX || !json_is_integer(js) ||
 	    json_integer_value(js) < 0)
 		return -EINVAL;
@@ -125,13 +180,57 @@ static int procs_entry(json_t *o, uint32_t *pid, bool *pty, const char **cmd, in
 	return 0;
 }
 
+static int load_kiln(struct sandbox *sb, json_t *arr, size_t *n)
+{
+	size_t i, bad = 0;
+	json_t *o;
+
+	json_array_foreach(arr, i, o)
+	{
+		uint32_t pid;
+		bool pty;
+		const char *cmd;
+		int64_t started;
+
+		if (kiln_entry(o, &pid, &pty, &cmd, &started) ||
+		    procs_restore(sb, pid, pty, cmd, started))
+			bad++;
+		else
+			(*n)++;
+	}
+	return (int)bad;
+}
+
+static int load_envd(struct sandbox *sb, json_t *arr, size_t *n)
+{
+	size_t i, bad = 0;
+	json_t *o;
+
+	json_array_foreach(arr, i, o)
+	{
+		json_t *jp = json_object_get(o, "pid"), *jt = json_object_get(o, "pty"),
+		       *ji = json_object_get(o, "stdin"), *jg = json_object_get(o, "tag");
+
+		if (!pid_ok(jp) || !json_is_boolean(jt) || !json_is_boolean(ji) ||
+		    (jg && !json_is_string(jg)) ||
+		    envd_proc_restore(sb, (uint32_t)json_integer_value(jp), json_is_true(jt),
+		                      json_is_true(ji), json_string_value(jg),
+		                      json_object_get(o, "config")))
+			bad++;
+		else
+			(*n)++;
+	}
+	return (int)bad;
+}
+
 void procs_load(struct sandbox *sb)
 {
 	char path[4200];
 	json_error_t je;
-	size_t len, i, bad = 0, n = 0;
-	json_t *arr, *o;
+	size_t len, n = 0;
+	json_t *j, *k, *e;
 	char *text;
+	int bad = 0;
 
 	if (procs_path(sb, path, sizeof(path), ""))
 		return;
@@ -142,32 +241,22 @@ void procs_load(struct sandbox *sb)
 			         sb->rec.id, path, strerror(errno));
 		return;
 	}
-	arr = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	free(text);
-	if (!json_is_array(arr)) {
+	k = json_object_get(j, "kiln");
+	e = json_object_get(j, "envd");
+	if (!json_is_object(j) || (k && !json_is_array(k)) || (e && !json_is_array(e))) {
 		log_warn("sandbox %s: %s is not a process table (%s): its commands are not listed",
-		         sb->rec.id, path, arr ? "not an array" : je.text);
-		json_decref(arr);
+		         sb->rec.id, path, j ? "not {\"kiln\": [...], \"envd\": [...]}" : je.text);
+		json_decref(j);
 		return;
 	}
-	json_array_foreach(arr, i, o)
-	{
-		uint32_t pid;
-		bool pty;
-		const char *cmd;
-		int64_t started;
-
-		if (procs_entry(o, &pid, &pty, &cmd, &started) ||
-		    procs_restore(sb, pid, pty, cmd, started))
-			bad++;
-		else
-			n++;
-	}
-	json_decref(arr);
+	bad += load_kiln(sb, k, &n);
+	bad += load_envd(sb, e, &n);
+	json_decref(j);
 	if (bad)
-		log_warn("sandbox %s: %zu entries of %s skipped (bad or too many)", sb->rec.id, bad,
+		log_warn("sandbox %s: %d entries of %s skipped (bad or too many)", sb->rec.id, bad,
 		         path);
 	if (n)
-		log_info("sandbox %s: %zu of kiln's processes listed again, detached", sb->rec.id,
-		         n);
+		log_info("sandbox %s: %zu processes listed again, detached", sb->rec.id, n);
 }

@@ -228,6 +228,8 @@ void envd_proc_free(struct envd_proc *p)
 		*pp = p->next;
 		es->nprocs--;
 	}
+	if (p->started)
+		procs_changed(es->sb);
 	if (p->attaching)
 		attach_settled(es);
 	agent_close(p->a);
@@ -378,6 +380,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 		p->started = true;
 		p->pid = v;
 		p->started_ms = now_ms();
+		procs_changed(p->es->sb); /* listed on disk (api/procs_store.c) */
 		proc_event(p, "process.started", json_pack("{s:i}", "pid", (int)v));
 		for (struct sub *s = p->subs; s; s = s->next)
 			envd_sub_begin(s);
@@ -586,6 +589,47 @@ struct envd_sb *envd_sb_get(struct sandbox *sb)
 		}
 	}
 	return sb->envd;
+}
+
+int envd_proc_restore(struct sandbox *sb, uint32_t pid, bool pty, bool stdin_open, const char *tag,
+                      json_t *config)
+{
+	struct envd_sb *es = envd_sb_get(sb);
+	json_t *cmd = json_object_get(config, "cmd"), *args = json_object_get(config, "args"),
+	       *cwd = json_object_get(config, "cwd");
+	struct envd_proc *p;
+
+	if (!es || es->nprocs >= ENVD_MAX_PROCS || !json_is_string(cmd) ||
+	    json_string_length(cmd) > 4096 || !json_is_array(args) ||
+	    json_array_size(args) > 4096 || (cwd && !json_is_string(cwd)) ||
+	    (tag && strlen(tag) > 256))
+		return -EINVAL;
+	for (size_t i = 0; i < json_array_size(args); i++)
+		if (!json_is_string(json_array_get(args, i)))
+			return -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->es = es;
+	p->pid = pid;
+	p->pty = pty;
+	p->stdin_open = stdin_open;
+	p->started = p->suspended = true; /* the agent keeps it: attached once it runs */
+	p->started_ms = now_ms();
+	p->tag = tag ? strdup(tag) : NULL;
+	p->config = json_pack("{s:O,s:O,s:{}}", "cmd", cmd, "args", args, "envs");
+	if (!p->config || (tag && !p->tag)) {
+		json_decref(p->config);
+		free(p->tag);
+		free(p);
+		return -ENOMEM;
+	}
+	if (cwd)
+		json_object_set(p->config, "cwd", cwd);
+	p->next = es->procs;
+	es->procs = p;
+	es->nprocs++;
+	return 0;
 }
 
 /* Open a stream to the suspended process again: HELLO, ATTACH pid. */

@@ -88,6 +88,11 @@ int envd_proc_put_input(struct envd_proc *p, json_t *in, char *err, size_t n);
 void envd_proc_end(struct envd_proc *p, int code, const char *msg);
 /* Open the agent stream and send HELLO, START (and stdin's end). */
 int envd_proc_spawn(struct envd_proc *p);
+/* A process of a restarted kilnd's table (api/procs_store.c), suspended
+ * until envd_sandbox_reattach(): 0, or -errno for a bad entry or a full
+ * table. */
+int envd_proc_restore(struct sandbox *sb, uint32_t pid, bool pty, bool stdin_open, const char *tag,
+                      json_t *config);
 /* The sandbox's process table, made on first use; NULL when out of memory. */
 struct envd_sb *envd_sb_get(struct sandbox *sb);
 /* The handler of a SendInput call waiting for the agent to drain. */

@@ -101,7 +101,8 @@ char *buf_strdup(const struct buf *b)
 
 	if (!s)
 		return NULL;
-	memcpy(s, buf_head(b), buf_avail(b));
+	if (buf_avail(b)) /* (an empty buf may have no memory at all) */
+		memcpy(s, buf_head(b), buf_avail(b));
 	s[buf_avail(b)] = 0;
 	return s;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api/procs.h"
+#include "envd/envd.h"
 #include "net/net.h"
 #include "sandbox_int.h"
 #include "jail_out.h"
@@ -36,7 +37,6 @@ static void settle_without_vmm(struct sandbox *sb, int pid)
 		sb_save(sb);
 		return;
 	}
-	procs_sandbox_down(sb); /* its processes went with its VM */
 	sb->state = SB_ERROR;
 	sb->rec.died_ms = now_ms();
 	if (pid) {
@@ -77,6 +77,7 @@ static void readopt(struct sandbox *sb, int pid)
 	}
 	log_info("sandbox %s: re-adopted kiln-vmm pid %d (%s)", sb->rec.id, pid,
 	         sb_state_name(sb->state));
+	procs_load(sb); /* the commands the last kilnd listed */
 	switch (sb->state) {
 	case SB_PAUSING: {
 		char why[1200];
@@ -98,6 +99,7 @@ static void readopt(struct sandbox *sb, int pid)
 		if (sb->rec.flags & SB_F_API)
 			pause_unfreeze(sb);
 		sb_arm_lifetime(sb);
+		envd_sandbox_reattach(sb, NULL); /* envd's, from the table */
 		break;
 	case SB_STARTING:
 		sb_start_probe(sb, 0);
@@ -161,8 +163,8 @@ static int restore_one(void *ctx, struct sb_record *r)
 		sb_save(sb);
 		return 0;
 	}
-	if (sb->state == SB_PAUSED || sb_is_live(sb->state))
-		procs_load(sb); /* dropped again below if its VMM is gone */
+	if (sb->state == SB_PAUSED)
+		procs_load(sb); /* attached again at the resume */
 	if (!sb_is_live(sb->state))
 		return 0;
 

@@ -186,14 +186,17 @@ void sb_link(struct kilnd *kd, struct sandbox *sb)
 	kd->sandboxes = sb;
 }
 
-static void sb_unlink(struct sandbox *sb)
+static void list_remove(struct sandbox **pp, struct sandbox *sb)
 {
-	struct sandbox **pp = &sb->kd->sandboxes;
-
 	while (*pp && *pp != sb)
 		pp = &(*pp)->next;
 	if (*pp)
 		*pp = sb->next;
+}
+
+static void sb_unlink(struct sandbox *sb)
+{
+	list_remove(&sb->kd->sandboxes, sb);
 }
 
 struct sandbox *sb_find(struct kilnd *kd, const char *id)
@@ -572,6 +575,7 @@ static void on_vmm_exit(struct ev_loop *loop, ev_io *w, int revents)
 	if (sb->deleted) {
 		/* Only now: a dying VMM may still have been writing there. */
 		rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
+		list_remove(&sb->kd->dying, sb);
 		sb_free(sb);
 		return;
 	}
@@ -767,6 +771,8 @@ void sb_delete(struct sandbox *sb)
 		/* Freed, and its directory removed, once the pidfd reports the
 		 * exit (and reaps a child). */
 		sb->deleted = true;
+		sb->next = kd->dying;
+		kd->dying = sb;
 		sb_kill_vmm(sb);
 		return;
 	}
@@ -794,6 +800,14 @@ void sb_free_all(struct kilnd *kd)
 		struct sandbox *sb = kd->sandboxes;
 
 		kd->sandboxes = sb->next;
+		sb_free(sb);
+	}
+	/* Deleted ones whose VMM has not gone yet: it has been killed; the
+	 * next kilnd removes what is left of their directories. */
+	while (kd->dying) {
+		struct sandbox *sb = kd->dying;
+
+		kd->dying = sb->next;
 		sb_free(sb);
 	}
 }

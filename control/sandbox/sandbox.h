@@ -77,6 +77,7 @@ struct sandbox {
 	char agent_version[64];
 	struct envd_sb *envd;           /* processes started through envd (envd_proc.c) */
 	struct procs_sb *procs;         /* kiln's exec and pty processes (api/procs.c) */
+	bool procs_closed;              /* stopped: its process tables are written no more */
 	bool pool_priming, pool_primed; /* pool.c: a first command ran in this pool clone */
 
 	/* pause.c */

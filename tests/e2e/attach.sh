@@ -8,7 +8,8 @@
 # processes go on.
 
 # shellcheck disable=SC2034 # run.sh runs them
-ATTACH_TESTS="t_attach_exec t_attach_run t_attach_pty t_attach_refused t_attach_hangup t_attach_restart"
+ATTACH_TESTS="t_attach_exec t_attach_run t_attach_pty t_attach_refused t_attach_hangup t_attach_restart
+	t_envd_restart"
 
 # attach_raw ID PID [curl args]: the attach route's status, body in $T/body
 attach_raw() {
@@ -274,12 +275,12 @@ t_attach_restart() {
 	done
 	kill "$KILND_PID"
 	wait "$KILND_PID" 2>/dev/null
-	printf '[{"pid":0,"pty":false,"cmd":"x","startedMs":1},{"pid":7,"pty":"no","cmd":"y","startedMs":1},' >"$DATA/sandboxes/$id/procs.json"
-	printf '{"pid":4242,"pty":false,"cmd":"kept","startedMs":1}]' >>"$DATA/sandboxes/$id/procs.json"
+	printf '{"kiln":[{"pid":0,"pty":false,"cmd":"x","startedMs":1},{"pid":7,"pty":"no","cmd":"y","startedMs":1},' >"$DATA/sandboxes/$id/procs.json"
+	printf '{"pid":4242,"pty":false,"cmd":"kept","startedMs":1}],"envd":[{"pid":9,"pty":false,"stdin":true,"config":{"cmd":7}}]}' >>"$DATA/sandboxes/$id/procs.json"
 	start_kilnd
 	st=$(api GET "/sandboxes/$id/processes")
 	[ "$st" = 200 ] && grep -q '"pid":4242' "$T/body" && ! grep -q '"pid":7,' "$T/body" &&
-		grep -q "sandbox $id: 2 entries of .*procs.json skipped" "$T/kilnd.log"
+		grep -q "sandbox $id: 3 entries of .*procs.json skipped" "$T/kilnd.log"
 	check $? "bad entries of a process table are skipped with a warning, good ones kept"
 	"$KILN" attach "$id" 4242 >/dev/null 2>"$T/re2"
 	rc=$?
@@ -293,5 +294,57 @@ t_attach_restart() {
 	[ "$("$KILN" exec "$id" -- echo fine)" = fine ] &&
 		grep -q "sandbox $id: .*procs.json is not a process table" "$T/kilnd.log"
 	check $? "a process table that is not JSON is reported and the sandbox works on"
+	"$KILN" rm "$id"
+}
+
+# An envd process (the SDK's background command) across a kilnd restart:
+# listed by the new kilnd's process.List, reached by Connect, ended by
+# SendSignal. (Its tag comes back; its environment is not kept on disk.)
+t_envd_restart() {
+	local id pid st msg
+	id=$("$KILN" create) || { not_ok "create for envd restart"; return; }
+	msg='{"process":{"cmd":"/bin/sh","args":["-c","while :; do echo tick; sleep 0.05; done"]},"tag":"kept-tag"}'
+	{
+		printf '\0\0\0\0'
+		# shellcheck disable=SC2059 # the length byte, as an escape
+		printf "\\x$(printf %02x "${#msg}")"
+		printf '%s' "$msg"
+	} >"$T/envelope"
+	curl -sS --unix-socket "$SOCK" -o /dev/null -H "E2b-Sandbox-Id: $id" \
+		-H "X-Access-Token: $(sb_token "$id")" -H 'Content-Type: application/connect+json' \
+		--data-binary @"$T/envelope" http://k/process.Process/Start 2>/dev/null &
+	local sp=$!
+	for _ in $(seq 100); do
+		envd_unary "$id" process.Process/List '{}' >/dev/null
+		pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$T/body")
+		[ -n "$pid" ] && break
+		sleep 0.05
+	done
+	sleep 0.2 # past the table's write
+	kill -9 "$KILND_PID"
+	wait "$KILND_PID" 2>/dev/null
+	KILND_PID=
+	wait $sp 2>/dev/null
+	start_kilnd
+	st=$(envd_unary "$id" process.Process/List '{}')
+	[ "$st" = 200 ] && [ -n "$pid" ] && grep -q "\"pid\":$pid" "$T/body" && grep -q '"tag":"kept-tag"' "$T/body"
+	check $? "after kilnd's SIGKILL and restart, process.List has the envd process $pid with its tag ($(head -c 300 "$T/body"))"
+	msg="{\"process\":{\"pid\":$pid}}"
+	{
+		printf '\0\0\0\0'
+		# shellcheck disable=SC2059
+		printf "\\x$(printf %02x "${#msg}")"
+		printf '%s' "$msg"
+	} >"$T/envelope"
+	curl -sS --unix-socket "$SOCK" -m 1 -o "$T/body" -H "E2b-Sandbox-Id: $id" \
+		-H "X-Access-Token: $(sb_token "$id")" -H 'Content-Type: application/connect+json' \
+		--data-binary @"$T/envelope" http://k/process.Process/Connect 2>/dev/null
+	grep -q '"start":{"pid":'"$pid" "$T/body" && grep -q '"stdout":"' "$T/body"
+	check $? "process.Connect reaches it again and gets its output"
+	st=$(envd_unary "$id" process.Process/SendSignal "{\"process\":{\"pid\":$pid},\"signal\":\"SIGNAL_SIGKILL\"}")
+	sleep 0.3
+	envd_unary "$id" process.Process/List '{}' >/dev/null
+	[ "$st" = 200 ] && ! grep -q "\"pid\":$pid" "$T/body"
+	check $? "SendSignal ends it; it leaves the list"
 	"$KILN" rm "$id"
 }
