@@ -304,12 +304,7 @@ t_envd_restart() {
 	local id pid st msg
 	id=$("$KILN" create) || { not_ok "create for envd restart"; return; }
 	msg='{"process":{"cmd":"/bin/sh","args":["-c","while :; do echo tick; sleep 0.05; done"]},"tag":"kept-tag"}'
-	{
-		printf '\0\0\0\0'
-		# shellcheck disable=SC2059 # the length byte, as an escape
-		printf "\\x$(printf %02x "${#msg}")"
-		printf '%s' "$msg"
-	} >"$T/envelope"
+	envd_envelope "$msg"
 	curl -sS --unix-socket "$SOCK" -o /dev/null -H "E2b-Sandbox-Id: $id" \
 		-H "X-Access-Token: $(sb_token "$id")" -H 'Content-Type: application/connect+json' \
 		--data-binary @"$T/envelope" http://k/process.Process/Start 2>/dev/null &
@@ -329,16 +324,7 @@ t_envd_restart() {
 	st=$(envd_unary "$id" process.Process/List '{}')
 	[ "$st" = 200 ] && [ -n "$pid" ] && grep -q "\"pid\":$pid" "$T/body" && grep -q '"tag":"kept-tag"' "$T/body"
 	check $? "after kilnd's SIGKILL and restart, process.List has the envd process $pid with its tag ($(head -c 300 "$T/body"))"
-	msg="{\"process\":{\"pid\":$pid}}"
-	{
-		printf '\0\0\0\0'
-		# shellcheck disable=SC2059
-		printf "\\x$(printf %02x "${#msg}")"
-		printf '%s' "$msg"
-	} >"$T/envelope"
-	curl -sS --unix-socket "$SOCK" -m 1 -o "$T/body" -H "E2b-Sandbox-Id: $id" \
-		-H "X-Access-Token: $(sb_token "$id")" -H 'Content-Type: application/connect+json' \
-		--data-binary @"$T/envelope" http://k/process.Process/Connect 2>/dev/null
+	envd_connect "$id" "$pid"
 	grep -q '"start":{"pid":'"$pid" "$T/body" && grep -q '"stdout":"' "$T/body"
 	check $? "process.Connect reaches it again and gets its output"
 	st=$(envd_unary "$id" process.Process/SendSignal "{\"process\":{\"pid\":$pid},\"signal\":\"SIGNAL_SIGKILL\"}")

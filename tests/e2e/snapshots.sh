@@ -271,15 +271,29 @@ envd_unary() {
 
 # envd_start ID SHELL-COMMAND: process.Process/Start (one envelope in, a
 # stream of envelopes out, in $T/body); prints the status
-envd_start() {
-	local msg
-	msg=$(printf '{"process":{"cmd":"/bin/sh","args":["-c","%s"]}}' "$2")
+# envd_envelope MSG: a Connect envelope of the JSON MSG (under 256 bytes)
+# into $T/envelope
+envd_envelope() {
 	{
 		printf '\0\0\0\0'
 		# shellcheck disable=SC2059 # the length byte, as an escape
-		printf "\\x$(printf %02x "${#msg}")"
-		printf '%s' "$msg"
+		printf "\\x$(printf %02x "${#1}")"
+		printf '%s' "$1"
 	} >"$T/envelope"
+}
+
+# envd_connect ID PID: a second of process.Connect's stream into $T/body
+envd_connect() {
+	envd_envelope "{\"process\":{\"pid\":$2}}"
+	curl -sS --unix-socket "$SOCK" -m 1 -o "$T/body" -H "E2b-Sandbox-Id: $1" \
+		-H "X-Access-Token: $(sb_token "$1")" -H 'Content-Type: application/connect+json' \
+		--data-binary @"$T/envelope" http://k/process.Process/Connect 2>/dev/null
+}
+
+envd_start() {
+	local msg
+	msg=$(printf '{"process":{"cmd":"/bin/sh","args":["-c","%s"]}}' "$2")
+	envd_envelope "$msg"
 	curl -sS --unix-socket "$SOCK" -o "$T/body" -w '%{http_code}' -H "E2b-Sandbox-Id: $1" \
 		-H "X-Access-Token: $(sb_token "$1")" -H 'Content-Type: application/connect+json' \
 		--data-binary @"$T/envelope" http://k/process.Process/Start
@@ -536,16 +550,7 @@ t_envd_keep() {
 	check $? "an envd process outlives pause and resume: List (which resumed it) has pid $pid"
 	"$KILN" exec "$id" -- sh -c "kill -0 $pid"
 	check $? "and it runs in the guest"
-	msg="{\"process\":{\"pid\":$pid}}"
-	{
-		printf '\0\0\0\0'
-		# shellcheck disable=SC2059
-		printf "\\x$(printf %02x "${#msg}")"
-		printf '%s' "$msg"
-	} >"$T/envelope"
-	curl -sS --unix-socket "$SOCK" -m 1 -o "$T/body" -H "E2b-Sandbox-Id: $id" \
-		-H "X-Access-Token: $(sb_token "$id")" -H 'Content-Type: application/connect+json' \
-		--data-binary @"$T/envelope" http://k/process.Process/Connect 2>/dev/null
+	envd_connect "$id" "$pid"
 	grep -q '"start":{"pid":'"$pid" "$T/body" && grep -q '"stdout":"' "$T/body"
 	check $? "process.Connect attaches to it and gets its output"
 	st=$(envd_unary "$id" process.Process/SendSignal "{\"process\":{\"pid\":$pid},\"signal\":\"SIGNAL_SIGKILL\"}")
