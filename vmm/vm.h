@@ -290,6 +290,9 @@ void mem_destroy(struct guest_mem *mem);
 void *gpa_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len);
 /* True if gpa is RAM (len 1). */
 bool gpa_is_ram(const struct guest_mem *mem, uint64_t gpa);
+/* The same for memory the VMM only reads: [gpa, gpa + len) in RAM (marked
+ * as gpa_ptr does), the initramfs or the pmem window; NULL otherwise. */
+const void *gpa_ptr_ro(const struct guest_mem *mem, uint64_t gpa, uint64_t len);
 
 /* The initramfs index, at most room bytes at pa, in guest RAM: built if the
  * archive is valid and it fits, else initrd_index_size stays 0
