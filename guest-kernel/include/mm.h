@@ -57,6 +57,10 @@ void keep_shrink(void);
 /* Pages for page tables (kept apart from data pages: see pmem.c). */
 uint64_t pmem_alloc_pt(void);
 void pmem_free_pt(uint64_t pa);
+/* Was the frame at pa handed out without having been used before (its
+ * memory untouched: not even the host has it), and is this the first ask
+ * since? */
+bool pmem_claim_fresh(uint64_t pa);
 size_t pmem_free_pages(void);
 /* Have the VMM make the host memory behind [pa, pa + len) present (a hint:
  * see pmem.c), for fresh frames in aligned chunks of this many. */

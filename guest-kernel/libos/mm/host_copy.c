@@ -17,7 +17,12 @@
 #include "printk.h"
 #include "sv.h"
 
-/* Copies the VMM did, and those left to the library OS (kiln.stats=1). */
+/* Fewer copies than this are made here: an exit costs more than the
+ * faults a few pages save. */
+#define BATCH_MIN 8
+
+/* Copies the VMM did, and those of batches it was given that it left to
+ * the library OS (kiln.stats=1). */
 static uint64_t by_vmm, by_us;
 
 /* Direct-map addresses only: anything else is copied here at once. */
@@ -46,7 +51,8 @@ static void flush(struct host_copy *hc)
 	if (!hc->n)
 		return;
 #ifndef KILN_HOSTED /* unit tests: every copy is done below */
-	port_out_regs(KILN_PORT_COPY, hc->page, hc->n);
+	if (hc->n >= BATCH_MIN)
+		port_out_regs(KILN_PORT_COPY, hc->page, hc->n);
 #endif
 	for (unsigned i = 0; i < hc->n; i++) {
 		if (ops[i].done) {
@@ -54,7 +60,7 @@ static void flush(struct host_copy *hc)
 			continue;
 		}
 		memcpy(phys_to_virt(ops[i].dst), phys_to_virt(ops[i].src), ops[i].len);
-		by_us++;
+		by_us += hc->n >= BATCH_MIN;
 	}
 	hc->n = 0;
 }
@@ -63,7 +69,20 @@ void host_copy_add(struct host_copy *hc, void *dst, const void *src, size_t len)
 {
 	struct kiln_copy_op *op;
 
+	uint64_t pa = (uint64_t)(uintptr_t)dst - DIRECT_MAP_BASE;
+	bool fresh;
+
 	if (!hc->page || !len || len > PAGE_SIZE || !direct(dst) || !direct(src)) {
+		memcpy(dst, src, len);
+		return;
+	}
+	/* Only into memory the guest never touched: a page used before (one
+	 * a program run again gets back, as busybox's data segment at every
+	 * exec) has its host shadow entry already, its source most likely
+	 * too, and copying here costs no fault. */
+	fresh = pmem_claim_fresh(pa);
+	fresh |= pmem_claim_fresh(pa + len - 1);
+	if (!fresh) {
 		memcpy(dst, src, len);
 		return;
 	}
@@ -71,7 +90,7 @@ void host_copy_add(struct host_copy *hc, void *dst, const void *src, size_t len)
 		flush(hc);
 	op = (struct kiln_copy_op *)phys_to_virt(hc->page) + hc->n++;
 	*op = (struct kiln_copy_op){
-	    .dst = (uint64_t)(uintptr_t)dst - DIRECT_MAP_BASE,
+	    .dst = pa,
 	    .src = (uint64_t)(uintptr_t)src - DIRECT_MAP_BASE,
 	    .len = (uint32_t)len,
 	};
