@@ -84,10 +84,10 @@ static int set_msi_routes(struct vm *vm)
 #define SLOT_PMEM     3
 #define SLOT_LOW_LATE 4
 
-/* RAM slots log dirty pages when snapshots track writes (vmm/dirty.c). */
+/* RAM slots log dirty pages once snapshots track writes (vmm/dirty.c). */
 static uint32_t ram_flags(const struct vm *vm)
 {
-	return vm->dirty.on ? KVM_MEM_LOG_DIRTY_PAGES : 0;
+	return vm->dirty.logging ? KVM_MEM_LOG_DIRTY_PAGES : 0;
 }
 
 /* RAM from GPA `from` up: the rest of low RAM, then high RAM. */
@@ -129,6 +129,23 @@ int vm_ram_slots(struct vm *vm, struct ram_slot *s)
 		s[n++] = (struct ram_slot){SLOT_HIGH, KILN_GPA_HIGH_RAM, m->size - m->low_size,
 		                           m->low_size};
 	return n;
+}
+
+int vm_ram_log_dirty(struct vm *vm)
+{
+	struct ram_slot s[VM_RAM_SLOTS_MAX];
+	int n, err = 0;
+
+	/* First: late RAM coming online from here on logs too (set_ram_slots
+	 * runs under the lock), and what came before is in s. */
+	pthread_mutex_lock(&vm->late.lock);
+	vm->dirty.logging = true;
+	pthread_mutex_unlock(&vm->late.lock);
+	n = vm_ram_slots(vm, s);
+	for (int i = 0; i < n && !err; i++)
+		err = set_slot(vm, s[i].slot, s[i].gpa, s[i].size, vm->mem.host + s[i].host_off,
+		               KVM_MEM_LOG_DIRTY_PAGES);
+	return err;
 }
 
 int vm_create(struct vm *vm)

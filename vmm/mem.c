@@ -158,3 +158,21 @@ bool gpa_is_ram(const struct guest_mem *mem, uint64_t gpa)
 {
 	return gpa_ptr(mem, gpa, 1) != NULL;
 }
+
+/* [gpa, gpa + len) inside the window of size bytes at base (and mapped). */
+static const void *in_window(const uint8_t *host, uint64_t base, uint64_t size, uint64_t gpa,
+                             uint64_t len)
+{
+	if (!host || gpa < base || gpa - base >= size || len > size - (gpa - base))
+		return NULL;
+	return host + (gpa - base);
+}
+
+const void *gpa_ptr_ro(const struct guest_mem *mem, uint64_t gpa, uint64_t len)
+{
+	const void *p = in_window(mem->pmem, KILN_GPA_PMEM, mem->pmem_size, gpa, len);
+
+	if (!p)
+		p = in_window(mem->initrd, KILN_GPA_INITRD, mem->initrd_map_size, gpa, len);
+	return p ? p : gpa_ptr(mem, gpa, len);
+}

@@ -126,6 +126,40 @@ static void port_populate(struct vcpu *c, const struct kvm_regs *r)
 		madvise(host, r->rsi, MADV_POPULATE_WRITE);
 }
 
+/* KILN_PORT_COPY: a batch of copies into RAM (kiln/boot.h). Ops it does
+ * not do keep done 0: the guest copies those itself. Lazily restored RAM
+ * is the uffd thread's to fill first: then none. */
+static void port_copy(struct vcpu *c, const struct kvm_regs *r)
+{
+	struct guest_mem *mem = &c->vm->mem;
+	uint64_t n = r->rsi, bytes = n * sizeof(struct kiln_copy_op);
+	struct kiln_copy_op *ops = NULL;
+
+	if (n && n <= KILN_COPY_BATCH_MAX && r->rdi / 4096 == (r->rdi + bytes - 1) / 4096)
+		ops = gpa_ptr(mem, r->rdi, bytes);
+	if (!ops) {
+		guest_warn(c, "copy batch of %llu ops at %#llx ignored", (unsigned long long)n,
+		           (unsigned long long)r->rdi);
+		return;
+	}
+	if (atomic_load(&mem->lazy))
+		return;
+	for (uint64_t i = 0; i < n; i++) {
+		/* The guest may change its memory under us: read each op once. */
+		uint64_t dst = __atomic_load_n(&ops[i].dst, __ATOMIC_RELAXED);
+		uint64_t src = __atomic_load_n(&ops[i].src, __ATOMIC_RELAXED);
+		uint32_t len = __atomic_load_n(&ops[i].len, __ATOMIC_RELAXED);
+		const void *from = len && len <= 4096 ? gpa_ptr_ro(mem, src, len) : NULL;
+		void *to = from ? gpa_ptr(mem, dst, len) : NULL;
+
+		if (!to)
+			continue;
+		/* memmove: the guest may make the two overlap (in RAM). */
+		memmove(to, from, len);
+		__atomic_store_n(&ops[i].done, 1, __ATOMIC_RELAXED);
+	}
+}
+
 /* KILN_PORT_MMIO: a batch of device-register accesses in one exit. */
 static void port_mmio(struct vcpu *c, const struct kvm_regs *r)
 {
@@ -208,6 +242,9 @@ static void handle_io(struct vcpu *c)
 		break;
 	case KILN_PORT_MMIO:
 		port_mmio(c, &r);
+		break;
+	case KILN_PORT_COPY:
+		port_copy(c, &r);
 		break;
 	}
 }

@@ -177,7 +177,8 @@ struct vm_late_ram {
 
 /* The RAM written since a snapshot (vmm/dirty.c). */
 struct vm_dirty {
-	bool on;           /* RAM slots log dirty pages; mem.marks exists */
+	bool on;           /* writes are tracked (now or from the first snapshot) */
+	bool logging;      /* the RAM slots log dirty pages (KVM_MEM_LOG_DIRTY_PAGES) */
 	bool valid;        /* the log and marks cover every write since ref_id */
 	uint64_t ref_id;   /* the snapshot memory was last equal to (snap_id) */
 	uint64_t *scratch; /* a bit per page of RAM: the slots' logs */
@@ -289,6 +290,9 @@ void mem_destroy(struct guest_mem *mem);
 void *gpa_ptr(const struct guest_mem *mem, uint64_t gpa, uint64_t len);
 /* True if gpa is RAM (len 1). */
 bool gpa_is_ram(const struct guest_mem *mem, uint64_t gpa);
+/* The same for memory the VMM only reads: [gpa, gpa + len) in RAM (marked
+ * as gpa_ptr does), the initramfs or the pmem window; NULL otherwise. */
+const void *gpa_ptr_ro(const struct guest_mem *mem, uint64_t gpa, uint64_t len);
 
 /* The initramfs index, at most room bytes at pa, in guest RAM: built if the
  * archive is valid and it fits, else initrd_index_size stays 0
@@ -305,10 +309,14 @@ void vm_destroy(struct vm *vm);
 int vm_late_ram_online(struct vm *vm);
 /* The RAM slots registered now, into s (VM_RAM_SLOTS_MAX): their count. */
 int vm_ram_slots(struct vm *vm, struct ram_slot *s);
+/* Have every RAM slot, and those registered later, log dirty pages from
+ * now on (vm->dirty.logging): 0 or -errno. */
+int vm_ram_log_dirty(struct vm *vm);
 
 /* Dirty tracking for snapshots (vmm/dirty.c). */
-/* Before the RAM slots exist: turn on KVM's dirty log for them if this VM
- * and host allow; true if on. */
+/* Before the RAM slots exist: track writes if this VM and host allow;
+ * true if so. A restored VM's slots log from the start, a booted VM's
+ * from its first snapshot on (vm_dirty_restart). */
 bool vm_dirty_enable(struct vm *vm);
 void vm_dirty_free(struct vm *vm);
 /* With every vCPU parked and the devices at rest: the pages (a bit per

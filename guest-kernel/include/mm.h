@@ -57,6 +57,10 @@ void keep_shrink(void);
 /* Pages for page tables (kept apart from data pages: see pmem.c). */
 uint64_t pmem_alloc_pt(void);
 void pmem_free_pt(uint64_t pa);
+/* Was the frame at pa handed out without having been used before (its
+ * memory untouched: not even the host has it), and is this the first ask
+ * since? */
+bool pmem_claim_fresh(uint64_t pa);
 size_t pmem_free_pages(void);
 /* Have the VMM make the host memory behind [pa, pa + len) present (a hint:
  * see pmem.c), for fresh frames in aligned chunks of this many. */
@@ -66,6 +70,20 @@ void host_populate(uint64_t pa, uint64_t len);
  * is (KILN_PORT_RAM). */
 void host_ram_online(void);
 size_t pmem_total_pages(void);
+/* Copies into RAM done by the VMM, in batches (host_copy.c): begin, add
+ * copies of at most a page between direct-map addresses (anything else is
+ * copied at once), end. The bytes are there only after host_copy_end. */
+struct host_copy {
+	uint64_t page; /* the batch of struct kiln_copy_op; 0: copy at once */
+	unsigned n;
+};
+_Static_assert(KILN_COPY_BATCH_MAX * sizeof(struct kiln_copy_op) <= PAGE_SIZE,
+               "a batch of copies fills at most a page");
+void host_copy_begin(struct host_copy *hc);
+void host_copy_add(struct host_copy *hc, void *dst, const void *src, size_t len);
+void host_copy_end(struct host_copy *hc);
+/* How many copies the VMM did and how many it left (kiln.stats=1). */
+void host_copy_print_stats(void);
 
 /* Kernel heap for library-OS objects. kmalloc never returns memory that
  * was not asked for; kzalloc zeroes. Large requests take whole pages. */

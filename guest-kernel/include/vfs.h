@@ -83,6 +83,12 @@ uint64_t vfs_inode_ino(const struct inode *ip);
 /* Read a regular file's bytes into kernel memory; short at end of file.
  * Returns bytes read or -errno (-EISDIR, -EINVAL for non-regular files). */
 long vfs_inode_read(struct inode *ip, void *buf, size_t n, uint64_t off);
+/* The same into kernel memory, but the bytes the file has as its image has
+ * them are copied by the VMM, in hc's batch (mm.h): buf holds them only
+ * after host_copy_end(hc). */
+struct host_copy;
+long vfs_inode_read_batch(struct inode *ip, char *buf, size_t n, uint64_t off,
+                          struct host_copy *hc);
 /* A regular file's whole contents when they are one run of memory (a file
  * from the initramfs not written since): valid while the reference is held
  * and the file is not written. NULL otherwise. */

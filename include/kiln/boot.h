@@ -3,11 +3,11 @@
  * kiln boot ABI: what kiln-vmm promises kiln-kernel at the first instruction,
  * and what the kernel image must tell the VMM about itself.
  *
- * Version 4 (2 added the snapshot quiesce point: KILN_VEC_QUIESCE and
+ * Version 5 (2 added the snapshot quiesce point: KILN_VEC_QUIESCE and
  * KILN_PORT_QUIESCE; 3 KILN_PORT_POPULATE and the batched device-register
  * port KILN_PORT_MMIO; 4 RAM that comes online later: kiln,early-ram-end
  * and KILN_PORT_RAM; kiln_boot_image.syscall_entry_cpl3, LSTAR on PVM
- * hosts). Any change to a layout, constant or meaning below bumps
+ * hosts; 5 copies by the VMM, KILN_PORT_COPY). Any change to a layout, constant or meaning below bumps
  * KILN_BOOT_VERSION; the VMM refuses images that carry another version, and
  * refuses to restore a snapshot taken with another one.
  *
@@ -21,7 +21,7 @@
 #ifndef KILN_BOOT_H
 #define KILN_BOOT_H
 
-#define KILN_BOOT_VERSION 4
+#define KILN_BOOT_VERSION 5
 
 /* 64-bit constants usable from C and assembly. */
 #ifdef __ASSEMBLER__
@@ -228,8 +228,31 @@ struct kiln_mmio_op {
  * once when the RAM is usable already (no kiln,early-ram-end, a VM restored
  * from a snapshot, a second call).
  */
-#define KILN_PORT_RAM   (KILN_PORT_BASE + 6)
-#define KILN_PORT_COUNT 7
+#define KILN_PORT_RAM (KILN_PORT_BASE + 6)
+/*
+ * out to COPY (CPL0 and CPL3): RDI = guest-physical address of an array of
+ * RSI (at most KILN_COPY_BATCH_MAX) struct kiln_copy_op in RAM, which must
+ * not cross a page boundary. For each op in order the VMM copies len bytes
+ * (at most 4096) from src, in RAM, the pmem window or the initramfs, to
+ * dst, in RAM, and then sets its done to 1; an op it refuses (a range
+ * outside those, a bad length) or cannot do now (RAM still being restored
+ * lazily) keeps done as it was, for the guest to copy itself. Each range is
+ * read once. Why: on PVM hosts the guest's first touch of a page through
+ * its own mappings costs a host shadow fault (~15 us), and an image page
+ * copied into a fresh page through the direct map is two of them; one exit
+ * does a batch with none.
+ */
+#define KILN_PORT_COPY      (KILN_PORT_BASE + 7)
+#define KILN_COPY_BATCH_MAX 128
+#define KILN_PORT_COUNT     8
+
+#ifndef __ASSEMBLER__
+struct kiln_copy_op {
+	uint64_t dst, src; /* guest-physical */
+	uint32_t len;      /* 1..4096 */
+	uint32_t done;     /* 0 from the guest; 1 once the VMM copied it */
+};
+#endif
 /*
  * RDX at resume from the quiesce point. RESTORED: this is a new VM, restored
  * from a snapshot; devices were reset where the host side could not be kept

@@ -13,6 +13,9 @@ Cases (all by default; each prints ok/FAIL):
              the guest's clock stepped to the host's after a 3 s pause,
              vsock connections reset and the listener still there
   pause      pause/resume in the same VM, with the API's state answers
+  later      two snapshots of a booted VM: the first reads all of memory,
+             the second copies the chunks KVM's dirty log (on from the
+             first snapshot) saw nobody write (4 MiB of tmpfs at least)
   clones     clones of one template (template, eager and lazy restores) get
              different getrandom and /dev/urandom output
   diff       a clone's diff snapshot against its template restores (template
@@ -51,7 +54,7 @@ import time
 
 VMM, KERNEL, INITRD, INSPECT, WORK = sys.argv[1:6]
 IMAGE = os.environ.get("KILN_SNAPSHOT_IMAGE")
-CASES = sys.argv[6:] or ["pause", "cycles", "lazy", "clones", "diff", "corrupt", "api", "thp",
+CASES = sys.argv[6:] or ["pause", "later", "cycles", "lazy", "clones", "diff", "corrupt", "api", "thp",
                          "lateram"] + \
     (["python"] if IMAGE else [])
 failures = []
@@ -84,7 +87,7 @@ class VM:
 
     n = 0
 
-    def __init__(self, args, stdin=None, api=True, vsock=None, boot=None):
+    def __init__(self, args, stdin=None, api=True, vsock=None, boot=None, env=None):
         VM.n += 1
         self.name = "vm%d" % VM.n
         self.out, self.err = path(self.name + ".out"), path(self.name + ".err")
@@ -96,7 +99,8 @@ class VM:
             cmd += ["--vsock", "3," + vsock]
         cmd += args
         self.p = subprocess.Popen(cmd, stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                                  stdout=open(self.out, "wb"), stderr=open(self.err, "wb"))
+                                  stdout=open(self.out, "wb"), stderr=open(self.err, "wb"),
+                                  env=env)
         procs.append(self.p)
         self.sock = None
 
@@ -559,6 +563,36 @@ def case_clones():
 # guest's memory fits in a few chunks, which the clone dirties anyway).
 DIFF_SCRIPT = ('head -c 4194304 /dev/urandom >/tmp/ballast; echo ready; n=0; '
                'while read l; do n=$((n+1)); echo "got $n $l"; done')
+
+
+def case_later():
+    """Each way: with KILN_SNAP_CHECK_WRITTEN=1 the VMM reads the chunks the
+    log calls unwritten and fails the snapshot if one changed (correct);
+    without, it copies them unread (used: counted in chunks.unwritten)."""
+    name = "later"
+    unread = []
+    for check in ("1", "0"):
+        r, w = os.pipe()
+        vm = VM(["--", "/bin/sh", "-c", DIFF_SCRIPT], stdin=r,
+                env=dict(os.environ, KILN_SNAP_CHECK_WRITTEN=check))
+        os.close(r)
+        if not vm.wait_for(lambda t: "ready" in t):
+            os.close(w)
+            return fail(name, "the guest did not start", vm.out, vm.err)
+        # A booted VM's RAM logs writes only from its first snapshot on.
+        snaps = [vm.api({"op": "snapshot", "path": path("later%d.snap" % i), "no_fsync": True})
+                 for i in range(2)]
+        os.write(w, b"x\n")
+        alive = vm.wait_for(lambda t: "got 1 x" in t, 5)
+        os.close(w)
+        rc = vm.stop()
+        if not alive or rc != 0 or not all(r.get("ok") for r in snaps):
+            return fail(name, "check %s: snapshots %s, answer after them %s, exit status %s"
+                        % (check, snaps, bool(alive), rc), vm.err)
+        unread.append([r["chunks"]["unwritten"] for r in snaps])
+    if unread[0] != [0, 0] or unread[1][0] != 0 or unread[1][1] < 16:
+        return fail(name, "chunks copied unread (checked, then not): %s" % unread)
+    ok("%s (the second snapshot copied %d chunks unread, the first none)" % (name, unread[1][1]))
 
 
 def case_diff():

@@ -119,6 +119,37 @@ START_TEST(thp_mapping_is_exact)
 }
 END_TEST
 
+/* Read-only ranges: RAM, the initramfs and the pmem window, each whole. */
+START_TEST(ro_windows)
+{
+	static const uint8_t initrd[8192], pmem[4 * 4096];
+	struct guest_mem mem = {0};
+
+	ck_assert_int_eq(mem_init(&mem, 16 * MIB), 0);
+	mem.initrd = initrd;
+	mem.initrd_map_size = sizeof(initrd);
+	mem.pmem = pmem;
+	mem.pmem_size = sizeof(pmem);
+	ck_assert_ptr_eq(gpa_ptr_ro(&mem, 4096, 4096), mem.host + 4096);
+	ck_assert_ptr_eq(gpa_ptr_ro(&mem, KILN_GPA_INITRD + 100, 8092), initrd + 100);
+	ck_assert_ptr_null(gpa_ptr_ro(&mem, KILN_GPA_INITRD + 100, 8093));
+	ck_assert_ptr_eq(gpa_ptr_ro(&mem, KILN_GPA_PMEM + 3 * 4096, 4096), pmem + 3 * 4096);
+	ck_assert_ptr_null(gpa_ptr_ro(&mem, KILN_GPA_PMEM + 3 * 4096, 4097));
+	ck_assert_ptr_null(gpa_ptr_ro(&mem, KILN_GPA_PMEM + sizeof(pmem), 1));
+	ck_assert_ptr_null(gpa_ptr_ro(&mem, KILN_GPA_PMEM - 1, 2));
+	ck_assert_ptr_null(gpa_ptr_ro(&mem, ~0ULL - 10, 100));
+	ck_assert_ptr_null(gpa_ptr_ro(&mem, 16 * MIB - 10, 4096));
+	/* Neither window is reachable for writing. */
+	ck_assert_ptr_null(gpa_ptr(&mem, KILN_GPA_INITRD, 1));
+	ck_assert_ptr_null(gpa_ptr(&mem, KILN_GPA_PMEM, 1));
+	mem.pmem = NULL;
+	ck_assert_ptr_null(gpa_ptr_ro(&mem, KILN_GPA_PMEM, 1));
+	mem.initrd = NULL;
+	mem.pmem = NULL;
+	mem_destroy(&mem);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("mem");
@@ -129,6 +160,7 @@ int main(void)
 	tcase_add_test(t, memfd_backing);
 	tcase_add_test(t, thp_backing);
 	tcase_add_test(t, thp_mapping_is_exact);
+	tcase_add_test(t, ro_windows);
 	suite_add_tcase(s, t);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -82,6 +82,12 @@ uint64_t pmem_alloc(bool zero)
 	return 0;
 }
 
+/* Every page is new to the host here: host_copy.c batches all copies. */
+bool pmem_claim_fresh(uint64_t pa)
+{
+	return true;
+}
+
 /* What a truncate took out of mappings (vm.c's, not linked here). */
 static void *cut_obj;
 static uint64_t cut_idx;
@@ -1284,6 +1290,50 @@ START_TEST(initramfs)
 }
 END_TEST
 
+/* vfs_inode_read_batch: the image's bytes by the batch (in unit tests
+ * copied at host_copy_end), pages written since at once, zeros past the
+ * image's bytes, nothing past the end of the file. */
+START_TEST(initramfs_read_batch)
+{
+	static char data[6001], want[8192], got[8192];
+	struct host_copy hc;
+	struct inode *ip;
+	struct ar a;
+	const char *err = NULL;
+	const void *buf;
+	size_t len;
+	long fd;
+
+	for (size_t i = 0; i < sizeof(data) - 1; i++)
+		data[i] = (char)('a' + i % 23);
+	ar_init(&a);
+	ar_add(&a, "big", S_IFREG | 0644, 1, 1, 0, 0, data);
+	buf = ar_seal(&a, &len);
+	ck_assert_int_eq(vfs_unpack_initramfs(buf, len, NULL, 0, &err), 0);
+	fd = xopen("/big", O_WRONLY, 0);
+	ck_assert_int_eq(SYS(pwrite64, fd, "W", 1, 5000), 1); /* page 1 is the tree's now */
+	ck_assert_int_eq(SYS(ftruncate, fd, 7000), 0);        /* zeros from 6000 on */
+	SYS(close, fd);
+	ck_assert_int_eq(vfs_lookup_at(P.fs, "/big", true, &ip), 0);
+	ck_assert_int_eq(vfs_inode_read(ip, want, sizeof(want), 0), 7000);
+	ck_assert_int_eq(want[5000], 'W');
+	ck_assert_int_eq(want[6500], 0);
+
+	memset(got, 0x55, sizeof(got));
+	host_copy_begin(&hc);
+	ck_assert_uint_ne(hc.page, 0);
+	ck_assert_int_eq(vfs_inode_read_batch(ip, got + 10, sizeof(got) - 10, 10, &hc), 6990);
+	ck_assert_int_eq(got[10], 0x55);  /* the image's bytes come with the batch */
+	ck_assert_int_eq(got[5000], 'W'); /* the tree's at once */
+	host_copy_end(&hc);
+	ck_assert_uint_eq(hc.page, 0);
+	ck_assert_int_eq(memcmp(got + 10, want + 10, 6990), 0);
+	ck_assert_int_eq(got[7000], 0x55); /* nothing past the end */
+	ck_assert_int_eq(vfs_inode_read_batch(ip, got, 10, 7000, &hc), 0);
+	inode_put(ip);
+}
+END_TEST
+
 START_TEST(initramfs_bad_name)
 {
 	struct ar a;
@@ -1481,6 +1531,7 @@ static Suite *ramfs_suite(void)
 	tcase_add_test(tc, devices);
 	tcase_add_test(tc, attrs);
 	tcase_add_test(tc, initramfs);
+	tcase_add_test(tc, initramfs_read_batch);
 	tcase_add_test(tc, initramfs_bad_name);
 	tcase_add_test(tc, shared_pages);
 	tcase_add_test(tc, memfd_seals);

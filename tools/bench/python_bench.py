@@ -2,7 +2,7 @@
 """Python in kiln against the same Python on the host (make bench; issue 4).
 
     python_bench.py VMM KERNEL IMAGE ROOT [--runs N] [--sandboxes N]
-                    [--mem-backing memfd|thp]
+                    [--mem-backing memfd|thp] [--only STEP,...]
 
 ROOT is IMAGE's files extracted on the host (tools/mkimage/extract-root): the
 host runs the very same interpreter and libraries, in a chroot. Prints:
@@ -87,12 +87,13 @@ def analysis(a):
 
 
 def startup(a):
-    g = [first_line_ms(guest_cmd(a, ["/usr/bin/python3", "-c", "print(1)"]))[0]
-         for _ in range(a.runs * 2)]
-    h = [first_line_ms(host_cmd(a, ["/usr/bin/python3", "-c", "print(1)"]))[0]
-         for _ in range(a.runs * 2)]
-    print("  %-46s %8.1f ms  (host chroot %.1f ms; VM start included)"
-          % ("python3 start-up to its first line", statistics.median(g), statistics.median(h)))
+    g, h = [], []
+    for _ in range(a.runs * 2):  # interleaved, as analysis
+        g.append(first_line_ms(guest_cmd(a, ["/usr/bin/python3", "-c", "print(1)"]))[0])
+        h.append(first_line_ms(host_cmd(a, ["/usr/bin/python3", "-c", "print(1)"]))[0])
+    gm, hm = statistics.median(g), statistics.median(h)
+    print("  %-46s %8.1f ms  (host chroot %.1f ms: %.2fx; VM start included)"
+          % ("python3 start-up to its first line", gm, hm, gm / hm))
 
 
 def pss_kib(pid):
@@ -158,14 +159,22 @@ def main():
     ap.add_argument("--sandboxes", type=int, default=20)
     ap.add_argument("--mem-backing", choices=("memfd", "thp"),
                     help="kiln-vmm's --mem-backing (default: kiln-vmm's own)")
+    ap.add_argument("--only", default="analysis,startup,memory",
+                    help="the steps to run, comma-separated (default: all of "
+                    "analysis,startup,memory)")
     a = ap.parse_args()
     if a.runs < 1 or a.sandboxes < 2:
         ap.error("--runs must be at least 1 and --sandboxes at least 2")
+    steps = {f.__name__: f for f in (analysis, startup, memory)}
+    only = a.only.split(",")
+    for name in only:
+        if name not in steps:
+            ap.error("--only: no step %r (the steps: %s)" % (name, ", ".join(steps)))
     print("  python (tools/bench/python_bench.py), %s, medians of %d runs%s"
           % (os.path.basename(os.path.realpath(a.image)), a.runs,
              ", --mem-backing " + a.mem_backing if a.mem_backing else ""))
     failed = False
-    for step in (analysis, startup, memory):
+    for step in (steps[name] for name in steps if name in only):
         try:
             step(a)
         except (RuntimeError, OSError) as e:

@@ -319,6 +319,33 @@ long ramfs_read(struct inode *ip, const struct iobuf *b, size_t n, uint64_t off)
 	return done;
 }
 
+long vfs_inode_read_batch(struct inode *ip, char *buf, size_t n, uint64_t off, struct host_copy *hc)
+{
+	struct ramfs_data *d = &ip->reg;
+	size_t done = 0;
+
+	if (!S_ISREG(ip->mode))
+		return vfs_inode_read(ip, buf, n, off);
+	if (off >= ip->size)
+		return 0;
+	n = MIN(MIN(n, (size_t)VFS_MAX_RW), ip->size - off);
+	while (done < n) {
+		uint64_t pos = off + done;
+		size_t poff = pos & (PAGE_SIZE - 1), chunk = MIN(PAGE_SIZE - poff, n - done);
+		size_t ext = pos < d->ext_len ? MIN(chunk, d->ext_len - pos) : 0;
+		char *page = page_of(d, pos >> PAGE_SHIFT);
+
+		if (page) {
+			memcpy(buf + done, page + poff, chunk);
+		} else {
+			host_copy_add(hc, buf + done, d->ext + pos, ext);
+			memset(buf + done + ext, 0, chunk - ext);
+		}
+		done += chunk;
+	}
+	return (long)done;
+}
+
 /* The file grows from its size on: the bytes past its end in its last page
  * are zero again (a shared mapping may have written there, as on Linux). */
 static void zero_tail(struct inode *ip)

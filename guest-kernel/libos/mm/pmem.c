@@ -21,7 +21,9 @@
 #include "printk.h"
 #include "sv.h"
 
-static uint64_t *used_map, *dirty_map, *pt_map;
+/* fresh_map: handed out without having been used before, and not claimed
+ * since (pmem_claim_fresh). */
+static uint64_t *used_map, *dirty_map, *pt_map, *fresh_map;
 static uint64_t nr_frames; /* frames covered by the bitmaps */
 static uint64_t next_hint; /* next-fit search start (in words) */
 static size_t free_count, total_count;
@@ -209,7 +211,7 @@ void pmem_init(const struct bootinfo *bi)
 		top = MAX(top, bi->ram[i].base + bi->ram[i].size);
 	}
 	nr_frames = ALIGN_UP(top / PAGE_SIZE, 64);
-	bytes = ALIGN_UP(3 * nr_frames / 8, PAGE_SIZE);
+	bytes = ALIGN_UP(4 * nr_frames / 8, PAGE_SIZE);
 	home = find_home(bi, bytes);
 	if (!home)
 		kpanic("no room for the page bitmaps (%lu bytes)", (unsigned long)bytes);
@@ -217,9 +219,10 @@ void pmem_init(const struct bootinfo *bi)
 	used_map = phys_to_virt(home);
 	dirty_map = used_map + nr_frames / 64;
 	pt_map = dirty_map + nr_frames / 64;
+	fresh_map = pt_map + nr_frames / 64;
 	/* Everything is used until proven free RAM; fresh RAM is all zero. */
 	memset(used_map, 0xff, nr_frames / 8);
-	memset(dirty_map, 0, 2 * nr_frames / 8);
+	memset(dirty_map, 0, 3 * nr_frames / 8);
 	free_count = free_ram(0, late_start, true);
 	late_count = late_start == ~0ULL ? 0 : free_ram(late_start, ~0ULL, false);
 	total_count = free_count + late_count;
@@ -240,12 +243,23 @@ static void take(uint64_t pfn, bool zero)
 		((volatile uint8_t *)phys_to_virt(pfn * PAGE_SIZE))[1] = 0;
 		set(pt_map, pfn, false);
 	}
+	set(fresh_map, pfn, !test(dirty_map, pfn));
 	if (!test(dirty_map, pfn))
 		populate(pfn);
 	else if (zero)
 		memset(phys_to_virt(pfn * PAGE_SIZE), 0, PAGE_SIZE);
 	set(dirty_map, pfn, true);
 	free_count--;
+}
+
+bool pmem_claim_fresh(uint64_t pa)
+{
+	uint64_t pfn = pa / PAGE_SIZE;
+	bool fresh = pfn < nr_frames && test(fresh_map, pfn);
+
+	if (fresh)
+		set(fresh_map, pfn, false);
+	return fresh;
 }
 
 static uint64_t alloc_from_bitmap(bool zero);

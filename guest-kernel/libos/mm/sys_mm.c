@@ -95,6 +95,7 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t pr
 {
 	struct file *f = fd_get(cur_proc()->files, fd);
 	struct file_pages fp;
+	struct host_copy hc;
 	uint64_t done = 0;
 	struct inode *ip;
 	long err;
@@ -123,13 +124,14 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t pr
 	if (err)
 		return err;
 	inode_get(ip);
+	host_copy_begin(&hc);
 	for (; done < len; done += PAGE_SIZE) {
 		uint64_t pa = vm_translate_own(as, addr + done);
 		long got;
 
 		if (!pa)
 			continue;
-		got = vfs_inode_read(ip, phys_to_virt(pa), PAGE_SIZE, off + done);
+		got = vfs_inode_read_batch(ip, phys_to_virt(pa), PAGE_SIZE, off + done, &hc);
 		if (got < 0) {
 			err = got;
 			break;
@@ -137,6 +139,7 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t pr
 		if (got < (long)PAGE_SIZE)
 			break; /* the rest stays zero, as past EOF in a real mapping */
 	}
+	host_copy_end(&hc);
 	/* It knows its file (vm.h VMA_FILE): no pages past the end. */
 	if (!err && vfs_inode_shareable(ip))
 		err = vm_map_file(as, addr, &vfs_file_map_ops, ip, off / PAGE_SIZE,

@@ -73,14 +73,15 @@ static int as_write(struct aspace *as, uint64_t va, const void *src, size_t n)
 }
 
 /* File bytes straight into mapped pages, a page at a time (borrowed pages
- * hold them already). */
-static int as_read_file(struct aspace *as, uint64_t va, struct inode *ip, uint64_t off, size_t n)
+ * hold them already), by the VMM where they are image bytes (hc). */
+static int as_read_file(struct aspace *as, uint64_t va, struct inode *ip, uint64_t off, size_t n,
+                        struct host_copy *hc)
 {
 	while (n) {
 		uint64_t pa = vm_translate_own(as, va);
 		size_t chunk = MIN(n, PAGE_SIZE - (va & (PAGE_SIZE - 1)));
-		if (pa == ~0ULL ||
-		    (pa && vfs_inode_read(ip, phys_to_virt(pa), chunk, off) != (long)chunk))
+		if (pa == ~0ULL || (pa && vfs_inode_read_batch(ip, phys_to_virt(pa), chunk, off,
+		                                               hc) != (long)chunk))
 			return -EIO;
 		va += chunk;
 		off += chunk;
@@ -129,9 +130,11 @@ static int load_segments(struct aspace *as, const struct elf_info *ei, uint64_t 
                          struct inode *ip)
 {
 	uint64_t mapped_end = 0;
-	int err;
+	struct host_copy hc;
+	int err = 0;
 
-	for (unsigned i = 0; i < ei->nseg; i++) {
+	host_copy_begin(&hc);
+	for (unsigned i = 0; i < ei->nseg && !err; i++) {
 		const struct elf_segment *s = &ei->seg[i];
 		uint64_t lo = ALIGN_DOWN(s->vaddr + bias, PAGE_SIZE), start = MAX(lo, mapped_end);
 		uint64_t end = ALIGN_UP(s->vaddr + bias + s->memsz, PAGE_SIZE);
@@ -145,16 +148,15 @@ static int load_segments(struct aspace *as, const struct elf_info *ei, uint64_t 
 
 			err = vm_map_pages(as, start, end - start, prot, 0, seg_page, &m);
 			if (err)
-				return err;
+				break;
 			mapped_end = end;
 		}
 		if (lo < start) /* pages an earlier segment mapped */
 			vm_protect(as, lo, MIN(start, end) - lo, prot);
-		err = as_read_file(as, s->vaddr + bias, ip, s->offset, s->filesz);
-		if (err)
-			return err;
+		err = as_read_file(as, s->vaddr + bias, ip, s->offset, s->filesz, &hc);
 	}
-	return 0;
+	host_copy_end(&hc);
+	return err;
 }
 
 struct stack_builder {

@@ -251,6 +251,7 @@ void guest_exit(int status)
 	if (kiln_stats) {
 		boot_print_marks();
 		syscall_print_stats();
+		host_copy_print_stats();
 	}
 	console_flush();
 	port_out_regs(KILN_PORT_EXIT, (uint64_t)(status & 0xff), 0);

@@ -119,6 +119,12 @@ if [ ! -f "$IMG_BASE" ]; then
 else
 	image_case image-python-import 0 "$IMG_BASE" --out '^ok$' -- \
 		/usr/bin/python3 -c 'import numpy, pandas, matplotlib; print("ok")'
+	# python3's data segment (and its libraries') copied by the VMM
+	# (KILN_PORT_COPY), none of it left to the library OS.
+	vmm_case image-python-host-copy 0 --out '^ok$' \
+		--any '^kiln: copies of image bytes: [1-9][0-9]* by the VMM, 0 by the library OS' -- \
+		--kernel "$KERNEL" --image "$IMG_BASE" --mem "$PY_MEM" --cmdline kiln.stats=1 -- \
+		/usr/bin/python3 -c 'print("ok")'
 	# The same with image pages copied instead of mapped in place.
 	vmm_case image-python-copying 0 --out '^ok$' -- --kernel "$KERNEL" --image "$IMG_BASE" \
 		--mem "$PY_MEM" --cmdline kiln.borrow=0 -- /usr/bin/python3 -c 'import numpy; print("ok")'
