@@ -170,7 +170,8 @@ static int check_image(const struct kernel_info *ki, const char **err)
 {
 	const struct kiln_boot_image *img = &ki->image;
 
-	if (img->magic != KILN_BOOT_IMAGE_MAGIC || img->version != KILN_BOOT_VERSION) {
+	if (img->magic != KILN_BOOT_IMAGE_MAGIC || img->version < KILN_BOOT_VERSION_MIN ||
+	    img->version > KILN_BOOT_VERSION) {
 		*err = "boot note has the wrong magic or version (kernel and VMM do not match)";
 		return -EINVAL;
 	}

@@ -117,6 +117,7 @@ static void load_kernel(struct vm *vm)
 		munmap((void *)buf, len);
 	if (rc)
 		die("kernel image '%s': %s", cfg->kernel_path, err);
+	vm->boot_version = vm->kernel.image.version;
 }
 
 /* The initramfs is mapped, not copied: see KILN_GPA_INITRD. */

@@ -165,6 +165,10 @@ int vm_restore_check(struct vm *vm, bool devices, char *why, size_t len)
 
 	if (ret)
 		return ret;
+	if (have->boot_version >= KILN_BOOT_VERSION_MIN && have->boot_version <= KILN_BOOT_VERSION)
+		/* A kernel of an older ABI this VMM still serves: the VM
+		 * stays of that version, and so do its snapshots. */
+		vm->boot_version = want.boot_version = have->boot_version;
 	if (!devices) {
 		/* Devices are checked once they exist. */
 		want.nr_devices = have->nr_devices;

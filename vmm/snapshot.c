@@ -82,7 +82,7 @@ int vm_snap_config(struct vm *vm, struct snap_vm_config *c, char *why, size_t le
 	c->mem_high_gpa = vm->mem.size > vm->mem.low_size ? KILN_GPA_HIGH_RAM : 0;
 	c->nr_vcpus = (uint32_t)vm->nr_vcpus;
 	c->nr_devices = (uint32_t)vm->nr_devs;
-	c->boot_version = KILN_BOOT_VERSION;
+	c->boot_version = vm->boot_version ? vm->boot_version : KILN_BOOT_VERSION;
 	for (int i = 0; i < vm->nr_devs; i++) {
 		c->devices[i].type = vm->devs[i]->ops->device_id;
 		c->devices[i].slot = vm->devs[i]->slot;

@@ -232,6 +232,7 @@ struct vm {
 	struct guest_mem mem;
 	struct vcpu *vcpus;
 	int nr_vcpus;
+	uint32_t boot_version; /* the kernel's KILN_BOOT_VERSION (an older one it serves too) */
 
 	/* Filled by the kernel loader. */
 	struct kernel_info kernel;

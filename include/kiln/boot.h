@@ -7,9 +7,11 @@
  * KILN_PORT_QUIESCE; 3 KILN_PORT_POPULATE and the batched device-register
  * port KILN_PORT_MMIO; 4 RAM that comes online later: kiln,early-ram-end
  * and KILN_PORT_RAM; kiln_boot_image.syscall_entry_cpl3, LSTAR on PVM
- * hosts; 5 copies by the VMM, KILN_PORT_COPY). Any change to a layout, constant or meaning below bumps
- * KILN_BOOT_VERSION; the VMM refuses images that carry another version, and
- * refuses to restore a snapshot taken with another one.
+ * hosts; 5 copies by the VMM, KILN_PORT_COPY). Any change to a layout,
+ * constant or meaning below bumps KILN_BOOT_VERSION; the VMM refuses
+ * images that carry a version outside KILN_BOOT_VERSION_MIN..VERSION, and
+ * refuses to restore a snapshot taken with one (a change that is not only
+ * an addition raises KILN_BOOT_VERSION_MIN with it).
  *
  * Why so much is done by the VMM: on PVM hosts every guest CPL0 instruction
  * is emulated (0.3-1 us each, see shared/probes/RESULTS.md), so page tables,
@@ -22,6 +24,10 @@
 #define KILN_BOOT_H
 
 #define KILN_BOOT_VERSION 5
+/* The oldest version kiln-vmm still boots and restores: 5 only added a
+ * port, which an older kernel never uses, so its snapshots (and the
+ * kernels kilnd keeps pinned for them) go on working across an upgrade. */
+#define KILN_BOOT_VERSION_MIN 4
 
 /* 64-bit constants usable from C and assembly. */
 #ifdef __ASSEMBLER__

@@ -38,6 +38,10 @@ Cases (all by default; each prints ok/FAIL):
              template) at once: a program touching 100 MiB of 256 runs;
              100 MiB of tmpfs data written then survives another snapshot
              and restore
+  abi        a kernel whose boot note says KILN_BOOT_VERSION_MIN (as one
+             kept for a snapshot from before an upgrade) boots, snapshots
+             with that version and restores; one version below or above
+             is refused
   python     (when $KILN_SNAPSHOT_IMAGE names the base image) a python3
              process with a variable and an open tmpfs file, through ten
              pause -> snapshot -> kill -> restore cycles
@@ -55,7 +59,7 @@ import time
 VMM, KERNEL, INITRD, INSPECT, WORK = sys.argv[1:6]
 IMAGE = os.environ.get("KILN_SNAPSHOT_IMAGE")
 CASES = sys.argv[6:] or ["pause", "later", "cycles", "lazy", "clones", "diff", "corrupt", "api", "thp",
-                         "lateram"] + \
+                         "lateram", "abi"] + \
     (["python"] if IMAGE else [])
 failures = []
 procs = []
@@ -593,6 +597,64 @@ def case_later():
     if unread[0] != [0, 0] or unread[1][0] != 0 or unread[1][1] < 16:
         return fail(name, "chunks copied unread (checked, then not): %s" % unread)
     ok("%s (the second snapshot copied %d chunks unread, the first none)" % (name, unread[1][1]))
+
+
+# ---------------------------------------------------------------- abi
+
+def kernel_with_version(version):
+    """A copy of KERNEL whose boot note says another KILN_BOOT_VERSION."""
+    boot_h = open(os.path.join(os.path.dirname(__file__), "../../include/kiln/boot.h")).read()
+    cur = int(re.search(r"#define KILN_BOOT_VERSION (\d+)", boot_h).group(1))
+    data = bytearray(open(KERNEL, "rb").read())
+    note = (0x4b494c4e).to_bytes(4, "little") + cur.to_bytes(4, "little")
+    at = data.find(note)
+    if at < 0 or data.find(note, at + 1) >= 0:
+        return None, cur
+    data[at + 4:at + 8] = version.to_bytes(4, "little")
+    out = path("kernel-v%d" % version)
+    open(out, "wb").write(data)
+    return out, cur
+
+
+def case_abi():
+    """A kernel of the oldest boot ABI the VMM still serves (what kilnd
+    keeps pinned for snapshots taken before an upgrade) boots, its snapshot
+    records that version and restores; versions outside are refused."""
+    name = "abi"
+    boot_h = open(os.path.join(os.path.dirname(__file__), "../../include/kiln/boot.h")).read()
+    oldest = int(re.search(r"#define KILN_BOOT_VERSION_MIN (\d+)", boot_h).group(1))
+    old, cur = kernel_with_version(oldest)
+    if not old:
+        return fail(name, "the kernel's boot note (version %d) was not found once" % cur)
+    r, w = os.pipe()
+    vm = VM(["--", "/bin/sh", "-c", "echo ready; while read l; do echo got $l; done"], stdin=r,
+            boot=["--kernel", old, "--initrd", INITRD])
+    os.close(r)
+    if not vm.wait_for(lambda t: "ready" in t):
+        os.close(w)
+        return fail(name, "a version %d kernel did not boot" % oldest, vm.out, vm.err)
+    res = vm.api({"op": "snapshot", "path": path("abi.snap"), "resume": False, "no_fsync": True})
+    vm.kill()
+    os.close(w)
+    insp = subprocess.run([INSPECT, "inspect", path("abi.snap")], capture_output=True, text=True,
+                          timeout=60)
+    if not res.get("ok") or not re.search(r"boot ABI\s+%d\b" % oldest, insp.stdout):
+        return fail(name, "snapshot %s; inspect says %s" % (res, insp.stdout[-300:]), vm.err)
+    back = restore(path("abi.snap"), boot=["--kernel", old, "--initrd", INITRD])
+    st = back.api({"op": "state"})
+    rc = back.stop()
+    if st.get("state") != "running" or rc not in (0, None):
+        return fail(name, "restore of the version %d snapshot: %s, exit %s" % (oldest, st, rc),
+                    back.err)
+    for bad in (oldest - 1, cur + 1):
+        k, _ = kernel_with_version(bad)
+        p = subprocess.run([VMM, "--kernel", k, "--initrd", INITRD, "--", "/bin/true"],
+                           capture_output=True, text=True, timeout=30)
+        if p.returncode == 0 or "wrong magic or version" not in p.stderr:
+            return fail(name, "a version %d kernel: exit %d, %s" % (bad, p.returncode,
+                                                                 p.stderr[-200:]))
+    ok("%s (version %d boots, snapshots as %d and restores; %d and %d are refused)"
+       % (name, oldest, oldest, oldest - 1, cur + 1))
 
 
 def case_diff():
