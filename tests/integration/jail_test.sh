@@ -175,7 +175,20 @@ $ROOT/Makefile ENOENT
 		else
 			bad jail-pidns "VMM a sees pids '$seen', VMM b '$seen_b' (each should see only itself, 1)"
 		fi
-		kill "$OUTER"
+		# SIGKILL of the waiting parent (no chance to pass it on): the
+		# VMM dies with it, not left running under init.
+		kill -9 "$OUTER"
+		i=0
+		while [ $i -lt 40 ] && [ -e "/proc/$INNER" ] && [ "$(field State "/proc/$INNER/status" | cut -c1)" != Z ]; do
+			sleep 0.05
+			i=$((i + 1))
+		done
+		if [ -e "/proc/$INNER" ] && [ "$(field State "/proc/$INNER/status" | cut -c1)" != Z ]; then
+			bad jail-parent-killed "the VMM (pid $INNER) still runs 2 s after its parent's SIGKILL"
+			kill -9 "$INNER"
+		else
+			ok jail-parent-killed
+		fi
 	else
 		bad jail-pidns "a second jailed VMM did not start: $(cat "$T/b.out")"
 	fi

@@ -222,6 +222,7 @@ void jail_enter(struct vm_config *cfg)
 		if (pid > 0)
 			outer(pid, &cg);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		j->pdeath = true;
 	}
 	/* The first cgroup.procs write after a quiet spell waits out an RCU
 	 * grace period (7 to 22 ms on a 2-CPU host: the kernel's
@@ -264,6 +265,10 @@ void jail_drop(struct vm *vm)
 	if (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 ||
 	    setresuid((uid_t)j->id, (uid_t)j->id, (uid_t)j->id) < 0)
 		die("dropping to uid and gid %u: %s", j->id, strerror(errno));
+	/* The uid change cleared the parent-death signal (commit_creds): a
+	 * SIGKILL of the waiting parent would leave the VM running alone. */
+	if (j->pdeath)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 	/* The uid change made the process undumpable, which gives /proc/self
 	 * to root: snapshots read /proc/self/pagemap. Nothing else runs as
 	 * this uid, and nothing in the pid namespace could trace it. */

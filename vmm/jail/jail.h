@@ -56,6 +56,7 @@ struct jail_cfg {
 	bool active;   /* namespaces and root (root only) */
 	bool userns;   /* unprivileged: a user namespace */
 	bool dropped;  /* uid/gid dropped */
+	bool pdeath;   /* forked under our own waiting parent: die with it */
 	bool filtered; /* seccomp on (the main thread's) */
 	/* The kernel's and initramfs's identities, found outside the jail
 	 * (where the image-id cache is): snapshots name them without hashing
