@@ -133,7 +133,10 @@ void rootfs_release(const char *bundle, bool mounted);
 
 /* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */
 int jail_prepare(struct shim *s, char *msg, size_t n);
+/* The VMM has ended: its lock file and cgroup leaves go. */
 void jail_release(struct shim *s);
+/* The same after a shim that died (its VMM killed): from BUNDLE/jail.id. */
+void jail_cleanup(const char *bundle);
 /* Where the VMM is to write the pause snapshot (absolute), and moving
  * what it wrote to BUNDLE/pause.snap. 0 or -errno (msg filled in). */
 int jail_snap_target(const struct shim *s, char *out, size_t len);
@@ -141,6 +144,8 @@ int jail_take_snapshot(const struct shim *s, char *msg, size_t n);
 
 /* cgroup.c: the CPU limits on the VMM's cgroup leaf, once it runs. */
 int cgroup_apply(struct shim *s, char *msg, size_t n);
+/* The ended VMM's leaves, kiln.slice/vmm-ID under the shim's cgroups. */
+void cgroup_remove_leaves(unsigned id);
 
 /* vm.c */
 int vm_boot(struct shim *s, char *msg, size_t n);

@@ -328,6 +328,11 @@ int vm_boot(struct shim *s, char *msg, size_t n)
 	snprintf(msg, n, "the VM's agent did not answer within %d s; its console is %s",
 	         BOOT_TIMEOUT_MS / 1000, s->vm.console);
 	vm_stop(s);
+	while (waitpid(s->vm.pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	s->vm.pid = 0;
+	s->vm.dead = true;
+	jail_release(s);
 	return -ETIMEDOUT;
 }
 

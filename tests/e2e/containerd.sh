@@ -232,13 +232,22 @@ check $? "a VM that dies under a running task: ctr run returns 255 at once ($(ca
 
 $C run -d $RT "$IMG" c2 sleep 600 >/dev/null
 vmm=$(cat "$TASKS/c2/vmm.pid")
+c2_id=$(cat "$TASKS/c2/jail.id")
 kill -9 "$(pgrep -f "containerd-shim-kiln-v2 .*-address $SOCK.* -id c2 ")"
 for _ in $(seq 100); do
 	[ -z "$($C task ls -q | grep -x c2)" ] && break
 	sleep 0.05
 done
 [ -z "$($C task ls -q | grep -x c2)" ] && ! ps -o stat= -p "$vmm" | grep -qv Z
-check $? "a shim that dies: containerd cleans up with the shim's delete, and its VM is gone"
+# containerd runs the shim's delete as it forgets the task: give it 5 s
+for _ in $(seq 100); do
+	[ ! -e "/run/kiln-shim/jail/$c2_id" ] && break
+	sleep 0.05
+done
+[ -z "$($C task ls -q | grep -x c2)" ] && ! ps -o stat= -p "$vmm" | grep -qv Z &&
+	[ -n "$c2_id" ] && [ ! -e "/run/kiln-shim/jail/$c2_id" ] &&
+	[ -z "$(find /sys/fs/cgroup -maxdepth 8 -type d -name "vmm-$c2_id" 2>/dev/null)" ]
+check $? "a shim that dies: containerd cleans up with the shim's delete: its VM, its jail lock file and cgroup leaves (vmm-$c2_id) are gone"
 $C container rm c2 >/dev/null 2>&1
 
 # ---- containerd restarts under a running task: it finds the shim again
@@ -252,6 +261,17 @@ for _ in $(seq 100); do $C version >/dev/null 2>&1 && break; sleep 0.1; done
 check $? "after containerd restarts, the running task is there and takes execs"
 $C task kill -s SIGKILL rs1 && sleep 0.3 && $C task delete rs1 >/dev/null && $C container rm rs1
 check $? "and it is killed and deleted as before"
+
+# ---- nothing left behind by this run's shims (their jail uids are JAIL_BASE + 1...65535)
+ours() { awk -F'vmm-' -v b="$JAIL_BASE" '{ n = $NF + 0; if (n > b && n < b + 65536) print }'; }
+sleep 0.5
+locks=$(ls /run/kiln-shim/jail 2>/dev/null | sed 's/^/vmm-/' | ours)
+leaves=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'vmm-*' 2>/dev/null | ours)
+mnts=$(grep -c " $TASKS/" /proc/mounts)
+left=$(ls "$TASKS" 2>/dev/null | wc -l)
+[ -z "$locks" ] && [ -z "$leaves" ] && [ "$mnts" = 0 ] && [ "$left" = 0 ]
+check $? "nothing is left behind: no jail lock file ($(wc -w <<<"$locks")), cgroup leaf ($(wc -w <<<"$leaves")), rootfs mount ($mnts) or bundle ($left) of this run's containers"
+[ -n "$leaves$locks" ] && echo "$locks $leaves" | tr ' ' '\n' | head -5 | sed 's/^/# left: /'
 
 grep -q "level=error" "$T/containerd.log" && grep "level=error" "$T/containerd.log" | head -5 | sed 's/^/# /'
 echo
