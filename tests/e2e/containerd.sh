@@ -4,8 +4,9 @@
 # temporary directory; not the system's), an image archive built here
 # (tests/e2e/images/mkarchive.py; no registry is reachable) and imported
 # with `ctr image import`, then `ctr run --runtime io.containerd.kiln.v2`,
-# `ctr task exec/kill/pause/resume/metrics/ps`, a terminal, a VMM that dies
-# under a running task, a shim that dies, and containerd restarting. Everything it started is gone
+# `ctr task exec/kill/pause/resume/metrics/ps`, a terminal, bind mounts, a
+# VMM that dies under a running task (attached or detached) or hangs, a shim
+# that dies, and containerd restarting. Everything it started is gone
 # at the end (containerd, shims, VMMs, mounts).
 #
 #   make e2e-containerd
@@ -270,6 +271,37 @@ kill -9 "$(cat "$TASKS/c1/vmm.pid")"
 for _ in $(seq 100); do [ -s "$T/c1.rc" ] && break; sleep 0.05; done
 [ "$(cat "$T/c1.rc" 2>/dev/null)" = 255 ]
 check $? "a VM that dies under a running task: ctr run returns 255 at once ($(cat "$T/c1.rc" 2>/dev/null))"
+
+# a VMM killed under a detached task: containerd sees it STOPPED, status 255
+$C run -d $RT "$IMG" c3 sleep 600 >/dev/null
+t0=$(ms)
+kill -9 "$(cat "$TASKS/c3/vmm.pid")"
+for _ in $(seq 100); do
+	[ "$($C task ls | awk '$1 == "c3" {print $3}')" = STOPPED ] && break
+	sleep 0.05
+done
+t1=$(ms)
+for _ in $(seq 50); do grep -q '/tasks/exit.*"container_id":"c3"' "$T/events" && break; sleep 0.1; done
+[ "$($C task ls | awk '$1 == "c3" {print $3}')" = STOPPED ] &&
+	grep -q '/tasks/exit.*"container_id":"c3","id":"c3".*"exit_status":255' "$T/events" &&
+	timeout 10 $C task delete c3 >/dev/null && $C container rm c3
+check $? "a VMM killed under a detached task: ctr task ls shows STOPPED within $((t1 - t0)) ms, its exit event says 255, and it deletes"
+# a VMM that hangs (stopped): State still answers, SIGKILL still ends the task
+$C run -d $RT "$IMG" c4 sleep 600 >/dev/null
+vmm=$(cat "$TASKS/c4/vmm.pid")
+kill -STOP "$vmm"
+t0=$(ms)
+st=$(timeout 5 $C task ls | awk '$1 == "c4" {print $3}')
+timeout 5 $C task kill -s SIGKILL c4
+for _ in $(seq 100); do
+	[ "$($C task ls | awk '$1 == "c4" {print $3}')" = STOPPED ] && break
+	sleep 0.05
+done
+t1=$(ms)
+[ "$st" = RUNNING ] && [ "$($C task ls | awk '$1 == "c4" {print $3}')" = STOPPED ] &&
+	! ps -o stat= -p "$vmm" | grep -qv Z && timeout 10 $C task delete c4 >/dev/null &&
+	$C container rm c4
+check $? "a hung VMM (SIGSTOP): ctr task ls answers, and SIGKILL ends the task and its VMM within $((t1 - t0)) ms"
 
 $C run -d $RT "$IMG" c2 sleep 600 >/dev/null
 vmm=$(cat "$TASKS/c2/vmm.pid")
