@@ -92,8 +92,8 @@ struct proc {
 	uint32_t membarrier; /* the MEMBARRIER_CMD_REGISTER_* it made */
 	/* setrlimit's, inherited by fork and kept by exec (sys_proc.c);
 	 * RLIMIT_NOFILE bounds new descriptors, RLIMIT_NPROC the threads of
-	 * a non-root real uid (fork, clone: EAGAIN), the others are kept and
-	 * reported only. */
+	 * a non-root real uid (fork, clone: EAGAIN), RLIMIT_AS the mappings'
+	 * total (sys_mm.c), the others are kept and reported only. */
 	struct klimit {
 		uint64_t cur, max;
 	} rlim[PROC_NLIMITS];
