@@ -18,7 +18,8 @@
  * Device nodes, fifos and sockets are refused; so are trees of more than
  * BIND_MAX_ENTRIES entries or BIND_MAX_DEPTH levels, and more bytes than
  * BIND_MAX_BYTES or a quarter of the VM's memory (the copy lives in it).
- * Files are root's in the guest with their host modes but set-id bits; a
+ * All of it is checked in a first pass that copies nothing, then again
+ * as it is copied. Files are root's in the guest with their host modes but set-id bits; a
  * read-only bind's files lose their write bits (root in the guest could
  * still write them; nothing it writes reaches the host either way).
  */
@@ -47,6 +48,8 @@ struct copy {
 	char root[PATH_MAX]; /* the source's real path */
 	size_t entries;
 	uint64_t bytes, max_bytes;
+	uint8_t *chunk; /* KILN_DATA_CHUNK bytes */
+	bool dry;       /* the first pass: every check, no copy */
 	char *msg;
 	size_t n;
 };
@@ -92,8 +95,11 @@ static int file_op(struct copy *c, uint32_t op, const char *path, uint32_t arg, 
 	                                   [KILN_FILE_MKDIR] = "making the directory",
 	                                   [KILN_FILE_REMOVE] = "removing"};
 	struct buf b = {0};
-	int fd = vm_dial(c->s, KILN_STREAM_FILE, FILE_TIMEOUT_MS), err;
+	int fd, err;
 
+	if (c->dry)
+		return 0;
+	fd = vm_dial(c->s, KILN_STREAM_FILE, FILE_TIMEOUT_MS);
 	if (fd < 0) {
 		snprintf(c->msg, c->n,
 		         "bind mount: cannot reach the VM's agent to copy %.1000s: %s", c->b->src,
@@ -104,15 +110,14 @@ static int file_op(struct copy *c, uint32_t op, const char *path, uint32_t arg, 
 	if (!err)
 		err = send_buf(fd, &b, agent_msg_file(&b, op, path, arg, NULL));
 	while (!err && op == KILN_FILE_WRITE && size) {
-		static uint8_t chunk[KILN_DATA_CHUNK];
-		ssize_t r = read(src, chunk, size < sizeof(chunk) ? size : sizeof(chunk));
+		ssize_t r = read(src, c->chunk, size < KILN_DATA_CHUNK ? size : KILN_DATA_CHUNK);
 
 		if (r <= 0) {
 			err = r < 0 ? -errno : 0;
 			break; /* the file shrank: what there was */
 		}
 		size -= (uint64_t)r;
-		err = send_buf(fd, &b, agent_msg_data(&b, KILN_MSG_DATA, chunk, (size_t)r));
+		err = send_buf(fd, &b, agent_msg_data(&b, KILN_MSG_DATA, c->chunk, (size_t)r));
 	}
 	if (!err && op == KILN_FILE_WRITE)
 		err = send_buf(fd, &b, agent_msg_empty(&b, KILN_MSG_DONE));
@@ -288,13 +293,27 @@ int binds_copy(struct shim *s, char *msg, size_t n)
 	struct copy c = {.s = s, .msg = msg, .n = n};
 	int err = 0;
 
+	if (!s->binds.n)
+		return 0;
+	if (!(c.chunk = malloc(KILN_DATA_CHUNK))) {
+		snprintf(msg, n, "out of memory");
+		return -ENOMEM;
+	}
 	c.max_bytes = ((uint64_t)s->res.mem_mb << 20) / 4;
 	if (c.max_bytes > BIND_MAX_BYTES)
 		c.max_bytes = BIND_MAX_BYTES;
-	for (size_t i = 0; !err && i < s->binds.n; i++) {
-		c.i = i;
-		c.b = &s->binds.v[i];
-		err = copy_bind(&c);
+	/* everything is checked before anything is copied: a tree past a
+	 * bound is refused at once, not after thousands of copies */
+	for (int pass = 0; !err && pass < 2; pass++) {
+		c.dry = pass == 0;
+		c.entries = 0;
+		c.bytes = 0;
+		for (size_t i = 0; !err && i < s->binds.n; i++) {
+			c.i = i;
+			c.b = &s->binds.v[i];
+			err = copy_bind(&c);
+		}
 	}
+	free(c.chunk);
 	return err;
 }
