@@ -103,10 +103,18 @@ d['process']['rlimits'] = [{'type': 'RLIMIT_NOFILE', 'soft': 512, 'hard': 900},
     {'type': 'RLIMIT_CORE', 'soft': 0, 'hard': 0}, {'type': 'RLIMIT_STACK', 'soft': 4194304, 'hard': 8388608}]
 json.dump(d, open('$T/rl.json', 'w'))
 d['process']['rlimits'] = [{'type': 'RLIMIT_NOPE', 'soft': 1, 'hard': 1}]
-json.dump(d, open('$T/rl-bad.json', 'w'))"
+json.dump(d, open('$T/rl-bad.json', 'w'))
+d['process']['user'] = {'uid': 1000, 'gid': 1000}
+d['process']['args'] = ['sh', '-c', 'ulimit -u; ulimit -v; sleep 3 & echo one; sleep 3 & echo two']
+d['process']['rlimits'] = [{'type': 'RLIMIT_NPROC', 'soft': 2, 'hard': 2},
+    {'type': 'RLIMIT_AS', 'soft': 1 << 30, 'hard': 1 << 30}]
+json.dump(d, open('$T/rl-nproc.json', 'w'))"
 out=$($C run --rm $RT --config "$T/rl.json" rl1 2>&1 | tr '\n' ' ')
 [ "$out" = "512 900 0 4096 512 fd99 no-fd100 " ]
 check $? "process.rlimits: ulimit in the guest reports the spec's (NOFILE 512/900, CORE 0, STACK 4 MiB), a child inherits them, and NOFILE bounds descriptors ($out)"
+out=$($C run --rm $RT --config "$T/rl-nproc.json" rl3 2>&1 | tr '\n' ' ')
+grep -q "2 1048576 one" <<<"$out" && grep -q "can't fork" <<<"$out" && ! grep -q two <<<"$out"
+check $? "process.rlimits NPROC 2 holds a non-root user's processes in the guest (its shell's second fork fails) and AS 1 GiB is its ulimit -v ($out)"
 out=$($C run --rm $RT --config "$T/rl-bad.json" rl2 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "RLIMIT_NOPE' is not a Linux rlimit" <<<"$out"
