@@ -44,7 +44,8 @@ int main(void)
 	printf("mremap 16 MiB to 1 GiB: %s\n", res(again));
 	munmap(small, 16 * MIB);
 	/* 2 x 200 MiB is past the limit: over itself it is counted once */
-	small = mmap(NULL, 200 * MIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	small =
+	    mmap(NULL, 200 * MIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	printf("mmap 200 MiB: %s\n", res(small));
 	again = mmap(small, 200 * MIB, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	printf("MAP_FIXED of 200 MiB over it: %s\n", res(again));
