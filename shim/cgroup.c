@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -128,4 +129,59 @@ int cgroup_apply(struct shim *s, char *msg, size_t n)
 	if (err)
 		snprintf(msg, n, "the CPU limits on %s: %s", vmm.dir, strerror(-err));
 	return err;
+}
+
+/* The VMM of jail id has ended: its leaves, kiln.slice/vmm-ID under our
+ * own cgroup in the v2 tree and the v1 hierarchies kiln-vmm's jail uses
+ * (vmm/jail/jail_cgroup.c), are left for us, as pid 1 of its namespace
+ * has no waiter outside to remove them. The VM's kernel threads leave a
+ * moment after the VMM: 200 ms at most for each. */
+void cgroup_remove_leaves(unsigned id)
+{
+	static const char *const v1[] = {"memory", "pids", "cpu"};
+	struct timespec ms = {0, 1000000};
+	char line[1024], dir[1200], ctl[256];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+
+	if (!f || !id) {
+		if (f)
+			fclose(f);
+		return;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL, *tok, *save;
+		int n = 0;
+
+		if (!c2)
+			continue;
+		*c2++ = 0;
+		c2[strcspn(c2, "\n")] = 0;
+		if (!strcmp(c2, "/"))
+			c2[0] = 0;
+		if (!c1[1]) {
+			n = snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s%s/kiln.slice/vmm-%u",
+			             access("/sys/fs/cgroup/cgroup.controllers", F_OK) ? "/unified"
+			                                                               : "",
+			             c2, id);
+		} else {
+			snprintf(ctl, sizeof(ctl), "%s", c1 + 1);
+			dir[0] = 0;
+			for (tok = strtok_r(ctl, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+				for (size_t i = 0; i < sizeof(v1) / sizeof(v1[0]); i++)
+					if (!strcmp(tok, v1[i]))
+						n = snprintf(
+						    dir, sizeof(dir),
+						    "/sys/fs/cgroup/%s%s/kiln.slice/vmm-%u", v1[i],
+						    c2, id);
+			if (!dir[0])
+				continue;
+		}
+		if (n <= 0 || n >= (int)sizeof(dir))
+			continue;
+		for (int tries = 0; rmdir(dir) < 0 && errno == EBUSY && tries < 200; tries++)
+			nanosleep(&ms, NULL);
+		if (!access(dir, F_OK))
+			shim_log("cannot remove the VMM's cgroup %s: %s", dir, strerror(errno));
+	}
+	fclose(f);
 }

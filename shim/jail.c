@@ -7,7 +7,7 @@
  *
  * The uid: shims are separate processes with no kilnd to hand out ids, so
  * each takes one of KILN_SHIM_JAIL_UID_BASE (default 800000, below kilnd's
- * 900000 + 1...65535) + 1...65535 by an flock on /run/kiln-shim/jail/N,
+ * 900000 + 1...65535) + 1...65535 by an flock on /run/kiln-shim/jail/UID,
  * held while the shim lives, and skips an id that some process still runs
  * as (the VMM of a shim that died, until containerd's `delete` kills it).
  *
@@ -20,6 +20,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@
 #define SLOTS         65536u
 #define JAIL_OUT      "vmm-out"
 #define JAIL_OUT_SNAP JAIL_OUT "/pause.snap"
+#define JAIL_ID_FILE  "jail.id"
 
 /* Does any process run as uid? /proc/PID is owned by the process's
  * euid (a jailed VMM stays dumpable after it drops root for that). */
@@ -53,6 +55,23 @@ static bool uid_in_use(unsigned uid)
 			used = true;
 	closedir(d);
 	return used;
+}
+
+/* The lock we hold is still the file at path: a lock file is unlinked by
+ * the shim that held it (jail_release), and one opened before that is no
+ * lock any more. */
+static bool still_there(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return !fstat(fd, &a) && !stat(path, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* A lock per uid (not per slot): shims of other KILN_SHIM_JAIL_UID_BASEs
+ * take other files. */
+static void lock_path(unsigned uid, char *out, size_t n)
+{
+	snprintf(out, n, LOCK_DIR "/%u", uid);
 }
 
 static int uid_base(unsigned *base, char *msg, size_t n)
@@ -94,14 +113,15 @@ static int take_id(unsigned *id, int *lock_fd, char *msg, size_t n)
 		unsigned slot = 1 + (start + i) % (SLOTS - 1);
 		int fd;
 
-		snprintf(path, sizeof(path), LOCK_DIR "/%u", slot);
+		lock_path(base + slot, path, sizeof(path));
 		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0) {
 			err = -errno;
 			snprintf(msg, n, "cannot open %s: %s", path, strerror(errno));
 			return err;
 		}
-		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && !uid_in_use(base + slot)) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && still_there(fd, path) &&
+		    !uid_in_use(base + slot)) {
 			*id = base + slot;
 			*lock_fd = fd;
 			return 0;
@@ -116,7 +136,7 @@ int jail_prepare(struct shim *s, char *msg, size_t n)
 {
 	const char *off = getenv("KILN_SHIM_NO_JAIL");
 	struct stat st;
-	int err;
+	int err, fd;
 
 	s->vm.jail_id = 0;
 	s->vm.jail_lock = -1;
@@ -134,14 +154,59 @@ int jail_prepare(struct shim *s, char *msg, size_t n)
 		snprintf(msg, n, "%s/" JAIL_OUT " is not a directory of the shim's", s->bundle);
 		return -ENOTDIR;
 	}
-	return take_id(&s->vm.jail_id, &s->vm.jail_lock, msg, n);
+	if ((err = take_id(&s->vm.jail_id, &s->vm.jail_lock, msg, n)))
+		return err;
+	/* for `delete` after a shim that died (jail_cleanup) */
+	if ((fd = open(JAIL_ID_FILE, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+	               0600)) >= 0) {
+		dprintf(fd, "%u\n", s->vm.jail_id);
+		close(fd);
+	}
+	return 0;
+}
+
+/* The VMM of id has ended: its cgroup leaves and its lock file go. The
+ * lock (lock_fd, or taken here after a shim that died) is held while the
+ * file is unlinked, so no other shim holds that file meanwhile. */
+static void release_id(unsigned id, int lock_fd)
+{
+	char path[64];
+	int fd = lock_fd;
+
+	cgroup_remove_leaves(id);
+	lock_path(id, path, sizeof(path));
+	if (fd < 0 && (fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) >= 0 &&
+	    flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd); /* another shim's now */
+		return;
+	}
+	if (fd >= 0 && still_there(fd, path) && !uid_in_use(id))
+		unlink(path);
+	if (fd >= 0)
+		close(fd);
 }
 
 void jail_release(struct shim *s)
 {
-	if (s->vm.jail_lock >= 0)
+	if (s->vm.jail_id && s->vm.jail_lock >= 0)
+		release_id(s->vm.jail_id, s->vm.jail_lock);
+	else if (s->vm.jail_lock >= 0)
 		close(s->vm.jail_lock);
 	s->vm.jail_lock = -1;
+}
+
+void jail_cleanup(const char *bundle)
+{
+	char path[PATH_MAX + 16];
+	unsigned id = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/" JAIL_ID_FILE, bundle);
+	if (!(f = fopen(path, "re")))
+		return;
+	if (fscanf(f, "%u", &id) == 1 && id)
+		release_id(id, -1);
+	fclose(f);
 }
 
 int jail_snap_target(const struct shim *s, char *out, size_t len)

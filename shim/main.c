@@ -101,7 +101,12 @@ static int cmd_start(struct shim *s)
 	FILE *f;
 
 	socket_path(s, s->socket_path, sizeof(s->socket_path));
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", s->socket_path);
+	if (strlen(s->socket_path) >= sizeof(a.sun_path)) {
+		fprintf(stderr, "containerd-shim-kiln-v2: the socket path %s is too long\n",
+		        s->socket_path);
+		return 1;
+	}
+	memcpy(a.sun_path, s->socket_path, strlen(s->socket_path) + 1);
 	unlink(s->socket_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16)) {
@@ -139,11 +144,23 @@ static int cmd_start(struct shim *s)
 	return 0;
 }
 
-/* After a shim that died: nothing of the container may go on running. */
+/* pid has ended and was reaped (a zombie still counts as its uid's). */
+static bool gone(int pid)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	return access(path, F_OK) < 0;
+}
+
+/* After a shim that died: nothing of the container may go on running,
+ * nor anything it held be left (its jail id's lock file, cgroup leaves,
+ * a socket outside the bundle). */
 static int cmd_delete(struct shim *s)
 {
 	Containerd__Task__V2__DeleteResponse r = CONTAINERD__TASK__V2__DELETE_RESPONSE__INIT;
 	Google__Protobuf__Timestamp t = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
+	struct timespec tick = {0, 5 * 1000 * 1000};
 	char path[PATH_MAX + 16];
 	uint8_t out[128];
 	int pid = 0;
@@ -154,11 +171,18 @@ static int cmd_delete(struct shim *s)
 	if (f && fscanf(f, "%d", &pid) == 1 && pid > 1) {
 		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
+		/* its new parent reaps it: then its jail id and cgroups are free */
+		for (int i = 0; i < 400 && !gone(pid); i++)
+			nanosleep(&tick, NULL);
 	}
 	if (f)
 		fclose(f);
+	jail_cleanup(s->bundle);
 	snprintf(path, sizeof(path), "%s/rootfs", s->bundle);
 	umount2(path, MNT_DETACH);
+	socket_path(s, path, sizeof(path));
+	if (strncmp(path, s->bundle, strlen(s->bundle)))
+		unlink(path); /* one of /run/kiln-shim's */
 	t.seconds = now_ns() / 1000000000;
 	r.exit_status = 128 + SIGKILL;
 	r.exited_at = &t;

@@ -56,6 +56,19 @@ struct spec_res {
 	uint64_t cpu_shares; /* its weight, as cgroup v1 shares; 0: none */
 };
 
+/* A bind mount of the spec (spec_mounts.c), copied into the guest by
+ * binds.c: src and dst absolute, without "." or ".." components. */
+struct shim_bind {
+	char *src, *dst;
+	bool ro;
+};
+#define SPEC_MAX_MOUNTS 1024 /* entries of the spec's mounts */
+#define SPEC_MAX_BINDS  64   /* bind mounts among them */
+struct spec_binds {
+	size_t n;
+	struct shim_bind *v;
+};
+
 enum proc_state { P_CREATED, P_RUNNING, P_STOPPED };
 
 struct proc {
@@ -99,6 +112,7 @@ struct shim {
 	struct proc *procs;
 	struct vm vm;
 	struct spec_res res;
+	struct spec_binds binds;
 	char *image;     /* the rootfs's erofs image */
 	char *root_path; /* the spec's root.path */
 	bool rootfs_mounted;
@@ -113,8 +127,10 @@ int64_t now_ns(void);
 /* spec.c */
 /* *root_path: the spec's root.path (malloc'd, NULL if none). */
 int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *res,
-                     char **root_path, char *msg, size_t n);
+                     struct spec_binds *binds, char **root_path, char *msg, size_t n);
 struct json_t;
+int spec_parse_mounts(struct json_t *mounts, struct spec_binds *b, char *msg, size_t n);
+void spec_binds_free(struct spec_binds *b);
 int spec_parse_resources(struct json_t *res, struct spec_res *r, char *msg, size_t n);
 int spec_parse_rlimits(struct json_t *rlimits, struct proc_spec *p, char *msg, size_t n);
 int spec_parse_process(const char *json, size_t len, struct proc_spec *p, char *msg, size_t n);
@@ -131,9 +147,15 @@ int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_
                    char **image, bool *mounted, char *msg, size_t len);
 void rootfs_release(const char *bundle, bool mounted);
 
+/* binds.c: the spec's bind mounts copied into the booted guest. */
+int binds_copy(struct shim *s, char *msg, size_t n);
+
 /* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */
 int jail_prepare(struct shim *s, char *msg, size_t n);
+/* The VMM has ended: its lock file and cgroup leaves go. */
 void jail_release(struct shim *s);
+/* The same after a shim that died (its VMM killed): from BUNDLE/jail.id. */
+void jail_cleanup(const char *bundle);
 /* Where the VMM is to write the pause snapshot (absolute), and moving
  * what it wrote to BUNDLE/pause.snap. 0 or -errno (msg filled in). */
 int jail_snap_target(const struct shim *s, char *out, size_t len);
@@ -141,11 +163,16 @@ int jail_take_snapshot(const struct shim *s, char *msg, size_t n);
 
 /* cgroup.c: the CPU limits on the VMM's cgroup leaf, once it runs. */
 int cgroup_apply(struct shim *s, char *msg, size_t n);
+/* The ended VMM's leaves, kiln.slice/vmm-ID under the shim's cgroups. */
+void cgroup_remove_leaves(unsigned id);
 
 /* vm.c */
 int vm_boot(struct shim *s, char *msg, size_t n);
 void vm_stop(struct shim *s);
 int vm_api(struct shim *s, const char *req, char *reply, size_t n);
+/* A new agent stream of kind (KILN_STREAM_*), our HELLO sent: its fd. */
+int vm_dial(struct shim *s, uint32_t kind, int ms);
+int vm_write_all(int fd, const void *p, size_t n);
 /* The guest's memory and process count, from its agent's INFO stream. */
 int vm_info(struct shim *s, uint64_t *mem_total_kb, uint64_t *mem_free_kb, uint32_t *nr_procs);
 /* A new agent stream with the process's START sent; STARTED read. */

@@ -3,7 +3,7 @@
  * exec, which containerd sends as JSON): what a kiln VM can honour.
  * process.args, env, cwd, user.uid, terminal and consoleSize go to the
  * agent's START, and so do rlimits (rlimits.c); linux.resources are
- * spec_res.c's; a bind mount is refused (check_mounts). The rest
+ * spec_res.c's; mounts spec_mounts.c's. The rest
  * (namespaces, capabilities, seccomp, the kernel file system mounts)
  * belongs to a Linux host's containers and is ignored: the VM is the
  * boundary. Every field is checked; a bad one is an error naming it. */
@@ -148,47 +148,8 @@ int spec_parse_process(const char *text, size_t len, struct proc_spec *p, char *
 	return err;
 }
 
-/* The spec's mounts: the kernel file systems containerd always lists
- * (proc, sysfs, tmpfs, devpts, mqueue, cgroup) are the guest's own
- * already; a bind mount of a host path cannot reach the VM yet (it would
- * need a disk or file share of its own), so it is refused rather than
- * dropped. */
-static int check_mounts(json_t *mounts, char *msg, size_t n)
-{
-	size_t i, k;
-	json_t *m, *o;
-
-	if (mounts && !json_is_array(mounts)) {
-		snprintf(msg, n, "the spec's mounts is not a list");
-		return -EINVAL;
-	}
-	json_array_foreach(mounts, i, m)
-	{
-		const char *type = json_string_value(json_object_get(m, "type"));
-		bool bind = type && !strcmp(type, "bind");
-
-		json_array_foreach(json_object_get(m, "options"), k, o)
-		{
-			const char *opt = json_string_value(o);
-
-			bind |= opt && (!strcmp(opt, "bind") || !strcmp(opt, "rbind"));
-		}
-		if (bind) {
-			const char *src = json_string_value(json_object_get(m, "source"));
-			const char *dst = json_string_value(json_object_get(m, "destination"));
-
-			snprintf(msg, n,
-			         "mounts[%zu] binds %.1000s to %.1000s: kiln's shim cannot give a "
-			         "host directory to the VM yet; put the files in the image instead",
-			         i, src ? src : "?", dst ? dst : "?");
-			return -ENOTSUP;
-		}
-	}
-	return 0;
-}
-
 int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *res,
-                     char **root_path, char *msg, size_t n)
+                     struct spec_binds *binds, char **root_path, char *msg, size_t n)
 {
 	const char *root;
 	char path[4200];
@@ -203,11 +164,10 @@ int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *r
 		return -EINVAL;
 	}
 	err = parse_process(json_object_get(j, "process"), p, msg, n);
-	if (!err && (err = check_mounts(json_object_get(j, "mounts"), msg, n)))
+	if (!err && (err = spec_parse_resources(
+	                 json_object_get(json_object_get(j, "linux"), "resources"), res, msg, n)))
 		spec_free(p);
-	else if (!err &&
-	         (err = spec_parse_resources(
-	              json_object_get(json_object_get(j, "linux"), "resources"), res, msg, n)))
+	else if (!err && (err = spec_parse_mounts(json_object_get(j, "mounts"), binds, msg, n)))
 		spec_free(p);
 	root = json_string_value(json_object_get(json_object_get(j, "root"), "path"));
 	*root_path = !err && root ? strdup(root) : NULL;

@@ -129,7 +129,7 @@ int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint3
 	p = proc_new("", rq->stdin, rq->stdout, rq->stderr);
 	if (!p)
 		return FAIL(RPC_INTERNAL, "out of memory");
-	if (spec_load_bundle(s->bundle, &p->spec, &s->res, &s->root_path, msg, n)) {
+	if (spec_load_bundle(s->bundle, &p->spec, &s->res, &s->binds, &s->root_path, msg, n)) {
 		proc_free(p);
 		return RPC_INVALID_ARGUMENT;
 	}
@@ -141,7 +141,8 @@ int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint3
 	                     &s->rootfs_mounted, msg, n);
 	if (!err)
 		err = vm_boot(s, msg, n);
-	if (!err && (err = cgroup_apply(s, msg, n))) {
+	/* the bind mounts are there before any process of the container runs */
+	if (!err && ((err = cgroup_apply(s, msg, n)) || (err = binds_copy(s, msg, n)))) {
 		vm_stop(s);
 		while (waitpid(s->vm.pid, NULL, 0) < 0 && errno == EINTR)
 			;

@@ -63,7 +63,7 @@ static int connect_unix(const char *path)
 	return fd;
 }
 
-static int write_all(int fd, const void *p, size_t n)
+int vm_write_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
 
@@ -131,7 +131,7 @@ int agent_read_frame(int fd, struct kiln_frame *f, uint8_t **payload, int ms)
 }
 
 /* A vsock stream to the agent through the VM's hybrid vsock socket. */
-static int agent_dial(struct shim *s, uint32_t kind, int ms)
+int vm_dial(struct shim *s, uint32_t kind, int ms)
 {
 	char line[32];
 	struct buf b = {0};
@@ -140,7 +140,7 @@ static int agent_dial(struct shim *s, uint32_t kind, int ms)
 
 	if (fd < 0)
 		return fd;
-	if (write_all(fd, "CONNECT 1024\n", 13))
+	if (vm_write_all(fd, "CONNECT 1024\n", 13))
 		goto fail;
 	while (n < sizeof(line) - 1) {
 		if (read_full(fd, line + n, 1, ms))
@@ -153,7 +153,7 @@ static int agent_dial(struct shim *s, uint32_t kind, int ms)
 		goto fail;
 	err = agent_msg_hello(&b, kind, 0);
 	if (!err)
-		err = write_all(fd, buf_head(&b), buf_avail(&b));
+		err = vm_write_all(fd, buf_head(&b), buf_avail(&b));
 	buf_free(&b);
 	if (err)
 		goto fail;
@@ -168,7 +168,7 @@ static int agent_probe(struct shim *s)
 {
 	struct kiln_frame f;
 	uint8_t *pl;
-	int fd = agent_dial(s, KILN_STREAM_INFO, 1000), err;
+	int fd = vm_dial(s, KILN_STREAM_INFO, 1000), err;
 
 	if (fd < 0)
 		return fd;
@@ -183,7 +183,7 @@ int vm_info(struct shim *s, uint64_t *mem_total_kb, uint64_t *mem_free_kb, uint3
 	struct agent_info info;
 	struct kiln_frame f;
 	uint8_t *pl = NULL;
-	int fd = agent_dial(s, KILN_STREAM_INFO, IO_TIMEOUT_MS), err;
+	int fd = vm_dial(s, KILN_STREAM_INFO, IO_TIMEOUT_MS), err;
 
 	if (fd < 0)
 		return fd;
@@ -328,6 +328,11 @@ int vm_boot(struct shim *s, char *msg, size_t n)
 	snprintf(msg, n, "the VM's agent did not answer within %d s; its console is %s",
 	         BOOT_TIMEOUT_MS / 1000, s->vm.console);
 	vm_stop(s);
+	while (waitpid(s->vm.pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	s->vm.pid = 0;
+	s->vm.dead = true;
+	jail_release(s);
 	return -ETIMEDOUT;
 }
 
@@ -346,9 +351,9 @@ int vm_api(struct shim *s, const char *req, char *reply, size_t n)
 
 	if (fd < 0)
 		return fd;
-	err = write_all(fd, req, strlen(req));
+	err = vm_write_all(fd, req, strlen(req));
 	if (!err)
-		err = write_all(fd, "\n", 1);
+		err = vm_write_all(fd, "\n", 1);
 	while (!err && got + 1 < n) {
 		ssize_t r;
 
@@ -389,14 +394,14 @@ int vm_proc_start(struct shim *s, struct proc *p, char *msg, size_t n)
 		lim[i] = (struct agent_rlimit){p->spec.rlimits[i].resource, p->spec.rlimits[i].soft,
 		                               p->spec.rlimits[i].hard};
 	st.rlimits = lim;
-	fd = agent_dial(s, p->spec.terminal ? KILN_STREAM_PTY : KILN_STREAM_EXEC, IO_TIMEOUT_MS);
+	fd = vm_dial(s, p->spec.terminal ? KILN_STREAM_PTY : KILN_STREAM_EXEC, IO_TIMEOUT_MS);
 	if (fd < 0) {
 		snprintf(msg, n, "cannot reach the VM's agent: %s", strerror(-fd));
 		return fd;
 	}
 	err = agent_msg_start(&b, &st);
 	if (!err)
-		err = write_all(fd, buf_head(&b), buf_avail(&b));
+		err = vm_write_all(fd, buf_head(&b), buf_avail(&b));
 	buf_free(&b);
 	if (err) {
 		snprintf(msg, n, "the process's args or environment are too large for the agent");
@@ -441,7 +446,7 @@ static int send_locked(struct proc *p, struct buf *b)
 	int err;
 
 	pthread_mutex_lock(&p->wlock);
-	err = p->fd < 0 ? -ESRCH : write_all(p->fd, buf_head(b), buf_avail(b));
+	err = p->fd < 0 ? -ESRCH : vm_write_all(p->fd, buf_head(b), buf_avail(b));
 	pthread_mutex_unlock(&p->wlock);
 	buf_free(b);
 	return err;
@@ -488,7 +493,8 @@ int vm_proc_stdin(struct proc *p, const void *data, size_t n)
 		return err;
 	pthread_mutex_lock(&p->wlock);
 	/* no input after the EOF (the agent would drop it) */
-	err = p->stdin_closed || p->fd < 0 ? -EPIPE : write_all(p->fd, buf_head(&b), buf_avail(&b));
+	err = p->stdin_closed || p->fd < 0 ? -EPIPE
+	                                   : vm_write_all(p->fd, buf_head(&b), buf_avail(&b));
 	pthread_mutex_unlock(&p->wlock);
 	buf_free(&b);
 	return err;

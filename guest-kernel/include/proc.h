@@ -91,8 +91,9 @@ struct proc {
 	int nice;            /* setpriority; the scheduler has no priorities */
 	uint32_t membarrier; /* the MEMBARRIER_CMD_REGISTER_* it made */
 	/* setrlimit's, inherited by fork and kept by exec (sys_proc.c);
-	 * RLIMIT_NOFILE bounds new descriptors, the others are kept and
-	 * reported only. */
+	 * RLIMIT_NOFILE bounds new descriptors, RLIMIT_NPROC the threads of
+	 * a non-root real uid (fork, clone: EAGAIN), RLIMIT_AS the mappings'
+	 * total (sys_mm.c), the others are kept and reported only. */
 	struct klimit {
 		uint64_t cur, max;
 	} rlim[PROC_NLIMITS];
@@ -167,6 +168,8 @@ void proc_limits_init(struct proc *p);
 void proc_free(struct proc *p);
 void proc_set_name(struct proc *p, const char *path);
 struct proc *proc_find(int pid);
+/* Threads of the live processes whose real uid is uid (RLIMIT_NPROC). */
+int proc_user_tasks(uint32_t uid);
 struct proc *proc_first(void);
 int proc_alloc_pid(void);
 

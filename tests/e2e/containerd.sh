@@ -4,8 +4,9 @@
 # temporary directory; not the system's), an image archive built here
 # (tests/e2e/images/mkarchive.py; no registry is reachable) and imported
 # with `ctr image import`, then `ctr run --runtime io.containerd.kiln.v2`,
-# `ctr task exec/kill/pause/resume/metrics/ps`, a terminal, a VMM that dies
-# under a running task, a shim that dies, and containerd restarting. Everything it started is gone
+# `ctr task exec/kill/pause/resume/metrics/ps`, a terminal, bind mounts, a
+# VMM that dies under a running task (attached or detached) or hangs, a shim
+# that dies, and containerd restarting. Everything it started is gone
 # at the end (containerd, shims, VMMs, mounts).
 #
 #   make e2e-containerd
@@ -102,19 +103,68 @@ d['process']['rlimits'] = [{'type': 'RLIMIT_NOFILE', 'soft': 512, 'hard': 900},
     {'type': 'RLIMIT_CORE', 'soft': 0, 'hard': 0}, {'type': 'RLIMIT_STACK', 'soft': 4194304, 'hard': 8388608}]
 json.dump(d, open('$T/rl.json', 'w'))
 d['process']['rlimits'] = [{'type': 'RLIMIT_NOPE', 'soft': 1, 'hard': 1}]
-json.dump(d, open('$T/rl-bad.json', 'w'))"
+json.dump(d, open('$T/rl-bad.json', 'w'))
+d['process']['user'] = {'uid': 1000, 'gid': 1000}
+d['process']['args'] = ['sh', '-c', 'ulimit -u; ulimit -v; sleep 3 & echo one; sleep 3 & echo two']
+d['process']['rlimits'] = [{'type': 'RLIMIT_NPROC', 'soft': 2, 'hard': 2},
+    {'type': 'RLIMIT_AS', 'soft': 1 << 30, 'hard': 1 << 30}]
+json.dump(d, open('$T/rl-nproc.json', 'w'))"
 out=$($C run --rm $RT --config "$T/rl.json" rl1 2>&1 | tr '\n' ' ')
 [ "$out" = "512 900 0 4096 512 fd99 no-fd100 " ]
 check $? "process.rlimits: ulimit in the guest reports the spec's (NOFILE 512/900, CORE 0, STACK 4 MiB), a child inherits them, and NOFILE bounds descriptors ($out)"
+out=$($C run --rm $RT --config "$T/rl-nproc.json" rl3 2>&1 | tr '\n' ' ')
+grep -q "2 1048576 one" <<<"$out" && grep -q "can't fork" <<<"$out" && ! grep -q two <<<"$out"
+check $? "process.rlimits NPROC 2 holds a non-root user's processes in the guest (its shell's second fork fails) and AS 1 GiB is its ulimit -v ($out)"
 out=$($C run --rm $RT --config "$T/rl-bad.json" rl2 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "RLIMIT_NOPE' is not a Linux rlimit" <<<"$out"
 check $? "an unknown rlimit is refused, saying why ($out)"
 $C image unmount "$T/rootdir" >/dev/null
-out=$($C run --rm $RT --mount type=bind,src=/tmp,dst=/hosttmp,options=rbind:ro "$IMG" bm1 true 2>&1)
+# ---- bind mounts: copied into the guest before the process starts
+V=$T/vol
+mkdir -p "$V/sub"
+echo alpha >"$V/a"
+echo beta >"$V/sub/b"
+chmod 640 "$V/a"
+ln -s sub/b "$V/link"
+mkdir -p "$V/..data" && echo cm >"$V/..data/key" && ln -s ..data/key "$V/key"
+printf '127.0.0.1 localhost\n10.9.8.7 kiln-bind-test\n' >"$T/hosts"
+echo tl >"$T/tlog"
+t0=$(ms)
+out=$($C run --rm $RT --mount type=bind,src="$V",dst=/data,options=rbind:ro \
+	--mount type=bind,src="$T/hosts",dst=/etc/hosts,options=rbind:rw \
+	--mount type=bind,src="$T/tlog",dst=/dev/termination-log,options=rbind:rw "$IMG" bm1 \
+	sh -c 'cat /data/a /data/sub/b /data/link /data/key; stat -c %a /data/a; grep kiln-bind-test /etc/hosts; cat /dev/termination-log; echo new >/data/new; echo x >>/etc/hosts' 2>&1 | tr '\n' ' ')
+t1=$(ms)
+[ "$out" = "alpha beta beta cm 440 10.9.8.7 kiln-bind-test tl " ] && [ ! -e "$V/new" ] &&
+	[ "$(wc -l <"$T/hosts")" = 2 ]
+check $? "ctr run --mount rbind:ro of a directory (links inside it followed, files read-only) and file binds at /etc/hosts and /dev/termination-log; guest writes stay in the guest ($out; $((t1 - t0)) ms)"
+t0=$(ms)
+$C run --rm $RT --mount type=bind,src="$V",dst=/data,options=rbind:ro \
+	--mount type=bind,src="$T/hosts",dst=/etc/hosts,options=rbind:rw "$IMG" bm1b true >/dev/null 2>&1
+echo "# ctr run --rm IMAGE true with a 7-entry directory bind and an /etc/hosts bind: $(($(ms) - t0)) ms (without: $kiln_ms ms)"
+mkdir -p "$T/out1" && ln -s /etc "$T/out1/etc"
+out=$($C run --rm $RT --mount type=bind,src="$T/out1",dst=/data,options=rbind "$IMG" bm2 true 2>&1)
 rc=$?
-[ $rc != 0 ] && grep -q "binds /tmp to /hosttmp: kiln's shim cannot give a host directory" <<<"$out"
-check $? "a bind mount of a host directory is refused, saying why, not dropped ($out)"
+[ $rc != 0 ] && grep -q "leads out of the bind's source" <<<"$out"
+check $? "a bind whose tree links out of its source is refused, saying why ($out)"
+out=$($C run --rm $RT --mount type=bind,src=/dev/null,dst=/data/null,options=rbind "$IMG" bm3 true 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "is a device node, fifo or socket" <<<"$out"
+check $? "a bind of a device node is refused ($out)"
+out=$($C run --rm $RT --mount type=bind,src="$V",dst=/data,options=rbind:rshared "$IMG" bm4 true 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "option 'rshared', which kiln's shim cannot give" <<<"$out"
+check $? "a propagation option is refused ($out)"
+out=$($C run --rm $RT --mount type=bind,src="$V",dst=/proc/x,options=rbind "$IMG" bm5 true 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "inside the guest kernel's own /proc" <<<"$out"
+check $? "a bind into the guest's /proc is refused ($out)"
+mkdir -p "$T/big" && (cd "$T/big" && seq 4200 | xargs touch)
+out=$($C run --rm $RT --mount type=bind,src="$T/big",dst=/big,options=rbind "$IMG" bm6 true 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "more than 4096 entries" <<<"$out"
+check $? "a bind of a tree beyond the bound is refused ($(head -c 200 <<<"$out"))"
 out=$($C run --rm $RT docker.io/library/kiln-nocmd:1 r5 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "process.args is empty" <<<"$out"
@@ -230,15 +280,55 @@ for _ in $(seq 100); do [ -s "$T/c1.rc" ] && break; sleep 0.05; done
 [ "$(cat "$T/c1.rc" 2>/dev/null)" = 255 ]
 check $? "a VM that dies under a running task: ctr run returns 255 at once ($(cat "$T/c1.rc" 2>/dev/null))"
 
+# a VMM killed under a detached task: containerd sees it STOPPED, status 255
+$C run -d $RT "$IMG" c3 sleep 600 >/dev/null
+t0=$(ms)
+kill -9 "$(cat "$TASKS/c3/vmm.pid")"
+for _ in $(seq 100); do
+	[ "$($C task ls | awk '$1 == "c3" {print $3}')" = STOPPED ] && break
+	sleep 0.05
+done
+t1=$(ms)
+for _ in $(seq 50); do grep -q '/tasks/exit.*"container_id":"c3"' "$T/events" && break; sleep 0.1; done
+[ "$($C task ls | awk '$1 == "c3" {print $3}')" = STOPPED ] &&
+	grep -q '/tasks/exit.*"container_id":"c3","id":"c3".*"exit_status":255' "$T/events" &&
+	timeout 10 $C task delete c3 >/dev/null && $C container rm c3
+check $? "a VMM killed under a detached task: ctr task ls shows STOPPED within $((t1 - t0)) ms, its exit event says 255, and it deletes"
+# a VMM that hangs (stopped): State still answers, SIGKILL still ends the task
+$C run -d $RT "$IMG" c4 sleep 600 >/dev/null
+vmm=$(cat "$TASKS/c4/vmm.pid")
+kill -STOP "$vmm"
+t0=$(ms)
+st=$(timeout 5 $C task ls | awk '$1 == "c4" {print $3}')
+timeout 5 $C task kill -s SIGKILL c4
+for _ in $(seq 100); do
+	[ "$($C task ls | awk '$1 == "c4" {print $3}')" = STOPPED ] && break
+	sleep 0.05
+done
+t1=$(ms)
+[ "$st" = RUNNING ] && [ "$($C task ls | awk '$1 == "c4" {print $3}')" = STOPPED ] &&
+	! ps -o stat= -p "$vmm" | grep -qv Z && timeout 10 $C task delete c4 >/dev/null &&
+	$C container rm c4
+check $? "a hung VMM (SIGSTOP): ctr task ls answers, and SIGKILL ends the task and its VMM within $((t1 - t0)) ms"
+
 $C run -d $RT "$IMG" c2 sleep 600 >/dev/null
 vmm=$(cat "$TASKS/c2/vmm.pid")
+c2_id=$(cat "$TASKS/c2/jail.id")
 kill -9 "$(pgrep -f "containerd-shim-kiln-v2 .*-address $SOCK.* -id c2 ")"
 for _ in $(seq 100); do
 	[ -z "$($C task ls -q | grep -x c2)" ] && break
 	sleep 0.05
 done
 [ -z "$($C task ls -q | grep -x c2)" ] && ! ps -o stat= -p "$vmm" | grep -qv Z
-check $? "a shim that dies: containerd cleans up with the shim's delete, and its VM is gone"
+# containerd runs the shim's delete as it forgets the task: give it 5 s
+for _ in $(seq 100); do
+	[ ! -e "/run/kiln-shim/jail/$c2_id" ] && break
+	sleep 0.05
+done
+[ -z "$($C task ls -q | grep -x c2)" ] && ! ps -o stat= -p "$vmm" | grep -qv Z &&
+	[ -n "$c2_id" ] && [ ! -e "/run/kiln-shim/jail/$c2_id" ] &&
+	[ -z "$(find /sys/fs/cgroup -maxdepth 8 -type d -name "vmm-$c2_id" 2>/dev/null)" ]
+check $? "a shim that dies: containerd cleans up with the shim's delete: its VM, its jail lock file and cgroup leaves (vmm-$c2_id) are gone"
 $C container rm c2 >/dev/null 2>&1
 
 # ---- containerd restarts under a running task: it finds the shim again
@@ -252,6 +342,17 @@ for _ in $(seq 100); do $C version >/dev/null 2>&1 && break; sleep 0.1; done
 check $? "after containerd restarts, the running task is there and takes execs"
 $C task kill -s SIGKILL rs1 && sleep 0.3 && $C task delete rs1 >/dev/null && $C container rm rs1
 check $? "and it is killed and deleted as before"
+
+# ---- nothing left behind by this run's shims (their jail uids are JAIL_BASE + 1...65535)
+ours() { awk -F'vmm-' -v b="$JAIL_BASE" '{ n = $NF + 0; if (n > b && n < b + 65536) print }'; }
+sleep 0.5
+locks=$(ls /run/kiln-shim/jail 2>/dev/null | sed 's/^/vmm-/' | ours)
+leaves=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'vmm-*' 2>/dev/null | ours)
+mnts=$(grep -c " $TASKS/" /proc/mounts)
+left=$(ls "$TASKS" 2>/dev/null | wc -l)
+[ -z "$locks" ] && [ -z "$leaves" ] && [ "$mnts" = 0 ] && [ "$left" = 0 ]
+check $? "nothing is left behind: no jail lock file ($(wc -w <<<"$locks")), cgroup leaf ($(wc -w <<<"$leaves")), rootfs mount ($mnts) or bundle ($left) of this run's containers"
+[ -n "$leaves$locks" ] && echo "$locks $leaves" | tr ' ' '\n' | head -5 | sed 's/^/# left: /'
 
 grep -q "level=error" "$T/containerd.log" && grep "level=error" "$T/containerd.log" | head -5 | sed 's/^/# /'
 echo

@@ -5,7 +5,7 @@
 # shim found on its PATH (build/bin), its rootfs images cached in $T. On
 # exit everything it started goes: shims, VMMs, containerd, mounts, $T.
 # Sets ROOT, BIN, T, SOCK, STATE, TASKS, C (ctr with our socket), RT (the
-# --runtime option), CTRD; calls extra_cleanup first if the caller defines
+# --runtime option), CTRD, JAIL_BASE; calls extra_cleanup first if the caller defines
 # it. $1 names the caller in messages.
 WHO=$1
 ROOT=$PWD
@@ -59,7 +59,11 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.b
 [debug]
   level = "info"
 EOF
-# the shim finds kiln-vmm, the kernel and the initramfs beside itself
+# the shim finds kiln-vmm, the kernel and the initramfs beside itself; its
+# VMMs' jail uids are a range of this run's own (JAIL_BASE + 1...65535), so
+# that what they leave behind (lock files, cgroup leaves) can be told apart
+JAIL_BASE=$((1000000 + ($$ % 1000) * 65536))
+export KILN_SHIM_JAIL_UID_BASE=$JAIL_BASE
 PATH=$BIN:$PATH KILN_CACHE=$T/cache containerd -c "$T/config.toml" >"$T/containerd.log" 2>&1 &
 CTRD=$!
 for _ in $(seq 100); do $C version >/dev/null 2>&1 && break; sleep 0.1; done

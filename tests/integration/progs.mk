@@ -56,6 +56,8 @@ PROGS_PLAIN    += inotifytest
 PROGS_PLAIN    += credtest
 # /proc/PID/ of other users' processes, Cap* lines (cases/procfs.sh).
 PROGS_PLAIN    += procperm
+# RLIMIT_NPROC and RLIMIT_AS (cases/rlimits.sh).
+PROGS_PLAIN    += nproctest astest
 
 GUEST_PROGS := $(PROGS_PLAIN:%=$(PROGS_DIR)/%) \
 	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc) \

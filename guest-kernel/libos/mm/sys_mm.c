@@ -9,6 +9,7 @@
  * shmem.c); MAP_SHARED|MAP_ANONYMOUS memory is an unnamed tmpfs file's. */
 #include <linux/fcntl.h>
 #include <linux/mman.h>
+#include <linux/resource.h>
 #include <linux/stat.h>
 
 #include "proc.h"
@@ -30,6 +31,27 @@ static uint32_t anon_flags(uint64_t len, uint32_t prot, uint32_t flags)
 	return len > LAZY_MIN || !prot ? flags | VMA_LAZY : flags;
 }
 
+/* RLIMIT_AS, as Linux's may_expand_vm: the mappings' total once len
+ * bytes at addr are mapped (what of them is mapped already, under a
+ * MAP_FIXED, counted once) and freed bytes unmapped stays in the limit. */
+static bool as_room(struct aspace *as, uint64_t addr, uint64_t len, uint64_t freed)
+{
+	uint64_t total = 0, lim = cur_proc()->rlim[RLIMIT_AS].cur;
+
+	if (lim == ~0ULL)
+		return true;
+	for (struct vma *v = as->vmas; v; v = v->next) {
+		uint64_t lo = v->start > addr ? v->start : addr;
+		uint64_t hi = v->end < addr + len ? v->end : addr + len;
+
+		total += v->end - v->start;
+		if (len && hi > lo)
+			total -= hi - lo;
+	}
+	total = total > freed ? total - freed : 0;
+	return total <= lim && len <= lim - total;
+}
+
 SYSCALL_DEFINE(brk)
 {
 	struct aspace *as = cur_proc()->as;
@@ -43,6 +65,8 @@ SYSCALL_DEFINE(brk)
 		for (struct vma *v = as->vmas; v; v = v->next)
 			if (v->start < new_end && v->end > old_end)
 				return (long)as->brk;
+		if (!as_room(as, old_end, new_end - old_end, 0))
+			return (long)as->brk;
 		if (vm_map_anon(as, old_end, new_end - old_end, PROT_READ | PROT_WRITE,
 		                anon_flags(new_end - old_end, PROT_READ, VMA_HEAP)))
 			return (long)as->brk;
@@ -194,6 +218,8 @@ SYSCALL_DEFINE(mmap)
 		if (!addr)
 			return -ENOMEM;
 	}
+	if (!as_room(as, addr, len, 0))
+		return -ENOMEM;
 	/* With its final protection at once: we fill it through the direct
 	 * map, and a later vm_protect would cost a TLB flush. */
 	if ((flags & MAP_ANONYMOUS) && type != MAP_PRIVATE)
@@ -255,7 +281,7 @@ SYSCALL_DEFINE(mremap)
 	if (!(a3 & MREMAP_MAYMOVE))
 		return -ENOMEM;
 	nw = vm_find_free(as, new_len);
-	if (!nw)
+	if (!nw || !as_room(as, nw, new_len, old_len))
 		return -ENOMEM;
 	if (v->flags & VMA_SHARED) { /* the pages are the object's: map them anew */
 		err = vm_map_shared(as, nw, new_len, v->prot, v->flags, v->ops, v->obj,

@@ -67,6 +67,16 @@ static bool pid_used(int pid)
 	return false;
 }
 
+int proc_user_tasks(uint32_t uid)
+{
+	int n = 0;
+
+	for (struct proc *p = all_procs; p; p = p->next_all)
+		if (!p->zombie && p->cred.u.real == uid)
+			n += p->nr_threads;
+	return n;
+}
+
 int proc_alloc_pid(void)
 {
 	for (int i = 0; i < PID_MAX; i++) {

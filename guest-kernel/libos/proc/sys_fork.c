@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fork, vfork, clone and clone3: new processes and threads. */
 #include <asm/signal.h>
+#include <linux/resource.h>
 #include <linux/sched.h>
 
 #include "printk.h"
@@ -84,6 +85,11 @@ static long do_clone(const struct clone_req *r)
 		return -EINVAL;
 	/* A fork bomb ends here, not in the kernel's reserve. */
 	if (!pmem_user_ok(64))
+		return -EAGAIN;
+	/* RLIMIT_NPROC counts the user's threads, as Linux's does; root's
+	 * are not held to it. */
+	if (parent->cred.u.real != 0 &&
+	    (uint64_t)proc_user_tasks(parent->cred.u.real) >= parent->rlim[RLIMIT_NPROC].cur)
 		return -EAGAIN;
 	if (((flags & CLONE_THREAD) && !(flags & CLONE_SIGHAND)) ||
 	    ((flags & CLONE_SIGHAND) && !(flags & CLONE_VM)))

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "shim.h"
 
 /* The shim's log goes to its stderr; here, the test's. */
@@ -133,36 +135,158 @@ START_TEST(bundle_memory)
 {
 	struct proc_spec p;
 	struct spec_res res = {0};
+	struct spec_binds binds;
 	char *root = NULL;
 	char msg[256] = "";
 
 	bundle("{\"process\":{\"args\":[\"sh\"]},\"linux\":{\"resources\":{\"memory\":"
 	       "{\"limit\":536870912}}}}");
-	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &root, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &binds, &root, msg, sizeof(msg)), 0);
 	ck_assert_uint_eq(res.mem_mb, 512);
 	ck_assert_ptr_null(root);
 	spec_free(&p);
 	unbundle();
 	bundle("{\"process\":{\"args\":[\"sh\"]}}");
-	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &root, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &binds, &root, msg, sizeof(msg)), 0);
 	ck_assert_uint_eq(res.mem_mb, 256);
 	spec_free(&p);
 	unbundle();
 	bundle("{\"process\":{\"args\":[\"sh\"]},\"root\":{\"path\":\"rootfs\"}}");
-	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &root, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &binds, &root, msg, sizeof(msg)), 0);
 	ck_assert_str_eq(root, "rootfs");
 	free(root);
 	spec_free(&p);
 	unbundle();
 	bundle("{\"process\":{\"args\":[\"sh\"]},\"linux\":{\"resources\":{\"memory\":"
 	       "{\"limit\":16777216}}}}");
-	ck_assert_int_lt(spec_load_bundle(dir, &p, &res, &root, msg, sizeof(msg)), 0);
+	ck_assert_int_lt(spec_load_bundle(dir, &p, &res, &binds, &root, msg, sizeof(msg)), 0);
 	ck_assert_ptr_nonnull(strstr(msg, "a kiln VM has 64 to 65536 MiB"));
 	unbundle();
 	bundle("{\"process\":");
-	ck_assert_int_lt(spec_load_bundle(dir, &p, &res, &root, msg, sizeof(msg)), 0);
+	ck_assert_int_lt(spec_load_bundle(dir, &p, &res, &binds, &root, msg, sizeof(msg)), 0);
 	ck_assert_ptr_nonnull(strstr(msg, "config.json"));
 	unbundle();
+}
+END_TEST
+
+static int mounts(const char *json, struct spec_binds *b, char *msg)
+{
+	json_error_t je;
+	json_t *j = json_loads(json, JSON_ALLOW_NUL | JSON_DECODE_ANY, &je);
+	int err;
+
+	ck_assert_msg(j != NULL, "%s: %s", json, je.text);
+	err = spec_parse_mounts(j, b, msg, 256);
+	json_decref(j);
+	return err;
+}
+
+START_TEST(bind_mounts)
+{
+	struct spec_binds b;
+	char msg[256] = "";
+
+	/* the kernel file systems are passed over; binds are kept, paths made clean */
+	ck_assert_int_eq(
+	    mounts("[{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\"},"
+	           "{\"destination\":\"/data//sub/\",\"type\":\"bind\",\"source\":\"/srv/vol\","
+	           "\"options\":[\"rbind\",\"ro\",\"rprivate\"]},"
+	           "{\"destination\":\"/etc/hosts\",\"source\":\"/var/lib/k/hosts\","
+	           "\"options\":[\"bind\",\"rw\",\"nosuid\",\"nodev\"]},"
+	           "{\"destination\":\"/dev/termination-log\",\"type\":\"bind\","
+	           "\"source\":\"/var/lib/k/t\"}]",
+	           &b, msg),
+	    0);
+	ck_assert_uint_eq(b.n, 3);
+	ck_assert_str_eq(b.v[0].dst, "/data/sub");
+	ck_assert_str_eq(b.v[0].src, "/srv/vol");
+	ck_assert(b.v[0].ro);
+	ck_assert_str_eq(b.v[1].dst, "/etc/hosts");
+	ck_assert(!b.v[1].ro);
+	ck_assert_str_eq(b.v[2].dst, "/dev/termination-log");
+	spec_binds_free(&b);
+	ck_assert_int_eq(mounts("[]", &b, msg), 0);
+	ck_assert_uint_eq(b.n, 0);
+}
+END_TEST
+
+START_TEST(bad_bind_mounts)
+{
+	static const struct {
+		const char *json, *says;
+	} bad[] = {
+	    {"{}", "not a list"},
+	    {"[1]", "mounts[0] is not an object"},
+	    {"[{\"type\":\"bind\",\"source\":\"rel\",\"destination\":\"/d\"}]",
+	     "its source 'rel' is not an absolute path"},
+	    {"[{\"type\":\"bind\",\"source\":\"/s/../etc\",\"destination\":\"/d\"}]",
+	     "its source '/s/../etc'"},
+	    {"[{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"/a/../proc/x\"}]",
+	     "its destination '/a/../proc/x'"},
+	    {"[{\"type\":\"bind\",\"source\":\"/s\"}]", "its destination '?'"},
+	    {"[{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"/proc/self\"}]",
+	     "inside the guest kernel's own /proc"},
+	    {"[{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"//sys\"}]",
+	     "inside the guest kernel's own /sys"},
+	    {"[{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"/dev/sda\"}]",
+	     "inside the guest kernel's own /dev"},
+	    {"[{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"/.\"}]", "'/.'"},
+	    {"[{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"///\"}]",
+	     "over the guest's root"},
+	    {"[{\"source\":\"/s\",\"destination\":\"/d\",\"options\":[\"rbind\",\"rshared\"]}]",
+	     "option 'rshared'"},
+	    {"[{\"source\":\"/s\",\"destination\":\"/d\",\"options\":[\"bind\",\"rslave\"]}]",
+	     "option 'rslave'"},
+	    {"[{\"source\":\"/s\",\"destination\":\"/d\",\"options\":[\"bind\",\"noexec\"]}]",
+	     "option 'noexec'"},
+	    {"[{\"source\":\"/s\",\"destination\":\"/d\",\"options\":[\"bind\",7]}]",
+	     "options[1] is not a string"},
+	    {"[{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"/d\",\"options\":\"ro\"}]",
+	     "options is not a list"},
+	    {"[{\"type\":\"bind\",\"source\":\"/s\\u0000x\",\"destination\":\"/d\"}]",
+	     "its source"},
+	};
+	struct spec_binds b;
+	char msg[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		msg[0] = 0;
+		ck_assert_int_lt(mounts(bad[i].json, &b, msg), 0);
+		ck_assert_msg(strstr(msg, bad[i].says), "%s: said '%s', not '%s'", bad[i].json, msg,
+		              bad[i].says);
+		ck_assert_uint_eq(b.n, 0);
+	}
+}
+END_TEST
+
+START_TEST(too_many_binds)
+{
+	char *json = malloc(SPEC_MAX_MOUNTS * 80 + 16), *o = json;
+	struct spec_binds b;
+	char msg[256] = "";
+
+	*o++ = '[';
+	for (int i = 0; i <= SPEC_MAX_BINDS; i++)
+		o += sprintf(o, "%s{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"/d%d\"}",
+		             i ? "," : "", i);
+	strcpy(o, "]");
+	ck_assert_int_lt(mounts(json, &b, msg), 0);
+	ck_assert_ptr_nonnull(strstr(msg, "more than 64 bind mounts"));
+	/* one fewer is taken */
+	for (char *q = json; (q = strstr(q + 1, ",{"));)
+		o = q;
+	strcpy(o, "]");
+	ck_assert_int_eq(mounts(json, &b, msg), 0);
+	ck_assert_uint_eq(b.n, SPEC_MAX_BINDS);
+	spec_binds_free(&b);
+	o = json;
+	*o++ = '[';
+	for (int i = 0; i <= SPEC_MAX_MOUNTS; i++)
+		o += sprintf(o, "%s{\"type\":\"tmpfs\",\"destination\":\"/t\"}", i ? "," : "");
+	strcpy(o, "]");
+	ck_assert_int_lt(mounts(json, &b, msg), 0);
+	ck_assert_ptr_nonnull(strstr(msg, "at most 1024 mounts"));
+	free(json);
 }
 END_TEST
 
@@ -177,6 +301,9 @@ int main(void)
 	tcase_add_test(tc, bad_process);
 	tcase_add_test(tc, too_many_args);
 	tcase_add_test(tc, bundle_memory);
+	tcase_add_test(tc, bind_mounts);
+	tcase_add_test(tc, bad_bind_mounts);
+	tcase_add_test(tc, too_many_binds);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
