@@ -504,6 +504,9 @@ void egress_accept(struct net_sb *ns)
 		ns->nconns++;
 		ev_timer_start(loop, &ec->timer);
 		ev_io_start(loop, &ec->grd);
+		/* The guest sends its hello behind the stream's REQUEST, so it
+		 * is usually here already: decide now, not a loop turn later. */
+		on_guest_read(loop, &ec->grd, EV_READ);
 	}
 }
 

@@ -188,6 +188,9 @@ long vsock_sk_sleep(struct vsock_sk *vs, bool tx, uint64_t deadline);
  * rest as in AF_VSOCK. Close hands vs over to finish by itself. */
 struct poll_table;
 int vsock_stream_connect(struct vsock_sk *vs, uint32_t port);
+/* The same, with the first n bytes (at most VSOCK_MAX_PAYLOAD) sent right
+ * behind the REQUEST (kiln's VMM only): how many went, or -errno. */
+long vsock_stream_connect_with(struct vsock_sk *vs, uint32_t port, const void *p, size_t n);
 long vsock_stream_send(struct vsock_sk *vs, struct socket *s, struct sock_iter *it, int flags);
 long vsock_stream_recv(struct vsock_sk *vs, struct socket *s, struct sock_iter *it, int flags);
 int vsock_stream_shutdown(struct vsock_sk *vs, int how);

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * TCP to an address off the guest: a vsock stream to kilnd's egress port
- * (include/kiln/net.h). connect() opens the stream, sends the hello with
- * the destination and waits for kilnd's reply, which says whether the
- * host's connection to it worked (or which errno it failed with: EACCES
- * when the sandbox's policy forbids it). After that the socket is the
- * stream: sends, receives, shutdown and poll are AF_VSOCK's, with the
- * socket's options, while addresses and TCP options stay AF_INET's.
+ * (include/kiln/net.h). connect() opens the stream with the hello (the
+ * destination) right behind its REQUEST, and waits for kilnd's reply, which
+ * says whether the host's connection to it worked (or which errno it
+ * failed with: EACCES when the sandbox's policy forbids it). After that
+ * the socket is the stream: sends, receives, shutdown and poll are
+ * AF_VSOCK's, with the socket's options, while addresses and TCP options
+ * stay AF_INET's.
  *
  * Nothing runs in the background: each call on the socket (connect, poll,
  * SO_ERROR ...) first catches up with what the stream did, and the
@@ -129,6 +130,7 @@ int egress_start(struct inet_sk *is, const struct inet_addr *d, uint16_t port)
 {
 	struct egress *eg;
 	int err = vsock_dev_up();
+	long sent;
 
 	if (err)
 		return err == -ENOMEM ? err : -ENETUNREACH;
@@ -151,12 +153,17 @@ int egress_start(struct inet_sk *is, const struct inet_addr *d, uint16_t port)
 		eg->hello.family = KILN_NET_IPV6;
 		memcpy(eg->hello.addr, d->b, 16);
 	}
-	err = vsock_stream_connect(eg->vs, KILN_NET_PORT);
-	if (err) {
+	/* The hello goes with the REQUEST: kilnd has it as soon as it has the
+	 * stream, and the one round trip left is its answer. */
+	sent = vsock_stream_connect_with(eg->vs, KILN_NET_PORT, &eg->hello, sizeof(eg->hello));
+	if (sent < 0) {
 		vsock_free(eg->vs);
 		kfree(eg);
-		return err;
+		return (int)sent;
 	}
+	eg->hello_sent = (uint32_t)sent;
+	if (eg->hello_sent == sizeof(eg->hello))
+		eg->st = EG_WAITING;
 	is->eg = eg;
 	is->paddr = *d;
 	is->pport = port;

@@ -210,7 +210,7 @@ static int vs_accept(struct socket *s, struct socket *ns, bool nonblock)
 	return 0;
 }
 
-int vsock_stream_connect(struct vsock_sk *vs, uint32_t port)
+static int connect_start(struct vsock_sk *vs, uint32_t port)
 {
 	if (!vs->bound) {
 		uint32_t port = vsock_ephemeral_port();
@@ -231,8 +231,37 @@ int vsock_stream_connect(struct vsock_sk *vs, uint32_t port)
 	vsock_hash(vs);
 	ktimer_add(&vs->timer, time_monotonic_ns() + vs->connect_timeout_ns, connect_timeout);
 	vsock_owe(vs, VSK_P_REQUEST);
-	vsock_tx_flush();
 	return 0;
+}
+
+int vsock_stream_connect(struct vsock_sk *vs, uint32_t port)
+{
+	int err = connect_start(vs, port);
+
+	vsock_tx_flush();
+	return err;
+}
+
+/* kiln's VMM opens the host end of a stream while it handles the REQUEST,
+ * before it answers, and takes the packets behind the REQUEST in order: so
+ * bytes queued right after it reach the host in the same kick, and a
+ * protocol in which the guest speaks first (the egress hello) does not
+ * wait a round trip for the RESPONSE. Until the RESPONSE brings the host's
+ * real credit, n bytes of it are assumed (the VMM grants far more). */
+long vsock_stream_connect_with(struct vsock_sk *vs, uint32_t port, const void *p, size_t n)
+{
+	struct iovec iov = {.iov_base = (void *)p, .iov_len = n};
+	struct sock_iter it;
+	int err = connect_start(vs, port);
+	long sent = 0;
+
+	if (!err && n <= VSOCK_MAX_PAYLOAD) {
+		vs->peer_buf_alloc = (uint32_t)n;
+		sock_iter_init(&it, &iov, 1, false);
+		sent = vsock_send_data(vs, &it, n);
+	}
+	vsock_tx_flush();
+	return err ? err : sent < 0 ? 0 : sent;
 }
 
 /* A blocking connect() interrupted by a signal gives up, as Linux's does. */
