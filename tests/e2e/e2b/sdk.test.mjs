@@ -499,10 +499,18 @@ async function main() {
     await new Promise((res, rej) => spawn('npm', ['pack', '--pack-destination', reg], { cwd: `${T}/npmpkg`, stdio: 'ignore' })
       .on('exit', (c) => (c === 0 ? res() : rej(new Error(`npm pack exited ${c}`)))))
     const srv = spawn('python3', [path.join(ROOT, 'tests/e2e/net/npm_registry.py'), '0', reg],
-      { stdio: ['ignore', 'pipe', 'ignore'] })
+      { stdio: ['ignore', 'pipe', 'pipe'] })
     let s
     try {
-      const port = Number(/^ready (\d+)/.exec(await new Promise((res) => srv.stdout.once('data', res)))[1])
+      let said = '', errs = ''
+      srv.stderr.on('data', (d) => (errs += d))
+      const port = await new Promise((res, rej) => {
+        srv.stdout.on('data', (d) => {
+          const m = /^ready (\d+)$/m.exec((said += d))
+          if (m) res(Number(m[1]))
+        })
+        srv.on('exit', (c) => rej(new Error(`npm_registry.py exited ${c}: ${said} ${errs}`)))
+      })
       s = await Sandbox.create({ network: { allowOut: [`host.kiln.internal:${port}`] } })
       const r = await s.commands.run(`mkdir -p app && cd app && npm install --registry http://host.kiln.internal:${port}/ kilnsdk`,
         { timeoutMs: 120000 })
