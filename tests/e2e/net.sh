@@ -2,6 +2,7 @@
 # Sandbox networking end to end on real VMs: egress under policies, DNS,
 # host.kiln.internal, the refusals and their log lines, the known bypass
 # forms, pip install from an index on the host (a wheel the test builds),
+# npm install from a registry on the host (a package the test packs),
 # templates' policies, counters, and policies across a kilnd restart.
 #
 #   make e2e-net                  (builds everything and the images first)
@@ -316,6 +317,34 @@ if want pip; then
 		kilnpkg >/tmp/pip.log 2>&1 || cat /tmp/pip.log; PYTHONPATH=/tmp/pkgs python3 -c \
 		'import kilnpkg; print(kilnpkg.VALUE)'")
 	expect_eq pip-install "$(printf '%s\n' "$out" | tail -1)" from-the-wheel
+fi
+if want npm; then
+	# npm from a registry on the host's loopback, internet off: a package
+	# the test packs itself, its packument and tarball served by
+	# tests/e2e/net/npm_registry.py.
+	if command -v npm >/dev/null; then
+		NP=$((P4 + 5))
+		mkdir -p "$T/npmpkg" "$T/npmreg"
+		printf '{"name":"kilnnpm","version":"1.0.0","main":"index.js","license":"MIT"}\n' \
+			>"$T/npmpkg/package.json"
+		echo 'module.exports = "from-the-tarball";' >"$T/npmpkg/index.js"
+		(cd "$T/npmpkg" && npm pack --pack-destination "$T/npmreg" >"$T/npmpack.log" 2>&1) ||
+			cat "$T/npmpack.log"
+		python3 "$ROOT/tests/e2e/net/npm_registry.py" "$NP" "$T/npmreg" >"$T/npmreg.out" 2>"$T/npmreg.log" &
+		PIDS="$PIDS $!"
+		S_NPM=$(new --image base --no-internet --allow-out "host.kiln.internal:$NP")
+		for _ in $(seq 100); do
+			grep -q ready "$T/npmreg.out" 2>/dev/null && break
+			sleep 0.05
+		done
+		out=$(sbx "$S_NPM" -- sh -c "mkdir -p /tmp/app && cd /tmp/app &&
+			{ npm install --registry http://host.kiln.internal:$NP/ kilnnpm >/tmp/npm.log 2>&1 ||
+			cat /tmp/npm.log; }; node -e \"console.log(require('kilnnpm'))\"")
+		expect_eq npm-install "$(printf '%s\n' "$out" | tail -1)" from-the-tarball
+		expect_in npm-install-fetched "$(cat "$T/npmreg.log")" '"GET /kilnnpm/-/kilnnpm-1.0.0.tgz HTTP/1.1" 200'
+	else
+		skip npm "npm is not installed on the host (apt-get install nodejs npm)"
+	fi
 fi
 if want template; then
 	# A template's policy holds for its warm-up and its clones.

@@ -488,6 +488,41 @@ async function main() {
     await assert.rejects(Sandbox.create({ network: { allowOut: ['127.1'] } }), /allowOut\[0\]/)
   }, 90000)
 
+  await test('npm install as the default user from a registry on the host (real VMs)', async () => {
+    if (FAKE) return // the fake VMM's guest is the host, where host.kiln.internal is no name
+    // a package packed here, served by the e2e-net suite's minimal registry
+    const reg = `${T}/npmreg`
+    fs.mkdirSync(`${T}/npmpkg`)
+    fs.mkdirSync(reg)
+    fs.writeFileSync(`${T}/npmpkg/package.json`, '{"name":"kilnsdk","version":"2.0.0","main":"i.js","license":"MIT"}\n')
+    fs.writeFileSync(`${T}/npmpkg/i.js`, 'module.exports = { from: "the-sdk-registry" };\n')
+    await new Promise((res, rej) => spawn('npm', ['pack', '--pack-destination', reg], { cwd: `${T}/npmpkg`, stdio: 'ignore' })
+      .on('exit', (c) => (c === 0 ? res() : rej(new Error(`npm pack exited ${c}`)))))
+    const srv = spawn('python3', [path.join(ROOT, 'tests/e2e/net/npm_registry.py'), '0', reg],
+      { stdio: ['ignore', 'pipe', 'pipe'] })
+    let s
+    try {
+      let said = '', errs = ''
+      srv.stderr.on('data', (d) => (errs += d))
+      const port = await new Promise((res, rej) => {
+        srv.stdout.on('data', (d) => {
+          const m = /^ready (\d+)$/m.exec((said += d))
+          if (m) res(Number(m[1]))
+        })
+        srv.on('exit', (c) => rej(new Error(`npm_registry.py exited ${c}: ${said} ${errs}`)))
+      })
+      s = await Sandbox.create({ network: { allowOut: [`host.kiln.internal:${port}`] } })
+      const r = await s.commands.run(`mkdir -p app && cd app && npm install --registry http://host.kiln.internal:${port}/ kilnsdk`,
+        { timeoutMs: 120000 })
+      assert.match(r.stdout, /added 1 package/)
+      const n = await s.commands.run(`cd app && node -e "console.log(require('kilnsdk').from)" && stat -c %U node_modules/kilnsdk/i.js`)
+      assert.equal(n.stdout, 'the-sdk-registry\nuser\n')
+    } finally {
+      srv.kill()
+      if (s) await s.kill()
+    }
+  }, 150000)
+
   await test('a wrong API key is refused (AuthenticationError)', async () => {
     await rejects(Sandbox.list({ apiKey: 'e2b_00' }).nextItems(), (e) =>
       assert.equal(e.name, 'AuthenticationError'))

@@ -1,7 +1,8 @@
 # Booting from erofs images (kiln-vmm --image, make images): the union root
 # (image below, ramfs above), copy-up, deletes, damaged images, and the
 # base image's Python data stack, whose analysis script must print exactly
-# what it prints on the host in a chroot of the same image root. Sourced by
+# what it prints on the host in a chroot of the same image root, and Node.js
+# and npm (the same host reference for a node script). Sourced by
 # run.sh. The cases of an image that is not built are skipped; once it is
 # there, they must pass.
 
@@ -188,21 +189,50 @@ print(all(r[3] != main for r in res), res[7][1], res[7][2])'
 
 	# The analysis script against the host, in a chroot of the same root
 	# (extracted once per image into the cache, next to the image).
-	if want_case image-python-analysis; then
-		script=$(cat "$DATA/analysis.py")
+	# base_root NAME: the root's directory in $root, or why not (skip/fail).
+	base_root() {
 		if [ "$(id -u)" -ne 0 ]; then
-			echo "skip image-python-analysis: the host reference needs root (chroot)"
-		elif ! root=$(tools/mkimage/extract-root "$IMG_BASE" 2>"$T/extract.err"); then
-			fail image-python-analysis "$(cat "$T/extract.err")"
-		else
-			# As in a fresh guest: no matplotlib font cache yet.
-			env -i PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/ TERM=linux \
-				MPLCONFIGDIR=/tmp/kiln-mpl-$$ timeout --foreground -k 5 "$TIMEOUT" \
-				chroot "$root" /usr/bin/python3 -c "$script" "/tmp/kiln-chart-$$.png" \
-				>"$T/analysis.host" 2>&1
-			rm -rf "$root/tmp/kiln-chart-$$.png" "$root/tmp/kiln-mpl-$$"
-			image_case image-python-analysis 0 "$IMG_BASE" --out-is "$T/analysis.host" -- \
-				/usr/bin/python3 -c "$script" /tmp/chart.png
+			echo "skip $1: the host reference needs root (chroot)"
+			return 1
 		fi
+		root=$(tools/mkimage/extract-root "$IMG_BASE" 2>"$T/extract.err") && return 0
+		fail "$1" "$(cat "$T/extract.err")"
+		return 1
+	}
+	# on_host [VAR=VAL...] ARGV...: ARGV in the chroot, in init's environment
+	on_host() {
+		env -i PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/ TERM=linux "$@"
+	}
+	if want_case image-python-analysis && base_root image-python-analysis; then
+		script=$(cat "$DATA/analysis.py")
+		# As in a fresh guest: no matplotlib font cache yet.
+		on_host MPLCONFIGDIR=/tmp/kiln-mpl-$$ timeout --foreground -k 5 "$TIMEOUT" \
+			chroot "$root" /usr/bin/python3 -c "$script" "/tmp/kiln-chart-$$.png" \
+			>"$T/analysis.host" 2>&1
+		rm -rf "$root/tmp/kiln-chart-$$.png" "$root/tmp/kiln-mpl-$$"
+		image_case image-python-analysis 0 "$IMG_BASE" --out-is "$T/analysis.host" -- \
+			/usr/bin/python3 -c "$script" /tmp/chart.png
 	fi
+
+	# Node.js: node -e, and a script of what node programs and npm lean on
+	# (fs, zlib streams, child processes and signals, http on loopback,
+	# worker threads with shared memory, the event loop's order) against
+	# the host in a chroot of the same root; npm packs a package and
+	# installs the tarball, offline.
+	image_case image-node-eval 0 "$IMG_BASE" --out '^2$' -- /usr/bin/node -e 'process.stdout.write(1 + 1 + "\n")'
+	if want_case image-node-probe && base_root image-node-probe; then
+		script=$(cat "$DATA/node_probe.js")
+		on_host timeout --foreground -k 5 "$TIMEOUT" chroot "$root" /usr/bin/node -e "$script" \
+			>"$T/node.host" 2>&1
+		image_case image-node-probe 0 "$IMG_BASE" --out-is "$T/node.host" -- /usr/bin/node -e "$script"
+	fi
+	# shellcheck disable=SC2016 # the guest's shell expands these
+	image_case image-npm-pack-install 0 "$IMG_BASE" --out '^npm [0-9]+\.[0-9]+\.[0-9]+$' \
+		--out '^kilnnpm-1.0.0.tgz$' --out '^added 1 package' --out '^from-the-tarball$' -- /bin/sh -c '
+		echo "npm $(npm --version)"
+		mkdir -p /tmp/pkg /tmp/app && cd /tmp/pkg && npm init -y >/dev/null &&
+		npm pkg set name=kilnnpm version=1.0.0 main=index.js &&
+		echo "module.exports = \"from-the-tarball\"" >index.js && npm pack --silent &&
+		cd /tmp/app && npm install --no-audit --no-fund --no-progress /tmp/pkg/kilnnpm-1.0.0.tgz &&
+		node -e "console.log(require(\"kilnnpm\"))"'
 fi
