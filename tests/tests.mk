@@ -26,7 +26,9 @@ $(BUILD)/tests/unit-san/$(1): tests/unit/$(1).c $$(UNIT_SRCS_$(1)) | $(DEPS_STAM
 endef
 $(foreach t,$(UNIT_TESTS),$(eval $(call unit_rules,$(t))))
 
-unit: $(UNIT_BINS) $(UNIT_SAN_BINS) $(BUILD)/guest/kiln-kernel
+# e2e-unit too: kilnd's and the shim's codec tests (tests/e2e/unit), so a
+# signature they follow cannot change under them unseen until make e2e.
+unit: $(UNIT_BINS) $(UNIT_SAN_BINS) $(BUILD)/guest/kiln-kernel e2e-unit
 	$(V)set -e; for t in $(UNIT_BINS); do echo "unit: $$t"; CK_FORK=yes $$t; done
 	$(V)set -e; for t in $(UNIT_SAN_BINS); do echo "unit (asan+ubsan): $$t"; \
 		ASAN_OPTIONS=detect_leaks=1 CK_FORK=no $$t; done
