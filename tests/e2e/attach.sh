@@ -324,13 +324,6 @@ t_envd_restart() {
 	st=$(envd_unary "$id" process.Process/List '{}')
 	[ "$st" = 200 ] && [ -n "$pid" ] && grep -q "\"pid\":$pid" "$T/body" && grep -q '"tag":"kept-tag"' "$T/body"
 	check $? "after kilnd's SIGKILL and restart, process.List has the envd process $pid with its tag ($(head -c 300 "$T/body"))"
-	envd_connect "$id" "$pid"
-	grep -q '"start":{"pid":'"$pid" "$T/body" && grep -q '"stdout":"' "$T/body"
-	check $? "process.Connect reaches it again and gets its output"
-	st=$(envd_unary "$id" process.Process/SendSignal "{\"process\":{\"pid\":$pid},\"signal\":\"SIGNAL_SIGKILL\"}")
-	sleep 0.3
-	envd_unary "$id" process.Process/List '{}' >/dev/null
-	[ "$st" = 200 ] && ! grep -q "\"pid\":$pid" "$T/body"
-	check $? "SendSignal ends it; it leaves the list"
+	envd_connect_kill "$id" "$pid" "reaches it again and gets its output"
 	"$KILN" rm "$id"
 }

@@ -290,6 +290,21 @@ envd_connect() {
 		--data-binary @"$T/envelope" http://k/process.Process/Connect 2>/dev/null
 }
 
+# envd_connect_kill ID PID WHAT: process.Connect gets PID's output (checked
+# as "process.Connect WHAT"), then SendSignal SIGKILL ends it and List
+# drops it.
+envd_connect_kill() {
+	local st
+	envd_connect "$1" "$2"
+	grep -q '"start":{"pid":'"$2" "$T/body" && grep -q '"stdout":"' "$T/body"
+	check $? "process.Connect $3"
+	st=$(envd_unary "$1" process.Process/SendSignal "{\"process\":{\"pid\":$2},\"signal\":\"SIGNAL_SIGKILL\"}")
+	sleep 0.3
+	envd_unary "$1" process.Process/List '{}' >/dev/null
+	[ "$st" = 200 ] && ! grep -q "\"pid\":$2" "$T/body"
+	check $? "SendSignal ends it; it leaves the list"
+}
+
 envd_start() {
 	local msg
 	msg=$(printf '{"process":{"cmd":"/bin/sh","args":["-c","%s"]}}' "$2")
@@ -550,14 +565,7 @@ t_envd_keep() {
 	check $? "an envd process outlives pause and resume: List (which resumed it) has pid $pid"
 	"$KILN" exec "$id" -- sh -c "kill -0 $pid"
 	check $? "and it runs in the guest"
-	envd_connect "$id" "$pid"
-	grep -q '"start":{"pid":'"$pid" "$T/body" && grep -q '"stdout":"' "$T/body"
-	check $? "process.Connect attaches to it and gets its output"
-	st=$(envd_unary "$id" process.Process/SendSignal "{\"process\":{\"pid\":$pid},\"signal\":\"SIGNAL_SIGKILL\"}")
-	sleep 0.3
-	envd_unary "$id" process.Process/List '{}' >/dev/null
-	[ "$st" = 200 ] && ! grep -q "\"pid\":$pid" "$T/body"
-	check $? "SendSignal ends it; it leaves the list"
+	envd_connect_kill "$id" "$pid" "attaches to it and gets its output"
 	"$KILN" rm "$id"
 }
 
