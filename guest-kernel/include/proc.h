@@ -79,10 +79,12 @@ struct proc {
 	struct waitq child_wait;     /* the parent waits here for children */
 	struct thread *vfork_parent; /* blocked in vfork until exec/exit */
 	uint64_t user_ns, sys_ns;    /* rough CPU time */
-	/* Capabilities given up with capset (effective, permitted,
-	 * inheritable): root has them all, and an exec gives them back, as
-	 * Linux does for uid 0. */
-	uint64_t cap_dropped[3];
+	/* Capabilities given up with capset (effective, permitted): root
+	 * has them all, and an exec gives them back, as Linux does for uid 0. */
+	uint64_t cap_dropped[2];
+	/* The inheritable set: none at boot, as Linux's init; kept across
+	 * fork, exec and set*id. */
+	uint64_t cap_inh;
 	struct cred cred; /* user and group ids (cred.h) */
 	/* prctl PR_SET_DUMPABLE 0, or an exec that changed ids or of a file
 	 * it could not read: /proc/PID is root's (procfs), as on Linux. */
@@ -150,6 +152,11 @@ static inline struct proc *cur_proc(void)
 /* The capability sets p holds (effective, permitted, inheritable): root's
  * all, other users' none (sys_cred.c), less what capset gave up. */
 void proc_caps(const struct proc *p, uint64_t set[3]);
+/* Whether p's effective set has cap. */
+bool proc_capable(const struct proc *p, int cap);
+/* After a change of p's user ids from old: an effective uid that becomes
+ * 0 again gets the permitted set back as its effective one, as on Linux. */
+void proc_caps_setuid(struct proc *p, const struct cred_ids *old);
 
 /* The calling process's credentials (root's while the kernel boots). */
 static inline const struct cred *cur_cred(void)

@@ -56,6 +56,8 @@ PROGS_PLAIN    += inotifytest
 PROGS_PLAIN    += credtest
 # /proc/PID/ of other users' processes, Cap* lines (cases/procfs.sh).
 PROGS_PLAIN    += procperm
+# capget's sets for root and the user, as on Linux (cases/procfs.sh).
+PROGS_PLAIN    += capsets
 # RLIMIT_NPROC and RLIMIT_AS (cases/rlimits.sh).
 PROGS_PLAIN    += nproctest astest
 

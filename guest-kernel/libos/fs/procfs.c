@@ -117,7 +117,7 @@ bool pfs_may_trace(const struct proc *p)
 	if (!me || me == p)
 		return true;
 	c = &me->cred;
-	if (c->u.eff == 0 && !(me->cap_dropped[0] & (1ULL << 19 /* CAP_SYS_PTRACE */)))
+	if (proc_capable(me, 19 /* CAP_SYS_PTRACE */))
 		return true;
 	return !p->nodump && c->u.fs == t->u.real && c->u.fs == t->u.eff && c->u.fs == t->u.saved &&
 	       c->g.fs == t->g.real && c->g.fs == t->g.eff && c->g.fs == t->g.saved;

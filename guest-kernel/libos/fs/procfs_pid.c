@@ -233,14 +233,14 @@ static int show_status(struct pfs_buf *b, const struct pfs_ctx *c)
 	          "SigBlk:\t%016lx\nSigIgn:\t%016lx\nSigCgt:\t%016lx\n",
 	          p->nr_threads, nr_signals(pending | p->shared_pending), SIGPENDING, pending,
 	          p->shared_pending, t ? t->sigmask : 0, s.ign, s.cgt);
-	/* The capabilities its ids give it (sys_cred.c); no inheritable or
-	 * ambient ones, the bounding set whole. */
+	/* The capabilities its ids give it (sys_cred.c); no ambient ones,
+	 * the bounding set whole. */
 	proc_caps(p, caps);
 	pb_printf(b,
 	          "CapInh:\t%016lx\nCapPrm:\t%016lx\nCapEff:\t%016lx\nCapBnd:\t%016lx\n"
 	          "CapAmb:\t0000000000000000\nNoNewPrivs:\t%d\nSeccomp:\t0\n",
-	          0UL, (unsigned long)caps[1], (unsigned long)caps[0], (unsigned long)PROC_CAP_ALL,
-	          p->no_new_privs);
+	          (unsigned long)caps[2], (unsigned long)caps[1], (unsigned long)caps[0],
+	          (unsigned long)PROC_CAP_ALL, p->no_new_privs);
 	pb_printf(b, "Seccomp_filters:\t0\nSpeculation_Store_Bypass:\tthread vulnerable\n"
 	             "SpeculationIndirectBranch:\tconditional enabled\n"
 	             "Cpus_allowed:\t1\nCpus_allowed_list:\t0\n"

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* capget and capset. Root has every capability, other users none (as
  * Linux without file capabilities: a process whose effective uid is not 0
- * has no effective set, and no permitted set once none of its uids is 0).
- * One may give some up (Chromium drops them all before it forks its
- * zygote, then checks that none are left), and that is what capget
- * reports until the next exec. The permission checks (fs/perm.c) and
+ * has no effective set, one whose file-system uid is not 0 none of the
+ * file-system ones, and no permitted set once none of its uids is 0; the
+ * inheritable set is empty unless capset fills it). One may give some up
+ * (Chromium drops them all before it forks its zygote, then checks that
+ * none are left), and that is what capget reports until the next exec. The permission checks (fs/perm.c) and
  * set*id (sys_uid.c) look at the uids, CAP_SETUID and CAP_SETGID; the VM
  * is the boundary (README, "How the guest kernel works"). */
 #include <linux/capability.h>
@@ -16,16 +17,40 @@
 #define CAP_ALL PROC_CAP_ALL
 _Static_assert(PROC_CAP_ALL == (1ULL << (CAP_LAST_CAP + 1)) - 1, "a capability is missing");
 
+/* What a file-system uid other than 0 takes from the effective set
+ * (Linux's CAP_FS_MASK). */
+#define CAP_FS                                                                        \
+	(1ULL << CAP_CHOWN | 1ULL << CAP_DAC_OVERRIDE | 1ULL << CAP_DAC_READ_SEARCH | \
+	 1ULL << CAP_FOWNER | 1ULL << CAP_FSETID | 1ULL << CAP_LINUX_IMMUTABLE |      \
+	 1ULL << CAP_MKNOD | 1ULL << CAP_MAC_OVERRIDE)
+
 void proc_caps(const struct proc *p, uint64_t set[3])
 {
 	const struct cred_ids *u = &p->cred.u;
 
-	for (int i = 0; i < 3; i++)
-		set[i] = CAP_ALL & ~p->cap_dropped[i];
+	set[0] = CAP_ALL & ~p->cap_dropped[0];
+	set[1] = CAP_ALL & ~p->cap_dropped[1];
+	set[2] = p->cap_inh;
+	if (u->fs)
+		set[0] &= ~CAP_FS;
 	if (u->eff)
 		set[0] = 0;
 	if (u->real && u->eff && u->saved)
 		set[1] = 0;
+}
+
+bool proc_capable(const struct proc *p, int cap)
+{
+	uint64_t set[3];
+
+	proc_caps(p, set);
+	return set[0] & (1ULL << cap);
+}
+
+void proc_caps_setuid(struct proc *p, const struct cred_ids *old)
+{
+	if (old->eff && !p->cred.u.eff)
+		p->cap_dropped[0] = p->cap_dropped[1];
 }
 
 /* How many 32-bit data structs the header's version takes: 0 if unknown
@@ -55,13 +80,13 @@ SYSCALL_DEFINE(capget)
 
 	if (n <= 0) /* (probing the version with no data pointer is fine) */
 		return n ? n : a1 ? -EINVAL : 0;
+	if (!a1) /* Linux looks at nothing more */
+		return 0;
 	if (h.pid < 0)
 		return -EINVAL;
 	p = h.pid ? proc_find(h.pid) : cur_proc();
 	if (!p)
 		return -ESRCH;
-	if (!a1)
-		return 0;
 	proc_caps(p, set);
 	for (int w = 0; w < 2; w++)
 		d[w] = (struct __user_cap_data_struct){(uint32_t)(set[0] >> (32 * w)),
@@ -89,10 +114,13 @@ SYSCALL_DEFINE(capset)
 	set[1] = ((uint64_t)d[1].permitted << 32 | d[0].permitted) & CAP_ALL;
 	set[2] = ((uint64_t)d[1].inheritable << 32 | d[0].inheritable) & CAP_ALL;
 	/* Permitted only shrinks, effective stays within it; inheritable
-	 * within the old permitted and inheritable sets (CAP_SETPCAP). */
-	if ((set[1] & ~have[1]) || (set[0] & ~set[1]) || (set[2] & ~(have[1] | have[2])))
+	 * within the old permitted and inheritable sets unless CAP_SETPCAP
+	 * is effective (the bounding set is whole). */
+	if ((set[1] & ~have[1]) || (set[0] & ~set[1]) ||
+	    (!(have[0] & (1ULL << CAP_SETPCAP)) && (set[2] & ~(have[1] | have[2]))))
 		return -EPERM;
-	for (int i = 0; i < 3; i++)
-		p->cap_dropped[i] = CAP_ALL & ~set[i];
+	p->cap_dropped[0] = CAP_ALL & ~set[0];
+	p->cap_dropped[1] = CAP_ALL & ~set[1];
+	p->cap_inh = set[2];
 	return 0;
 }

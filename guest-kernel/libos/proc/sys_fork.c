@@ -36,6 +36,7 @@ static struct proc *new_process(struct proc *parent, uint64_t flags)
 	p->sid = parent->sid;
 	memcpy(p->comm, parent->comm, sizeof(p->comm));
 	memcpy(p->cap_dropped, parent->cap_dropped, sizeof(p->cap_dropped));
+	p->cap_inh = parent->cap_inh;
 	p->cred = parent->cred;
 	p->nodump = parent->nodump;
 	p->no_new_privs = parent->no_new_privs;

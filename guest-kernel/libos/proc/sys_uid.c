@@ -14,12 +14,6 @@
 
 #define KEEP ((uint32_t)-1) /* an argument of -1 leaves the id as it is */
 
-/* capable(cap): root's effective set, less what capset gave up. */
-static bool capable(const struct proc *p, int cap)
-{
-	return p->cred.u.eff == 0 && !(p->cap_dropped[0] & (1ULL << cap));
-}
-
 /* A change of an effective or file-system id makes the process not
  * dumpable (its /proc/PID becomes root's), as Linux's commit_creds does;
  * the next exec decides again (sys_exec.c). rc is the setter's answer. */
@@ -27,6 +21,8 @@ static long ids_set(struct proc *p, const struct cred_ids *old, const struct cre
 {
 	if (old->eff != now->eff || old->fs != now->fs)
 		p->nodump = true;
+	if (now == &p->cred.u)
+		proc_caps_setuid(p, old);
 	return rc;
 }
 
@@ -56,9 +52,9 @@ SYSCALL_DEFINE(setresuid)
 	struct proc *p = cur_proc();
 	struct cred_ids old = p->cred.u;
 
-	return ids_set(
-	    p, &old, &p->cred.u,
-	    set_res(&p->cred.u, capable(p, CAP_SETUID), (uint32_t)a0, (uint32_t)a1, (uint32_t)a2));
+	return ids_set(p, &old, &p->cred.u,
+	               set_res(&p->cred.u, proc_capable(p, CAP_SETUID), (uint32_t)a0, (uint32_t)a1,
+	                       (uint32_t)a2));
 }
 
 SYSCALL_DEFINE(setresgid)
@@ -66,9 +62,9 @@ SYSCALL_DEFINE(setresgid)
 	struct proc *p = cur_proc();
 	struct cred_ids old = p->cred.g;
 
-	return ids_set(
-	    p, &old, &p->cred.g,
-	    set_res(&p->cred.g, capable(p, CAP_SETGID), (uint32_t)a0, (uint32_t)a1, (uint32_t)a2));
+	return ids_set(p, &old, &p->cred.g,
+	               set_res(&p->cred.g, proc_capable(p, CAP_SETGID), (uint32_t)a0, (uint32_t)a1,
+	                       (uint32_t)a2));
 }
 
 /* setreuid/setregid: the real id may become the effective one, the
@@ -97,7 +93,7 @@ SYSCALL_DEFINE(setreuid)
 	struct cred_ids old = p->cred.u;
 
 	return ids_set(p, &old, &p->cred.u,
-	               set_re(&p->cred.u, capable(p, CAP_SETUID), (uint32_t)a0, (uint32_t)a1));
+	               set_re(&p->cred.u, proc_capable(p, CAP_SETUID), (uint32_t)a0, (uint32_t)a1));
 }
 
 SYSCALL_DEFINE(setregid)
@@ -106,7 +102,7 @@ SYSCALL_DEFINE(setregid)
 	struct cred_ids old = p->cred.g;
 
 	return ids_set(p, &old, &p->cred.g,
-	               set_re(&p->cred.g, capable(p, CAP_SETGID), (uint32_t)a0, (uint32_t)a1));
+	               set_re(&p->cred.g, proc_capable(p, CAP_SETGID), (uint32_t)a0, (uint32_t)a1));
 }
 
 /* setuid/setgid: privileged, all three ids; else the effective one, to the
@@ -131,7 +127,7 @@ SYSCALL_DEFINE(setuid)
 	struct cred_ids old = p->cred.u;
 
 	return ids_set(p, &old, &p->cred.u,
-	               set_one(&p->cred.u, capable(p, CAP_SETUID), (uint32_t)a0));
+	               set_one(&p->cred.u, proc_capable(p, CAP_SETUID), (uint32_t)a0));
 }
 
 SYSCALL_DEFINE(setgid)
@@ -140,7 +136,7 @@ SYSCALL_DEFINE(setgid)
 	struct cred_ids old = p->cred.g;
 
 	return ids_set(p, &old, &p->cred.g,
-	               set_one(&p->cred.g, capable(p, CAP_SETGID), (uint32_t)a0));
+	               set_one(&p->cred.g, proc_capable(p, CAP_SETGID), (uint32_t)a0));
 }
 
 /* setfsuid/setfsgid answer the old id, whether the change was allowed or not. */
@@ -159,7 +155,7 @@ SYSCALL_DEFINE(setfsuid)
 	struct cred_ids old = p->cred.u;
 
 	return ids_set(p, &old, &p->cred.u,
-	               set_fs(&p->cred.u, capable(p, CAP_SETUID), (uint32_t)a0));
+	               set_fs(&p->cred.u, proc_capable(p, CAP_SETUID), (uint32_t)a0));
 }
 
 SYSCALL_DEFINE(setfsgid)
@@ -168,7 +164,7 @@ SYSCALL_DEFINE(setfsgid)
 	struct cred_ids old = p->cred.g;
 
 	return ids_set(p, &old, &p->cred.g,
-	               set_fs(&p->cred.g, capable(p, CAP_SETGID), (uint32_t)a0));
+	               set_fs(&p->cred.g, proc_capable(p, CAP_SETGID), (uint32_t)a0));
 }
 
 SYSCALL_DEFINE(getuid)
@@ -231,7 +227,7 @@ SYSCALL_DEFINE(setgroups)
 	uint32_t groups[CRED_NGROUPS];
 	long n = a0;
 
-	if (!capable(p, CAP_SETGID))
+	if (!proc_capable(p, CAP_SETGID))
 		return -EPERM;
 	if (n < 0 || n > CRED_NGROUPS) /* (Linux takes 65536) */
 		return -EINVAL;

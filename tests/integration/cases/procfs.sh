@@ -4,6 +4,9 @@
 # What another user's process shows (and one's own), run as uid 1000
 # against root's and the user's processes: the same as on the host.
 expect_same procperm -- /bin/procperm
+# capget's and /proc/self/status's capability sets through set*id,
+# capset and exec, as root and as uid 1000: the same as on the host.
+expect_same capsets -- /bin/capsets
 guest_case proctest 0 --out '^proctest ok$' --no-out 'FAIL' -- /bin/proctest one 'two words'
 guest_case procfs-ls 0 --out '^1$' --out '^self$' --out '^cpuinfo$' --out '^sys$' \
 	-- /bin/busybox ls -1 /proc
