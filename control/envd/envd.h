@@ -74,6 +74,15 @@ static inline const char *envd_user_name(const struct envd_user *u)
 {
 	return u && strcmp(u->name, "root") ? u->name : NULL;
 }
+/* The user trailer's flags for file operation op: envd writes as root
+ * and gives the user what it makes (KILN_USER_GIVE), reads as the user. */
+static inline uint32_t envd_user_flags(const struct envd_user *u, uint32_t op)
+{
+	bool writes = op == KILN_FILE_WRITE || op == KILN_FILE_MKDIR || op == KILN_FILE_REMOVE ||
+	              op == KILN_FILE_RENAME;
+
+	return u ? u->flags | (writes ? KILN_USER_GIVE : 0) : 0;
+}
 /* The sandbox's default user (the code interpreter's kernels run as it). */
 void envd_user_default(struct sandbox *sb, struct envd_user *u);
 /* The request's user: query_user (/files' username=) if not NULL, else
@@ -145,10 +154,8 @@ struct fs_ent {
 };
 struct fsop;
 typedef void (*fsop_fn)(void *ctx, int err, const char *msg, const struct fs_ent *ents, size_t n);
-/* NULL with errno set if the stream cannot be opened. */
-struct fsop *fsop_start(struct sandbox *sb, uint32_t op, const char *path, uint32_t arg,
-                        const char *path2, fsop_fn cb, void *ctx);
-/* The same as user u (NULL: root). */
+/* One file operation as user u (NULL: root); NULL with errno set if the
+ * stream cannot be opened. */
 struct fsop *fsop_start_as(struct sandbox *sb, uint32_t op, const char *path, uint32_t arg,
                            const char *path2, const struct envd_user *u, fsop_fn cb, void *ctx);
 void fsop_cancel(struct fsop *op);

@@ -221,7 +221,8 @@ static void mkdir_done(void *ctx, int err, const char *msg, const struct fs_ent 
 	}
 	if (agent_msg_hello(agent_out(u->a), KILN_STREAM_FILE, KILN_FRAME_REUSE) ||
 	    agent_msg_file_as(agent_out(u->a), KILN_FILE_WRITE, u->cur, 0644, NULL,
-	                      envd_user_name(&u->user), u->user.flags)) {
+	                      envd_user_name(&u->user),
+	                      envd_user_flags(&u->user, KILN_FILE_WRITE))) {
 		up_fail(u, 400, "bad file request");
 		return;
 	}

@@ -166,12 +166,6 @@ static const struct agent_conn_ops fsop_ops = {
     .on_close = fsop_close,
 };
 
-struct fsop *fsop_start(struct sandbox *sb, uint32_t op, const char *path, uint32_t arg,
-                        const char *path2, fsop_fn cb, void *ctx)
-{
-	return fsop_start_as(sb, op, path, arg, path2, NULL, cb, ctx);
-}
-
 struct fsop *fsop_start_as(struct sandbox *sb, uint32_t op, const char *path, uint32_t arg,
                            const char *path2, const struct envd_user *u, fsop_fn cb, void *ctx)
 {
@@ -192,7 +186,7 @@ struct fsop *fsop_start_as(struct sandbox *sb, uint32_t op, const char *path, ui
 	}
 	if (agent_msg_hello(agent_out(o->a), KILN_STREAM_FILE, KILN_FRAME_REUSE) ||
 	    agent_msg_file_as(agent_out(o->a), op, path, arg, path2, envd_user_name(u),
-	                      u ? u->flags : 0)) {
+	                      envd_user_flags(u, op))) {
 		fsop_free(o);
 		errno = E2BIG;
 		return NULL;

@@ -12,7 +12,11 @@
  * old name and CREATE of the new; changes undone within one period are not
  * seen. The period grows with the cost of a scan (SCAN_LOAD), so a big
  * tree costs the sandbox a bounded share of its time. A paused sandbox is
- * not scanned (nor woken): scans go on once it runs again. */
+ * not scanned (nor woken): scans go on once it runs again.
+ *
+ * The listings run as the watch's user: a watched directory it may not
+ * list fails the watch (permission_denied), a subdirectory it may not list
+ * below a recursive one is watched as empty. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,6 +50,7 @@ struct scan_set {
 struct scan {
 	struct kilnd *kd;
 	char id[SB_ID_LEN + 1];
+	struct envd_user user; /* who lists */
 	char *root;
 	bool recursive, include_entry;
 	struct scan_ops ops;
@@ -369,7 +374,7 @@ static void list_next(struct scan *s)
 		listed(s, -EAGAIN, "the sandbox is not running", NULL, 0);
 		return;
 	}
-	s->op = fsop_start(sb, KILN_FILE_LIST, path, 0, NULL, listed, s);
+	s->op = fsop_start_as(sb, KILN_FILE_LIST, path, 0, NULL, &s->user, listed, s);
 	free(path);
 	if (!s->op)
 		listed(s, -EAGAIN, "cannot reach the sandbox's agent", NULL, 0);
@@ -401,14 +406,15 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	list_next(s);
 }
 
-struct scan *scan_start(struct sandbox *sb, const char *root, bool recursive, bool include_entry,
-                        const struct scan_ops *ops, void *ctx)
+struct scan *scan_start(struct sandbox *sb, const struct envd_user *user, const char *root,
+                        bool recursive, bool include_entry, const struct scan_ops *ops, void *ctx)
 {
 	struct scan *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
 	s->kd = sb->kd;
+	s->user = *user;
 	snprintf(s->id, sizeof(s->id), "%s", sb->rec.id);
 	s->root = strdup(root);
 	s->recursive = recursive;

@@ -24,9 +24,10 @@ struct scan_ops {
 	void (*fail)(void *ctx, int code, const char *msg);
 };
 
-/* Scans begin at once (root is an absolute path); NULL if out of memory. */
-struct scan *scan_start(struct sandbox *sb, const char *root, bool recursive, bool include_entry,
-                        const struct scan_ops *ops, void *ctx);
+/* Scans begin at once (root is an absolute path), listing as user; NULL
+ * if out of memory. */
+struct scan *scan_start(struct sandbox *sb, const struct envd_user *user, const char *root,
+                        bool recursive, bool include_entry, const struct scan_ops *ops, void *ctx);
 void scan_free(struct scan *s);
 
 #endif

@@ -191,7 +191,7 @@ void envd_watch_create(struct envd_req *r)
 		snprintf(w->sb_id, sizeof(w->sb_id), "%s", r->sb->rec.id);
 	}
 	if (!w || !w->events || random_hex(w->id, WATCHER_ID_LEN / 2) ||
-	    !(w->s = scan_start(r->sb, path, rec, inc, &watcher_scan, w))) {
+	    !(w->s = scan_start(r->sb, &r->user, path, rec, inc, &watcher_scan, w))) {
 		free(path);
 		if (w)
 			json_decref(w->events);
@@ -412,7 +412,7 @@ void envd_watch_dir(struct envd_req *r)
 		ev_init(&ws->tick, on_tick);
 		ws->tick.data = ws;
 	}
-	if (!ws || !(ws->s = scan_start(r->sb, path, rec, inc, &stream_scan, ws))) {
+	if (!ws || !(ws->s = scan_start(r->sb, &r->user, path, rec, inc, &stream_scan, ws))) {
 		free(path);
 		free(ws);
 		crpc_stream_fail(r->c, CRPC_INTERNAL, "out of memory");

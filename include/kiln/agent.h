@@ -182,7 +182,8 @@ enum kiln_msg {
 	 * Then, optionally, the user trailer (as on START): the operation runs
 	 * with that user's effective ids and groups, so the file system's
 	 * permissions apply to it, and what it creates is that user's; without
-	 * one it runs as root.
+	 * one it runs as root. KILN_USER_GIVE changes that for the operations
+	 * that write (see there).
 	 */
 	KILN_MSG_FILE_REQUEST,
 	/* Both ways: file bytes, at most KILN_DATA_CHUNK per frame. */
@@ -264,6 +265,13 @@ enum kiln_file_op {
  * means root instead of ERROR ESRCH (E2B's default user, on an image
  * without it). */
 #define KILN_USER_OR_ROOT 0x1
+/* On FILE_REQUEST: WRITE, MKDIR, REMOVE and RENAME run as root, as E2B's
+ * envd does them, and what they create is given to the user (a WRITE's
+ * file, which keeps the mode of the file it replaces; the directories
+ * MKDIR makes, not those that were there). The other operations still run
+ * as the user. A compatible addition: an older agent ignores it and runs
+ * every operation as the user. */
+#define KILN_USER_GIVE 0x2
 
 /* CONNECT's family */
 #define KILN_PORT_ANY        0

@@ -5,7 +5,9 @@
  * large file nor a large directory is ever held in memory. WRITE goes to a
  * temporary file next to the target that is renamed over it only on DONE.
  * A request that names a user (the user trailer) does every step that
- * touches the file system as that user (users.h).
+ * touches the file system as that user (users.h), except, with
+ * KILN_USER_GIVE, the operations that write: root does them, as E2B's envd
+ * does, and gives the user what they make.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,8 +31,9 @@ struct fop {
 	int fd;    /* READ: the file; WRITE: the temporary file */
 	char *tmp; /* WRITE: the temporary file's path until it is renamed */
 	uint32_t mode;
-	DIR *dir;                /* LIST */
-	struct agent_user *user; /* the request's, or NULL: root */
+	DIR *dir;                 /* LIST */
+	struct agent_user *user;  /* the request's, or NULL: root */
+	struct agent_user *owner; /* KILN_USER_GIVE: who gets what root makes */
 };
 
 static void file_open(struct conn *c)
@@ -154,6 +157,9 @@ static void file_write_start(struct conn *c, struct fop *f)
 		file_err(c, plen ? EISDIR : ENOENT, "write", f->path);
 		return;
 	}
+	/* envd writes into the file it finds, which keeps its mode. */
+	if (f->owner && !lstat(f->path, &st) && S_ISREG(st.st_mode))
+		f->mode = st.st_mode & 07777;
 	f->tmp = malloc(dlen + sizeof(UPLOAD_TEMPLATE) + 1);
 	if (!f->tmp) {
 		conn_nomem(c);
@@ -193,7 +199,8 @@ static void file_write_commit(struct conn *c, struct fop *f)
 
 	f->fd = -1;
 	/* fsync on a memory file system may be unimplemented: nothing to sync. */
-	if ((fsync(fd) < 0 && errno != EINVAL && errno != ENOSYS) || fchmod(fd, f->mode) < 0) {
+	if ((fsync(fd) < 0 && errno != EINVAL && errno != ENOSYS) ||
+	    (f->owner && fchown(fd, f->owner->uid, f->owner->gid) < 0) || fchmod(fd, f->mode) < 0) {
 		file_err(c, errno, "write", f->path);
 		close(fd);
 		return;
@@ -205,6 +212,12 @@ static void file_write_commit(struct conn *c, struct fop *f)
 	free(f->tmp);
 	f->tmp = NULL;
 	file_done(c);
+}
+
+static bool writes(uint32_t op)
+{
+	return op == KILN_FILE_WRITE || op == KILN_FILE_MKDIR || op == KILN_FILE_REMOVE ||
+	       op == KILN_FILE_RENAME;
 }
 
 static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint32_t len)
@@ -238,6 +251,10 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 			goto out;
 		}
 		err = user_resolve(user_name, user_flags, f->user, where, sizeof(where));
+		if (!err && (user_flags & KILN_USER_GIVE) && writes(f->op)) {
+			f->owner = f->user;
+			f->user = NULL;
+		}
 		if (!err)
 			err = user_enter(f->user);
 		if (err) {
@@ -245,6 +262,8 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 			          err == -ESRCH || err == -EINVAL ? where : strerror(-err));
 			free(f->user);
 			f->user = NULL;
+			free(f->owner);
+			f->owner = NULL;
 			err = 0;
 			goto out;
 		}
@@ -268,7 +287,7 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 		file_stat_path(c, f->path);
 		break;
 	case KILN_FILE_MKDIR:
-		err = fs_mkdir_p(f->path, f->mode);
+		err = fs_mkdir_p(f->path, f->mode, f->owner);
 		if (err)
 			file_err(c, -err, "create directory", f->path);
 		break;
@@ -408,6 +427,7 @@ static void file_destroy(struct conn *c)
 	free(f->tmp);
 	free(f->path);
 	free(f->user);
+	free(f->owner);
 	free(f);
 	c->priv = NULL;
 }

@@ -10,11 +10,18 @@
 #include <unistd.h>
 
 #include "fsops.h"
+#include "users.h"
 
 /* Each level of a recursive remove holds one directory open. */
 #define RM_MAX_DEPTH 256
 
-int fs_mkdir_p(const char *path, uint32_t mode)
+/* A directory mkdir just made goes to owner (when there is one). */
+static int give_dir(const char *path, const struct agent_user *owner)
+{
+	return owner && chown(path, owner->uid, owner->gid) < 0 ? -errno : 0;
+}
+
+int fs_mkdir_p(const char *path, uint32_t mode, const struct agent_user *owner)
 {
 	size_t n = strlen(path);
 	struct stat st;
@@ -33,13 +40,16 @@ int fs_mkdir_p(const char *path, uint32_t mode)
 			continue;
 		*s = 0;
 		/* Parents get the default mode, as with mkdir -p -m. */
-		if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+		if (mkdir(buf, 0777) == 0)
+			err = give_dir(buf, owner);
+		else if (errno != EEXIST)
 			err = -errno;
 		*s = '/';
 	}
 	if (!err) {
 		if (mkdir(buf, mode) == 0) {
-			if (chmod(buf, mode) < 0) /* mkdir applied the umask */
+			err = give_dir(buf, owner);
+			if (!err && chmod(buf, mode) < 0) /* mkdir applied the umask */
 				err = -errno;
 		} else if (errno != EEXIST) {
 			err = -errno;

@@ -7,8 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* mkdir -p; the last component gets exactly mode. 0 or -errno. */
-int fs_mkdir_p(const char *path, uint32_t mode);
+struct agent_user;
+
+/* mkdir -p; the last component gets exactly mode. The directories it
+ * makes are given to owner unless that is NULL. 0 or -errno. */
+int fs_mkdir_p(const char *path, uint32_t mode, const struct agent_user *owner);
 /*
  * Remove a file, an empty directory or (recursive) a whole tree, never
  * following symlinks. 0 or -errno; on failure `where` names what failed.

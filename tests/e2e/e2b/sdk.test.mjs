@@ -680,23 +680,48 @@ async function main() {
   })
 
   if (!FAKE) {
-    await test('the user cannot write a root-owned file (CommandExitError, files.write refused)', async () => {
+    await test("the user's commands cannot write a root-owned file; files.write takes it over, as envd's", async () => {
       const f = `/tmp/kiln-root-only-${process.pid}`
       await sbx.files.write(f, 'root', { user: 'root' })
-      assert.equal((await sbx.commands.run(`stat -c %U:%a ${f}`)).stdout, 'root:644\n')
+      await sbx.commands.run(`chmod 640 ${f}`, { user: 'root' })
+      assert.equal((await sbx.commands.run(`stat -c %U:%a ${f}`)).stdout, 'root:640\n')
       const e = await rejects(sbx.commands.run(`echo more >> ${f}`, { user: 'user' }))
       assert.ok(e instanceof CommandExitError, `got ${e}`)
       assert.equal(e.exitCode, 1)
       assert.match(e.stderr, /Permission denied/)
-      await rejects(sbx.files.write(f, 'mine', { user: 'user' }), (e) => {
-        assert.ok(e instanceof SandboxError, `got ${e}`)
-        assert.match(e.message, /403: .*(not permitted|denied)/)
-      })
-      await rejects(sbx.files.write('/etc/kiln-user-test', 'x'), (e) =>
-        assert.match(e.message, /403: .*denied/))
       assert.equal(await sbx.files.read(f, { user: 'root' }), 'root')
-      assert.equal((await sbx.commands.run(`echo more >> ${f}; cat ${f}`, { user: 'root' })).stdout,
-        'rootmore\n')
+      // envd writes as root and gives the file to the user; it keeps its mode
+      await sbx.files.write(f, 'mine', { user: 'user' })
+      assert.equal((await sbx.commands.run(`stat -c %U:%G:%a ${f}`)).stdout, 'user:user:640\n')
+      assert.equal(await sbx.files.read(f, { user: 'user' }), 'mine')
+      assert.equal((await sbx.commands.run(`echo more >> ${f}; cat ${f}`)).stdout, 'minemore\n')
+      // a new file in root's /etc, and missing directories under root's /opt
+      const etc = `/etc/kiln-user-test-${process.pid}`
+      await sbx.files.write(etc, 'x')
+      assert.equal((await sbx.commands.run(`stat -c %U:%a ${etc}`)).stdout, 'user:644\n')
+      const deep = `/opt/kiln-given-${process.pid}/a/b.txt`
+      await sbx.files.write(deep, 'deep')
+      assert.equal((await sbx.commands.run(
+        `stat -c %U:%a /opt /opt/kiln-given-${process.pid} /opt/kiln-given-${process.pid}/a ${deep}`)).stdout,
+      'root:755\nuser:755\nuser:755\nuser:644\n')
+      await sbx.files.writeFiles([{ path: `/opt/kiln-given-${process.pid}/m/1`, data: '1' }])
+      assert.equal((await sbx.commands.run(`stat -c %U /opt/kiln-given-${process.pid}/m/1`)).stdout, 'user\n')
+      // the Filesystem RPCs that write: makeDir, rename, remove
+      const mk = `/opt/kiln-mk-${process.pid}/x`
+      assert.equal(await sbx.files.makeDir(mk), true)
+      assert.equal((await sbx.commands.run(`stat -c %U /opt/kiln-mk-${process.pid} ${mk}`)).stdout,
+        'user\nuser\n')
+      await sbx.commands.run(`echo r > /srv/kiln-r-${process.pid}`, { user: 'root' })
+      const moved = await sbx.files.rename(`/srv/kiln-r-${process.pid}`, `/srv/kiln-sub-${process.pid}/r`)
+      assert.equal(moved.path, `/srv/kiln-sub-${process.pid}/r`)
+      assert.equal((await sbx.commands.run(
+        `stat -c %U /srv/kiln-sub-${process.pid} /srv/kiln-sub-${process.pid}/r`)).stdout, 'user\nroot\n')
+      await sbx.files.remove(`/srv/kiln-sub-${process.pid}/r`)
+      assert.equal(await sbx.files.exists(`/srv/kiln-sub-${process.pid}/r`), false)
+      // reads and listings stay the user's
+      await sbx.commands.run(`echo s > /root/kiln-secret-${process.pid}`, { user: 'root' })
+      await rejects(sbx.files.read(`/root/kiln-secret-${process.pid}`), (e) =>
+        assert.match(e.message, /403: .*denied/))
     })
 
     await test('files.write as the user makes a user-owned file; relative paths are in its home', async () => {
@@ -1017,6 +1042,31 @@ async function main() {
     e = await rejects(sbx.files.watchDir(`${G}/plain`, () => {}))
     assert.match(String(e), /not a directory/)
   })
+
+  if (!FAKE) {
+    await test("watchDir lists as the request's user: root's 0700 directory is refused", async () => {
+      const d = `/tmp/kiln-watch-as-${process.pid}`
+      await sbx.commands.run(`mkdir -p ${d}/open ${d}/closed && chmod 700 ${d}/closed`, { user: 'root' })
+      const e = await rejects(sbx.files.watchDir(`${d}/closed`, () => {}))
+      assert.ok(e instanceof SandboxError, `got ${e}`)
+      assert.match(e.message, /permission_denied: .*closed.*denied/i)
+      const w = watchEvents()
+      const h = await sbx.files.watchDir(d, w.onEvent, { recursive: true })
+      const wr = watchEvents()
+      const hr = await sbx.files.watchDir(`${d}/closed`, wr.onEvent, { user: 'root' })
+      try {
+        await sbx.commands.run(`echo y > ${d}/closed/secret; echo x > ${d}/open/f`, { user: 'root' })
+        await w.waitFor('create', 'open/f')
+        await wr.waitFor('create', 'secret')
+        await sleep(300)
+        assert.deepEqual(w.seen.filter((ev) => ev.name.startsWith('closed/')), [],
+          'nothing from inside the directory the user cannot list')
+      } finally {
+        await h.stop()
+        await hr.stop()
+      }
+    })
+  }
 
   await test('watchDir of a huge tree is refused; 32 watches at most', async () => {
     const t0 = Date.now()
