@@ -363,6 +363,8 @@ void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_
 		         "'user' must be a user name (letters, digits, '.', '_', '-')");
 		goto bad;
 	}
+	if (!sb_user_ok(sb, user, err, sizeof(err)))
+		goto bad;
 	if (enc && strcmp(enc, "base64") && strcmp(enc, "text")) {
 		snprintf(err, sizeof(err), "'stdinEncoding' must be \"text\" or \"base64\"");
 		goto bad;

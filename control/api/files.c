@@ -336,6 +336,7 @@ static struct file_sess *start(struct kilnd *kd, struct http_conn *c, struct san
                                uint32_t op, const char *path, uint32_t arg, const char *path2,
                                struct as_user u)
 {
+	char why[320];
 	struct file_sess *s;
 
 	if (!path_ok(path) || (path2 && !path_ok(path2))) {
@@ -346,6 +347,10 @@ static struct file_sess *start(struct kilnd *kd, struct http_conn *c, struct san
 	if (u.name && !agent_user_valid(u.name)) {
 		http_respond_error(c, 400,
 		                   "'user' must be a user name (letters, digits, '.', '_', '-')");
+		return NULL;
+	}
+	if (!sb_user_ok(sb, u.name, why, sizeof(why))) {
+		http_respond_error(c, 400, "%s", why);
 		return NULL;
 	}
 	s = calloc(1, sizeof(*s));

@@ -455,7 +455,7 @@ static struct pty_sess *sess_new(struct kilnd *kd, struct http_conn *c, struct h
 
 void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, struct sandbox *sb)
 {
-	char *cmd = NULL, *term = NULL, *termvar = NULL, *user = NULL;
+	char *cmd = NULL, *term = NULL, *termvar = NULL, *user = NULL, why[320];
 	const char *argv[4] = {"/bin/sh", NULL, NULL, NULL};
 	char **env = NULL;
 	long cols = query_dim(req, "cols", 80), rows = query_dim(req, "rows", 24);
@@ -470,6 +470,11 @@ void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 	if (user && !agent_user_valid(user)) {
 		http_respond_error(c, 400,
 		                   "'user' must be a user name (letters, digits, '.', '_', '-')");
+		free(user);
+		return;
+	}
+	if (!sb_user_ok(sb, user, why, sizeof(why))) {
+		http_respond_error(c, 400, "%s", why);
 		free(user);
 		return;
 	}

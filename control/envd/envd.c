@@ -570,7 +570,8 @@ static void files_route(struct kilnd *kd, struct http_conn *c, struct http_req *
 	char *path = http_query_param(req, "path"), *user = http_query_param(req, "username");
 	char *sig = http_query_param(req, "signature");
 	char *exp = http_query_param(req, "signature_expiration");
-	char *abs = NULL, why[120];
+	char *abs = NULL, why[320];
+	int rc;
 	struct envd_user u;
 
 	if (!get && req->method != HTTP_POST) {
@@ -603,8 +604,8 @@ static void files_route(struct kilnd *kd, struct http_conn *c, struct http_req *
 		}
 	}
 	http_conn_trust(c);
-	if (envd_user_of(req, user, sb, &u, why, sizeof(why))) {
-		http_respond_error(c, 401, "%s", why);
+	if ((rc = envd_user_of(req, user, sb, &u, why, sizeof(why)))) {
+		http_respond_error(c, rc == -2 ? 412 : 401, "%s", why);
 		goto out;
 	}
 	if (!servable(sb)) {
@@ -656,7 +657,8 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 	const char *port_h = http_header(req, "E2b-Sandbox-Port");
 	const struct method *m = NULL;
 	struct sandbox *sb = NULL;
-	char host_id[SB_ID_LEN + 2], why[120];
+	char host_id[SB_ID_LEN + 2], why[320];
+	int rc;
 	struct envd_user u;
 	unsigned port = ENVD_PORT;
 
@@ -737,7 +739,11 @@ void envd_route(struct http_conn *c, struct http_req *req, struct kilnd *kd)
 		http_respond(c, 204, NULL, NULL, NULL, 0);
 		return;
 	}
-	if (envd_user_of(req, NULL, sb, &u, why, sizeof(why))) {
+	if ((rc = envd_user_of(req, NULL, sb, &u, why, sizeof(why))) == -2 && m) {
+		crpc_respond_error(c, CRPC_FAILED_PRECONDITION, "%s", why);
+		return;
+	}
+	if (rc) {
 		unauthorized(c, m, why);
 		return;
 	}

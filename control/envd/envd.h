@@ -86,8 +86,10 @@ static inline uint32_t envd_user_flags(const struct envd_user *u, uint32_t op)
 /* The sandbox's default user (the code interpreter's kernels run as it). */
 void envd_user_default(struct sandbox *sb, struct envd_user *u);
 /* The request's user: query_user (/files' username=) if not NULL, else
- * the Basic authorization's, else the sandbox's default. -1 with err set
- * (envd's "invalid username: ...") for a name that is not one. */
+ * the Basic authorization's, else the sandbox's default (root when the
+ * sandbox's agent predates users). -1 with err set (envd's "invalid
+ * username: ...") for a name that is not one, -2 for a user other than
+ * root when the agent predates users (sb_user_ok). */
 int envd_user_of(const struct http_req *req, const char *query_user, struct sandbox *sb,
                  struct envd_user *u, char *err, size_t errlen);
 

@@ -92,9 +92,16 @@ static void set_user(struct envd_user *u, const char *name, uint32_t flags)
 		snprintf(u->home, sizeof(u->home), "/home/%s", u->name);
 }
 
+/* An agent from before users runs the default user's requests as root,
+ * as it ran all of them. */
+static const char *default_for(struct sandbox *sb)
+{
+	return sb->agent_no_users ? "" : default_user(sb);
+}
+
 void envd_user_default(struct sandbox *sb, struct envd_user *u)
 {
-	set_user(u, default_user(sb), KILN_USER_OR_ROOT);
+	set_user(u, default_for(sb), KILN_USER_OR_ROOT);
 }
 
 int envd_user_of(const struct http_req *req, const char *query_user, struct sandbox *sb,
@@ -110,10 +117,14 @@ int envd_user_of(const struct http_req *req, const char *query_user, struct sand
 		free(name);
 		return -1;
 	}
+	if (rc > 0 && !sb_user_ok(sb, n, err, errlen)) {
+		free(name);
+		return -2;
+	}
 	if (rc > 0)
 		set_user(u, n, 0);
 	else
-		set_user(u, default_user(sb), KILN_USER_OR_ROOT);
+		set_user(u, default_for(sb), KILN_USER_OR_ROOT);
 	free(name);
 	return 0;
 }

@@ -163,6 +163,7 @@ static void sb_free(struct sandbox *sb)
 	}
 	console_unwatch(sb);
 	agent_close(sb->probe);
+	agent_close(sb->users_probe);
 	spare_drop(sb);
 	vmm_call_cancel(sb->call);
 	json_decref(sb->env);
@@ -338,6 +339,9 @@ static void probe_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			         version, KILN_AGENT_VERSION);
 			goto retry;
 		}
+		sb->agent_no_users = false;
+		if (!(kind & KILN_HELLO_USERS))
+			sb_users_probe(sb);
 		return;
 	case KILN_MSG_INFO:
 		if (agent_parse_info(p, n, &info))
@@ -767,6 +771,8 @@ void sb_delete(struct sandbox *sb)
 	ev_timer_stop(kd->loop, &sb->boot);
 	agent_close(sb->probe);
 	sb->probe = NULL;
+	agent_close(sb->users_probe);
+	sb->users_probe = NULL;
 	if (sb->alive) {
 		/* Freed, and its directory removed, once the pidfd reports the
 		 * exit (and reaps a child). */
@@ -810,4 +816,16 @@ void sb_free_all(struct kilnd *kd)
 		kd->dying = sb->next;
 		sb_free(sb);
 	}
+}
+
+bool sb_user_ok(const struct sandbox *sb, const char *user, char *err, size_t errlen)
+{
+	if (!sb->agent_no_users || !user || !*user || !strcmp(user, "root"))
+		return true;
+	snprintf(err, errlen,
+	         "sandbox %s has an agent from before users (its template or snapshot is from an "
+	         "older kiln): it runs requests as root only, not as '%.32s'; make the template "
+	         "again (kiln template create) to have users",
+	         sb->rec.id, user);
+	return false;
 }

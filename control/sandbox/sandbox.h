@@ -75,6 +75,10 @@ struct sandbox {
 	sb_ready_fn ready_cb;
 	void *ready_ctx;
 	char agent_version[64];
+	/* Its agent refused the user trailer (users_probe.c, as of the last
+	 * boot or resume): it predates users, so no request may name one. */
+	bool agent_no_users;
+	struct agent_conn *users_probe;
 	struct envd_sb *envd;           /* processes started through envd (envd_proc.c) */
 	struct procs_sb *procs;         /* kiln's exec and pty processes (api/procs.c) */
 	bool procs_closed;              /* stopped: its process tables are written no more */
@@ -175,5 +179,9 @@ void sb_waiter_cancel(struct sandbox *sb, struct sb_waiter *w);
 typedef void (*sb_snap_fn)(void *ctx, struct sandbox *sb, json_t *reply, const char *err);
 struct sb_waiter *sb_snapshot(struct sandbox *sb, const char *path, bool keep_running,
                               sb_snap_fn cb, void *ctx);
+
+/* Whether a request may run as user (NULL or "root": root) in sb; if not,
+ * err says why and what to do. */
+bool sb_user_ok(const struct sandbox *sb, const char *user, char *err, size_t errlen);
 
 #endif

@@ -23,6 +23,8 @@ int sb_spawn(struct sandbox *sb, const char *restore, const char *mode, const ch
              char *msg, size_t msglen);
 /* Wait for the agent to answer (state starting or resuming). */
 void sb_start_probe(struct sandbox *sb, double delay);
+/* Find out whether the agent takes the user trailer (users_probe.c). */
+void sb_users_probe(struct sandbox *sb);
 void sb_kill_vmm(struct sandbox *sb);
 void sb_arm_lifetime(struct sandbox *sb);
 /* What the VMM wrote to its console since it was last started (its last

@@ -86,6 +86,12 @@ struct kiln_frame {
  * ignore it and answer 0: their connections end as usual. */
 #define KILN_FRAME_REUSE 0x2
 #define KILN_HELLO_REUSE 0x1
+/* In every HELLO answer of an agent that takes the user trailer (START,
+ * FILE_REQUEST) and KILN_USER_GIVE. Agents without it (in snapshots and
+ * templates taken with them) may still take the trailer, or, from before
+ * users, refuse it with ERROR EPROTO: a host asks one with a trailer that
+ * names root (kilnd: control/sandbox/users_probe.c). */
+#define KILN_HELLO_USERS 0x2
 
 enum kiln_stream {
 	KILN_STREAM_INVALID = 0,

@@ -147,7 +147,7 @@ static void conn_hello(struct conn *c, const struct frame_hdr *h, const uint8_t 
 	c->reuse = h->flags & KILN_FRAME_REUSE;
 	frame_begin(&c->out, &m, KILN_MSG_HELLO);
 	put_u32(&c->out, &m, KILN_AGENT_VERSION);
-	put_u32(&c->out, &m, c->reuse ? KILN_HELLO_REUSE : 0);
+	put_u32(&c->out, &m, (c->reuse ? KILN_HELLO_REUSE : 0) | KILN_HELLO_USERS);
 	if (frame_end(&c->out, &m)) {
 		conn_dead(c);
 		return;
