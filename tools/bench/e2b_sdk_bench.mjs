@@ -41,6 +41,17 @@ try {
     if (!(await r.text()).includes('"exitCode":0')) throw new Error('exec failed')
   })
   await timed("kilnd exec of true (TCP)", exec)
+  // what the SDK runs: /bin/bash -l -c true as the default user, so the
+  // gap to the next line is the SDK's path alone, not bash's start-up
+  const who = (await sbx.commands.run('id -un')).stdout.trim()
+  const execBash = () => fetch(`${process.env.E2B_API_URL}/sandboxes/${sbx.sandboxId}/exec`, {
+    method: 'POST',
+    headers: { 'X-API-Key': process.env.E2B_API_KEY, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ cmd: ['/bin/bash', '-l', '-c', 'true'], user: who }),
+  }).then(async (r) => {
+    if (!(await r.text()).includes('"exitCode":0')) throw new Error('exec of bash failed')
+  })
+  await timed('kilnd exec of bash -l -c true', execBash)
   await timed("SDK commands.run('true')", () => sbx.commands.run('true'))
   await timed("SDK runCode('1+1')", async () => {
     const ex = await ci.runCode('1+1')

@@ -2,8 +2,9 @@
 # The E2B SDK's own round trips over TCP against kilnd (part of make bench):
 # commands.run('true'), runCode('1+1'), files.write of 1 KiB and
 # Sandbox.create(), medians of >= 20 (tools/bench/e2b_sdk_bench.mjs), beside
-# kilnd's own exec of true on the same TCP listener: a Nagle stall (~40 ms on
-# streamed answers) shows as a gap between the first two lines.
+# kilnd's own exec on the same TCP listener, of true and of what the SDK
+# runs (/bin/bash -l -c true as the default user): a Nagle stall (~40 ms on
+# streamed answers) shows as a gap between the second and third lines.
 #
 #   bash tools/bench/e2b_sdk_bench.sh
 #
