@@ -10,7 +10,12 @@
 # (../shared/probes/RESULTS.md, "Hosts differ").
 #
 #   sh tools/bench/host_events.sh
+#   sh tools/bench/host_events.sh --attach PID N LABEL -- COMMAND...
 #
+# With --attach, counts the events of the running VMM PID (all its threads)
+# while COMMAND performs N operations on it (kilnd_bench.sh: N execs), less
+# its events over as long a time with nothing asked of it (timer ticks and
+# the agent's idle work), divided by N.
 # Environment: KILN_VMM, KILN_KERNEL, KILN_INITRD, KILN_BENCH_IMAGE (python3
 # from it; its line is left out without it), KILN_BENCH_EVENT_N (operations
 # per run, default 200).
@@ -44,9 +49,14 @@ count() {
 		sed 's/^/    | /' "$T/$name.out" "$T/$name.err" | head -n 10
 		return 1
 	fi
+	counts_of "$name"
+}
+
+# counts_of NAME: $T/NAME.perf's counts in the order of EVENTS, one line.
+counts_of() {
 	for e in $EVENTS; do
-		awk -F, -v e="$e" '$3 == e { print $1 }' "$T/$name.perf"
-	done | tr '\n' ' ' >"$T/$name.counts"
+		awk -F, -v e="$e" '$3 == e { print $1 }' "$T/$1.perf"
+	done | tr '\n' ' ' >"$T/$1.counts"
 }
 
 # per LABEL BASE OPS N: (OPS - BASE) / N for each event, one line.
@@ -61,6 +71,25 @@ per() {
 		print ""
 	}'
 }
+
+if [ "${1:-}" = --attach ]; then
+	[ $# -ge 6 ] && [ "$5" = -- ] || { echo "usage: host_events.sh --attach PID N LABEL -- COMMAND..." >&2; exit 2; }
+	pid=$2 n=$3 label=$4
+	shift 5
+	ev=$(echo $EVENTS | tr ' ' ',')
+	t0=$(date +%s.%N)
+	if ! perf stat -x, -e "$ev" -p "$pid" -o "$T/opsN.perf" -- "$@" >"$T/opsN.out" 2>"$T/opsN.err"; then
+		echo "  host events: '$*' failed:"
+		sed 's/^/    | /' "$T/opsN.out" "$T/opsN.err" | head -n 10
+		exit 1
+	fi
+	secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
+	perf stat -x, -e "$ev" -p "$pid" -o "$T/ops0.perf" -- sleep "$secs" 2>/dev/null || exit 1
+	counts_of ops0
+	counts_of opsN
+	per "$label" ops0 opsN "$n"
+	exit 0
+fi
 
 echo "  host events per operation (perf on the VMM; ($N ops - 0 ops) / $N; events that"
 echo "  never fired on this host are left out):"
