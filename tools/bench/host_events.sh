@@ -3,13 +3,14 @@
 # a fork+exec+wait and a python3 start-up cost the host, counted with perf
 # on the VMM's threads: KVM's shadow-page faults (kvmmmu:kvm_mmu_spte_requested),
 # instructions it emulated (kvm:kvm_emulate_insn: guest CPL0 code on PVM
-# hosts), page faults it handled, exceptions and interrupts it injected,
-# port I/O and exits to the VMM, CPUID instructions (each an exit: glibc's
-# start-up runs ~74 on Intel hosts, most for its cache sizes from leaves 2
-# and 4) and, where the host counts them, all exits. Each figure is the difference between two
-# runs that differ only in the operation, divided by its count, so boot and
-# exit cancel out. Counts hold on any kind of host; what each costs differs
-# (../shared/probes/RESULTS.md, "Hosts differ").
+# hosts, and every CPUID), page faults it handled, exceptions and interrupts
+# it injected, port I/O and exits to the VMM, CPUID instructions (each an
+# exit: glibc's start-up runs ~74 on Intel hosts, most for its cache sizes
+# from leaves 2 and 4) and, where the host counts them, all exits. Each
+# figure is the difference between two runs that differ only in the
+# operation, divided by its count, so boot and exit cancel out. Counts hold
+# on any kind of host; what each costs differs (../shared/probes/RESULTS.md,
+# "Hosts differ").
 #
 #   sh tools/bench/host_events.sh
 #   sh tools/bench/host_events.sh --attach PID N LABEL -- COMMAND...
