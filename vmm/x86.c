@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 
 #include "../snapshot/snap.h"
+#include "cpuid_cache.h"
 #include "vcpu.h"
 #include "vm.h"
 #include "x86.h"
@@ -437,6 +438,21 @@ int x86_set_cpuid(struct vcpu *c)
 
 	if (err)
 		return err;
+	/* Leaf 2's cache descriptors in place of "see leaf 4" (cpuid_cache.h):
+	 * half the CPUID exits of every glibc process start on Intel hosts.
+	 * Not in the snapshot hash (x86_cpuid_hash): cache sizes are tuning,
+	 * not features, and snapshots from before still restore. */
+	for (unsigned i = 0; i < cp->nent; i++) {
+		struct kvm_cpuid_entry2 *e = &cp->entries[i];
+		uint32_t r[4];
+
+		if (e->function == 2 && cpuid_cache_leaf2(cp->entries, cp->nent, r)) {
+			e->eax = r[0];
+			e->ebx = r[1];
+			e->ecx = r[2];
+			e->edx = r[3];
+		}
+	}
 	if (ioctl(c->fd, KVM_SET_CPUID2, cp) < 0)
 		err = -errno;
 	free(cp);

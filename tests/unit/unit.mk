@@ -72,3 +72,6 @@ $(BUILD)/tests/unit/test_imageid $(BUILD)/tests/unit-san/test_imageid: UNIT_LDLI
 UNIT_TESTS += test_net_policy
 UNIT_SRCS_test_net_policy := control/net/policy.c
 $(BUILD)/tests/unit/test_net_policy $(BUILD)/tests/unit-san/test_net_policy: UNIT_CFLAGS += -iquote control
+
+UNIT_TESTS += test_cpuid_cache
+UNIT_SRCS_test_cpuid_cache := vmm/cpuid_cache.c

@@ -9,7 +9,8 @@
 # round trip again on one kept-alive connection (tools/bench/http_rtt.py),
 # back to back (judged against the goal, <= 1 ms) and with 10 ms gaps, each
 # beside two peers without a VM measured in the same minutes: GET /health
-# (kilnd alone) and a host posix_spawn + wait of /bin/true (spawn_rtt.py).
+# (kilnd alone) and a host posix_spawn + wait of /bin/true (spawn_rtt.py);
+# and the host events (shadow faults, emulated instructions, ...) per exec.
 #
 #   bash tools/bench/kilnd_bench.sh
 #
@@ -97,6 +98,14 @@ awk -v e0="${med[exec0]}" -v e1="${med[exec10]}" -v h0="${med[health0]}" -v h1="
 	-v s0="${med[spawn0]}" -v s1="${med[spawn10]}" \
 	'BEGIN { printf "gap 10 ms / back to back:  exec %.2fx, GET /health %.2fx, host spawn %.2fx\n",
 		e1 / e0, h1 / h0, s1 / s0 }'
+# What a kept-alive exec costs the host (tools/bench/host_events.sh): the
+# events of the sandbox's VMM during $EXECS execs, less those of as long idle.
+vmm_pid=$(cut -d' ' -f1 "$T/sandboxes/$ID/vmm.pid" 2>/dev/null)
+if [ -n "$vmm_pid" ]; then
+	sh tools/bench/host_events.sh --attach "$vmm_pid" "$EXECS" "host events per kept-alive exec:" -- \
+		python3 tools/bench/http_rtt.py "$SOCK" POST "/sandboxes/$ID/exec" '{"cmd":["true"]}' \
+		"$EXECS" 0 '"exitCode":0' | sed 's/^  //'
+fi
 : >"$T/info"
 for _ in $(seq "$EXECS"); do
 	timed "http://k/sandboxes/$ID/metrics" >>"$T/info"
