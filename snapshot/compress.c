@@ -14,8 +14,9 @@
  * Holes of the memfd are never read: a read fault on a shmem hole allocates
  * a page, so scanning would grow a 40 MiB guest to its full size (and cost a
  * fault, 4-8 us on our hosts, per page). The memfd's data extents come from
- * SEEK_DATA/SEEK_HOLE (page-exact; swapped-out pages count as data), or for
- * anonymous memory from the caller's bitmap of pages. A chunk only partly
+ * SEEK_DATA/SEEK_HOLE (page-exact; swapped-out pages count as data; with
+ * in->written, only within the chunks written since ref, the only ones
+ * read), or for anonymous memory from the caller's bitmap of pages. A chunk only partly
  * backed is checked for zero and hashed extent by extent, the holes hashed
  * as zeros, and assembled in a zeroed buffer only if it is compressed (3-5
  * times less CPU than pread() of the memfd, which reads holes as zero but
