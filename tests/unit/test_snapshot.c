@@ -1232,6 +1232,62 @@ START_TEST(damaged_chunk)
 }
 END_TEST
 
+/* With the pages written since ref known, only the written chunks' extents
+ * of the memfd are looked up; a chunk nothing wrote whose copy in ref is
+ * damaged is then read from memory after all (the whole memfd scanned, the
+ * memory written again): the snapshot is the memory, not the damage. */
+START_TEST(written_damaged_ref)
+{
+	struct fbuf f = load_file(base_path);
+	struct snap_write_stats st;
+	struct snap_err err = {{0}};
+	struct snap_mem_index *mi;
+	struct snap_chunk *ch;
+	struct image now, out;
+	struct snap_save sv;
+	struct snap *ref, *s;
+	uint64_t *zero, *pages, *chunks, i = 0, nwritten = 0;
+	char rpath[160], path[160];
+
+	image_new(&now, MEM_SIZE);
+	pages = mutate(&now, &img, 300);
+	chunks = dirty_chunks_of(pages);
+	for (uint64_t c = 0; c < MEM_SIZE / CHUNK; c++)
+		nwritten += (chunks[c / 64] >> (c % 64)) & 1;
+	ch = chunk_entries(&f, &mi, &zero);
+	for (int k = 0; k < 40; k++) {
+		i = data_chunk(ch, k);
+		if (!((chunks[i / 64] >> (i % 64)) & 1))
+			break;
+	}
+	ck_assert(!((chunks[i / 64] >> (i % 64)) & 1));
+	f.p[ch[i].offset + ch[i].stored_len / 2] ^= 0x10;
+	snprintf(rpath, sizeof(rpath), "%s/badref.snap", dir);
+	store_file(rpath, f.p, f.len);
+	ref = open_ok(rpath);
+	sv = save_of(&now);
+	sv.ref = ref;
+	sv.written = pages;
+	snprintf(path, sizeof(path), "%s/from-badref.snap", dir);
+	write_ok(path, &sv, &st);
+	ck_assert_uint_eq(st.nunwritten, MEM_SIZE / CHUNK - nwritten - 1);
+	s = open_ok(path);
+	ck_assert_msg(snap_verify(s, 0, &err) == 0, "%s", err.msg);
+	image_new(&out, MEM_SIZE);
+	ck_assert_msg(snap_restore_file(s, out.fd, 2, &err) == 0, "%s", err.msg);
+	ck_assert_int_eq(memcmp(out.mem, now.mem, MEM_SIZE), 0);
+	snap_close(s);
+	snap_close(ref);
+	image_free(&out);
+	image_free(&now);
+	free(chunks);
+	free(pages);
+	free(f.p);
+	unlink(rpath);
+	unlink(path);
+}
+END_TEST
+
 /* Random damage to a small snapshot: every outcome is a refusal, unless the
  * byte hit was alignment padding that no reader looks at. */
 START_TEST(random_damage)
@@ -1351,6 +1407,7 @@ static void add_corrupt_tests(TCase *tc)
 {
 	tcase_add_loop_test(tc, damaged, 0, D_COUNT);
 	tcase_add_test(tc, damaged_chunk);
+	tcase_add_test(tc, written_damaged_ref);
 	tcase_add_test(tc, random_damage);
 	tcase_add_test(tc, write_failures);
 }
