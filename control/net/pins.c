@@ -26,6 +26,11 @@ void net_pin(struct net_sb *ns, const uint8_t a[16], const char *name, int64_t e
 	store_pin_put(st, ns->sb->rec.id, a, name, expires_ms);
 }
 
+void net_pins_batch(struct net_sb *ns, bool begin)
+{
+	store_pins_batch(ns->sb->kd->store, begin);
+}
+
 static void loaded(void *ctx, const uint8_t addr[16], const char *name, int64_t expires_ms)
 {
 	struct net_sb *ns = ctx;

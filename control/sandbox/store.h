@@ -6,6 +6,7 @@
 #ifndef KILND_STORE_H
 #define KILND_STORE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define SB_ID_LEN 20
@@ -110,5 +111,8 @@ int store_pins_load(struct store *s, const char *id, int64_t now_ms,
                                int64_t expires_ms),
                     void *ctx);
 int store_pins_delete(struct store *s, const char *id);
+/* begin, then end: the writes between are one transaction (without one,
+ * each is its own). */
+void store_pins_batch(struct store *s, bool begin);
 
 #endif

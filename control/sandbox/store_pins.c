@@ -54,6 +54,17 @@ int store_pins_delete(struct store *s, const char *id)
 	           "dropping the DNS pins");
 }
 
+void store_pins_batch(struct store *s, bool begin)
+{
+	if (sqlite3_exec(store_db(s), begin ? "BEGIN" : "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+		return;
+	log_warn("store: %s the DNS pins' transaction: %s", begin ? "beginning" : "ending",
+	         store_error(s));
+	/* not left open: the next write is its own transaction again */
+	if (!begin && !sqlite3_get_autocommit(store_db(s)))
+		sqlite3_exec(store_db(s), "ROLLBACK", NULL, NULL, NULL);
+}
+
 int store_pins_load(struct store *s, const char *id, int64_t now_ms,
                     void (*cb)(void *ctx, const uint8_t addr[16], const char *name,
                                int64_t expires_ms),

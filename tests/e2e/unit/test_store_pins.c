@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for a sandbox's DNS pins in the store (control/sandbox/
- * store_pins.c) on a database file: put, replace, delete, expiry at load,
+ * store_pins.c) on a database file: put, replace (in a batch), delete, expiry at load,
  * the bound, deletion with the sandbox, and the upgrade from schema 6 (no
  * pins table) keeping the sandboxes it had. */
 #include <check.h>
@@ -66,9 +66,12 @@ START_TEST(put_replace_delete_expire)
 	uint8_t a[16], b[16], c[16];
 
 	ip(a, 1), ip(b, 2), ip(c, 3);
+	store_pins_batch(s, true);
 	ck_assert_int_eq(store_pin_put(s, "sb1", a, "public.test", 5000), 0);
 	ck_assert_int_eq(store_pin_put(s, "sb1", a, "public.test", 9000), 0); /* replaces */
 	ck_assert_int_eq(store_pin_put(s, "sb1", b, "public.test", 1500), 0);
+	store_pins_batch(s, false);
+	ck_assert(sqlite3_get_autocommit(store_db(s)));
 	ck_assert_int_eq(store_pin_put(s, "sb1", c, "other.test", 8000), 0);
 	ck_assert_int_eq(store_pin_put(s, "sb2", c, "other.test", 8000), 0);
 	ck_assert_int_eq(store_pin_delete(s, "sb1", c, "other.test"), 0);
