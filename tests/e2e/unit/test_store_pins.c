@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for a sandbox's DNS pins in the store (control/sandbox/
- * store_pins.c) on a database file: put, replace (in a batch), delete, expiry at load,
- * the bound, deletion with the sandbox, and the upgrade from schema 6 (no
- * pins table) keeping the sandboxes it had. */
+ * store_pins.c) on a database file: put, replace (in a batch), delete,
+ * expiry at load, the bound, deletion with the sandbox, and the upgrade
+ * from schema 6 (no pins table) keeping the sandboxes it had. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
