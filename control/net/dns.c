@@ -107,9 +107,11 @@ static void on_lookup(void *arg, int status, const uint8_t *abuf, int alen)
 	if (ns && rc == ns_r_noerror) {
 		int64_t now = now_ms();
 
+		net_pins_batch(ns, true);
 		for (int i = 0; i < n; i++)
-			net_pins_add(&ns->pins, addrs[i], lk->q.name,
-			             now + 1000LL * (ttls[i] > PIN_MIN_S ? ttls[i] : PIN_MIN_S));
+			net_pin(ns, addrs[i], lk->q.name,
+			        now + 1000LL * (ttls[i] > PIN_MIN_S ? ttls[i] : PIN_MIN_S));
+		net_pins_batch(ns, false);
 	}
 	if (ds)
 		answer(ds, &lk->q, rc, (const uint8_t(*)[16])addrs, ttls, (size_t)n);

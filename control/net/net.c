@@ -298,6 +298,7 @@ void net_sb_up(struct sandbox *sb)
 		ns->sb = sb;
 		ns->nc = sb->kd->net;
 		ns->lfd = -1;
+		net_pins_restore(ns);
 	}
 	if (ns->lfd >= 0)
 		return;

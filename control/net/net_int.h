@@ -58,6 +58,13 @@ void net_host_addrs(struct net_ctx *nc, const uint8_t (**v)[16], size_t *n);
  * send clients that try them first (busybox wget) into ENETUNREACH. */
 bool net_host_has_v6(struct net_ctx *nc);
 
+/* pins.c: pin a lookup's answer (in memory and in the store); load the
+ * stored ones when the sandbox's networking is set up (also on re-adopt). */
+void net_pin(struct net_sb *ns, const uint8_t a[16], const char *name, int64_t expires_ms);
+/* Around the pins of one answer: one write to the store for them all. */
+void net_pins_batch(struct net_sb *ns, bool begin);
+void net_pins_restore(struct net_sb *ns);
+
 /* egress.c: a connection on the sandbox's listener. */
 void egress_accept(struct net_sb *ns);
 void egress_close_all(struct net_sb *ns);

@@ -501,13 +501,14 @@ bool net_policy_dns(const struct net_policy *p, const char *name, char *why, siz
 
 /* ---------------------------------------------------------------- pins */
 
-#define PINS_MAX 4096
-
-void net_pins_add(struct net_pins *pins, const uint8_t a[16], const char *name, int64_t expires_ms)
+bool net_pins_add(struct net_pins *pins, const uint8_t a[16], const char *name, int64_t expires_ms,
+                  struct net_pin *evicted)
 {
 	struct net_pin *p = NULL;
 	bool fresh = true;
 
+	if (evicted)
+		evicted->name[0] = 0;
 	for (size_t i = 0; i < pins->n; i++) {
 		if (!memcmp(pins->v[i].addr, a, 16) && !strcmp(pins->v[i].name, name)) {
 			p = &pins->v[i];
@@ -517,22 +518,26 @@ void net_pins_add(struct net_pins *pins, const uint8_t a[16], const char *name, 
 	}
 	if (!p && pins->n < pins->cap) {
 		p = &pins->v[pins->n++];
-	} else if (!p && pins->cap < PINS_MAX) {
+	} else if (!p && pins->cap < NET_PINS_MAX) {
 		size_t cap = pins->cap ? pins->cap * 2 : 64;
 		struct net_pin *v = realloc(pins->v, cap * sizeof(*v));
 
 		if (!v)
-			return;
+			return false;
 		pins->v = v;
 		pins->cap = cap;
 		p = &pins->v[pins->n++];
 	} else if (!p) {
 		p = &pins->v[pins->next++ % pins->n]; /* the oldest slot */
+		if (evicted)
+			*evicted = *p;
 	}
+	if (!fresh && p->expires_ms >= expires_ms)
+		return false;
 	memcpy(p->addr, a, 16);
 	snprintf(p->name, sizeof(p->name), "%s", name);
-	if (fresh || p->expires_ms < expires_ms)
-		p->expires_ms = expires_ms;
+	p->expires_ms = expires_ms;
+	return true;
 }
 
 void net_pins_free(struct net_pins *pins)

@@ -41,6 +41,7 @@
 
 #define NET_RULES_MAX 256 /* per list */
 #define NET_NAME_MAX  253
+#define NET_PINS_MAX  4096 /* DNS pins per sandbox */
 
 enum net_rule_kind {
 	NR_CIDR,   /* addr/prefix, IPv4 as ::ffff:a.b.c.d/96+n */
@@ -115,7 +116,12 @@ enum net_verdict net_policy_check(const struct net_policy *p, const struct net_p
 bool net_policy_dns(const struct net_policy *p, const char *name, char *why, size_t whylen);
 bool net_policy_names_host(const struct net_policy *p);
 
-void net_pins_add(struct net_pins *pins, const uint8_t a[16], const char *name, int64_t expires_ms);
+/* Pins a to name until expires_ms (a later expiry of a pin held already
+ * wins). True if the pin is new or lives longer now; evicted (may be NULL)
+ * gets the pin it displaced when full (at most NET_PINS_MAX, the oldest
+ * slot goes), else an empty name. */
+bool net_pins_add(struct net_pins *pins, const uint8_t a[16], const char *name, int64_t expires_ms,
+                  struct net_pin *evicted);
 void net_pins_free(struct net_pins *pins);
 
 #endif

@@ -16,7 +16,7 @@
  * templates. 3: a sandbox's own timeout (auto-resume re-arms it), its count
  * of resumes, and a template's warm pool size. An older database is
  * upgraded in place. */
-#define SCHEMA_VERSION 6
+#define SCHEMA_VERSION 7
 
 struct store {
 	sqlite3 *db;
@@ -89,6 +89,10 @@ static const char upgrade5[] = "CREATE TABLE api_keys ("
  * log (control/events/). */
 static const char upgrade6[] = "ALTER TABLE sandboxes ADD COLUMN secrets TEXT;" EV_DB_SCHEMA;
 
+/* 7: a sandbox's DNS pins (net/policy.h, store_pins.c), so that a
+ * restarted kilnd lets it reach what its lookups returned before. */
+static const char upgrade7[] = STORE_PINS_SCHEMA;
+
 static int fail(struct store *s, const char *what)
 {
 	log_err("store: %s: %s", what, sqlite3_errmsg(s->db));
@@ -134,6 +138,8 @@ static int migrate(struct store *s, int version)
 	if (version < 5 && sqlite3_exec(s->db, upgrade5, NULL, NULL, NULL) != SQLITE_OK)
 		goto rollback;
 	if (version < 6 && sqlite3_exec(s->db, upgrade6, NULL, NULL, NULL) != SQLITE_OK)
+		goto rollback;
+	if (version < 7 && sqlite3_exec(s->db, upgrade7, NULL, NULL, NULL) != SQLITE_OK)
 		goto rollback;
 	if (sqlite3_exec(s->db, "PRAGMA user_version = " STR(SCHEMA_VERSION) "; COMMIT", NULL, NULL,
 	                 NULL) != SQLITE_OK)
@@ -283,7 +289,9 @@ int store_delete(struct store *s, const char *id)
 {
 	sqlite3_reset(s->del);
 	bind_text(s->del, 1, id);
-	return step_once(s, s->del, "delete");
+	if (step_once(s, s->del, "delete"))
+		return -EIO;
+	return store_pins_delete(s, id);
 }
 
 static char *col_text(sqlite3_stmt *st, int i)

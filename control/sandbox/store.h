@@ -6,6 +6,7 @@
 #ifndef KILND_STORE_H
 #define KILND_STORE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define SB_ID_LEN 20
@@ -69,6 +70,7 @@ int store_put(struct store *s, const struct sb_record *r);
 struct sqlite3 *store_db(struct store *s);
 /* SQLite's words for the last failure. */
 const char *store_error(struct store *s);
+/* Deletes its DNS pins too. */
 int store_delete(struct store *s, const char *id);
 /* Calls cb for every record; stops at the first non-zero return. */
 int store_load(struct store *s, int (*cb)(void *ctx, struct sb_record *r), void *ctx);
@@ -84,5 +86,33 @@ int store_key_put(struct store *s, const struct key_record *k);
 int store_key_delete(struct store *s, const char *id);
 /* Calls cb for every key; the strings stay the store's. */
 int store_key_load(struct store *s, int (*cb)(void *ctx, struct key_record *k), void *ctx);
+
+/* ---- store_pins.c: a sandbox's DNS pins (net/policy.h struct net_pin):
+ * addr was an answer of its own lookup of name, valid until expires_ms
+ * (wall clock). At most STORE_PINS_MAX a sandbox; net/pins.c keeps the
+ * rows the same as the pins it holds in memory. */
+#define STORE_PINS_MAX 4096 /* NET_PINS_MAX */
+#define STORE_PINS_SCHEMA               \
+	"CREATE TABLE net_pins ("       \
+	" sandbox TEXT NOT NULL,"       \
+	" addr BLOB NOT NULL,"          \
+	" name TEXT NOT NULL,"          \
+	" expires_ms INTEGER NOT NULL," \
+	" PRIMARY KEY (sandbox, addr, name)) WITHOUT ROWID;"
+
+int store_pin_put(struct store *s, const char *id, const uint8_t addr[16], const char *name,
+                  int64_t expires_ms);
+int store_pin_delete(struct store *s, const char *id, const uint8_t addr[16], const char *name);
+/* Drops the sandbox's pins expired at now_ms, then calls cb for the others
+ * (at most STORE_PINS_MAX, longest-lived first; name is NUL-terminated
+ * and at most 253 bytes, addr 16 bytes). 0 or -EIO. */
+int store_pins_load(struct store *s, const char *id, int64_t now_ms,
+                    void (*cb)(void *ctx, const uint8_t addr[16], const char *name,
+                               int64_t expires_ms),
+                    void *ctx);
+int store_pins_delete(struct store *s, const char *id);
+/* begin, then end: the writes between are one transaction (without one,
+ * each is its own). */
+void store_pins_batch(struct store *s, bool begin);
 
 #endif

@@ -3,7 +3,8 @@
 # host.kiln.internal, the refusals and their log lines, the known bypass
 # forms, pip install from an index on the host (a wheel the test builds),
 # npm install from a registry on the host (a package the test packs),
-# templates' policies, counters, and policies across a kilnd restart.
+# templates' policies, counters, and policies and DNS pins across a kilnd
+# restart.
 #
 #   make e2e-net                  (builds everything and the images first)
 #   bash tests/e2e/net.sh [NAME...]   only the named cases
@@ -422,6 +423,37 @@ except OSError as e:
 	expect_in update-after-resume "$(sbx "$S_UPD" -- python3 -c "import socket; socket.create_connection(('10.0.2.2', $P4))" 2>&1)" \
 		"Permission denied"
 	kiln rm "$S_UPD" >/dev/null
+fi
+if want restart-pins; then
+	# DNS pins are kept with the sandbox: kilnd is SIGKILLed and started
+	# again, and the address the sandbox's own lookup returned before is
+	# still open by IP, without a new lookup; a sandbox with the same
+	# policy that never looked the name up is still refused.
+	if [ $PUBLIC = 1 ]; then
+		S_PIN=$(new --image base --no-internet --allow-out public.test)
+		S_PIN0=$(new --image base --no-internet --allow-out public.test)
+		for s in "$S_PIN" "$S_PIN0"; do
+			kiln cp "$ROOT/tests/e2e/net/bypass.py" "$s:/tmp/bypass.py" >/dev/null
+		done
+		expect_eq restart-pins-resolved "$(sbx "$S_PIN" -- python3 -c \
+			"import socket; print(socket.getaddrinfo('public.test', 80, socket.AF_INET)[0][4][0])")" \
+			203.0.113.1
+		asked=$(grep -c "query public.test" "$T/dns.log")
+		kill -9 "$KPID"
+		wait "$KPID" 2>/dev/null
+		KPID=
+		start_kilnd
+		expect_eq restart-pins-kept "$(sbx "$S_PIN" -- python3 /tmp/bypass.py 4,203.0.113.1,80)" \
+			"4,203.0.113.1,80 connected"
+		expect_eq restart-pins-not-shared "$(sbx "$S_PIN0" -- python3 /tmp/bypass.py 4,203.0.113.1,80)" \
+			"4,203.0.113.1,80 EACCES"
+		expect_eq restart-pins-no-new-lookup "$(grep -c "query public.test" "$T/dns.log")" "$asked"
+		expect_in restart-pins-restored "$(cat "$T/kilnd.log")" "sandbox $S_PIN: [0-9]+ DNS pins restored"
+		kiln rm "$S_PIN" >/dev/null
+		kiln rm "$S_PIN0" >/dev/null
+	else
+		skip restart-pins "the route to 203.0.113.1 does not go into the test's veth"
+	fi
 fi
 if want restart; then
 	# kilnd goes; the VMs and their policies stay, and are enforced again.

@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (net_name_norm(copy, size, name)) {
 		net_policy_dns(&p, name, why, sizeof(why));
 		memcpy(a, data, size < 16 ? size : 16);
-		net_pins_add(&pins, a, name, 1);
+		net_pins_add(&pins, a, name, 1, NULL);
 	}
 	memcpy(a, data + (size > 16 ? size - 16 : 0), size < 16 ? size : 16);
 	why[0] = 0;

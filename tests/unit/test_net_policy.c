@@ -219,29 +219,60 @@ START_TEST(domains_are_pinned)
 
 	ck_assert_int_eq(check(&p, &pins, "203.0.113.5", 443), NV_DENY); /* not looked up */
 	addr("203.0.113.5", a);
-	net_pins_add(&pins, a, "pypi.org", 5000);
+	net_pins_add(&pins, a, "pypi.org", 5000, NULL);
 	ck_assert_int_eq(check(&p, &pins, "203.0.113.5", 443), NV_ALLOW);
 	ck_assert_int_eq(check(&p, &pins, "203.0.113.6", 443), NV_DENY);
 	/* The apex is not under *.example.com, and the port counts. */
 	addr("203.0.113.7", a);
-	net_pins_add(&pins, a, "example.com", 5000);
+	net_pins_add(&pins, a, "example.com", 5000, NULL);
 	ck_assert_int_eq(check(&p, &pins, "203.0.113.7", 443), NV_DENY);
-	net_pins_add(&pins, a, "a.b.example.com", 5000);
+	net_pins_add(&pins, a, "a.b.example.com", 5000, NULL);
 	ck_assert_int_eq(check(&p, &pins, "203.0.113.7", 443), NV_ALLOW);
 	ck_assert_int_eq(check(&p, &pins, "203.0.113.7", 80), NV_DENY);
 	/* Rebinding: an allowed name that resolved to loopback opens nothing. */
 	addr("127.0.0.1", a);
-	net_pins_add(&pins, a, "pypi.org", 5000);
+	net_pins_add(&pins, a, "pypi.org", 5000, NULL);
 	ck_assert_int_eq(check(&p, &pins, "127.0.0.1", 443), NV_DENY);
 	addr("10.0.0.5", a);
-	net_pins_add(&pins, a, "pypi.org", 5000);
+	net_pins_add(&pins, a, "pypi.org", 5000, NULL);
 	ck_assert_int_eq(check(&p, &pins, "10.0.0.5", 443), NV_DENY);
 	/* Expired pins count no more (now is 1000 in check()). */
 	addr("203.0.113.9", a);
-	net_pins_add(&pins, a, "pypi.org", 900);
+	net_pins_add(&pins, a, "pypi.org", 900, NULL);
 	ck_assert_int_eq(check(&p, &pins, "203.0.113.9", 443), NV_DENY);
 	net_pins_free(&pins);
 	net_policy_clear(&p);
+}
+END_TEST
+
+/* What pins.c persists: a change is reported, a pin held already only when
+ * it lives longer, and the pin displaced when full. */
+START_TEST(pins_report_changes_and_evictions)
+{
+	struct net_pins pins = {0};
+	struct net_pin old;
+	uint8_t a[16] = {0}, first[16] = {0};
+
+	ck_assert(net_pins_add(&pins, a, "pypi.org", 5000, &old));
+	ck_assert_str_eq(old.name, "");
+	ck_assert(!net_pins_add(&pins, a, "pypi.org", 4000, &old));
+	ck_assert(!net_pins_add(&pins, a, "pypi.org", 5000, &old));
+	ck_assert(net_pins_add(&pins, a, "pypi.org", 6000, &old));
+	ck_assert_int_eq(pins.v[0].expires_ms, 6000);
+	for (unsigned i = 1; i < NET_PINS_MAX; i++) {
+		a[15] = (uint8_t)i;
+		a[14] = (uint8_t)(i >> 8);
+		ck_assert(net_pins_add(&pins, a, "pypi.org", 5000, &old));
+		ck_assert_str_eq(old.name, "");
+	}
+	ck_assert_uint_eq(pins.n, NET_PINS_MAX);
+	a[13] = 1;
+	ck_assert(net_pins_add(&pins, a, "example.com", 7000, &old));
+	ck_assert_uint_eq(pins.n, NET_PINS_MAX);
+	ck_assert_str_eq(old.name, "pypi.org");
+	ck_assert_mem_eq(old.addr, first, 16);
+	ck_assert_int_eq(old.expires_ms, 6000);
+	net_pins_free(&pins);
 }
 END_TEST
 
@@ -304,6 +335,7 @@ int main(void)
 	tcase_add_test(tc, explicit_cidr_opens_a_range_all_traffic_does_not);
 	tcase_add_test(tc, internet_off_and_deny);
 	tcase_add_test(tc, domains_are_pinned);
+	tcase_add_test(tc, pins_report_changes_and_evictions);
 	tcase_add_test(tc, host_and_resolver_standins);
 	tcase_add_test(tc, dns_names);
 	suite_add_tcase(s, tc);
