@@ -54,6 +54,7 @@ struct spec_res {
 	uint64_t cpu_quota;  /* us of CPU per period for the VMM's leaf; 0: none */
 	uint64_t cpu_period; /* us */
 	uint64_t cpu_shares; /* its weight, as cgroup v1 shares; 0: none */
+	bool cpu_unlimited;  /* quota -1 given: the jail's own bound (Update) */
 };
 
 /* A bind mount of the spec (spec_mounts.c), copied into the guest by
@@ -161,8 +162,8 @@ void jail_cleanup(const char *bundle);
 int jail_snap_target(const struct shim *s, char *out, size_t len);
 int jail_take_snapshot(const struct shim *s, char *msg, size_t n);
 
-/* cgroup.c: the CPU limits on the VMM's cgroup leaf, once it runs. */
-int cgroup_apply(struct shim *s, char *msg, size_t n);
+/* cgroup.c: the CPU limits r on the VMM's cgroup leaf, once it runs. */
+int cgroup_apply(struct shim *s, const struct spec_res *r, char *msg, size_t n);
 /* The ended VMM's leaves, kiln.slice/vmm-ID under the shim's cgroups. */
 void cgroup_remove_leaves(unsigned id);
 

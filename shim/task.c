@@ -142,7 +142,7 @@ int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint3
 	if (!err)
 		err = vm_boot(s, msg, n);
 	/* the bind mounts are there before any process of the container runs */
-	if (!err && ((err = cgroup_apply(s, msg, n)) || (err = binds_copy(s, msg, n)))) {
+	if (!err && ((err = cgroup_apply(s, &s->res, msg, n)) || (err = binds_copy(s, msg, n)))) {
 		vm_stop(s);
 		while (waitpid(s->vm.pid, NULL, 0) < 0 && errno == EINTR)
 			;
