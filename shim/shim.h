@@ -115,6 +115,7 @@ struct shim {
 	struct spec_res res;
 	struct spec_binds binds;
 	char *image;     /* the rootfs's erofs image */
+	int image_lock;  /* holds it in the cache (cache.c), or -1 */
 	char *root_path; /* the spec's root.path */
 	bool rootfs_mounted;
 };
@@ -144,9 +145,18 @@ struct shim_mount {
 	char **options;
 	size_t n_options;
 };
+/* *lock: an fd holding the cached image in use (cache.c), or -1. */
 int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_mount *m, size_t n,
-                   char **image, bool *mounted, char *msg, size_t len);
-void rootfs_release(const char *bundle, bool mounted);
+                   char **image, bool *mounted, int *lock, char *msg, size_t len);
+void rootfs_release(const char *bundle, bool mounted, int *lock);
+
+/* cache.c: the rootfs image cache. cache_use: path is there and now held
+ * (*lock, a shared flock) or -ENOENT; cache_prune: removes what no shim
+ * holds, oldest use first, while the cache is over max_bytes or an image
+ * unused for max_age_s; returns how many files went, or -errno. */
+int cache_use(const char *path, int *lock);
+int cache_prune(const char *dir, uint64_t max_bytes, int64_t max_age_s);
+void cache_prune_env(const char *dir);
 
 /* binds.c: the spec's bind mounts copied into the booted guest. */
 int binds_copy(struct shim *s, char *msg, size_t n);

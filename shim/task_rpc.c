@@ -193,7 +193,7 @@ static int m_delete(struct shim *s, const char *method, const uint8_t *in, size_
 		event_task(EV_DELETE, p, p->task_pid);
 		if (!p->exec_id[0]) {
 			vm_stop(s);
-			rootfs_release(s->bundle, s->rootfs_mounted);
+			rootfs_release(s->bundle, s->rootfs_mounted, &s->image_lock);
 			s->rootfs_mounted = false;
 		}
 		/* the init stays listed (Wait, State after Delete); execs go */

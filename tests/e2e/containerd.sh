@@ -100,7 +100,14 @@ check $? "Update of the memory limit is refused, saying why, and changes nothing
 out=$(upd '{"cpu":{"quota":500}}')
 grep -q "^error 3 .*the kernel takes 1000 or more" <<<"$out"
 check $? "Update with a quota the kernel cannot take is refused ($out)"
+# the cached rootfs image q1 booted from is held (a shared flock): the
+# cache's pruning (shim/cache.c) cannot take it until q1 is deleted
+img=$(ls "$T"/cache/shim/rootfs-*.erofs 2>/dev/null | head -1)
+[ -n "$img" ] && ! flock -xn "$img" true
+held=$?
 $C task kill -s SIGKILL q1 >/dev/null 2>&1; sleep 0.3; $C task delete q1 >/dev/null 2>&1; $C container rm q1 >/dev/null 2>&1
+[ $held = 0 ] && flock -xn "$img" true
+check $? "a running task holds its cached rootfs image against pruning, and lets go at delete ($img)"
 out=$($C run --rm $RT --cpu-quota 500 --cpu-period 100000 "$IMG" q2 true 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "cpu.quota is 500 us: the kernel takes 1000 or more" <<<"$out"
