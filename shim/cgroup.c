@@ -8,7 +8,8 @@
  * what a runc container's processes would. A VMM with no leaf of its own
  * (not jailed, or no cgroup it could write: its console says why) cannot
  * be held to a quota, so a spec with one is refused; shares, a relative
- * weight, are then only logged as ignored.
+ * weight, are then only logged as ignored. Update (update.c) writes
+ * them again on a running VM.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,11 @@
 #include <unistd.h>
 
 #include "shim.h"
+
+/* What kiln-vmm's jail gives the leaf (vmm/jail/jail_cgroup.c): its one
+ * vCPU and one CPU more for its own threads; a quota of -1 goes back to it. */
+#define JAIL_CPU_PERIOD 100000
+#define JAIL_CPU_QUOTA  (2 * JAIL_CPU_PERIOD)
 
 struct leaf {
 	char dir[1024];
@@ -89,14 +95,13 @@ static int put(const struct leaf *l, const char *file, const char *fmt, ...)
 	return err;
 }
 
-int cgroup_apply(struct shim *s, char *msg, size_t n)
+int cgroup_apply(struct shim *s, const struct spec_res *r, char *msg, size_t n)
 {
-	const struct spec_res *r = &s->res;
 	struct leaf vmm, own;
 	char pid[16];
 	int err = 0;
 
-	if (!r->cpu_quota && !r->cpu_shares)
+	if (!r->cpu_quota && !r->cpu_shares && !r->cpu_unlimited)
 		return 0;
 	snprintf(pid, sizeof(pid), "%d", (int)s->vm.pid);
 	if (!cpu_cgroup(pid, &vmm) || !cpu_cgroup(NULL, &own) || !strcmp(vmm.dir, own.dir)) {
@@ -110,8 +115,9 @@ int cgroup_apply(struct shim *s, char *msg, size_t n)
 			    s->vm.console);
 			return -ENOTSUP;
 		}
-		shim_log(
-		    "linux.resources.cpu.shares is ignored: kiln-vmm has no cgroup of its own");
+		if (r->cpu_shares)
+			shim_log("linux.resources.cpu.shares is ignored: kiln-vmm has no cgroup of "
+			         "its own");
 		return 0;
 	}
 	if (r->cpu_quota && vmm.version == 1)
@@ -121,6 +127,11 @@ int cgroup_apply(struct shim *s, char *msg, size_t n)
 	else if (r->cpu_quota)
 		err = put(&vmm, "cpu.max", "%llu %llu", (unsigned long long)r->cpu_quota,
 		          (unsigned long long)r->cpu_period);
+	else if (r->cpu_unlimited && vmm.version == 1) /* quota -1: the jail's own bound */
+		err = put(&vmm, "cpu.cfs_period_us", "%d", JAIL_CPU_PERIOD)
+		          ?: put(&vmm, "cpu.cfs_quota_us", "%d", JAIL_CPU_QUOTA);
+	else if (r->cpu_unlimited)
+		err = put(&vmm, "cpu.max", "%d %d", JAIL_CPU_QUOTA, JAIL_CPU_PERIOD);
 	if (!err && r->cpu_shares && vmm.version == 1)
 		err = put(&vmm, "cpu.shares", "%llu", (unsigned long long)r->cpu_shares);
 	else if (!err && r->cpu_shares) /* runc's mapping of shares to cpu.weight */

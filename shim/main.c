@@ -36,6 +36,7 @@ struct shim g_shim = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .changed = PTHREAD_COND_INITIALIZER,
     .vm.jail_lock = -1,
+    .image_lock = -1,
 };
 
 void shim_log(const char *fmt, ...)

@@ -7,7 +7,8 @@
  * memory). An overlay whose upper dir is still empty is the image as
  * containerd unpacked it, so its image is cached under a hash of its
  * lower dirs, their paths and identities (snapshots are immutable): the
- * next container of the same image starts without packing. The image is released by Delete. */
+ * next container of the same image starts without packing; cache.c bounds
+ * the cache and keeps the images in use. The image is released by Delete. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -164,7 +166,7 @@ static void hash_dirs(struct sha256_ctx *h, const char *lower)
 }
 
 int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_mount *m, size_t nm,
-                   char **image, bool *mounted, char *msg, size_t len)
+                   char **image, bool *mounted, int *lock, char *msg, size_t len)
 {
 	char root[PATH_MAX], cache[PATH_MAX], out[PATH_MAX + 64], tmp[PATH_MAX + 80],
 	    log[PATH_MAX + 16];
@@ -175,6 +177,7 @@ int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_
 
 	*image = NULL;
 	*mounted = false;
+	*lock = -1;
 	snprintf(root, sizeof(root), "%s/rootfs", bundle);
 	if (mkdir(root, 0755) && errno != EEXIST) {
 		snprintf(msg, len, "%s: %s", root, strerror(errno));
@@ -215,9 +218,9 @@ int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_
 		for (int i = 0; i < 16; i++)
 			sprintf(hex + 2 * i, "%02x", d[i]);
 		snprintf(out, sizeof(out), "%s/rootfs-%s.erofs", cache, hex);
-		if (!stat(out, &st) && st.st_size > 0) {
+		if (!cache_use(out, lock)) {
 			*image = strdup(out);
-			return 0;
+			return *image ? 0 : -ENOMEM;
 		}
 		snprintf(tmp, sizeof(tmp), "%s.%d.tmp", out, (int)getpid());
 	} else {
@@ -229,21 +232,46 @@ int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_
 		return -EIO;
 	}
 	snprintf(log, sizeof(log), "%s/mkfs.log", bundle);
+	/* a cached image is ours (shared lock) from before it is in place */
+	if (cacheable) {
+		*lock = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+		if (*lock >= 0 && flock(*lock, LOCK_SH)) {
+			close(*lock);
+			*lock = -1;
+		}
+	}
 	if (run_mkfs(tmp, root, log) || rename(tmp, out)) {
 		unlink(tmp);
+		if (*lock >= 0)
+			close(*lock);
+		*lock = -1;
 		snprintf(msg, len,
 		         "mkfs.erofs of the rootfs failed (is erofs-utils installed? its log: %s)",
 		         log);
 		return -EIO;
 	}
+	if (cacheable) {
+		struct stat a, b;
+
+		/* the lock must be on what is in place (had mkfs made a new file) */
+		if (*lock < 0 || fstat(*lock, &a) || stat(out, &b) || a.st_ino != b.st_ino) {
+			if (*lock >= 0)
+				close(*lock);
+			cache_use(out, lock);
+		}
+		cache_prune_env(cache);
+	}
 	*image = strdup(out);
 	return *image ? 0 : -ENOMEM;
 }
 
-void rootfs_release(const char *bundle, bool mounted)
+void rootfs_release(const char *bundle, bool mounted, int *lock)
 {
 	char root[PATH_MAX], img[PATH_MAX];
 
+	if (*lock >= 0)
+		close(*lock); /* the cached image may be pruned now */
+	*lock = -1;
 	snprintf(root, sizeof(root), "%s/rootfs", bundle);
 	if (mounted && umount2(root, MNT_DETACH))
 		shim_log("unmounting %s: %s", root, strerror(errno));

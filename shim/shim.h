@@ -54,6 +54,7 @@ struct spec_res {
 	uint64_t cpu_quota;  /* us of CPU per period for the VMM's leaf; 0: none */
 	uint64_t cpu_period; /* us */
 	uint64_t cpu_shares; /* its weight, as cgroup v1 shares; 0: none */
+	bool cpu_unlimited;  /* quota -1 given: the jail's own bound (Update) */
 };
 
 /* A bind mount of the spec (spec_mounts.c), copied into the guest by
@@ -114,6 +115,7 @@ struct shim {
 	struct spec_res res;
 	struct spec_binds binds;
 	char *image;     /* the rootfs's erofs image */
+	int image_lock;  /* holds it in the cache (cache.c), or -1 */
 	char *root_path; /* the spec's root.path */
 	bool rootfs_mounted;
 };
@@ -143,9 +145,18 @@ struct shim_mount {
 	char **options;
 	size_t n_options;
 };
+/* *lock: an fd holding the cached image in use (cache.c), or -1. */
 int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_mount *m, size_t n,
-                   char **image, bool *mounted, char *msg, size_t len);
-void rootfs_release(const char *bundle, bool mounted);
+                   char **image, bool *mounted, int *lock, char *msg, size_t len);
+void rootfs_release(const char *bundle, bool mounted, int *lock);
+
+/* cache.c: the rootfs image cache. cache_use: path is there and now held
+ * (*lock, a shared flock) or -ENOENT; cache_prune: removes what no shim
+ * holds, oldest use first, while the cache is over max_bytes or an image
+ * unused for max_age_s; returns how many files went, or -errno. */
+int cache_use(const char *path, int *lock);
+int cache_prune(const char *dir, uint64_t max_bytes, int64_t max_age_s);
+void cache_prune_env(const char *dir);
 
 /* binds.c: the spec's bind mounts copied into the booted guest. */
 int binds_copy(struct shim *s, char *msg, size_t n);
@@ -161,8 +172,8 @@ void jail_cleanup(const char *bundle);
 int jail_snap_target(const struct shim *s, char *out, size_t len);
 int jail_take_snapshot(const struct shim *s, char *msg, size_t n);
 
-/* cgroup.c: the CPU limits on the VMM's cgroup leaf, once it runs. */
-int cgroup_apply(struct shim *s, char *msg, size_t n);
+/* cgroup.c: the CPU limits r on the VMM's cgroup leaf, once it runs. */
+int cgroup_apply(struct shim *s, const struct spec_res *r, char *msg, size_t n);
 /* The ended VMM's leaves, kiln.slice/vmm-ID under the shim's cgroups. */
 void cgroup_remove_leaves(unsigned id);
 

@@ -97,6 +97,7 @@ static int cpu(json_t *c, struct spec_res *r, char *msg, size_t n)
 		return -EINVAL;
 	}
 	r->cpu_quota = quota > 0 ? quota : 0;
+	r->cpu_unlimited = quota < 0;
 	r->cpu_period = period ? (uint64_t)period : PERIOD_DEFAULT;
 	r->cpu_shares = (uint64_t)shares;
 	if (json_object_get(c, "cpus") || json_object_get(c, "mems") ||

@@ -138,11 +138,11 @@ int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint3
 		m[i] = (struct shim_mount){rq->rootfs[i]->type, rq->rootfs[i]->source,
 		                           rq->rootfs[i]->options, rq->rootfs[i]->n_options};
 	err = rootfs_prepare(s->bundle, s->root_path, m, rq->n_rootfs, &s->image,
-	                     &s->rootfs_mounted, msg, n);
+	                     &s->rootfs_mounted, &s->image_lock, msg, n);
 	if (!err)
 		err = vm_boot(s, msg, n);
 	/* the bind mounts are there before any process of the container runs */
-	if (!err && ((err = cgroup_apply(s, msg, n)) || (err = binds_copy(s, msg, n)))) {
+	if (!err && ((err = cgroup_apply(s, &s->res, msg, n)) || (err = binds_copy(s, msg, n)))) {
 		vm_stop(s);
 		while (waitpid(s->vm.pid, NULL, 0) < 0 && errno == EINTR)
 			;
@@ -151,7 +151,7 @@ int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint3
 		jail_release(s);
 	}
 	if (err) {
-		rootfs_release(s->bundle, s->rootfs_mounted);
+		rootfs_release(s->bundle, s->rootfs_mounted, &s->image_lock);
 		s->rootfs_mounted = false;
 		proc_free(p);
 		return RPC_FAILED_PRECONDITION;

@@ -21,6 +21,8 @@ void proc_free(struct proc *p);
 int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint32_t *pid, char *msg,
               size_t n);
 int do_start(struct shim *s, struct proc *p, char *msg, size_t n);
+/* update.c */
+int do_update(struct shim *s, Containerd__Task__V2__UpdateTaskRequest *rq, char *msg, size_t n);
 int do_kill(struct shim *s, struct proc *p, uint32_t sig, char *msg, size_t n);
 /* A request on the VM's API socket (unlocked meanwhile); "ok" or an error. */
 int vm_op(struct shim *s, const char *req, char *msg, size_t n);

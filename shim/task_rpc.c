@@ -193,7 +193,7 @@ static int m_delete(struct shim *s, const char *method, const uint8_t *in, size_
 		event_task(EV_DELETE, p, p->task_pid);
 		if (!p->exec_id[0]) {
 			vm_stop(s);
-			rootfs_release(s->bundle, s->rootfs_mounted);
+			rootfs_release(s->bundle, s->rootfs_mounted, &s->image_lock);
 			s->rootfs_mounted = false;
 		}
 		/* the init stays listed (Wait, State after Delete); execs go */
@@ -352,7 +352,12 @@ static int m_shutdown(struct shim *s, const char *method, const uint8_t *in, siz
 static int m_update(struct shim *s, const char *method, const uint8_t *in, size_t len,
                     uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
 {
-	return FAIL(RPC_UNIMPLEMENTED, "kiln's shim cannot change a running VM's resources");
+	int code;
+
+	UNPACK(UpdateTaskRequest, update_task_request);
+	code = do_update(s, rq, msg, n);
+	containerd__task__v2__update_task_request__free_unpacked(rq, NULL);
+	return code;
 }
 
 static int m_checkpoint(struct shim *s, const char *method, const uint8_t *in, size_t len,

@@ -85,7 +85,29 @@ hz=$(getconf CLK_TCK)
 	[ "$(cat "$leaf/cpu.cfs_period_us")" = 100000 ] && [ "$(cat "$leaf/cpu.shares")" = 512 ] &&
 	[ $(((c1 - c0) * 1000 / hz)) -le 700 ]
 check $? "ctr run --cpus 0.25 --cpu-shares 512: the VMM's leaf has that quota and shares, and a guest spinning for 2 s got $(((c1 - c0) * 1000 / hz)) ms of CPU"
+# Update (Kubernetes' UpdateContainerResources; ctr 1.6 has no command for
+# it): sent to the shim over ttrpc as containerd forwards it
+upd() { python3 tests/e2e/containerd_update.py "$(cat "$TASKS/q1/address")" q1 "$1" 2>&1; }
+out=$(upd '{"cpu":{"quota":50000,"period":100000,"shares":1024},"memory":{"limit":268435456}}')
+[ "$out" = ok ] && [ "$(cat "$leaf/cpu.cfs_quota_us")" = 50000 ] && [ "$(cat "$leaf/cpu.shares")" = 1024 ]
+check $? "Update of a running task: the VMM's leaf gets the new quota and shares ($out; $(cat "$leaf/cpu.cfs_quota_us" "$leaf/cpu.shares" | tr '\n' ' '))"
+out=$(upd '{"cpu":{"quota":-1}}')
+[ "$out" = ok ] && [ "$(cat "$leaf/cpu.cfs_quota_us")" = 200000 ]
+check $? "Update with quota -1 gives the leaf back the jail's own bound, 2 CPUs ($out; $(cat "$leaf/cpu.cfs_quota_us"))"
+out=$(upd '{"memory":{"limit":536870912}}')
+grep -q "^error 9 .*memory is fixed at boot (256 MiB)" <<<"$out" && [ "$(cat "$leaf/cpu.cfs_quota_us")" = 200000 ]
+check $? "Update of the memory limit is refused, saying why, and changes nothing ($out)"
+out=$(upd '{"cpu":{"quota":500}}')
+grep -q "^error 3 .*the kernel takes 1000 or more" <<<"$out"
+check $? "Update with a quota the kernel cannot take is refused ($out)"
+# the cached rootfs image q1 booted from is held (a shared flock): the
+# cache's pruning (shim/cache.c) cannot take it until q1 is deleted
+img=$(ls "$T"/cache/shim/rootfs-*.erofs 2>/dev/null | head -1)
+[ -n "$img" ] && ! flock -xn "$img" true
+held=$?
 $C task kill -s SIGKILL q1 >/dev/null 2>&1; sleep 0.3; $C task delete q1 >/dev/null 2>&1; $C container rm q1 >/dev/null 2>&1
+[ $held = 0 ] && flock -xn "$img" true
+check $? "a running task holds its cached rootfs image against pruning, and lets go at delete ($img)"
 out=$($C run --rm $RT --cpu-quota 500 --cpu-period 100000 "$IMG" q2 true 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "cpu.quota is 500 us: the kernel takes 1000 or more" <<<"$out"

@@ -457,10 +457,16 @@ SYSCALL_DEFINE(getcwd)
 	return pos < 0 ? pos : len;
 }
 
+/* ip may be a working directory or root: a directory one may search. */
+static int enterable(struct inode *ip)
+{
+	return S_ISDIR(ip->mode) ? vfs_permission(ip, VFS_MAY_EXEC) : -ENOTDIR;
+}
+
 static long set_cwd(struct inode *ip)
 {
 	struct fs_ctx *fs = cur_proc()->fs;
-	int err = S_ISDIR(ip->mode) ? vfs_permission(ip, VFS_MAY_EXEC) : -ENOTDIR;
+	int err = enterable(ip);
 
 	if (err) {
 		inode_put(ip);
@@ -487,6 +493,31 @@ SYSCALL_DEFINE(fchdir)
 		return -EBADF;
 	inode_get(f->ip);
 	return set_cwd(f->ip);
+}
+
+/* The process's root (fs->root: where "/" and ".." stop), which fork
+ * passes on: the tree of one container of a pod, when a pod's containers
+ * share a VM. Not a security boundary (the VM is one). Root only, as
+ * Linux's CAP_SYS_CHROOT; the working directory stays, as in Linux. */
+SYSCALL_DEFINE(chroot)
+{
+	struct fs_ctx *fs = cur_proc()->fs;
+	struct inode *ip;
+	int err;
+
+	if (cur_cred()->u.eff != 0)
+		return -EPERM;
+	err = user_path_inode(AT_FDCWD, (const char *)a0, LOOKUP_FOLLOW, &ip);
+	if (err)
+		return err;
+	err = enterable(ip);
+	if (err) {
+		inode_put(ip);
+		return err;
+	}
+	inode_put(fs->root);
+	fs->root = ip;
+	return 0;
 }
 
 SYSCALL_DEFINE(umask)

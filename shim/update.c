@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* Update (Kubernetes' UpdateContainerResources; ctr 1.6 has no command for
+ * it): the new linux.resources of a running container. CPU quota, period
+ * and shares go to the VMM's cgroup leaf as at Create (cgroup.c); a quota
+ * of -1 lifts one back to the jail's own bound. Memory is the VM's RAM,
+ * fixed at boot: a limit other than the VM's size is refused (kiln has no
+ * balloon or memory hot-plug), the same one (what the CRI resends with a
+ * CPU change) is accepted. What Create ignores (cpus, mems, pids, block
+ * IO...) is ignored and logged here too. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "task_int.h"
+
+#define RESOURCES_TYPE "opencontainers/runtime-spec/1/LinuxResources"
+
+int do_update(struct shim *s, Containerd__Task__V2__UpdateTaskRequest *rq, char *msg, size_t n)
+{
+	struct proc *p = init_proc(s);
+	struct spec_res r;
+	json_t *j, *lim;
+	json_error_t e;
+	size_t tl;
+	int err;
+
+	if (strcmp(rq->id, s->id))
+		return FAIL(RPC_NOT_FOUND, "this shim serves %s, not %s", s->id, rq->id);
+	if (!p || p->state != P_RUNNING || s->vm.dead || s->vm.pid <= 0)
+		return FAIL(RPC_FAILED_PRECONDITION, "the container is not running");
+	if (!rq->resources)
+		return FAIL(RPC_INVALID_ARGUMENT, "Update without resources");
+	tl = rq->resources->type_url ? strlen(rq->resources->type_url) : 0;
+	if (tl < strlen(RESOURCES_TYPE) ||
+	    strcmp(rq->resources->type_url + tl - strlen(RESOURCES_TYPE), RESOURCES_TYPE))
+		return FAIL(RPC_INVALID_ARGUMENT, "Update's resources are %.200s, not %s",
+		            rq->resources->type_url ? rq->resources->type_url : "untyped",
+		            RESOURCES_TYPE);
+	j = json_loadb((const char *)rq->resources->value.data, rq->resources->value.len, 0, &e);
+	if (!j)
+		return FAIL(RPC_INVALID_ARGUMENT, "Update's resources are not JSON: %s", e.text);
+	err = spec_parse_resources(j, &r, msg, n);
+	lim = json_object_get(json_object_get(j, "memory"), "limit");
+	if (!err && json_is_integer(lim) && json_integer_value(lim) > 0 &&
+	    r.mem_mb != s->res.mem_mb)
+		err = FAIL(-EOPNOTSUPP,
+		           "linux.resources.memory.limit %u MiB: the VM's memory is fixed at "
+		           "boot (%u MiB); recreate the container with the new limit",
+		           r.mem_mb, s->res.mem_mb);
+	json_decref(j);
+	if (err)
+		return err == -EOPNOTSUPP ? RPC_FAILED_PRECONDITION : RPC_INVALID_ARGUMENT;
+	if (cgroup_apply(s, &r, msg, n))
+		return RPC_FAILED_PRECONDITION;
+	if (r.cpu_quota || r.cpu_unlimited) {
+		s->res.cpu_quota = r.cpu_quota;
+		s->res.cpu_period = r.cpu_period;
+	}
+	if (r.cpu_shares)
+		s->res.cpu_shares = r.cpu_shares;
+	shim_log("updated: cpu quota %llu/%llu us, shares %llu",
+	         (unsigned long long)s->res.cpu_quota, (unsigned long long)s->res.cpu_period,
+	         (unsigned long long)s->res.cpu_shares);
+	return 0;
+}
