@@ -29,18 +29,18 @@ SPID=$!
 read -r PORT <&3 || { echo "net_connect_events: the host server did not start"; exit 1; }
 trap 'kill $SPID 2>/dev/null; cleanup; rm -rf "$IMG"' EXIT
 kiln() { build/bin/kiln --socket "$SOCK" "$@"; }
-id=$(kiln create --allow-out host.kiln.internal:$PORT | tail -1)
+id=$(kiln create --allow-out host.kiln.internal:"$PORT" | tail -1)
 kiln cp "$T/net_connect" "$id:/tmp/net_connect" >/dev/null || exit 1
 for _ in 1 2 3; do
-	echo "host  (127.0.0.1):          $("$T/net_connect" 127.0.0.1 $PORT "$N")"
-	echo "guest (host.kiln.internal): $(kiln exec "$id" -- /tmp/net_connect 10.0.2.2 $PORT "$N")"
+	echo "host  (127.0.0.1):          $("$T/net_connect" 127.0.0.1 "$PORT" "$N")"
+	echo "guest (host.kiln.internal): $(kiln exec "$id" -- /tmp/net_connect 10.0.2.2 "$PORT" "$N")"
 done
 command -v perf >/dev/null || { echo "no perf: no counts"; exit 0; }
 VPID=$(cut -d' ' -f1 "$T"/sandboxes/*/vmm.pid)
 for n in 0 "$N"; do
 	perf stat -x, -e 'kvm:*,context-switches,task-clock' -p "$VPID" -o "$T/vmm.$n" -- \
 		perf stat -x, -e context-switches,task-clock -p "$KPID" -o "$T/kilnd.$n" -- \
-		build/bin/kiln --socket "$SOCK" exec "$id" -- /tmp/net_connect 10.0.2.2 $PORT "$n" >/dev/null
+		build/bin/kiln --socket "$SOCK" exec "$id" -- /tmp/net_connect 10.0.2.2 "$PORT" "$n" >/dev/null
 done
 for w in vmm kilnd; do
 	echo "per connect, $w (task-clock in ms):"
