@@ -1,0 +1,49 @@
+#!/bin/bash
+# Egress connect set-up on this host, without images: a sandbox of the
+# initramfs alone (agent.cpio) runs tools/bench/net_connect.c against a host
+# server through host.kiln.internal (10.0.2.2), beside the same client on
+# the host against 127.0.0.1 in the same run; then perf counts, per connect,
+# the KVM events on the VMM's threads (kicks kvm_mmio, emulated CPL0
+# instructions, MSIs, wake-ups from halt, supervisor calls as injected
+# exceptions) and the context switches and CPU time of the VMM and kilnd:
+# (N connects - 0 connects) / N.
+#
+#   bash tools/bench/net_connect_events.sh [N]     (after make all; default N 1000)
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+N=${1:-1000}
+KILND=build/bin/kilnd
+VMM=build/bin/kiln-vmm
+KERNEL=build/guest/kiln-kernel
+INITRD=build/initramfs/agent.cpio
+IMG=$(mktemp -d)
+# shellcheck source=tools/bench/kilnd_start.sh
+. tools/bench/kilnd_start.sh --images "$IMG"
+${CC:-gcc} -O2 -static -o "$T/net_connect" tools/bench/net_connect.c || exit 1
+# The server binds a free port and names it first.
+exec 3< <(exec python3 -u -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(128)
+print(s.getsockname()[1])
+while True: s.accept()[0].close()')
+SPID=$!
+read -r PORT <&3 || { echo "net_connect_events: the host server did not start"; exit 1; }
+trap 'kill $SPID 2>/dev/null; cleanup; rm -rf "$IMG"' EXIT
+kiln() { build/bin/kiln --socket "$SOCK" "$@"; }
+id=$(kiln create --allow-out host.kiln.internal:"$PORT" | tail -1)
+kiln cp "$T/net_connect" "$id:/tmp/net_connect" >/dev/null || exit 1
+for _ in 1 2 3; do
+	echo "host  (127.0.0.1):          $("$T/net_connect" 127.0.0.1 "$PORT" "$N")"
+	echo "guest (host.kiln.internal): $(kiln exec "$id" -- /tmp/net_connect 10.0.2.2 "$PORT" "$N")"
+done
+command -v perf >/dev/null || { echo "no perf: no counts"; exit 0; }
+VPID=$(cut -d' ' -f1 "$T"/sandboxes/*/vmm.pid)
+for n in 0 "$N"; do
+	perf stat -x, -e 'kvm:*,context-switches,task-clock' -p "$VPID" -o "$T/vmm.$n" -- \
+		perf stat -x, -e context-switches,task-clock -p "$KPID" -o "$T/kilnd.$n" -- \
+		build/bin/kiln --socket "$SOCK" exec "$id" -- /tmp/net_connect 10.0.2.2 "$PORT" "$n" >/dev/null
+done
+for w in vmm kilnd; do
+	echo "per connect, $w (task-clock in ms):"
+	paste -d, "$T/$w.0" "$T/$w.$N" | awk -F, -v n="$N" '$1 ~ /^[0-9.]+$/ {
+		d = ($(NF / 2 + 1) - $1) / n; if (d > 0.01) printf "  %-30s %8.2f\n", $3, d }'
+done
