@@ -97,7 +97,7 @@ class Conn:
             t, p = self.expect_frame()
             if t != KILN_MSG_HELLO:
                 raise AssertionError("HELLO answered with %s" % describe(t, p))
-            if struct.unpack("<II", p) != (KILN_AGENT_VERSION, 0):
+            if struct.unpack("<II", p) != (KILN_AGENT_VERSION, KILN_HELLO_USERS):
                 raise AssertionError("bad HELLO payload %r" % p)
 
     def send(self, t, payload=b"", flags=0):
@@ -916,7 +916,8 @@ def reuse_hello(c, kind):
     c.send(KILN_MSG_HELLO, u32(KILN_AGENT_VERSION) + u32(kind), KILN_FRAME_REUSE)
     t, p = c.expect_frame()
     check(t == KILN_MSG_HELLO, "HELLO answered with %s" % describe(t, p))
-    eq(struct.unpack("<II", p), (KILN_AGENT_VERSION, KILN_HELLO_REUSE), "HELLO answer")
+    eq(struct.unpack("<II", p), (KILN_AGENT_VERSION, KILN_HELLO_REUSE | KILN_HELLO_USERS),
+       "HELLO answer")
 
 
 def reused_exec(c, argv, stdin=b""):
@@ -971,7 +972,8 @@ def case_reuse(a, d):
     # Without the flag the stream ends as usual, and so does the connection.
     c.send(KILN_MSG_HELLO, u32(KILN_AGENT_VERSION) + u32(KILN_STREAM_EXEC))
     t, p = c.expect_frame()
-    eq((t, p), (KILN_MSG_HELLO, u32(KILN_AGENT_VERSION) + u32(0)), "plain HELLO answer")
+    eq((t, p), (KILN_MSG_HELLO, u32(KILN_AGENT_VERSION) + u32(KILN_HELLO_USERS)),
+       "plain HELLO answer")
     c.send(KILN_MSG_START, start_payload(["true"]))
     c.send(KILN_MSG_STDIN_EOF)
     r = collect(c, Result())  # EXIT, then EOF
