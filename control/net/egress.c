@@ -321,9 +321,16 @@ static void decide(struct econn *ec)
 	enum net_verdict v;
 
 	if (h->magic != KILN_NET_MAGIC || h->version != KILN_NET_VERSION || h->reserved ||
-	    (h->flags & ~KILN_NET_F_DATAGRAM) || !port ||
+	    (h->flags & ~(KILN_NET_F_DATAGRAM | KILN_NET_F_UDP)) ||
+	    h->flags == (KILN_NET_F_DATAGRAM | KILN_NET_F_UDP) || !port ||
 	    (h->family != KILN_NET_IPV4 && h->family != KILN_NET_IPV6)) {
 		refuse(ec, KILN_NET_EPROTO);
+		return;
+	}
+	if (h->flags & KILN_NET_F_UDP) { /* every datagram is judged by udp.c */
+		udp_relay_start(ns, ec->gfd);
+		ec->gfd = -1;
+		econn_free(ec);
 		return;
 	}
 	if (h->family == KILN_NET_IPV4) {

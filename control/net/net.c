@@ -341,6 +341,7 @@ void net_sb_down(struct sandbox *sb)
 	if (!ns)
 		return;
 	egress_close_all(ns);
+	udp_close_all(ns);
 	if (ns->lfd >= 0) {
 		ev_io_stop(sb->kd->loop, &ns->lw);
 		close(ns->lfd);
@@ -369,11 +370,16 @@ json_t *net_sb_metrics(const struct sandbox *sb)
 
 	if (!ns)
 		ns = &zero;
-	return json_pack("{s:I,s:I,s:I,s:I,s:i,s:I,s:I}", "bytesOut", (json_int_t)ns->bytes_out,
-	                 "bytesIn", (json_int_t)ns->bytes_in, "connections",
-	                 (json_int_t)ns->connections, "refused", (json_int_t)ns->refused, "open",
-	                 (int)ns->nconns, "dnsLookups", (json_int_t)ns->dns_lookups, "dnsRefused",
-	                 (json_int_t)ns->dns_refused);
+	return json_pack("{s:I,s:I,s:I,s:I,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i}", "bytesOut",
+	                 (json_int_t)ns->bytes_out, "bytesIn", (json_int_t)ns->bytes_in,
+	                 "connections", (json_int_t)ns->connections, "refused",
+	                 (json_int_t)ns->refused, "open", (int)ns->nconns, "dnsLookups",
+	                 (json_int_t)ns->dns_lookups, "dnsRefused", (json_int_t)ns->dns_refused,
+	                 "udpDatagramsOut", (json_int_t)ns->udp_dgrams_out, "udpDatagramsIn",
+	                 (json_int_t)ns->udp_dgrams_in, "udpBytesOut",
+	                 (json_int_t)ns->udp_bytes_out, "udpBytesIn", (json_int_t)ns->udp_bytes_in,
+	                 "udpRefused", (json_int_t)ns->udp_refused, "udpDropped",
+	                 (json_int_t)ns->udp_dropped, "udpSockets", (int)ns->nudp);
 }
 
 int net_sb_set_policy(struct sandbox *sb, json_t *body, char *err, size_t errlen)

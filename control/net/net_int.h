@@ -17,9 +17,15 @@
 #define DNS_RATE            50.0         /* lookups per second per sandbox ... */
 #define DNS_BURST           200.0        /* ... after a burst of this many */
 #define DNS_INFLIGHT_MAX    64           /* lookups at the host resolver per sandbox */
+#define UDP_RELAYS_MAX      64           /* guest UDP sockets sending off the guest */
+#define UDP_PEERS_MAX       64           /* destinations a relay takes answers from */
+#define UDP_IDLE_S          120.0        /* s without a datagram before a relay closes */
+#define UDP_RATE_PKTS       5000.0       /* datagrams a second per sandbox ... */
+#define UDP_RATE_BYTES      (16u << 20)  /* ... and bytes; a second's worth at once */
 
 struct resolver;
 struct econn;
+struct urelay;
 
 struct net_ctx {
 	struct kilnd *kd;
@@ -43,6 +49,13 @@ struct net_sb {
 	uint64_t bytes_out, bytes_in, connections, refused, dns_lookups, dns_refused;
 	double dns_tokens;
 	ev_tstamp dns_at;
+	/* UDP (udp.c): relays, counters, the token buckets */
+	struct urelay *udp;
+	unsigned nudp;
+	uint64_t udp_dgrams_out, udp_dgrams_in, udp_bytes_out, udp_bytes_in, udp_refused,
+	    udp_dropped;
+	double udp_pkts, udp_bytes;
+	ev_tstamp udp_at, udp_rate_logged;
 	/* the sandbox's log: at most a few lines a second */
 	ev_tstamp log_at;
 	unsigned log_lines, log_dropped;
@@ -70,6 +83,11 @@ void egress_accept(struct net_sb *ns);
 void egress_close_all(struct net_sb *ns);
 /* The sandbox's policy changed: end the connections it now refuses. */
 void egress_recheck(struct net_sb *ns);
+
+/* udp.c: a KILN_NET_F_UDP stream whose hello was read (egress.c): the
+ * relay replies and takes gfd over. */
+void udp_relay_start(struct net_sb *ns, int gfd);
+void udp_close_all(struct net_sb *ns);
 
 /* dns.c: one stream of DNS messages (2-byte length prefixed) from the
  * guest. out gets every answer, whole, with its length prefix. */

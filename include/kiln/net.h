@@ -36,6 +36,25 @@
  * (TC), as a UDP server's does, and the guest delivers every message to
  * the socket as one datagram from resolver:53.
  *
+ * UDP elsewhere (KILN_NET_F_UDP): a UDP socket's first datagram to an
+ * address off the guest (not the resolver's port 53) opens one stream for
+ * that socket. Its hello names that first destination (checked for form
+ * only); kilnd replies as to any hello, then both ways carry frames, each
+ * a struct kiln_net_dgram and its len bytes of payload:
+ *
+ *   guest -> host  destination family/addr/port, status 0, the datagram
+ *   host -> guest  the source it came from (an address the socket sent
+ *                  to, as the guest wrote it), status 0, the datagram;
+ *                  or status KILN_NET_EACCES, len 0: a datagram to
+ *                  addr:port was refused by the policy (nothing was sent)
+ *
+ * kilnd judges every datagram by the sandbox's policy, sends it from one
+ * unconnected host UDP socket per family and stream, and passes back only
+ * datagrams from the destinations the stream sent to (as a NAT would).
+ * Datagrams may be dropped anywhere (a full buffer, the sandbox's rate),
+ * as UDP's are. A stream idle for a while is closed by kilnd; the guest
+ * opens another with its next datagram.
+ *
  * host.kiln.internal resolves (only when a rule names it) to
  * KILN_NET_HOST4 and KILN_NET_HOST6, which kilnd maps to the host's own
  * 127.0.0.1 and ::1. These stand-in addresses and the guest's own address
@@ -93,6 +112,7 @@ enum kiln_net_family {
 
 /* Hello flags. */
 #define KILN_NET_F_DATAGRAM 1u /* DNS over UDP, framed (see above) */
+#define KILN_NET_F_UDP      2u /* UDP datagrams, struct kiln_net_dgram frames */
 
 /* IN (guest -> host): the first bytes of a stream. */
 struct kiln_net_hello {
@@ -126,5 +146,38 @@ struct kiln_net_reply {
 	uint32_t status;  /* KILN_NET_OK or an errno above */
 };
 _Static_assert(sizeof(struct kiln_net_reply) == 8, "kiln_net_reply is 8 bytes");
+
+/*
+ * BOTH WAYS on a KILN_NET_F_UDP stream: one datagram. A frame that breaks
+ * these rules ends the stream (kiln_net_dgram_len says so).
+ */
+#define KILN_NET_DGRAM_MAX 65507 /* payload bytes: UDP's largest over IPv4 */
+
+struct kiln_net_dgram {
+	uint16_t len;      /* payload bytes behind this header, <= KILN_NET_DGRAM_MAX */
+	uint8_t family;    /* enum kiln_net_family: IPV4 or IPV6 */
+	uint8_t status;    /* guest -> host: 0; host -> guest: 0 or KILN_NET_EACCES */
+	uint16_t port;     /* network byte order; not 0 */
+	uint16_t reserved; /* 0 */
+	uint8_t addr[16];  /* IPV4: addr[0..3], the rest zero */
+};
+_Static_assert(sizeof(struct kiln_net_dgram) == 24, "kiln_net_dgram is 24 bytes");
+
+/* The payload length a well-formed header announces, or -1. from_host:
+ * the header came from kilnd (status may be KILN_NET_EACCES, then len 0). */
+static inline long kiln_net_dgram_len(const struct kiln_net_dgram *h, int from_host)
+{
+	if (h->family != KILN_NET_IPV4 && h->family != KILN_NET_IPV6)
+		return -1;
+	if (h->reserved || !h->port || h->len > KILN_NET_DGRAM_MAX)
+		return -1;
+	if (h->status && !(from_host && h->status == KILN_NET_EACCES && !h->len))
+		return -1;
+	if (h->family == KILN_NET_IPV4)
+		for (int i = 4; i < 16; i++)
+			if (h->addr[i])
+				return -1;
+	return h->len;
+}
 
 #endif

@@ -42,6 +42,7 @@ FUZZ_SRCS_fuzz_ws          := control/http/ws.c control/http/buf.c
 FUZZ_LIBS_fuzz_ws          := -lnettle
 FUZZ_SRCS_fuzz_net_policy  := control/net/policy.c
 FUZZ_SRCS_fuzz_dns_msg     := control/net/dns_msg.c control/net/policy.c
+FUZZ_SRCS_fuzz_udp_frame   := control/net/udp_frame.c
 # kilnd whole but its main(), behind the router (the generated code
 # interpreter kernel comes from control.mk's rule)
 FUZZ_SRCS_fuzz_http_router := $(filter-out control/main.c,$(KILND_SRCS))

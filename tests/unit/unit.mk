@@ -69,6 +69,10 @@ UNIT_TESTS += test_imageid
 UNIT_SRCS_test_imageid := vmm/imageid.c $(wildcard snapshot/*.c)
 $(BUILD)/tests/unit/test_imageid $(BUILD)/tests/unit-san/test_imageid: UNIT_LDLIBS += -lzstd
 
+UNIT_TESTS += test_udp_frame
+UNIT_SRCS_test_udp_frame := control/net/udp_frame.c
+$(BUILD)/tests/unit/test_udp_frame $(BUILD)/tests/unit-san/test_udp_frame: UNIT_CFLAGS += -iquote control
+
 UNIT_TESTS += test_net_policy
 UNIT_SRCS_test_net_policy := control/net/policy.c
 $(BUILD)/tests/unit/test_net_policy $(BUILD)/tests/unit-san/test_net_policy: UNIT_CFLAGS += -iquote control
