@@ -111,7 +111,7 @@ struct vsock_sk {
 	struct ktimer timer; /* connect timeout; close timeout */
 	struct waitq wq;     /* every change of state, data, credit */
 	/* Called on every wake (from the driver too), for a stream that
-	 * carries another family's socket (net/sock_inet_dns.c); NULL for most. */
+	 * carries another family's socket (net/sock_inet_udp.c); NULL for most. */
 	void (*notify)(struct vsock_sk *vs);
 	void *owner;
 	struct vsock_sk *hash_next, *bound_next, *owed_next, *all_next;

@@ -17,9 +17,10 @@
  *
  * The local addresses are 127.0.0.0/8 and ::1. A TCP connection to an
  * address elsewhere is carried over vsock to kilnd (sock_inet_egress.c),
- * which connects from the host if the sandbox's policy allows; UDP goes
- * nowhere but to the resolver address, port 53 (sock_inet_dns.c), and is
- * -ENETUNREACH elsewhere. Ephemeral ports come from 32768-60999.
+ * which connects from the host if the sandbox's policy allows; a UDP
+ * datagram to an address elsewhere goes to kilnd too (sock_inet_udp.c),
+ * which sends it from the host under the same policy. Ephemeral ports
+ * come from 32768-60999.
  */
 #include <asm/socket.h>
 
@@ -493,8 +494,8 @@ static int udp_connect(struct inet_sk *is, const void *addr, int len)
 	if (!err)
 		err = dest_check(is, &d);
 	/* Elsewhere too, as Linux's connect() sends nothing: getaddrinfo()
-	 * learns source addresses so to sort its answers. Datagrams go
-	 * nowhere but to the resolver (udp_send). */
+	 * learns source addresses so to sort its answers; the policy judges
+	 * each datagram when it is sent (sock_inet_udp.c). */
 	if (err >= 0)
 		err = bind_source(is, &d);
 	if (err)
@@ -587,8 +588,8 @@ static long udp_send(struct socket *s, struct inet_sk *is, struct sock_iter *it,
 	if (is->e.shut & SP_SHUT_WR)
 		return -EPIPE;
 	remote = dest_check(is, &d);
-	if (remote == 1 && !(inet_is_resolver(&d) && port == KILN_NET_DNS_PORT))
-		remote = -ENETUNREACH; /* no UDP off the guest but DNS */
+	if (remote == 1 && is->bound && is_loopback(&is->laddr))
+		remote = -ENETUNREACH; /* a loopback source cannot leave */
 	if (remote < 0)
 		return remote;
 	if (!is->bound) {
@@ -599,7 +600,7 @@ static long udp_send(struct socket *s, struct inet_sk *is, struct sock_iter *it,
 			return err;
 	}
 	if (remote)
-		return dns_relay_send(s, is, it, &d);
+		return udp_relay_send(s, is, it, &d, port);
 	src = is_any(&is->laddr) ? loopback_for(&d) : is->laddr;
 	r = find(udp_bound, &d, port);
 	if (r && r->connected && !(r->pport == is->lport && addr_eq(&r->paddr, &src)))
@@ -695,8 +696,7 @@ static void inet_release(struct socket *s)
 	is->sock = NULL;
 	if (is->eg)
 		egress_release(is);
-	if (is->dns)
-		dns_relay_release(is);
+	udp_relay_release(is);
 	if (is->bound)
 		table_del(is);
 	/* SO_LINGER with a zero timeout closes with a reset. */

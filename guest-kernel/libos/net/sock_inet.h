@@ -37,8 +37,9 @@ struct inet_sk {
 	struct inet_sk *bnext; /* in its protocol's table of bound sockets */
 	struct inet_opt opts[INET_NOPTS];
 	int nopts;
-	struct egress *eg;     /* TCP: a connection to elsewhere (sock_inet_egress.c) */
-	struct dns_relay *dns; /* UDP: datagrams to the resolver (sock_inet_dns.c) */
+	struct egress *eg; /* TCP: a connection to elsewhere (sock_inet_egress.c) */
+	/* UDP off the guest (sock_inet_udp.c): to the resolver, elsewhere */
+	struct udp_relay *dns, *udp;
 };
 
 /* sock_inet.c: addresses, for the files below. */
@@ -67,12 +68,13 @@ int egress_inq(struct inet_sk *is);
 void egress_update(struct inet_sk *is);
 void egress_release(struct inet_sk *is);
 
-/* sock_inet_dns.c: UDP to the resolver address (KILN_NET_RESOLVER4/6),
- * port 53, carried to kilnd; answers come back as datagrams from it. */
+/* sock_inet_udp.c: UDP to addresses off the guest, carried to kilnd (to
+ * the resolver address, KILN_NET_RESOLVER4/6 port 53, kilnd's own DNS);
+ * answers come back as datagrams from where they came. */
 bool inet_is_resolver(const struct inet_addr *a);
-long dns_relay_send(struct socket *s, struct inet_sk *is, struct sock_iter *it,
-                    const struct inet_addr *to);
-void dns_relay_release(struct inet_sk *is);
+long udp_relay_send(struct socket *s, struct inet_sk *is, struct sock_iter *it,
+                    const struct inet_addr *to, uint16_t port);
+void udp_relay_release(struct inet_sk *is);
 
 /* sock_inet_ctl.c */
 int inet_getsockopt(struct socket *s, int level, int name, void *val, int *len);
