@@ -4,7 +4,8 @@
 # forms, pip install from an index on the host (a wheel the test builds),
 # npm install from a registry on the host (a package the test packs),
 # templates' policies, counters, and policies and DNS pins across a kilnd
-# restart.
+# restart; UDP to echo servers (public and on the host), refused, the
+# bypass forms, answers from elsewhere dropped, across a pause.
 #
 #   make e2e-net                  (builds everything and the images first)
 #   bash tests/e2e/net.sh [NAME...]   only the named cases
@@ -79,6 +80,9 @@ ip link set lo up || { echo "net: cannot bring up lo in the test's namespace"; e
 P4=$((20000 + $$ % 10000))
 P6=$((P4 + 1))
 DNSP=$((P4 + 2))
+U1=$((P4 + 6)) # UDP echo ports: public (two), the host's loopback
+U2=$((P4 + 7))
+HU=$((P4 + 8))
 mkdir -p "$T/host4" "$T/host6" "$T/pub" "$T/guest"
 echo from-host-v4 >"$T/host4/f.txt"
 echo from-host-v6 >"$T/host6/f.txt"
@@ -86,6 +90,10 @@ echo from-public >"$T/pub/f.txt"
 python3 -m http.server "$P4" --bind 127.0.0.1 --directory "$T/host4" >"$T/http4.log" 2>&1 &
 PIDS="$PIDS $!"
 python3 -m http.server "$P6" --bind ::1 --directory "$T/host6" >"$T/http6.log" 2>&1 &
+PIDS="$PIDS $!"
+python3 "$ROOT/tests/e2e/net/udp_echo.py" 127.0.0.1 "$HU" >"$T/udp4.log" 2>&1 &
+PIDS="$PIDS $!"
+python3 "$ROOT/tests/e2e/net/udp_echo.py" ::1 "$HU" >"$T/udp6.log" 2>&1 &
 PIDS="$PIDS $!"
 python3 "$ROOT/tests/e2e/net/dns_server.py" "$DNSP" public.test=203.0.113.1 \
 	private.test=10.9.9.9 meta.test=169.254.169.254 hostaddr.test=203.0.113.2 \
@@ -106,13 +114,16 @@ if ip link add veth-k type veth peer name veth-p 2>/dev/null &&
 	nsenter -t "$PUBNS" -n python3 -m http.server 80 --bind 203.0.113.1 --directory "$T/pub" \
 		>"$T/httppub.log" 2>&1 &
 	PIDS="$PIDS $!"
+	nsenter -t "$PUBNS" -n python3 "$ROOT/tests/e2e/net/udp_echo.py" 203.0.113.1 "$U1" "$U2" \
+		>"$T/udppub.log" 2>&1 &
+	PIDS="$PIDS $!"
 	if ip route get 203.0.113.1 | grep -q 'dev veth-k'; then
 		PUBLIC=1
 	fi
 fi
 for _ in $(seq 100); do
 	curl -s -o /dev/null http://127.0.0.1:$P4/f.txt && curl -s -o /dev/null "http://[::1]:$P6/f.txt" &&
-		grep -q ready "$T/dns.log" && break
+		grep -q ready "$T/dns.log" && grep -q ready "$T/udp4.log" && grep -q ready "$T/udp6.log" && break
 	sleep 0.05
 done
 if [ $PUBLIC = 1 ]; then
@@ -150,8 +161,14 @@ S_DEFPY=$(new --image base)
 S_NONET=$(new --no-internet)
 S_DOM=$(new --image base --no-internet --allow-out public.test --allow-out private.test \
 	--allow-out meta.test --allow-out hostaddr.test)
-for s in S_HOST S_HOSTPY S_DEF S_DEFPY S_NONET S_DOM; do
+S_UDP=$(new --image base --allow-out "host.kiln.internal:$HU")
+S_UDPDENY=$(new --image base --deny-out "203.0.113.0/24:$U1")
+S_UDPOFF=$(new --image base --no-internet)
+for s in S_HOST S_HOSTPY S_DEF S_DEFPY S_NONET S_DOM S_UDP S_UDPDENY S_UDPOFF; do
 	[ -n "${!s}" ] || { echo "net: creating $s failed"; tail -20 "$T/kilnd.log"; exit 1; }
+done
+for s in "$S_UDP" "$S_UDPDENY" "$S_UDPOFF" "$S_DEFPY"; do
+	kiln cp "$ROOT/tests/e2e/net/udp.py" "$s:/tmp/udp.py" >/dev/null
 done
 kiln cp "$ROOT/tests/e2e/net/bypass.py" "$S_DEFPY:/tmp/bypass.py" >/dev/null
 kiln cp "$ROOT/tests/e2e/net/bypass.py" "$S_DOM:/tmp/bypass.py" >/dev/null
@@ -244,7 +261,11 @@ if want hostile-hello; then
 	for l in "v4-loopback status=13" "v6-mapped-loopback status=13" "v6-loopback status=13" \
 		"v4-host-standin status=0" "bad-magic status=71" "bad-version status=71" \
 		"bad-family status=71" "port-zero status=71" "bad-flags status=71" \
-		"datagram-elsewhere status=71" "reserved-set status=71" "short-hello closed"; do
+		"datagram-elsewhere status=71" "reserved-set status=71" "short-hello closed" \
+		"udp-both-flags status=71" "udp-refused-loopback status=0 frame=13" \
+		"udp-refused-mapped status=0 frame=13" "udp-bad-family status=0 closed" \
+		"udp-too-long status=0 closed" "udp-v4-junk-addr status=0 closed" \
+		"udp-status-set status=0 closed" "udp-port-zero status=0 closed"; do
 		expect_in "hostile-hello ${l% *}" "$out" "^$l\$"
 	done
 	# DNS garbage: answered OK, then the stream closes.
@@ -423,6 +444,101 @@ except OSError as e:
 	expect_in update-after-resume "$(sbx "$S_UPD" -- python3 -c "import socket; socket.create_connection(('10.0.2.2', $P4))" 2>&1)" \
 		"Permission denied"
 	kiln rm "$S_UPD" >/dev/null
+fi
+if want udp; then
+	# UDP off the guest: python's sendto/recvfrom to echo servers on the
+	# host's loopback (host.kiln.internal, a rule names its port) and, if
+	# the route goes into the test's veth, on the "public" 203.0.113.1.
+	out=$(sbx "$S_UDP" -- python3 /tmp/udp.py "echo,host.kiln.internal,$HU,20" \
+		"connected,host.kiln.internal,$HU" "peek,host.kiln.internal,$HU" \
+		"big,host.kiln.internal,$HU" "dns,host.kiln.internal,$HU" "stray,host.kiln.internal,$HU" \
+		"two,fec0::2,$HU,::ffff:10.0.2.2,$HU")
+	expect_in udp-host-echo "$out" "^echo,host.kiln.internal,$HU,20 ok 20\$"
+	expect_in udp-host-connected "$out" "^connected,host.kiln.internal,$HU echo:conn peer=10.0.2.2:$HU\$"
+	expect_in udp-host-peek-trunc "$out" \
+		"^peek,host.kiln.internal,$HU epoll=1 peek=echo got=echo trunc=True then=empty\$"
+	expect_in udp-host-big "$out" "^big,host.kiln.internal,$HU len=60005 over=EMSGSIZE\$"
+	expect_in udp-dns-beside "$out" "^dns,host.kiln.internal,$HU dns-answers=1 echo:beside-dns\$"
+	# the answer from a port the guest never sent to is dropped
+	expect_in udp-stray-dropped "$out" "^stray,host.kiln.internal,$HU echo:stray:True\$"
+	expect_in udp-host-v6 "$out" \
+		"^two,fec0::2,$HU,::ffff:10.0.2.2,$HU fec0::2:$HU=echo:to-$HU ::ffff:10.0.2.2:$HU=echo:to-$HU\$"
+	expect_in udp-host-v6-server "$(cat "$T/udp6.log")" "^got $HU to-$HU\$"
+	if [ $PUBLIC = 1 ]; then
+		out=$(sbx "$S_UDP" -- python3 /tmp/udp.py "echo,203.0.113.1,$U1,10" \
+			"two,203.0.113.1,$U1,203.0.113.1,$U2,host.kiln.internal,$HU" \
+			"connected,203.0.113.1,$U2" "big,203.0.113.1,$U1" "stray,203.0.113.1,$U1")
+		expect_in udp-public-echo "$out" "^echo,203.0.113.1,$U1,10 ok 10\$"
+		expect_in udp-public-two "$out" \
+			"^two,[^ ]* 203.0.113.1:$U1=echo:to-$U1 203.0.113.1:$U2=echo:to-$U2 10.0.2.2:$HU=echo:to-$HU\$"
+		expect_in udp-public-connected "$out" "^connected,203.0.113.1,$U2 echo:conn peer=203.0.113.1:$U2\$"
+		expect_in udp-public-big "$out" "^big,203.0.113.1,$U1 len=60005 over=EMSGSIZE\$"
+		expect_in udp-public-stray-dropped "$out" "^stray,203.0.113.1,$U1 echo:stray:True\$"
+		# A deny rule for one port: refused there (EACCES on the next
+		# call, a log line, nothing sent), the other port still open.
+		out=$(sbx "$S_UDPDENY" -- python3 /tmp/udp.py "refused,203.0.113.1,$U1" "echo,203.0.113.1,$U2,3")
+		expect_in udp-deny-refused "$out" "^refused,203.0.113.1,$U1 EACCES then-send=sent\$"
+		expect_in udp-deny-other-port "$out" "^echo,203.0.113.1,$U2,3 ok 3\$"
+		expect_in udp-deny-logged "$(console "$S_UDPDENY")" \
+			"kiln-net: UDP datagram to 203.0.113.1:$U1 refused \(EACCES\): denied by the rule '203.0.113.0/24:$U1'"
+		out=$(sbx "$S_UDPOFF" -- python3 /tmp/udp.py "refused,203.0.113.1,$U1")
+		expect_in udp-no-internet "$out" "^refused,203.0.113.1,$U1 EACCES then-send=sent\$"
+		expect_in udp-no-internet-logged "$(console "$S_UDPOFF")" \
+			"kiln-net: UDP datagram to 203.0.113.1:$U1 refused \(EACCES\): internet access is off"
+		if grep -q "^got $U1 refused:" "$T/udppub.log"; then
+			notok udp-refused-not-sent "a refused datagram reached 203.0.113.1:$U1"
+		else
+			ok udp-refused-not-sent
+		fi
+	else
+		skip udp-public "the route to 203.0.113.1 does not go into the test's veth"
+	fi
+	# The bypass forms, from a sandbox of the default policy: refused, or
+	# (the guest's own loopback forms) kept in the guest; none reaches the
+	# host's server on port HU.
+	args=""
+	for a in 10.0.2.2 ::ffff:10.0.2.2 fec0::2 169.254.169.254 ::ffff:169.254.169.254 10.9.9.9 \
+		192.168.1.1 172.16.0.1 100.64.0.1 203.0.113.2 224.0.0.1 fe80::1 fd00::1 fd00:ec2::254 \
+		64:ff9b::7f00:1 2002:7f00:1:: ::127.0.0.1 fec0::9 ff02::1 private.test \
+		127.0.0.1 ::1 ::ffff:127.0.0.1 0.0.0.0; do
+		args="$args refused,$a,$HU"
+	done
+	out=$(sbx "$S_DEFPY" -- python3 /tmp/udp.py $args)
+	for a in 10.0.2.2 ::ffff:10.0.2.2 fec0::2 169.254.169.254 ::ffff:169.254.169.254 10.9.9.9 \
+		192.168.1.1 172.16.0.1 100.64.0.1 203.0.113.2 224.0.0.1 fe80::1 fd00::1 fd00:ec2::254 \
+		64:ff9b::7f00:1 2002:7f00:1:: ::127.0.0.1 fec0::9 ff02::1 private.test; do
+		expect_in "udp-bypass $a" "$out" "^refused,$a,$HU EACCES then-send=sent\$"
+	done
+	for a in 127.0.0.1 ::1 ::ffff:127.0.0.1 0.0.0.0; do
+		expect_in "udp-bypass-loopback $a" "$out" "^refused,$a,$HU timeout then-send=sent\$"
+	done
+	if grep -q "refused:" "$T/udp4.log" "$T/udp6.log"; then
+		notok udp-bypass-not-sent "a bypass datagram reached the host: $(grep refused: "$T/udp4.log" "$T/udp6.log")"
+	else
+		ok udp-bypass-not-sent
+	fi
+	expect_in udp-bypass-logged "$(console "$S_DEFPY")" \
+		"kiln-net: UDP datagram to 169.254.169.254:$HU refused \(EACCES\): 169.254.169.254 is a link-local"
+	# Counters.
+	m=$(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$S_UDP/metrics")
+	got=$(printf '%s' "$m" | python3 -c 'import json,sys; n=json.load(sys.stdin)[0]["network"]; print(n["udpDatagramsOut"] >= 25, n["udpDatagramsIn"] >= 25, n["udpBytesOut"] >= 60000, n["udpBytesIn"] >= 60005, n["udpDropped"] >= 1)')
+	expect_eq udp-metrics "$got" "True True True True True"
+	m=$(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$S_DEFPY/metrics")
+	got=$(printf '%s' "$m" | python3 -c 'import json,sys; n=json.load(sys.stdin)[0]["network"]; print(n["udpRefused"] >= 20)')
+	expect_eq udp-metrics-refused "$got" "True"
+fi
+if want udp-pause; then
+	# A socket open across a pause and resume: the stream broke with the
+	# snapshot's restore, the next datagram opens another.
+	sbx "$S_UDP" -- sh -c "python3 /tmp/udp.py wait,host.kiln.internal,$HU,/tmp/udpgo \
+		</dev/null >/tmp/udpwait.out 2>&1 &" >/dev/null
+	for _ in $(seq 100); do sbx "$S_UDP" -- test -e /tmp/udpgo.ready >/dev/null && break; sleep 0.1; done
+	kiln pause "$S_UDP" >/dev/null
+	kiln resume "$S_UDP" >/dev/null
+	sbx "$S_UDP" -- touch /tmp/udpgo >/dev/null
+	for _ in $(seq 100); do sbx "$S_UDP" -- test -s /tmp/udpwait.out >/dev/null && break; sleep 0.1; done
+	sbx "$S_UDP" -- cat /tmp/udpwait.out >"$T/udpwait.out"
+	expect_in udp-pause-resume "$(cat "$T/udpwait.out")" "^wait,host.kiln.internal,$HU,/tmp/udpgo echo:before echo:after\$"
 fi
 if want restart-pins; then
 	# DNS pins are kept with the sandbox: kilnd is SIGKILLed and started

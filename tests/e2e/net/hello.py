@@ -43,3 +43,36 @@ ask("datagram-elsewhere", hello(4, v4("8.8.8.8"), 53, flags=1))
 ask("reserved-set", hello(4, v4("8.8.8.8"), 80, reserved=7))
 ask("dns-garbage", hello(4, v4("10.0.2.3"), 53) + b"\x00\x00junk")
 ask("short-hello", hello(4, v4("8.8.8.8"), 80, cut=10), wait=15)
+
+
+def frame(family, addr, dport, payload=b"", status=0, reserved=0, length=None):
+    return struct.pack("<HBB", len(payload) if length is None else length, family, status) + \
+        struct.pack("!H", dport) + struct.pack("<H", reserved) + addr.ljust(16, b"\0") + payload
+
+
+def ask_udp(name, frames):
+    """A UDP stream (flags 2): the reply's status, then the first frame
+    kilnd sends back ("frame=STATUS") or "closed" or "quiet"."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(path)
+    s.sendall(hello(4, v4("203.0.113.1"), 7, flags=2) + frames)
+    r = s.recv(8)
+    out = "status=%d" % struct.unpack("<HBBI", r)[3] if len(r) == 8 else "closed"
+    try:
+        f = s.recv(24)
+        out += " frame=%d" % f[3] if len(f) == 24 else " closed"
+    except socket.timeout:
+        out += " quiet"
+    print(name, out)
+    s.close()
+
+
+ask("udp-both-flags", hello(4, v4("203.0.113.1"), 7, flags=3))
+ask_udp("udp-refused-loopback", frame(4, v4("127.0.0.1"), port, b"x"))
+ask_udp("udp-refused-mapped", frame(6, v6("::ffff:127.0.0.1"), port, b"x"))
+ask_udp("udp-bad-family", frame(9, v4("203.0.113.1"), 7, b"x"))
+ask_udp("udp-too-long", frame(4, v4("203.0.113.1"), 7, length=65535))
+ask_udp("udp-v4-junk-addr", frame(4, v4("203.0.113.1") + b"\1", 7, b"x"))
+ask_udp("udp-status-set", frame(4, v4("203.0.113.1"), 7, b"", status=13))
+ask_udp("udp-port-zero", frame(4, v4("203.0.113.1"), 0, b"x"))
