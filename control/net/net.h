@@ -3,12 +3,13 @@
  * policy (policy.h), and DNS for it (include/kiln/net.h is the protocol).
  *
  * While a sandbox's VMM runs, kilnd listens on "<vsock uds>_1025": every
- * connection there is one guest TCP connection (or one socket's DNS
- * datagrams). egress.c reads its hello, decides, connects from the host
+ * connection there is one guest TCP connection, or one UDP socket's DNS
+ * datagrams, or its other datagrams. egress.c reads its hello, decides, connects from the host
  * with a timeout and carries bytes both ways through bounded buffers (a
  * side that cannot take more stops the other from being read); dns.c
  * answers the resolver address through the host's resolver (resolver.c,
- * c-ares in kilnd's loop) and pins the answers for domain rules.
+ * c-ares in kilnd's loop) and pins the answers for domain rules; udp.c
+ * relays a guest UDP socket's datagrams, each judged by the policy.
  * Refusals go to the sandbox's log (console.log, `kiln logs`) with the
  * destination and the reason; counters to GET /sandboxes/{id}/metrics. */
 #ifndef KILND_NET_H
@@ -48,7 +49,7 @@ void net_policy_load(const char *json, struct net_policy *out);
 void net_sb_up(struct sandbox *sb);
 void net_sb_down(struct sandbox *sb);
 void net_sb_free(struct sandbox *sb);
-/* Counters: bytes each way, connections, refusals, DNS lookups. */
+/* Counters: bytes each way, connections, refusals, DNS lookups, UDP. */
 json_t *net_sb_metrics(const struct sandbox *sb);
 
 #endif

@@ -272,6 +272,8 @@ long udp_relay_send(struct socket *s, struct inet_sk *is, struct sock_iter *it,
 		return (long)n; /* no resolver would answer it */
 	if (n > KILN_NET_DGRAM_MAX)
 		return -EMSGSIZE;
+	if (!port)
+		return -EINVAL; /* connect()ed to port 0: Linux refuses to send too */
 	if (*slot && ((*slot)->broken || ((*slot)->vs->state != VSK_CONNECTING &&
 	                                  (*slot)->vs->state != VSK_CONNECTED)))
 		relay_close(slot);
