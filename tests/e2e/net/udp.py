@@ -10,6 +10,7 @@ what it expects (nothing here decides what is right):
   stray,HOST,PORT       every datagram that comes back to one sent "stray"
   dns,HOST,PORT         one socket: a DNS query to the resolver and a datagram
   refused,HOST,PORT     sendto, then what the next recv and send say
+  flood,HOST,PORT,N,SZ  N datagrams of SZ bytes, as fast as they go
   wait,HOST,PORT,FILE   echo, wait for FILE, echo again on the same socket
 """
 import errno
@@ -131,6 +132,12 @@ def run(case, a):
         except OSError as e:
             again = err(e)
         return "%s then-send=%s" % (r, again)
+    if case == "flood":
+        s, sa = sock_for(a[0], int(a[1]))
+        n, size = int(a[2]), int(a[3])
+        for i in range(n):
+            s.sendto(b"F" * size, sa)
+        return "sent %d" % n
     if case == "wait":
         s, sa = sock_for(a[0], int(a[1]))
         s.sendto(b"before", sa)
