@@ -17,6 +17,7 @@
 #include "api.h"
 #include "metrics_hist.h"
 #include "http/buf.h"
+#include "net/net.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/store.h"
 #include "sandbox/template.h"
@@ -222,6 +223,43 @@ static void sandboxes(struct kilnd *kd, struct buf *b)
 	}
 }
 
+/* UDP egress (control/net/udp.c), from each sandbox's network counters. */
+static void udp(struct kilnd *kd, struct buf *b)
+{
+	static const struct {
+		const char *name, *help, *key[2];
+	} m[] = {
+	    {"kiln_sandbox_udp_datagrams_total",
+	     "UDP datagrams each sandbox sent off the guest (out) and got back (in).",
+	     {"udpDatagramsOut", "udpDatagramsIn"}},
+	    {"kiln_sandbox_udp_bytes_total", "Their payload bytes.", {"udpBytesOut", "udpBytesIn"}},
+	    {"kiln_sandbox_udp_refused_total",
+	     "UDP datagrams the sandbox's policy refused.",
+	     {"udpRefused"}},
+	    {"kiln_sandbox_udp_dropped_total",
+	     "UDP datagrams dropped: past the sandbox's rate, a full buffer, an answer from "
+	     "where the socket never sent, a failed host send.",
+	     {"udpDropped"}},
+	};
+
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		family(b, m[i].name, "counter", m[i].help);
+		for (const struct sandbox *sb = kd->sandboxes; sb; sb = sb->next) {
+			json_t *j;
+
+			if (!sb->net || (sb->rec.flags & SB_F_POOL) || !(j = net_sb_metrics(sb)))
+				continue;
+			for (int d = 0; d < 2 && m[i].key[d]; d++)
+				put(b, "%s{sandbox=\"%s\"%s} %lld\n", m[i].name, sb->rec.id,
+				    !m[i].key[1] ? ""
+				    : d          ? ",direction=\"in\""
+				                 : ",direction=\"out\"",
+				    (long long)json_integer_value(json_object_get(j, m[i].key[d])));
+			json_decref(j);
+		}
+	}
+}
+
 void api_metrics(struct kilnd *kd, struct http_conn *c)
 {
 	struct buf b = {0};
@@ -230,6 +268,7 @@ void api_metrics(struct kilnd *kd, struct http_conn *c)
 	ops(kd, &b);
 	events_metrics(kd, &b);
 	sandboxes(kd, &b);
+	udp(kd, &b);
 	for (const struct template *t = kd->templates; t; t = t->next)
 		nt++;
 	family(&b, "kiln_templates", "gauge", "Templates kilnd has.");

@@ -526,6 +526,13 @@ if want udp; then
 	m=$(curl -s --unix-socket "$SOCK" "http://k/sandboxes/$S_DEFPY/metrics")
 	got=$(printf '%s' "$m" | python3 -c 'import json,sys; n=json.load(sys.stdin)[0]["network"]; print(n["udpRefused"] >= 20)')
 	expect_eq udp-metrics-refused "$got" "True"
+	prom=$(curl -s --unix-socket "$SOCK" http://k/metrics)
+	expect_in udp-prometheus-out "$prom" "^kiln_sandbox_udp_datagrams_total\{sandbox=\"$S_UDP\",direction=\"out\"\} [1-9][0-9]+\$"
+	expect_in udp-prometheus-refused "$prom" "^kiln_sandbox_udp_refused_total\{sandbox=\"$S_DEFPY\"\} [1-9][0-9]+\$"
+	if command -v promtool >/dev/null; then
+		if printf '%s\n' "$prom" | promtool check metrics >"$T/promtool.out" 2>&1; then ok udp-prometheus-promtool; else
+			notok udp-prometheus-promtool "$(cat "$T/promtool.out")"; fi
+	fi
 fi
 if want udp-rate; then
 	# 24 MB in a burst, past the sandbox's 16 MiB a second: the rest is
