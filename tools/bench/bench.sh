@@ -276,6 +276,7 @@ fi
 # Egress (issue 20): guest -> host.kiln.internal beside the host's own loopback.
 if [ -x build/bin/kilnd ] && [ -e build/images/base.erofs ]; then
 	bash tools/bench/net_bench.sh 2>&1 | sed 's/^/  /'
+	bash tools/bench/udp_bench.sh 2>&1 | sed 's/^/  /'
 fi
 
 echo
