@@ -53,7 +53,9 @@
  * datagrams from the destinations the stream sent to (as a NAT would).
  * Datagrams may be dropped anywhere (a full buffer, the sandbox's rate),
  * as UDP's are. A stream idle for a while is closed by kilnd; the guest
- * opens another with its next datagram.
+ * opens another with its next datagram. (KILN_NET_F_UDP came within
+ * version 1: a kilnd without it answers such a hello KILN_NET_EPROTO, and
+ * the guest's datagrams are lost, as before it.)
  *
  * host.kiln.internal resolves (only when a rule names it) to
  * KILN_NET_HOST4 and KILN_NET_HOST6, which kilnd maps to the host's own
