@@ -328,9 +328,11 @@ static void decide(struct econn *ec)
 		return;
 	}
 	if (h->flags & KILN_NET_F_UDP) { /* every datagram is judged by udp.c */
-		udp_relay_start(ns, ec->gfd);
+		int gfd = ec->gfd;
+
 		ec->gfd = -1;
-		econn_free(ec);
+		econn_free(ec); /* its watchers stop before the relay's start */
+		udp_relay_start(ns, gfd);
 		return;
 	}
 	if (h->family == KILN_NET_IPV4) {
