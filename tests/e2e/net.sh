@@ -5,7 +5,8 @@
 # npm install from a registry on the host (a package the test packs),
 # templates' policies, counters, and policies and DNS pins across a kilnd
 # restart; UDP to echo servers (public and on the host), refused, the
-# bypass forms, answers from elsewhere dropped, across a pause.
+# bypass forms, answers from elsewhere dropped, the rate limit, across a
+# pause and a policy change.
 #
 #   make e2e-net                  (builds everything and the images first)
 #   bash tests/e2e/net.sh [NAME...]   only the named cases
@@ -549,6 +550,21 @@ if want udp-rate; then
 	got=$(($(udp_out) - before))
 	if [ "$got" -gt 0 ] && [ "$got" -lt 400 ]; then ok "udp-rate-limited ($got of 400 sent)"; else
 		notok udp-rate-limited "kilnd sent $got of 400 datagrams"; fi
+fi
+if want udp-update; then
+	# A new policy holds for the next datagram of a socket open across it.
+	S_UUPD=$(new --image base --allow-out "host.kiln.internal:$HU")
+	kiln cp "$ROOT/tests/e2e/net/udp.py" "$S_UUPD:/tmp/udp.py" >/dev/null
+	sbx "$S_UUPD" -- sh -c "python3 /tmp/udp.py wait,host.kiln.internal,$HU,/tmp/udpgo \
+		</dev/null >/tmp/udpwait.out 2>&1 &" >/dev/null
+	for _ in $(seq 100); do sbx "$S_UUPD" -- test -e /tmp/udpgo.ready >/dev/null && break; sleep 0.1; done
+	kiln network "$S_UUPD" --clear >/dev/null
+	sbx "$S_UUPD" -- touch /tmp/udpgo >/dev/null
+	for _ in $(seq 100); do sbx "$S_UUPD" -- test -s /tmp/udpwait.out >/dev/null && break; sleep 0.1; done
+	expect_in udp-update-refuses "$(sbx "$S_UUPD" -- cat /tmp/udpwait.out)" \
+		"^wait,host.kiln.internal,$HU,/tmp/udpgo echo:before EACCES\$"
+	expect_in udp-update-logged "$(console "$S_UUPD")" "kiln-net: UDP datagram to 10.0.2.2:$HU refused \(EACCES\)"
+	kiln rm "$S_UUPD" >/dev/null
 fi
 if want udp-pause; then
 	# A socket open across a pause and resume: the stream broke with the
