@@ -8,18 +8,21 @@
 #
 #   bash tools/bench/net_bench.sh        (after make all images)
 #
-# Environment: NET_BENCH_MIB (default 512), NET_BENCH_N (default 200).
+# Environment: NET_BENCH_MIB (default 512), NET_BENCH_N (default 200);
+# KILN_BENCH_BUILD=DIR takes kilnd, kiln-vmm, the kernel and the initramfs
+# from DIR/{bin,guest,initramfs} instead of build/ (A/B of two builds).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-KILND=build/bin/kilnd
-VMM=build/bin/kiln-vmm
-KERNEL=build/guest/kiln-kernel
-INITRD=build/initramfs/agent.cpio
+B=${KILN_BENCH_BUILD:-build}
+KILND=$B/bin/kilnd
+VMM=$B/bin/kiln-vmm
+KERNEL=$B/guest/kiln-kernel
+INITRD=$B/initramfs/agent.cpio
 MIB=${NET_BENCH_MIB:-512}
 N=${NET_BENCH_N:-200}
 [ -e build/images/base.erofs ] || { echo "net_bench: no base image (make images)"; exit 1; }
 # shellcheck source=tools/bench/kilnd_start.sh
-. tools/bench/kilnd_start.sh --images build/images --image-initrd build/initramfs/agent-image.cpio
+. tools/bench/kilnd_start.sh --images build/images --image-initrd "$B/initramfs/agent-image.cpio"
 PORT=$((30000 + $$ % 10000))
 python3 tools/bench/net_bench.py server $PORT &
 SPID=$!
