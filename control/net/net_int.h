@@ -65,6 +65,31 @@ void net_pin(struct net_sb *ns, const uint8_t a[16], const char *name, int64_t e
 void net_pins_batch(struct net_sb *ns, bool begin);
 void net_pins_restore(struct net_sb *ns);
 
+/* relay.c: one direction of an egress connection, at most NET_BUF bytes
+ * from a source to a destination: in buf (off, len) and, once
+ * relay_splice() gave it one, in a kernel pipe (spl bytes). */
+struct relay {
+	uint8_t *buf;
+	size_t off, len, spl;
+	int pr, pw; /* the pipe's ends, -1 without one */
+	bool full;  /* the pipe refused bytes: no room until some go */
+	bool eof;   /* the source ended */
+	bool shut;  /* and the destination was told (shutdown SHUT_WR) */
+};
+void relay_init(struct relay *r);
+/* The buffer: 0, or -1 out of memory. */
+int relay_alloc(struct relay *r);
+/* Carry bytes from now on through a pipe, if one can be had. */
+void relay_splice(struct relay *r);
+void relay_free(struct relay *r);
+size_t relay_held(const struct relay *r);
+/* Bytes the source may send now (0 after its end). */
+size_t relay_room(const struct relay *r);
+/* Take what fits from fd; drain to fd what it takes (counted in *count),
+ * then pass the source's end on. 0, or -1 when the connection is broken. */
+int relay_fill(struct relay *r, int fd);
+int relay_drain(struct relay *r, int fd, uint64_t *count);
+
 /* egress.c: a connection on the sandbox's listener. */
 void egress_accept(struct net_sb *ns);
 void egress_close_all(struct net_sb *ns);
