@@ -2,10 +2,11 @@
 /* One direction of an egress connection (struct relay in net_int.h): at
  * most NET_BUF bytes from a source fd on their way to a destination fd.
  * They wait in a buffer of kilnd's until the connection is open (the
- * hello, the bytes behind it, DNS messages); once it is, in a kernel pipe
- * that splice(2) fills and drains, so the bytes of a transfer never cross
- * into kilnd's memory (two copies less per byte, each way). Without a pipe
- * (out of descriptors, or of the user's pipe pages) the buffer carries on.
+ * hello, the bytes behind it, DNS messages); once it is, and a direction
+ * has carried NET_SPLICE_AFTER bytes, in a kernel pipe that splice(2) fills
+ * and drains, so the bytes of a transfer never cross into kilnd's memory
+ * (two copies less per byte, each way). Without a pipe (out of
+ * descriptors, or of the user's pipe pages) the buffer carries on.
  *
  * A pipe's room is counted in slots, one per page or segment spliced in, so
  * it may refuse bytes before NET_BUF: a pipe that holds bytes and refuses
@@ -37,9 +38,17 @@ int relay_alloc(struct relay *r)
 
 void relay_splice(struct relay *r)
 {
+	r->may_splice = true;
+}
+
+/* The pipe, for a stream past NET_SPLICE_AFTER bytes: a short exchange
+ * (most are) is not worth its four system calls and two descriptors. */
+static void open_pipe(struct relay *r)
+{
 	int fds[2];
 
-	if (r->pr >= 0 || pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
+	r->may_splice = false; /* one try */
+	if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0)
 		return;
 	if (fcntl(fds[1], F_SETPIPE_SZ, (int)NET_BUF) < (int)NET_BUF) {
 		close(fds[0]);
@@ -79,6 +88,8 @@ int relay_fill(struct relay *r, int fd)
 
 	if (!want)
 		return 0;
+	if (r->may_splice && r->total >= NET_SPLICE_AFTER)
+		open_pipe(r);
 	if (r->pw >= 0) {
 		n = splice(fd, NULL, r->pw, NULL, want, SPLICE_FLAGS);
 		if (n > 0)
@@ -96,9 +107,10 @@ int relay_fill(struct relay *r, int fd)
 		r->off = 0;
 	}
 	n = recv(fd, r->buf + r->off + r->len, NET_BUF - r->off - r->len, 0);
-	if (n > 0)
+	if (n > 0) {
 		r->len += (size_t)n;
-	else if (n == 0)
+		r->total += (uint64_t)n;
+	} else if (n == 0)
 		r->eof = true;
 	else if (errno != EAGAIN && errno != EINTR)
 		return -1;
