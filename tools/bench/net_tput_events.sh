@@ -42,15 +42,5 @@ for _ in $(seq "$RUNS"); do
 	echo "host  (127.0.0.1):          $("$T/net_tput" 127.0.0.1 "$PORT" "$MIB")"
 	echo "guest (host.kiln.internal): $(kiln exec "$id" -- /tmp/net_tput 10.0.2.2 "$PORT" "$MIB")"
 done
-command -v perf >/dev/null || { echo "no perf: no counts"; exit 0; }
-VPID=$(cut -d' ' -f1 "$T"/sandboxes/*/vmm.pid)
-for n in 0 "$MIB"; do
-	perf stat -x, -e 'kvm:*,context-switches,task-clock' -p "$VPID" -o "$T/vmm.$n" -- \
-		perf stat -x, -e context-switches,task-clock -p "$KPID" -o "$T/kilnd.$n" -- \
-		build/bin/kiln --socket "$SOCK" exec "$id" -- /tmp/net_tput 10.0.2.2 "$PORT" "$n" >/dev/null
-done
-for w in vmm kilnd; do
-	echo "per MiB each way, $w (task-clock in ms):"
-	paste -d, "$T/$w.0" "$T/$w.$MIB" | awk -F, -v n="$MIB" '$1 ~ /^[0-9.]+$/ {
-		d = ($(NF / 2 + 1) - $1) / n; if (d > 0.01) printf "  %-30s %8.2f\n", $3, d }'
-done
+per_op "$MIB" "per MiB each way" build/bin/kiln --socket "$SOCK" exec "$id" -- \
+	/tmp/net_tput 10.0.2.2 "$PORT" @N@
