@@ -366,7 +366,7 @@ if want bulk; then
 	PB=$((P4 + 7))
 	python3 "$ROOT/tests/e2e/net/bulk.py" serve $PB >"$T/bulk.log" 2>&1 &
 	PIDS="$PIDS $!"
-	for _ in $(seq 100); do grep -q ready "$T/bulk.log" && break; sleep 0.05; done
+	for _ in $(seq 100); do grep -qx ready "$T/bulk.log" && break; sleep 0.05; done
 	S_BULK=$(new --image base --allow-out "host.kiln.internal:$PB")
 	kiln cp "$ROOT/tests/e2e/net/bulk.py" "$S_BULK:/tmp/bulk.py" >/dev/null
 	expect_eq bulk-bytes "$(sbx "$S_BULK" -- python3 /tmp/bulk.py send host.kiln.internal $PB 48 32)" "ok 48 32"

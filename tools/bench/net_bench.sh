@@ -31,7 +31,7 @@ for _ in 1 2 3 4 5; do
 	python3 tools/bench/net_bench.py server "$PORT" >"$T/server.out" 2>&1 &
 	SPID=$!
 	for _ in $(seq 100); do
-		grep -q ready "$T/server.out" && break 2
+		grep -qx ready "$T/server.out" && break 2
 		kill -0 $SPID 2>/dev/null || break
 		sleep 0.05
 	done
