@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* One guest connection on the sandbox's egress listener: the hello, the
  * decision, the host's non-blocking connect under a timeout, then bytes
- * both ways. Each direction has one bounded buffer; a full buffer stops
+ * both ways. Each direction has one bounded buffer (relay.c: a kernel pipe
+ * once the connection is open, spliced); a full buffer stops
  * reading from its source until the destination takes some, so a slow
  * side slows the other instead of growing kilnd. EOF one way becomes a
  * shutdown of the other side's writing (half-close), and the connection
@@ -22,13 +23,6 @@
 
 enum econn_state { EC_HELLO, EC_CONNECTING, EC_OPEN, EC_DNS };
 
-struct pipe {
-	uint8_t *buf;
-	size_t off, len;
-	bool eof;  /* the source ended */
-	bool shut; /* and the destination was told (shutdown SHUT_WR) */
-};
-
 struct econn {
 	struct net_sb *ns;
 	struct econn *next, *prev;
@@ -38,7 +32,7 @@ struct econn {
 	enum econn_state st;
 	struct kiln_net_hello hello;
 	size_t hello_got;
-	struct pipe up, down; /* guest -> destination, destination -> guest */
+	struct relay up, down; /* guest -> destination, destination -> guest */
 	struct dns_stream *dns;
 	char dst[64];      /* "ADDR:PORT" for the log */
 	uint8_t addr[16];  /* the guest's destination (IPv4 as ::ffff:a.b.c.d) */
@@ -70,8 +64,8 @@ static void econn_free(struct econn *ec)
 		close(ec->gfd);
 	if (ec->rfd >= 0)
 		close(ec->rfd);
-	free(ec->up.buf);
-	free(ec->down.buf);
+	relay_free(&ec->up);
+	relay_free(&ec->down);
 	if (ec->prev)
 		ec->prev->next = ec->next;
 	else
@@ -112,58 +106,6 @@ static uint32_t status_of(int err)
 	}
 }
 
-/* ---------------------------------------------------------------- buffers */
-
-static int pipe_alloc(struct pipe *p)
-{
-	p->buf = malloc(NET_BUF);
-	return p->buf ? 0 : -1;
-}
-
-static size_t room(const struct pipe *p)
-{
-	return p->buf && !p->eof ? NET_BUF - p->len : 0;
-}
-
-/* Read what fits from fd: 0, or -1 when the connection is broken. */
-static int pipe_fill(struct pipe *p, int fd)
-{
-	ssize_t n;
-
-	if (p->off && p->off + p->len == NET_BUF) {
-		memmove(p->buf, p->buf + p->off, p->len);
-		p->off = 0;
-	}
-	n = recv(fd, p->buf + p->off + p->len, NET_BUF - p->off - p->len, 0);
-	if (n > 0)
-		p->len += (size_t)n;
-	else if (n == 0)
-		p->eof = true;
-	else if (errno != EAGAIN && errno != EINTR)
-		return -1;
-	return 0;
-}
-
-/* Write what fd takes: 0, or -1 when the connection is broken. */
-static int pipe_drain(struct pipe *p, int fd, uint64_t *count)
-{
-	while (p->len) {
-		ssize_t n = send(fd, p->buf + p->off, p->len, MSG_NOSIGNAL);
-
-		if (n < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : -1;
-		p->off += (size_t)n;
-		p->len -= (size_t)n;
-		*count += (uint64_t)n;
-	}
-	p->off = 0;
-	if (p->eof && !p->shut) {
-		shutdown(fd, SHUT_WR);
-		p->shut = true;
-	}
-	return 0;
-}
-
 static void watch(struct ev_loop *loop, ev_io *w, bool on)
 {
 	if (on && !ev_is_active(w))
@@ -178,10 +120,10 @@ static void update(struct econn *ec)
 	struct ev_loop *loop = loop_of(ec);
 	bool open = ec->st == EC_OPEN;
 
-	watch(loop, &ec->grd, ec->st == EC_HELLO || room(&ec->up) > 0);
-	watch(loop, &ec->gwr, ec->down.len > 0);
-	watch(loop, &ec->rrd, open && room(&ec->down) > 0);
-	watch(loop, &ec->rwr, ec->st == EC_CONNECTING || (open && ec->up.len > 0));
+	watch(loop, &ec->grd, ec->st == EC_HELLO || relay_room(&ec->up) > 0);
+	watch(loop, &ec->gwr, relay_held(&ec->down) > 0);
+	watch(loop, &ec->rrd, open && relay_room(&ec->down) > 0);
+	watch(loop, &ec->rwr, ec->st == EC_CONNECTING || (open && relay_held(&ec->up) > 0));
 }
 
 /* Over? Then free it: true. */
@@ -200,7 +142,7 @@ static bool done(struct econn *ec)
 static void dns_out(void *ctx, const uint8_t *frame, size_t n)
 {
 	struct econn *ec = ctx;
-	struct pipe *p = &ec->down;
+	struct relay *p = &ec->down;
 
 	if (NET_BUF - p->len < n)
 		return; /* the guest does not read its answers: dropped */
@@ -239,7 +181,9 @@ static void connected(struct econn *ec)
 	}
 	ec->st = EC_OPEN;
 	ec->ns->connections++;
-	if (pipe_drain(&ec->up, ec->rfd, &ec->ns->bytes_out)) {
+	relay_splice(&ec->up);
+	relay_splice(&ec->down);
+	if (relay_drain(&ec->up, ec->rfd, &ec->ns->bytes_out)) {
 		econn_free(ec);
 		return;
 	}
@@ -256,8 +200,6 @@ static void connect_failed(struct econn *ec, int err)
 		close(ec->rfd);
 		ec->rfd = -1;
 		ec->has_alt = false;
-		free(ec->down.buf);
-		ec->down.buf = NULL;
 		connect_to(ec, ec->alt, ec->port);
 		return;
 	}
@@ -285,7 +227,7 @@ static void connect_to(struct econn *ec, const uint8_t a[16], uint16_t port)
 		len = sizeof(*sin6);
 	}
 	ec->rfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (ec->rfd < 0 || pipe_alloc(&ec->down)) {
+	if (ec->rfd < 0 || relay_alloc(&ec->down)) {
 		refuse(ec, KILN_NET_ENETUNREACH);
 		return;
 	}
@@ -360,7 +302,7 @@ static void decide(struct econn *ec)
 	}
 	if (v == NV_RESOLVER) {
 		ec->dns = dns_stream_new(ns, h->flags & KILN_NET_F_DATAGRAM, dns_out, ec);
-		if (!ec->dns || pipe_alloc(&ec->down) || reply(ec, KILN_NET_OK)) {
+		if (!ec->dns || relay_alloc(&ec->down) || reply(ec, KILN_NET_OK)) {
 			econn_free(ec);
 			return;
 		}
@@ -400,8 +342,8 @@ static void on_guest_read(struct ev_loop *loop, ev_io *w, int revents)
 			decide(ec);
 		return;
 	}
-	if (pipe_fill(&ec->up, ec->gfd) ||
-	    (ec->st == EC_OPEN && pipe_drain(&ec->up, ec->rfd, &ec->ns->bytes_out)) ||
+	if (relay_fill(&ec->up, ec->gfd) ||
+	    (ec->st == EC_OPEN && relay_drain(&ec->up, ec->rfd, &ec->ns->bytes_out)) ||
 	    (ec->st == EC_DNS && !dns_feed(ec))) {
 		econn_free(ec);
 		return;
@@ -414,7 +356,7 @@ static void on_guest_write(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct econn *ec = w->data;
 
-	if (pipe_drain(&ec->down, ec->gfd, &ec->ns->bytes_in)) {
+	if (relay_drain(&ec->down, ec->gfd, &ec->ns->bytes_in)) {
 		econn_free(ec);
 		return;
 	}
@@ -426,7 +368,7 @@ static void on_remote_read(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct econn *ec = w->data;
 
-	if (pipe_fill(&ec->down, ec->rfd) || pipe_drain(&ec->down, ec->gfd, &ec->ns->bytes_in)) {
+	if (relay_fill(&ec->down, ec->rfd) || relay_drain(&ec->down, ec->gfd, &ec->ns->bytes_in)) {
 		econn_free(ec);
 		return;
 	}
@@ -450,7 +392,7 @@ static void on_remote_write(struct ev_loop *loop, ev_io *w, int revents)
 		connected(ec);
 		return;
 	}
-	if (pipe_drain(&ec->up, ec->rfd, &ec->ns->bytes_out)) {
+	if (relay_drain(&ec->up, ec->rfd, &ec->ns->bytes_out)) {
 		econn_free(ec);
 		return;
 	}
@@ -495,13 +437,15 @@ void egress_accept(struct net_sb *ns)
 		ec->ns = ns;
 		ec->gfd = fd;
 		ec->rfd = -1;
+		relay_init(&ec->up);
+		relay_init(&ec->down);
 		ev_io_init(&ec->grd, on_guest_read, fd, EV_READ);
 		ev_io_init(&ec->gwr, on_guest_write, fd, EV_WRITE);
 		ev_io_init(&ec->rrd, on_remote_read, -1, EV_READ);
 		ev_io_init(&ec->rwr, on_remote_write, -1, EV_WRITE);
 		ev_timer_init(&ec->timer, on_timer, NET_HELLO_TIMEOUT, 0);
 		ec->grd.data = ec->gwr.data = ec->rrd.data = ec->rwr.data = ec->timer.data = ec;
-		if (pipe_alloc(&ec->up)) {
+		if (relay_alloc(&ec->up)) {
 			close(fd);
 			free(ec);
 			continue;

@@ -12,6 +12,7 @@
 
 #define NET_CONNS_MAX       256          /* egress connections per sandbox */
 #define NET_BUF             (256u << 10) /* bytes buffered per direction */
+#define NET_SPLICE_AFTER    (256u << 10) /* bytes copied before a direction is spliced */
 #define NET_HELLO_TIMEOUT   10.0         /* s for a guest to send its hello */
 #define NET_CONNECT_TIMEOUT 15.0         /* s for the host's connect */
 #define DNS_RATE            50.0         /* lookups per second per sandbox ... */
@@ -77,6 +78,33 @@ void net_pin(struct net_sb *ns, const uint8_t a[16], const char *name, int64_t e
 /* Around the pins of one answer: one write to the store for them all. */
 void net_pins_batch(struct net_sb *ns, bool begin);
 void net_pins_restore(struct net_sb *ns);
+
+/* relay.c: one direction of an egress connection, at most NET_BUF bytes
+ * from a source to a destination: in buf (off, len) and, once it has a
+ * pipe (relay_splice(), then NET_SPLICE_AFTER bytes), in the pipe (spl). */
+struct relay {
+	uint8_t *buf;
+	size_t off, len, spl;
+	uint64_t total;  /* bytes taken into buf */
+	bool may_splice; /* a pipe is to be tried once total is past NET_SPLICE_AFTER */
+	int pr, pw;      /* the pipe's ends, -1 without one */
+	bool full;       /* the pipe refused bytes: no room until some go */
+	bool eof;        /* the source ended */
+	bool shut;       /* and the destination was told (shutdown SHUT_WR) */
+};
+void relay_init(struct relay *r);
+/* The buffer: 0, or -1 out of memory. */
+int relay_alloc(struct relay *r);
+/* Carry bytes through a pipe from NET_SPLICE_AFTER on, if one can be had. */
+void relay_splice(struct relay *r);
+void relay_free(struct relay *r);
+size_t relay_held(const struct relay *r);
+/* Bytes the source may send now (0 after its end). */
+size_t relay_room(const struct relay *r);
+/* Take what fits from fd; drain to fd what it takes (counted in *count),
+ * then pass the source's end on. 0, or -1 when the connection is broken. */
+int relay_fill(struct relay *r, int fd);
+int relay_drain(struct relay *r, int fd, uint64_t *count);
 
 /* egress.c: a connection on the sandbox's listener. */
 void egress_accept(struct net_sb *ns);

@@ -283,8 +283,12 @@ void conn_flush(struct conn *c)
 			conn_dead(c);
 		}
 	}
-	/* A producer refills right away: keep its buffer while it runs. */
-	if (c->state != CONN_OPEN || !c->ops->pump)
+	/* A producer refills right away: keep its buffer while it runs. So
+	 * does a stream fed from descriptors of its own (exec, pty, port):
+	 * freed and taken again at every drain, a buffer past the allocator's
+	 * mmap threshold costs page faults (and the host shadow faults) on
+	 * every fill, a few per 4 KiB that pass. */
+	if (c->state != CONN_OPEN || (!c->ops->pump && !c->ops->poll))
 		kbuf_trim(&c->out, OUT_KEEP);
 }
 

@@ -1218,8 +1218,9 @@ START_TEST(credit_flow)
 		spin();
 	}
 	ck_assert_uint_eq(got, g->tx_cnt);
-	/* (A last stretch under VSOCK_CREDIT_MIN rides on the next packet.) */
-	WAIT_FOR(g->credit_updates > u && host_free(g) > VSOCK_BUF_ALLOC - VSOCK_CREDIT_MIN);
+	/* Updates come while the space the guest knows of is under half the
+	 * window: it ends with at least half. */
+	WAIT_FOR(g->credit_updates > u && host_free(g) >= VSOCK_BUF_ALLOC / 2);
 	/* A CREDIT_REQUEST is answered. */
 	u = g->credit_updates;
 	gsend(71, VSOCK_OP_CREDIT_REQUEST, 0, NULL, 0);
@@ -1237,6 +1238,68 @@ START_TEST(credit_flow)
 		WAIT_FOR(g->rx_total - g->fwd_cnt == 16384);
 	}
 	ck_assert(!memcmp(g->sink, pat, 65536));
+	free(pat);
+}
+END_TEST
+
+/* Guest -> host through a server that reads: nbytes in 32 KiB packets as
+ * credit allows. */
+static void stream_to(uint32_t gport, int srv, const uint8_t *pat, size_t nbytes)
+{
+	struct gconn *g = &gc[gport];
+	uint8_t buf[65536];
+	size_t sent = 0, got = 0;
+	ssize_t r;
+	int i;
+
+	for (i = 0; i < 100000 && got < nbytes; i++) {
+		uint32_t room = host_free(g), n = room < 32768 ? room : 32768;
+		struct vsock_conn *c = hconn(gport);
+
+		if (n > nbytes - sent)
+			n = (uint32_t)(nbytes - sent);
+		if (n && free_slot(VSOCK_TXQ) >= 0) {
+			gsend(gport, VSOCK_OP_RW, 0, pat, n);
+			sent += n;
+		}
+		spin();
+		while ((r = recv(srv, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+			got += (size_t)r;
+		ck_assert_ptr_nonnull(c);
+		ck_assert_uint_le(c->buf_len, c->win);
+	}
+	ck_assert_uint_eq(got, nbytes);
+}
+
+START_TEST(big_window)
+{
+	int lfd = listen_at(5700), srv[VSOCK_BIG_CONNS + 1];
+	uint8_t *pat = malloc(32768);
+	struct gconn *g;
+	unsigned i;
+
+	ck_assert_ptr_nonnull(pat);
+	fill_pattern(pat, 32768, 7);
+	/* A stream starts with the small window; once the guest has sent
+	 * VSOCK_BUF_BIG it is told the big one, for VSOCK_BIG_CONNS
+	 * connections at most. */
+	for (i = 0; i <= VSOCK_BIG_CONNS; i++) {
+		srv[i] = guest_open(lfd, 200 + i, 5700, 65536, &g);
+		stream_to(200 + i, srv[i], pat, VSOCK_BUF_BIG + 65536);
+		WAIT_FOR(g->credit_updates > 0);
+		ck_assert_uint_eq(g->peer_buf_alloc,
+		                  i < VSOCK_BIG_CONNS ? VSOCK_BUF_BIG : VSOCK_BUF_ALLOC);
+	}
+	ck_assert_uint_eq(vs->nr_big, VSOCK_BIG_CONNS);
+	/* The big window lets the guest send that much ahead. */
+	g = &gc[200];
+	ck_assert_uint_gt(host_free(g), VSOCK_BUF_ALLOC);
+	/* One goes: its big window goes to the next stream that asks. */
+	gsend(200, VSOCK_OP_RST, 0, NULL, 0);
+	WAIT_FOR(vs->nr_big == VSOCK_BIG_CONNS - 1);
+	stream_to(200 + VSOCK_BIG_CONNS, srv[VSOCK_BIG_CONNS], pat, 65536);
+	WAIT_FOR(gc[200 + VSOCK_BIG_CONNS].peer_buf_alloc == VSOCK_BUF_BIG);
+	ck_assert_uint_eq(vs->nr_big, VSOCK_BIG_CONNS);
 	free(pat);
 }
 END_TEST
@@ -1562,6 +1625,7 @@ static Suite *vsock_suite(void)
 	tcase_add_test(t, malformed);
 	tcase_add_test(t, credit_abuse);
 	tcase_add_test(t, credit_flow);
+	tcase_add_test(t, big_window);
 	tcase_add_test(t, connection_limit);
 	tcase_add_test(t, many_host_clients);
 	tcase_add_test(t, connect_line);

@@ -8,13 +8,17 @@
 # 256 MiB answer.
 #
 #   bash tools/bench/kilnd_ports_bench.sh
+#
+# KILN_BENCH_BUILD=DIR takes kilnd, kiln-vmm, the kernel and the initramfs
+# from DIR/{bin,guest,initramfs} instead of build/ (A/B of two builds).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
-KILND=build/bin/kilnd
-VMM=build/bin/kiln-vmm
-KERNEL=${KILND_BENCH_KERNEL:-build/guest/kiln-kernel}
-INITRD=${KILND_BENCH_INITRD:-build/initramfs/agent.cpio}
+B=${KILN_BENCH_BUILD:-build}
+KILND=$B/bin/kilnd
+VMM=$B/bin/kiln-vmm
+KERNEL=${KILND_BENCH_KERNEL:-$B/guest/kiln-kernel}
+INITRD=${KILND_BENCH_INITRD:-$B/initramfs/agent.cpio}
 IMAGES=${KILND_BENCH_IMAGES:-build/images}
 RUNS=${KILND_PORTS_RUNS:-30}
 

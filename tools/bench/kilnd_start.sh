@@ -38,3 +38,24 @@ stats() {
 line() {
 	printf '%-44s %s\n' "$1" "$(stats <"$2")"
 }
+
+# per_op N LABEL CMD...: the host's cost of N operations of CMD on the one
+# sandbox's VMM ($T/sandboxes/*/vmm.pid) and on kilnd, counted with perf:
+# CMD runs once with 0 and once with N in place of its argument @N@, and
+# each count is (N - 0) / N, so what CMD costs anyway cancels out.
+per_op() {
+	local n=$1 label=$2 k w vpid
+	shift 2
+	command -v perf >/dev/null || { echo "no perf: no counts"; return 0; }
+	vpid=$(cut -d' ' -f1 "$T"/sandboxes/*/vmm.pid)
+	for k in 0 "$n"; do
+		perf stat -x, -e 'kvm:*,context-switches,task-clock' -p "$vpid" -o "$T/vmm.$k" -- \
+			perf stat -x, -e context-switches,task-clock -p "$KPID" -o "$T/kilnd.$k" -- \
+			"${@//@N@/$k}" >/dev/null
+	done
+	for w in vmm kilnd; do
+		echo "$label, $w (task-clock in ms):"
+		paste -d, "$T/$w.0" "$T/$w.$n" | awk -F, -v n="$n" '$1 ~ /^[0-9.]+$/ {
+			d = ($(NF / 2 + 1) - $1) / n; if (d > 0.01) printf "  %-30s %8.2f\n", $3, d }'
+	done
+}

@@ -6,7 +6,8 @@ sandbox (through host.kiln.internal) and on the host (straight to
   net_bench.py client HOST PORT MIB N   prints the figures as one line
 
 Ports: PORT sinks (reads to EOF, answers the byte count), PORT+1 sources
-MIB MiB then closes, PORT+2 accepts and closes at once (connect latency)."""
+MIB MiB then closes, PORT+2 accepts and closes at once (connect latency).
+The server prints "ready" once it listens on all three."""
 import socket
 import statistics
 import sys
@@ -16,11 +17,15 @@ import time
 CHUNK = 1 << 20
 
 
-def serve(port, fn):
+def listen(port):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", port))
     s.listen(128)
+    return s
+
+
+def serve(s, fn):
     while True:
         c, _ = s.accept()
         threading.Thread(target=fn, args=(c,), daemon=True).start()
@@ -46,9 +51,12 @@ def source(c):
 
 
 def server(port):
-    threading.Thread(target=serve, args=(port, sink), daemon=True).start()
-    threading.Thread(target=serve, args=(port + 1, source), daemon=True).start()
-    serve(port + 2, lambda c: c.close())
+    # All three bound before "ready" (a port in use: the error, exit 1).
+    s = [listen(port + i) for i in range(3)]
+    print("ready", flush=True)
+    threading.Thread(target=serve, args=(s[0], sink), daemon=True).start()
+    threading.Thread(target=serve, args=(s[1], source), daemon=True).start()
+    serve(s[2], lambda c: c.close())
 
 
 def client(host, port, mib, n):

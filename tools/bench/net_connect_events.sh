@@ -35,15 +35,5 @@ for _ in 1 2 3; do
 	echo "host  (127.0.0.1):          $("$T/net_connect" 127.0.0.1 "$PORT" "$N")"
 	echo "guest (host.kiln.internal): $(kiln exec "$id" -- /tmp/net_connect 10.0.2.2 "$PORT" "$N")"
 done
-command -v perf >/dev/null || { echo "no perf: no counts"; exit 0; }
-VPID=$(cut -d' ' -f1 "$T"/sandboxes/*/vmm.pid)
-for n in 0 "$N"; do
-	perf stat -x, -e 'kvm:*,context-switches,task-clock' -p "$VPID" -o "$T/vmm.$n" -- \
-		perf stat -x, -e context-switches,task-clock -p "$KPID" -o "$T/kilnd.$n" -- \
-		build/bin/kiln --socket "$SOCK" exec "$id" -- /tmp/net_connect 10.0.2.2 "$PORT" "$n" >/dev/null
-done
-for w in vmm kilnd; do
-	echo "per connect, $w (task-clock in ms):"
-	paste -d, "$T/$w.0" "$T/$w.$N" | awk -F, -v n="$N" '$1 ~ /^[0-9.]+$/ {
-		d = ($(NF / 2 + 1) - $1) / n; if (d > 0.01) printf "  %-30s %8.2f\n", $3, d }'
-done
+per_op "$N" "per connect" build/bin/kiln --socket "$SOCK" exec "$id" -- \
+	/tmp/net_connect 10.0.2.2 "$PORT" @N@

@@ -9,8 +9,9 @@
  * socket. Each connection's unix-socket side lives in vsock_conn.c.
  *
  * What a guest can make us hold is bounded: at most VSOCK_MAX_CONNS
- * connections, each with at most its advertised VSOCK_BUF_ALLOC bytes of
- * guest data the host has not read yet, plus VSOCK_RST_RING owed RSTs. Host
+ * connections, each with at most its advertised window of guest data the
+ * host has not read yet (VSOCK_BUF_ALLOC; VSOCK_BUF_BIG for at most
+ * VSOCK_BIG_CONNS of them), plus VSOCK_RST_RING owed RSTs. Host
  * data is read straight into posted receive buffers, never queued here.
  */
 #include <endian.h>

@@ -65,10 +65,12 @@ struct vsock_pkt {
 
 /* Limits. Every byte a guest can make us hold is bounded by these. */
 #define VSOCK_MAX_CONNS  1024
-#define VSOCK_BUF_ALLOC  (256 * 1024) /* receive space we advertise per connection */
-#define VSOCK_CREDIT_MIN (64 * 1024)  /* forwarded bytes worth a CREDIT_UPDATE */
-#define VSOCK_MAX_PKT    (64 * 1024)  /* payload bytes per packet we send */
-#define VSOCK_RST_RING   64           /* RSTs owed to tuples with no connection */
+#define VSOCK_BUF_ALLOC  (256 * 1024)  /* receive space we advertise per connection ... */
+#define VSOCK_BUF_BIG    (1024 * 1024) /* ... and to one that streams to the host */
+#define VSOCK_BIG_CONNS  32            /* connections with VSOCK_BUF_BIG at most */
+#define VSOCK_CREDIT_MIN (64 * 1024)   /* forwarded bytes worth a CREDIT_UPDATE */
+#define VSOCK_MAX_PKT    (64 * 1024)   /* payload bytes per packet we send */
+#define VSOCK_RST_RING   64            /* RSTs owed to tuples with no connection */
 #define VSOCK_HASH_SIZE  256
 #define VSOCK_LINE_MAX   32         /* "CONNECT <port>\n" from a host client */
 #define VSOCK_PORT_BASE  (1u << 30) /* first ephemeral host port */
@@ -114,8 +116,13 @@ struct vsock_conn {
 	uint32_t peer_buf_alloc, peer_fwd_cnt, tx_cnt;
 	/* guest -> host: ours; fwd_cnt counts bytes written out to fd */
 	uint32_t rx_cnt, fwd_cnt, fwd_told;
-	/* Guest bytes fd did not take yet, a ring of VSOCK_BUF_ALLOC bytes,
-	 * allocated only while non-empty. Credit keeps it from overflowing. */
+	/* The receive space we advertise: VSOCK_BUF_ALLOC, or VSOCK_BUF_BIG
+	 * once the guest has sent that much (while v->nr_big allows). */
+	uint32_t win;
+	bool big;
+	/* Guest bytes fd did not take yet, a ring of win bytes, allocated only
+	 * while non-empty (win changes only then). Credit keeps it from
+	 * overflowing. */
 	uint8_t *buf;
 	uint32_t buf_head, buf_len;
 	char line[VSOCK_LINE_MAX];
@@ -146,6 +153,7 @@ struct vsock {
 	bool reset_pending;
 	ev_async reset_async;
 	unsigned nr_conns;
+	unsigned nr_big; /* connections with a VSOCK_BUF_BIG window */
 	uint32_t next_port;
 	LIST_HEAD(, vsock_conn) hash[VSOCK_HASH_SIZE];
 	TAILQ_HEAD(, vsock_conn) all;

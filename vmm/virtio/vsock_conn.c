@@ -7,8 +7,12 @@
  * receive buffer, and only while the guest has advertised free space for
  * them: nothing is queued on the host. Guest to host, bytes are written to
  * the socket at once; what it does not take waits in a ring no larger than
- * the VSOCK_BUF_ALLOC we advertise, which is all the guest may send ahead of
- * our fwd_cnt. A guest that sends more is broken and gets an RST.
+ * the window we advertise (c->win), which is all the guest may send ahead of
+ * our fwd_cnt. A guest that sends more is broken and gets an RST. The
+ * window is VSOCK_BUF_ALLOC, and VSOCK_BUF_BIG for at most VSOCK_BIG_CONNS
+ * connections that stream to the host: fewer credit round trips (each is
+ * an interrupt in the guest and a kick here) where they count, and what a
+ * guest can make the VMM hold stays near VSOCK_MAX_CONNS * VSOCK_BUF_ALLOC.
  *
  * Everything here runs on the main loop with the device lock held.
  */
@@ -84,6 +88,8 @@ void vsock_conn_free(struct vsock_conn *c)
 	ev_timer_stop(v->loop, &c->timer);
 	if (c->hashed)
 		LIST_REMOVE(c, hash_link);
+	if (c->big)
+		v->nr_big--;
 	if (c->on_rxq)
 		TAILQ_REMOVE(&v->rxq, c, rxq_link);
 	TAILQ_REMOVE(&v->all, c, all_link);
@@ -159,9 +165,25 @@ static void check_done(struct vsock_conn *c)
 		conn_close(c);
 }
 
+/* An update only when the space the guest knows of runs low (under half
+ * the window): each is a packet and an interrupt, and the guest may send
+ * half a window more without waiting for one. */
 static void credit_check(struct vsock_conn *c)
 {
-	if (c->state == VSOCK_ESTABLISHED && c->fwd_cnt - c->fwd_told >= VSOCK_CREDIT_MIN)
+	struct vsock *v = c->v;
+
+	if (c->state != VSOCK_ESTABLISHED)
+		return;
+	/* A stream to the host: a big window, told at once. The ring is
+	 * sized by the window, so it grows only while there is none. */
+	if (!c->big && !c->buf && c->rx_cnt >= VSOCK_BUF_BIG && v->nr_big < VSOCK_BIG_CONNS) {
+		c->big = true;
+		c->win = VSOCK_BUF_BIG;
+		v->nr_big++;
+		c->pending |= VSOCK_P_CREDIT_UPDATE;
+		return;
+	}
+	if (c->fwd_cnt - c->fwd_told >= VSOCK_CREDIT_MIN && c->rx_cnt - c->fwd_told > c->win / 2)
 		c->pending |= VSOCK_P_CREDIT_UPDATE;
 }
 
@@ -186,7 +208,7 @@ void vsock_conn_flush(struct vsock_conn *c)
 	ssize_t w;
 
 	while (c->buf_len && c->fd >= 0) {
-		first = VSOCK_BUF_ALLOC - c->buf_head;
+		first = c->win - c->buf_head;
 		if (first > c->buf_len)
 			first = c->buf_len;
 		iov[0].iov_base = c->buf + c->buf_head;
@@ -200,7 +222,7 @@ void vsock_conn_flush(struct vsock_conn *c)
 		}
 		if (!w)
 			return;
-		c->buf_head = (uint32_t)((c->buf_head + (uint64_t)w) % VSOCK_BUF_ALLOC);
+		c->buf_head = (uint32_t)((c->buf_head + (uint64_t)w) % c->win);
 		c->buf_len -= (uint32_t)w;
 		c->fwd_cnt += (uint32_t)w;
 	}
@@ -225,9 +247,9 @@ static void guest_data(struct vsock_conn *c, const struct vsock_pkt *p, const st
 		conn_reset(c);
 		return;
 	}
-	if (len > VSOCK_BUF_ALLOC - (c->rx_cnt - c->fwd_cnt)) {
+	if (len > c->win - (c->rx_cnt - c->fwd_cnt)) {
 		vsock_log(c->v, "port %u: guest sent %u bytes beyond its credit; reset", c->lport,
-		          len - (VSOCK_BUF_ALLOC - (c->rx_cnt - c->fwd_cnt)));
+		          len - (c->win - (c->rx_cnt - c->fwd_cnt)));
 		conn_reset(c);
 		return;
 	}
@@ -242,14 +264,14 @@ static void guest_data(struct vsock_conn *c, const struct vsock_pkt *p, const st
 		c->fwd_cnt += (uint32_t)w;
 	}
 	if (w < len) {
-		if (!c->buf && !(c->buf = malloc(VSOCK_BUF_ALLOC))) {
+		if (!c->buf && !(c->buf = malloc(c->win))) {
 			conn_reset(c);
 			return;
 		}
 		len -= (uint32_t)w;
 		off += (size_t)w;
-		tail = (c->buf_head + c->buf_len) % VSOCK_BUF_ALLOC;
-		first = VSOCK_BUF_ALLOC - tail < len ? VSOCK_BUF_ALLOC - tail : len;
+		tail = (c->buf_head + c->buf_len) % c->win;
+		first = c->win - tail < len ? c->win - tail : len;
 		virtq_iov_read(iov, n, off, c->buf + tail, first);
 		virtq_iov_read(iov, n, off + first, c->buf, len - first);
 		c->buf_len += len;
@@ -348,6 +370,7 @@ static struct vsock_conn *conn_new(struct vsock *v, int fd, enum vsock_conn_stat
 	c->v = v;
 	c->fd = fd;
 	c->state = state;
+	c->win = VSOCK_BUF_ALLOC;
 	ev_io_init(&c->rd, rd_cb, fd, EV_READ);
 	ev_io_init(&c->wr, wr_cb, fd, EV_WRITE);
 	ev_init(&c->timer, timer_cb);
@@ -532,7 +555,7 @@ int vsock_conn_emit(struct vsock_conn *c, const struct iovec *iov, unsigned n, s
 	    .type = htole16(VSOCK_TYPE_STREAM),
 	    .op = htole16(op),
 	    .flags = htole32(op == VSOCK_OP_SHUTDOWN ? c->local_shut : 0),
-	    .buf_alloc = htole32(VSOCK_BUF_ALLOC),
+	    .buf_alloc = htole32(c->win),
 	    .fwd_cnt = htole32(c->fwd_cnt),
 	};
 	virtq_iov_write(iov, n, 0, &h, sizeof(h));

@@ -29,7 +29,7 @@
 #define QUEUE_SIZE            64
 #define RX_BUFS               16
 #define RX_BUF_PAGES          16 /* 64 KiB: header and up to 65492 bytes */
-#define TX_SLOTS              8
+#define TX_SLOTS              16
 #define TX_SLOT_PAGES         16 /* 64 KiB of payload */
 #define EV_BUFS               4
 #define HDR_STRIDE            64
@@ -403,8 +403,12 @@ long vsock_send_data(struct vsock_sk *vs, struct sock_iter *it, size_t n)
 void vsock_consumed(struct vsock_sk *vs, uint32_t n)
 {
 	vs->fwd_cnt += n;
+	/* Tell the host only when the space it knows of runs low (under half
+	 * the window): a CREDIT_UPDATE is a kick, and the host may send half a
+	 * window more without waiting for one. */
 	if (vs->state == VSK_CONNECTED && !(vs->local_shut & VSOCK_SHUT_RCV) &&
-	    vs->fwd_cnt - vs->fwd_told >= VSOCK_CREDIT_MIN)
+	    vs->fwd_cnt - vs->fwd_told >= VSOCK_CREDIT_MIN &&
+	    vs->rx_cnt - vs->fwd_told > VSOCK_BUF_ALLOC / 2)
 		vsock_owe(vs, VSK_P_CREDIT_UPDATE);
 	/* The host closed both ways and everything is read: answer with the
 	 * RST that frees its side. */

@@ -45,9 +45,9 @@ enum {
 #define VSOCK_SHUT_SEND 2
 #define VSOCK_SHUT_BOTH 3
 
-#define VSOCK_BUF_ALLOC   (256 * 1024) /* receive space each connection advertises */
-#define VSOCK_CREDIT_MIN  (64 * 1024)  /* bytes read worth a CREDIT_UPDATE */
-#define VSOCK_MAX_PAYLOAD (64 * 1024)  /* bytes per packet we send */
+#define VSOCK_BUF_ALLOC   (1024 * 1024) /* receive space each connection advertises */
+#define VSOCK_CREDIT_MIN  (64 * 1024)   /* bytes read worth a CREDIT_UPDATE */
+#define VSOCK_MAX_PAYLOAD (64 * 1024)   /* bytes per packet we send */
 #define VSOCK_RX_PAGES    (VSOCK_BUF_ALLOC / 4096 + 1)
 
 #define VSOCK_CONNECT_TIMEOUT_NS 2000000000ULL /* Linux's default */
