@@ -160,6 +160,9 @@ static __attribute__((noreturn)) void child(const struct spawn_req *r)
 		if (setrlimit((int)r->rlimits[i].resource, &l) < 0)
 			child_fail(sfd, errno, "cannot set rlimit", num);
 	}
+	/* as root still; the terminal and stdio were opened outside it */
+	if (r->root && chroot(r->root) < 0)
+		child_fail(sfd, errno, "cannot change root to", r->root);
 	if (r->user && r->user->uid) {
 		const struct agent_user *u = r->user;
 
