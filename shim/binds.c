@@ -288,12 +288,12 @@ static int copy_bind(struct copy *c)
 	return err;
 }
 
-int binds_copy(struct shim *s, char *msg, size_t n)
+int binds_copy(struct shim *s, const struct spec_binds *b, char *msg, size_t n)
 {
 	struct copy c = {.s = s, .msg = msg, .n = n};
 	int err = 0;
 
-	if (!s->binds.n)
+	if (!b->n)
 		return 0;
 	if (!(c.chunk = malloc(KILN_DATA_CHUNK))) {
 		snprintf(msg, n, "out of memory");
@@ -308,9 +308,9 @@ int binds_copy(struct shim *s, char *msg, size_t n)
 		c.dry = pass == 0;
 		c.entries = 0;
 		c.bytes = 0;
-		for (size_t i = 0; !err && i < s->binds.n; i++) {
+		for (size_t i = 0; !err && i < b->n; i++) {
 			c.i = i;
-			c.b = &s->binds.v[i];
+			c.b = &b->v[i];
 			err = copy_bind(&c);
 		}
 	}

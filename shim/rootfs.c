@@ -165,6 +165,37 @@ static void hash_dirs(struct sha256_ctx *h, const char *lower)
 	}
 }
 
+int rootfs_mount(const char *bundle, const char *root_path, const struct shim_mount *m, size_t nm,
+                 char *root, size_t root_len, bool *mounted, char *msg, size_t len)
+{
+	struct stat st;
+	int err;
+
+	*mounted = false;
+	snprintf(root, root_len, "%s/rootfs", bundle);
+	if (mkdir(root, 0755) && errno != EEXIST) {
+		snprintf(msg, len, "%s: %s", root, strerror(errno));
+		return -errno;
+	}
+	if (!nm && root_path && root_path[0] == '/') {
+		if (stat(root_path, &st) || !S_ISDIR(st.st_mode)) {
+			snprintf(msg, len, "the spec's root.path %s is not a directory", root_path);
+			return -ENOTDIR;
+		}
+		snprintf(root, root_len, "%s", root_path);
+	}
+	if (nm > 1) {
+		snprintf(msg, len, "the rootfs is %zu mounts; kiln's shim takes one", nm);
+		return -EINVAL;
+	}
+	if (nm == 1) {
+		if ((err = do_mount(m, root, msg, len)))
+			return err;
+		*mounted = true;
+	}
+	return 0;
+}
+
 int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_mount *m, size_t nm,
                    char **image, bool *mounted, int *lock, char *msg, size_t len)
 {

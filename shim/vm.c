@@ -248,7 +248,7 @@ static int vmm_start(struct shim *s, const char *vmm, char *const argv[], int lo
 	return 0;
 }
 
-int vm_boot(struct shim *s, char *msg, size_t n)
+int vm_boot(struct shim *s, const char *image, char *msg, size_t n)
 {
 	char vmm[PATH_MAX], kernel[PATH_MAX], initrd[PATH_MAX], mem[32], id[16];
 	struct timespec tick = {0, 5 * 1000 * 1000};
@@ -274,7 +274,7 @@ int vm_boot(struct shim *s, char *msg, size_t n)
 	ARG("--initrd");
 	ARG(initrd);
 	ARG("--image");
-	ARG(s->image);
+	ARG(image);
 	ARG("--mem");
 	ARG(mem);
 	ARG("--vsock");
@@ -383,6 +383,7 @@ int vm_proc_start(struct shim *s, struct proc *p, char *msg, size_t n)
 	    .cols = p->spec.cols,
 	    .rows = p->spec.rows,
 	    .n_rlimits = p->spec.n_rlimits,
+	    .root = p->ctr ? p->ctr->guest_root : NULL,
 	};
 	struct agent_rlimit lim[SHIM_MAX_RLIMITS];
 	struct kiln_frame f;
