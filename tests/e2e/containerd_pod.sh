@@ -49,13 +49,14 @@ vmm=$(cat "$TASKS/pod1/vmm.pid")
 n_shims=$(shims)
 t0=$(ms)
 out=$($C run --rm $RT $(member pod1) --env WHO=a1 "$APPIMG" a1 \
-	sh -c 'echo $WHO $ROLE; cat /srv/app-only; echo; ls /; exit 7' 2>&1)
+	sh -c 'echo $WHO $ROLE; cat /srv/app-only; echo; ls /;
+	echo x >/dev/null && echo urandom $(head -c 4 /dev/urandom | wc -c); exit 7' 2>&1)
 rc=$?
 t1=$(ms)
 a1_ms=$((t1 - t0))
 [ $rc = 7 ] && [ "$(sed -n 1,2p <<<"$out")" = "$(printf 'a1 app\nthe app image')" ] &&
-	! grep -qx run <<<"$out" && grep -qx srv <<<"$out"
-check $? "an app container of the pod: its own image as its root, its env, exit status 7 ($rc; $a1_ms ms ctr run to exit: $(tr '\n' ' ' <<<"$out"))"
+	! grep -qx run <<<"$out" && grep -qx srv <<<"$out" && grep -qx 'urandom 4' <<<"$out"
+check $? "an app container of the pod: its own image as its root (with /dev/null and /dev/urandom), its env, exit status 7 ($rc; $a1_ms ms ctr run to exit: $(tr '\n' ' ' <<<"$out"))"
 [ "$(state pod1)" = RUNNING ] && [ "$(shims)" = "$n_shims" ] && kill -0 "$vmm" &&
 	[ ! -e "$TASKS/a1/vmm.pid" ]
 check $? "it ran in the sandbox's VM: no second shim ($(shims) for $n_shims) and no VMM of its own; the sandbox runs on"
