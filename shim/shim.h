@@ -3,12 +3,13 @@
  * per pod (or lone container); the pod is one kiln VM (kiln-vmm, the agent
  * image initramfs over an erofs image of its first container's rootfs),
  * each further container of the pod a root of its own copied into that VM
- * (ctr_root.c); processes are agent exec or pty streams. main.c: the command line
- * (start, delete); ttrpc.c: the ttrpc server; task_rpc.c: the task
+ * (ctr_root.c); processes are agent exec or pty streams. main.c: the
+ * command line (start, delete); ttrpc.c: the ttrpc server; task_rpc.c: the task
  * service's methods; task.c: the container's processes and VM; vm.c:
  * kiln-vmm and agent streams; spec.c: the OCI bundle's config.json;
- * jail.c: the VMM's jail; rootfs.c: the rootfs as an erofs image; io.c: the fifos; events.c: task
- * events to containerd; stats.c: metrics. */
+ * jail.c: the VMM's jail; rootfs.c: the rootfs as an erofs image;
+ * ctr_root.c: a pod container's root sent into the VM; io.c: the fifos;
+ * events.c: task events to containerd; stats.c: metrics. */
 #ifndef KILN_SHIM_H
 #define KILN_SHIM_H
 
