@@ -144,21 +144,11 @@ out:
 /* The agent's answer to a FILE stream: want, or ERROR (msg says). */
 static int reply(int fd, uint16_t want, const char *what, char *msg, size_t n)
 {
-	struct kiln_frame f;
-	uint8_t *pl = NULL;
-	uint32_t e = EPROTO, ml = 0;
-	const char *m = "";
-	int err = agent_read_frame(fd, &f, &pl, ROOT_TIMEOUT_MS);
+	char why[2100];
+	int err = agent_expect(fd, want, ROOT_TIMEOUT_MS, why, sizeof(why));
 
-	if (!err && f.type == KILN_MSG_ERROR) {
-		agent_parse_error(pl, f.len, &e, &m, &ml);
-		snprintf(msg, n, "%s: %.*s", what, (int)(ml > 2000 ? 2000 : ml), m);
-		err = e ? -(int)e : -EPROTO;
-	} else if (err || f.type != want) {
-		err = err ? err : -EPROTO;
-		snprintf(msg, n, "%s: the agent's stream: %s", what, strerror(-err));
-	}
-	free(pl);
+	if (err)
+		snprintf(msg, n, "%s: %s", what, why);
 	return err;
 }
 
@@ -203,7 +193,7 @@ int ctr_root_copy(struct shim *s, struct ctr *c, const char *dir, char *msg, siz
 void ctr_root_remove(struct shim *s, const char *guest_root)
 {
 	struct buf b = {0};
-	char msg[256];
+	char msg[2400];
 	int fd = vm_dial(s, KILN_STREAM_FILE, ROOT_TIMEOUT_MS), err;
 
 	if (fd < 0)

@@ -177,6 +177,9 @@ int rootfs_mount(const char *bundle, const char *root_path, const struct shim_mo
 		snprintf(msg, len, "%s: %s", root, strerror(errno));
 		return -errno;
 	}
+	/* No mounts and an absolute root.path (ctr run --rootfs DIR, a root
+	 * containerd does not manage): that directory is the root, packed
+	 * afresh for each container. */
 	if (!nm && root_path && root_path[0] == '/') {
 		if (stat(root_path, &st) || !S_ISDIR(st.st_mode)) {
 			snprintf(msg, len, "the spec's root.path %s is not a directory", root_path);
@@ -203,39 +206,17 @@ int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_
 	    log[PATH_MAX + 16];
 	const char *lower = NULL, *upper = NULL;
 	bool cacheable = false;
-	struct stat st;
 	int err;
 
 	*image = NULL;
-	*mounted = false;
 	*lock = -1;
-	snprintf(root, sizeof(root), "%s/rootfs", bundle);
-	if (mkdir(root, 0755) && errno != EEXIST) {
-		snprintf(msg, len, "%s: %s", root, strerror(errno));
-		return -errno;
-	}
-	/* No mounts and an absolute root.path (ctr run --rootfs DIR, a root
-	 * containerd does not manage): that directory is the root, packed
-	 * afresh for each container. */
-	if (!nm && root_path && root_path[0] == '/') {
-		if (stat(root_path, &st) || !S_ISDIR(st.st_mode)) {
-			snprintf(msg, len, "the spec's root.path %s is not a directory", root_path);
-			return -ENOTDIR;
-		}
-		snprintf(root, sizeof(root), "%s", root_path);
-	}
-	if (nm > 1) {
-		snprintf(msg, len, "the rootfs is %zu mounts; kiln's shim takes one", nm);
-		return -EINVAL;
-	}
 	if (nm == 1) {
 		lower = !strcmp(m->type, "overlay") ? opt_value(m, "lowerdir") : NULL;
 		upper = lower ? opt_value(m, "upperdir") : NULL;
 		cacheable = lower && (!upper || dir_empty(upper));
-		if ((err = do_mount(m, root, msg, len)))
-			return err;
-		*mounted = true;
 	}
+	if ((err = rootfs_mount(bundle, root_path, m, nm, root, sizeof(root), mounted, msg, len)))
+		return err;
 	cache_dir(cache, sizeof(cache));
 	if (cacheable) {
 		struct sha256_ctx h;

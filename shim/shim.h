@@ -226,6 +226,9 @@ int vm_proc_stdin(struct proc *p, const void *data, size_t n);
 /* One frame; *payload malloc'd. ms < 0: no time limit. */
 struct kiln_frame;
 int agent_read_frame(int fd, struct kiln_frame *f, uint8_t **payload, int ms);
+/* The next frame is of type want: 0; its ERROR, or another frame, or a
+ * broken stream: -errno, and why says which (the agent's message). */
+int agent_expect(int fd, uint16_t want, int ms, char *why, size_t n);
 
 /* io.c: pump the agent stream's output into the process's fifos until EXIT */
 void *io_reader(void *arg);

@@ -130,6 +130,26 @@ int agent_read_frame(int fd, struct kiln_frame *f, uint8_t **payload, int ms)
 	return err;
 }
 
+int agent_expect(int fd, uint16_t want, int ms, char *why, size_t n)
+{
+	struct kiln_frame f;
+	uint8_t *pl = NULL;
+	uint32_t e = EPROTO, ml = 0;
+	const char *m = "";
+	int err = agent_read_frame(fd, &f, &pl, ms);
+
+	if (!err && f.type == KILN_MSG_ERROR) {
+		agent_parse_error(pl, f.len, &e, &m, &ml);
+		snprintf(why, n, "%.*s", (int)(ml > 2000 ? 2000 : ml), m);
+		err = e ? -(int)e : -EPROTO;
+	} else if (err || f.type != want) {
+		err = err ? err : -EPROTO;
+		snprintf(why, n, "the agent's stream: %s", strerror(-err));
+	}
+	free(pl);
+	return err;
+}
+
 /* A vsock stream to the agent through the VM's hybrid vsock socket. */
 int vm_dial(struct shim *s, uint32_t kind, int ms)
 {
