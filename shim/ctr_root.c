@@ -7,8 +7,8 @@
  * links, hard links as links) and writes a pax tar stream that goes, as it
  * is made, into one agent UNTAR stream (include/kiln/agent.h) unpacking it
  * at /run/kiln/containers/ID, with the guest's device nodes linked into
- * its dev/. The container's processes are chrooted there (START's root
- * trailer). The copy lives in guest memory: it is bounded by half of the
+ * its dev/ and a procfs of its own on its proc/. The container's processes
+ * are chrooted there (START's root trailer). The copy lives in guest memory: it is bounded by half of the
  * VM's, and removed at delete.
  */
 #include <errno.h>
@@ -166,7 +166,8 @@ int ctr_root_copy(struct shim *s, struct ctr *c, const char *dir, char *msg, siz
 	}
 	err = reply(k.fd, KILN_MSG_HELLO, "the pod's agent", msg, n);
 	if (!err)
-		err = agent_msg_file(&b, KILN_FILE_UNTAR, c->guest_root, KILN_UNTAR_DEV, NULL);
+		err = agent_msg_file(&b, KILN_FILE_UNTAR, c->guest_root,
+		                     KILN_UNTAR_DEV | KILN_UNTAR_PROC, NULL);
 	if (!err)
 		err = vm_write_all(k.fd, buf_head(&b), buf_avail(&b));
 	buf_free(&b);

@@ -203,7 +203,11 @@ enum kiln_msg {
 	 *           EPERM / ENOTDIR, a malformed stream ERROR EPROTO (what was
 	 *           unpacked before stays). With KILN_UNTAR_DEV, DONE also
 	 *           links the guest's null, zero, full, random, urandom and tty
-	 *           into path/dev (made if missing; the tree's own stay).
+	 *           into path/dev (made if missing; the tree's own stay); with
+	 *           KILN_UNTAR_PROC it mounts a procfs on path/proc (made if
+	 *           missing; it must be empty).
+	 *   REMOVE recursive unmounts what is mounted on a directory of the
+	 *   tree (such a procfs) before it empties it.
 	 * Then, optionally, the user trailer (as on START): the operation runs
 	 * with that user's effective ids and groups, so the file system's
 	 * permissions apply to it, and what it creates is that user's; without
@@ -282,7 +286,8 @@ enum kiln_file_op {
 };
 
 /* UNTAR's flags */
-#define KILN_UNTAR_DEV 0x1
+#define KILN_UNTAR_DEV  0x1
+#define KILN_UNTAR_PROC 0x2
 
 #define KILN_EXIT_TIMEOUT 0x1 /* the command was killed at its timeout */
 /* The command (or a process of its session) was killed for memory: by the

@@ -250,6 +250,10 @@ static void file_untar_frame(struct conn *c, struct fop *f, uint16_t type, const
 	         (f->mode & KILN_UNTAR_DEV) && (err = untar_link_dev(f->untar)))
 		snprintf(why, sizeof(why), "cannot link the device nodes into %.3000s/dev: %s",
 		         f->path, strerror(-err));
+	else if (!err && type == KILN_MSG_DONE && (f->mode & KILN_UNTAR_PROC) &&
+	         (err = untar_mount_proc(f->untar, f->path)))
+		snprintf(why, sizeof(why), "cannot mount a procfs on %.3000s/proc: %s", f->path,
+		         strerror(-err));
 	if (entered)
 		user_leave(f->user);
 	if (err) {

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -412,6 +413,17 @@ int untar_finish(struct untar *u, char *why, size_t why_len)
 	if (u->phase == U_END || (u->phase == U_HDR && !u->have && !u->meta_type))
 		return 0;
 	return fail(-EPROTO, why, why_len, "the tar stream ended inside an entry%s", "");
+}
+
+int untar_mount_proc(struct untar *u, const char *dir)
+{
+	char path[4200];
+
+	if (mkdirat(u->dir, "proc", 0555) < 0 && errno != EEXIST)
+		return -errno;
+	if (snprintf(path, sizeof(path), "%s/proc", dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	return mount("proc", path, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ? -errno : 0;
 }
 
 int untar_link_dev(struct untar *u)

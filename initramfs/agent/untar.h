@@ -20,6 +20,8 @@ int untar_finish(struct untar *u, char *why, size_t why_len);
 /* The guest's device nodes (null, zero, full, random, urandom, tty)
  * linked into dirfd's dev/, made if missing. 0 or -errno. */
 int untar_link_dev(struct untar *u);
+/* A procfs mounted on dir/proc (dir: the untar's directory by path). */
+int untar_mount_proc(struct untar *u, const char *dir);
 void untar_free(struct untar *u);
 
 #endif

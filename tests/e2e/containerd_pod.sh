@@ -72,6 +72,9 @@ check $? "the app's file is in the pod's VM, under its root (seen by an exec in 
 out=$($C task exec --exec-id e2 a2 sh -c 'cat /tmp/up /srv/app-only' 2>&1)
 [ "$out" = "$(printf 'up\nthe app image')" ]
 check $? "ctr task exec into the app container runs in its root ($(tr '\n' ' ' <<<"$out"))"
+out=$($C task exec --exec-id e2p a2 ps 2>&1)
+grep -q 'sleep 600' <<<"$out" && grep -q ' ps$' <<<"$out"
+check $? "the app container has a /proc of its own: ps lists its processes ($(grep -c . <<<"$out") lines)"
 p_app=$($C task ps a2 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 p_pod=$($C task ps pod1 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 [ -n "$p_app" ] && [ -n "$p_pod" ] && [ "$p_app" != "$p_pod" ]

@@ -904,6 +904,21 @@ def case_file_untar(a, d):
     eq(open(os.path.join(root, "g" * 150), "rb").read(), b"gnu", "a GNU long name")
 
 
+def case_file_untar_proc(a, d):
+    """UNTAR with KILN_UNTAR_PROC mounts a procfs on DIR/proc; REMOVE
+    recursive unmounts it before it empties the tree."""
+    if os.geteuid() != 0:
+        return  # mount(2) is root's
+    root = os.path.join(d, "root")
+    expect_done(untar(a, root, tar_of([("proc", "dir", b"", 0o555, 0)]), KILN_UNTAR_PROC))
+    try:
+        r = a.run(["sh", "-c", "head -c 9 %s/proc/meminfo" % root])
+        eq((bytes(r.out), bytes(r.err), r.error), (b"MemTotal:", b"", None), "the procfs answers")
+    finally:
+        expect_done(file_req(a, KILN_FILE_REMOVE, root, u32(1)))
+    check(not os.path.lexists(root), "removed, mount and all")
+
+
 def case_file_untar_refused(a, d):
     """UNTAR refuses what would leave its directory and broken streams."""
     root = os.path.join(d, "r")
