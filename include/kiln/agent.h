@@ -146,8 +146,10 @@ enum kiln_msg {
 	 * (empty: "/"). The command's process chroot(2)s into it after its
 	 * rlimits and before it changes user; cwd and argv[0]'s PATH search
 	 * are then inside it (a pod's container in a VM it shares with the
-	 * others: shim/ctr_root.c). ERROR with the errno of the chroot
-	 * ("cannot change root to ..."). Older agents ignore it. */
+	 * others: shim/ctr_root.c). A pty stream's terminal node
+	 * (/dev/pts/N) is linked into ROOT/dev/pts first (for ttyname()).
+	 * ERROR with the errno of the chroot ("cannot change root to ...").
+	 * Older agents ignore it. */
 	KILN_MSG_START,
 	/* Agent: u32 pid, once the command runs (or ERROR if it could not). */
 	KILN_MSG_STARTED,

@@ -960,6 +960,11 @@ def case_start_root(a, d):
         eq(res.error[0], errno.EPERM, "chroot as non-root")
         return
     eq(bytes(res.out), b"bin sub /sub\n", "stdout")
+    # a terminal: its node is there in the root too (for ttyname)
+    res = a.run(["sh", "-c", "busybox ls /dev/pts; busybox stat -c %t /dev/pts/*"],
+                kind=KILN_STREAM_PTY, root=r, env=["PATH=/bin"])
+    check(re.match(rb"\d+\r?\n[0-9a-f]+\r?\n$", bytes(res.out)),
+          "the terminal's node in the root: %r" % ((bytes(res.out), res.error),))
     res = a.run(["true"], root="relative")
     eq(res.error[0], errno.EINVAL, "a relative root")
     res = a.run(["true"], root=os.path.join(d, "missing"))
