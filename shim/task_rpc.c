@@ -200,6 +200,35 @@ static void ctr_delete(struct shim *s, struct ctr *c)
 	c->rootfs_mounted = false;
 }
 
+/* A deleted pod container that nothing waits on: off the list and freed
+ * (a pod whose containers come and go must not grow). */
+static void ctr_reap(struct shim *s, struct ctr *c)
+{
+	struct ctr **cp = &s->ctrs;
+	struct proc *q;
+
+	for (q = c->procs; q; q = q->next)
+		if (q->state != P_STOPPED || q->waiters || q->starting)
+			return;
+	while (*cp != c)
+		cp = &(*cp)->next;
+	*cp = c->next;
+	/* their readers may still wait for the lock to end */
+	pthread_mutex_unlock(&s->lock);
+	for (q = c->procs; q; q = q->next) {
+		if (q->has_reader)
+			pthread_join(q->reader, NULL);
+		if (q->has_pump)
+			pthread_join(q->stdin_pump, NULL);
+	}
+	pthread_mutex_lock(&s->lock);
+	while ((q = c->procs)) {
+		c->procs = q->next;
+		proc_free(q);
+	}
+	ctr_free(c);
+}
+
 static int m_delete(struct shim *s, const char *method, const uint8_t *in, size_t len,
                     uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
 {
@@ -230,10 +259,15 @@ static int m_delete(struct shim *s, const char *method, const uint8_t *in, size_
 		r.exited_at = ts(p->exited_ns ? p->exited_ns : now_ns(), &t);
 		PACK(delete_response, &r);
 		event_task(EV_DELETE, p, p->task_pid);
-		if (!p->exec_id[0])
-			ctr_delete(s, p->ctr);
-		/* the init stays listed (Wait, State after Delete); execs go */
-		if (p->exec_id[0]) {
+		/* the owner's init stays listed (Wait, State after Delete), and a
+		 * pod container's while something waits on it; execs go */
+		if (!p->exec_id[0]) {
+			struct ctr *c = p->ctr;
+
+			ctr_delete(s, c);
+			if (!c->owner)
+				ctr_reap(s, c); /* p may be gone */
+		} else {
 			struct proc **pp = &p->ctr->procs;
 
 			while (*pp != p)
