@@ -60,6 +60,9 @@ check $? "an app container of the pod: its own image as its root (with /dev/null
 [ "$(state pod1)" = RUNNING ] && [ "$(shims)" = "$n_shims" ] && kill -0 "$vmm" &&
 	[ ! -e "$TASKS/a1/vmm.pid" ]
 check $? "it ran in the sandbox's VM: no second shim ($(shims) for $n_shims) and no VMM of its own; the sandbox runs on"
+out=$($C run --rm $RT $(member pod1) "$APPIMG" a1 sh -c 'echo again' 2>&1)
+[ "$out" = again ]
+check $? "the same container id again in the pod, after its delete ($out)"
 # (a terminal's output may start with a NUL, echoed as "^@": lone containers' too)
 out=$(script -qec "$C run --rm -t $RT $(member pod1) $APPIMG a0 sh -c 'tty; exit 5'" /dev/null </dev/null)
 rc=$?
