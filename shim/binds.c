@@ -65,25 +65,12 @@ static int send_buf(int fd, struct buf *b, int err)
 /* The agent's next frame is want (HELLO, DONE), or its ERROR: msg says. */
 static int file_reply(struct copy *c, int fd, uint16_t want, const char *what, const char *path)
 {
-	struct kiln_frame f;
-	uint8_t *pl = NULL;
-	uint32_t e = EPROTO, ml = 0;
-	const char *m = "";
-	int err = agent_read_frame(fd, &f, &pl, FILE_TIMEOUT_MS);
+	char why[1100];
+	int err = agent_expect(fd, want, FILE_TIMEOUT_MS, why, sizeof(why));
 
-	if (!err && f.type == KILN_MSG_ERROR) {
-		agent_parse_error(pl, f.len, &e, &m, &ml);
-		snprintf(c->msg, c->n, "bind mount %.1000s, %s %.1000s in the guest: %.*s",
-		         c->b->src, what, path, (int)(ml > 1000 ? 1000 : ml), m);
-		err = e ? -(int)e : -EPROTO;
-	} else if (err || f.type != want) {
-		err = err ? err : -EPROTO;
-		snprintf(c->msg, c->n,
-		         "bind mount %.1000s, %s %.1000s in the guest: the agent's "
-		         "stream: %s",
-		         c->b->src, what, path, strerror(-err));
-	}
-	free(pl);
+	if (err)
+		snprintf(c->msg, c->n, "bind mount %.1000s, %s %.1000s in the guest: %s", c->b->src,
+		         what, path, why);
 	return err;
 }
 
@@ -288,12 +275,12 @@ static int copy_bind(struct copy *c)
 	return err;
 }
 
-int binds_copy(struct shim *s, char *msg, size_t n)
+int binds_copy(struct shim *s, const struct spec_binds *b, char *msg, size_t n)
 {
 	struct copy c = {.s = s, .msg = msg, .n = n};
 	int err = 0;
 
-	if (!s->binds.n)
+	if (!b->n)
 		return 0;
 	if (!(c.chunk = malloc(KILN_DATA_CHUNK))) {
 		snprintf(msg, n, "out of memory");
@@ -308,9 +295,9 @@ int binds_copy(struct shim *s, char *msg, size_t n)
 		c.dry = pass == 0;
 		c.entries = 0;
 		c.bytes = 0;
-		for (size_t i = 0; !err && i < s->binds.n; i++) {
+		for (size_t i = 0; !err && i < b->n; i++) {
 			c.i = i;
-			c.b = &s->binds.v[i];
+			c.b = &b->v[i];
 			err = copy_bind(&c);
 		}
 	}

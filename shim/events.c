@@ -270,7 +270,7 @@ static Google__Protobuf__Timestamp ts(int64_t ns)
 void event_task(enum shim_event ev, const struct proc *p, uint32_t pid)
 {
 	struct shim *s = &g_shim;
-	char *cid = s->id, *eid = p ? p->exec_id : "";
+	char *cid = p ? p->ctr->id : s->id, *eid = p ? p->exec_id : "";
 	Google__Protobuf__Timestamp t = ts(p && p->exited_ns ? p->exited_ns : now_ns());
 
 	switch (ev) {
@@ -278,7 +278,7 @@ void event_task(enum shim_event ev, const struct proc *p, uint32_t pid)
 		Containerd__Events__TaskCreate m = CONTAINERD__EVENTS__TASK_CREATE__INIT;
 
 		m.container_id = cid;
-		m.bundle = s->bundle;
+		m.bundle = p ? p->ctr->bundle : s->bundle;
 		m.pid = pid;
 		queue("/tasks/create", "containerd.events.TaskCreate", &m.base);
 		break;

@@ -75,7 +75,7 @@ void *io_reader(void *arg)
 
 		if (agent_read_frame(p->fd, &f, &pl, -1)) {
 			shim_log("process %s: the agent stream ended without an exit status",
-			         p->exec_id[0] ? p->exec_id : s->id);
+			         p->exec_id[0] ? p->exec_id : p->ctr->id);
 			break;
 		}
 		if (f.type == KILN_MSG_STDOUT)

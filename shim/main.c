@@ -4,14 +4,20 @@
  *   containerd-shim-kiln-v2 -namespace NS -address ADDR -publish-binary BIN
  *                           -id ID [-debug] start     (cwd: the bundle)
  *       starts the shim server for the container (a daemon of its own
- *       session), prints its ttrpc address and exits.
+ *       session), prints its ttrpc address and exits. A container of a pod
+ *       (its config.json's annotation io.containerd.runc.v2.group, else
+ *       io.kubernetes.cri.sandbox-id, as runc's shim reads them) is served
+ *       by the shim of its group: when one listens on the group's socket,
+ *       its address is printed instead, and containerd sends it the
+ *       container's Create (a pod is one VM, task.c).
  *   containerd-shim-kiln-v2 ... -id ID -bundle DIR delete
  *       cleans up after a shim that died: kills the VM recorded in the
  *       bundle, unmounts its rootfs, prints a DeleteResponse.
  *
  * The server's socket is BUNDLE/shim.sock (or /run/kiln-shim/HASH.sock if
- * that path is too long); its log goes to the bundle's "log" fifo, which
- * containerd copies into its own log. */
+ * that path is too long), a group's /run/kiln-shim/HASH.sock (a hash of
+ * containerd's address, the namespace and the group); its log goes to the
+ * bundle's "log" fifo, which containerd copies into its own log. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <nettle/sha2.h>
 
 #include "gen/shim.pb-c.h"
@@ -36,7 +43,6 @@ struct shim g_shim = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .changed = PTHREAD_COND_INITIALIZER,
     .vm.jail_lock = -1,
-    .image_lock = -1,
 };
 
 void shim_log(const char *fmt, ...)
@@ -77,15 +83,45 @@ static void usage(void)
 	exit(2);
 }
 
-static void socket_path(struct shim *s, char *out, size_t n)
+/* The pod the bundle's container belongs to (malloc'd), or NULL: its
+ * config.json's grouping annotation, as runc's shim takes it. */
+static char *group_of(const char *bundle)
+{
+	static const char *const keys[] = {"io.containerd.runc.v2.group",
+	                                   "io.kubernetes.cri.sandbox-id"};
+	char path[PATH_MAX + 16];
+	json_t *j, *a, *v;
+	char *g = NULL;
+
+	snprintf(path, sizeof(path), "%s/config.json", bundle);
+	j = json_load_file(path, 0, NULL);
+	a = json_object_get(j, "annotations");
+	for (size_t i = 0; i < 2 && !g; i++) {
+		v = json_object_get(a, keys[i]);
+		if (json_is_string(v) && json_string_length(v) && json_string_length(v) < 256)
+			g = strdup(json_string_value(v));
+	}
+	json_decref(j);
+	return g;
+}
+
+static void socket_path(struct shim *s, const char *group, char *out, size_t n)
 {
 	struct sha256_ctx h;
 	uint8_t d[SHA256_DIGEST_SIZE];
 
-	if (snprintf(out, n, "%s/shim.sock", s->bundle) < 100)
+	if (!group && snprintf(out, n, "%s/shim.sock", s->bundle) < 100)
 		return;
 	sha256_init(&h);
-	sha256_update(&h, strlen(s->bundle), (const uint8_t *)s->bundle);
+	if (group) {
+		const char *a = s->address ? s->address : "", *ns = s->ns ? s->ns : "";
+
+		sha256_update(&h, strlen(a) + 1, (const uint8_t *)a);
+		sha256_update(&h, strlen(ns) + 1, (const uint8_t *)ns);
+		sha256_update(&h, strlen(group), (const uint8_t *)group);
+	} else {
+		sha256_update(&h, strlen(s->bundle), (const uint8_t *)s->bundle);
+	}
 	sha256_digest(&h, sizeof(d), d);
 	mkdir("/run/kiln-shim", 0700);
 	snprintf(out, n, "/run/kiln-shim/");
@@ -94,20 +130,51 @@ static void socket_path(struct shim *s, char *out, size_t n)
 	snprintf(out + strlen(out), n - strlen(out), ".sock");
 }
 
+static void write_address(const char *path)
+{
+	FILE *f = fopen("address", "w");
+
+	if (f) {
+		fprintf(f, "unix://%s", path);
+		fclose(f);
+	}
+	printf("unix://%s\n", path);
+}
+
+/* A shim of the group answers at a: its socket is not a stale one. */
+static bool serving(const struct sockaddr_un *a)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok = fd >= 0 && !connect(fd, (const struct sockaddr *)a, sizeof(*a));
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 static int cmd_start(struct shim *s)
 {
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	char *group = group_of(s->bundle);
 	int fd, log;
 	pid_t pid;
-	FILE *f;
 
-	socket_path(s, s->socket_path, sizeof(s->socket_path));
+	socket_path(s, group, s->socket_path, sizeof(s->socket_path));
+	s->grouped = group != NULL;
+	free(group);
 	if (strlen(s->socket_path) >= sizeof(a.sun_path)) {
 		fprintf(stderr, "containerd-shim-kiln-v2: the socket path %s is too long\n",
 		        s->socket_path);
 		return 1;
 	}
 	memcpy(a.sun_path, s->socket_path, strlen(s->socket_path) + 1);
+	if (s->grouped && serving(&a)) {
+		write_address(s->socket_path); /* the pod's shim takes this container */
+		return 0;
+	}
+	/* a group's shim that died left its socket: ours now (a race of two
+	 * starts of one pod is containerd's to avoid: it creates a pod's
+	 * sandbox before its containers) */
 	unlink(s->socket_path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16)) {
@@ -136,12 +203,7 @@ static int cmd_start(struct shim *s)
 		shim_log("serving on %s", s->socket_path);
 		return ttrpc_serve(fd) ? 1 : 0;
 	}
-	f = fopen("address", "w");
-	if (f) {
-		fprintf(f, "unix://%s", s->socket_path);
-		fclose(f);
-	}
-	printf("unix://%s\n", s->socket_path);
+	write_address(s->socket_path);
 	return 0;
 }
 
@@ -164,6 +226,7 @@ static int cmd_delete(struct shim *s)
 	struct timespec tick = {0, 5 * 1000 * 1000};
 	char path[PATH_MAX + 16];
 	uint8_t out[128];
+	char *group;
 	int pid = 0;
 	FILE *f;
 
@@ -181,9 +244,16 @@ static int cmd_delete(struct shim *s)
 	jail_cleanup(s->bundle);
 	snprintf(path, sizeof(path), "%s/rootfs", s->bundle);
 	umount2(path, MNT_DETACH);
-	socket_path(s, path, sizeof(path));
-	if (strncmp(path, s->bundle, strlen(s->bundle)))
-		unlink(path); /* one of /run/kiln-shim's */
+	group = group_of(s->bundle);
+	/* a group's socket is the pod's shim's: its own container (the one
+	 * it was started for) ends it; containerd runs this for every other
+	 * container of the pod too, while that shim still serves */
+	if (!group || !strcmp(group, s->id)) {
+		socket_path(s, group, path, sizeof(path));
+		if (strncmp(path, s->bundle, strlen(s->bundle)))
+			unlink(path); /* one of /run/kiln-shim's */
+	}
+	free(group);
 	t.seconds = now_ns() / 1000000000;
 	r.exit_status = 128 + SIGKILL;
 	r.exited_at = &t;

@@ -165,20 +165,14 @@ static void hash_dirs(struct sha256_ctx *h, const char *lower)
 	}
 }
 
-int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_mount *m, size_t nm,
-                   char **image, bool *mounted, int *lock, char *msg, size_t len)
+int rootfs_mount(const char *bundle, const char *root_path, const struct shim_mount *m, size_t nm,
+                 char *root, size_t root_len, bool *mounted, char *msg, size_t len)
 {
-	char root[PATH_MAX], cache[PATH_MAX], out[PATH_MAX + 64], tmp[PATH_MAX + 80],
-	    log[PATH_MAX + 16];
-	const char *lower = NULL, *upper = NULL;
-	bool cacheable = false;
 	struct stat st;
 	int err;
 
-	*image = NULL;
 	*mounted = false;
-	*lock = -1;
-	snprintf(root, sizeof(root), "%s/rootfs", bundle);
+	snprintf(root, root_len, "%s/rootfs", bundle);
 	if (mkdir(root, 0755) && errno != EEXIST) {
 		snprintf(msg, len, "%s: %s", root, strerror(errno));
 		return -errno;
@@ -191,20 +185,38 @@ int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_
 			snprintf(msg, len, "the spec's root.path %s is not a directory", root_path);
 			return -ENOTDIR;
 		}
-		snprintf(root, sizeof(root), "%s", root_path);
+		snprintf(root, root_len, "%s", root_path);
 	}
 	if (nm > 1) {
 		snprintf(msg, len, "the rootfs is %zu mounts; kiln's shim takes one", nm);
 		return -EINVAL;
 	}
 	if (nm == 1) {
-		lower = !strcmp(m->type, "overlay") ? opt_value(m, "lowerdir") : NULL;
-		upper = lower ? opt_value(m, "upperdir") : NULL;
-		cacheable = lower && (!upper || dir_empty(upper));
 		if ((err = do_mount(m, root, msg, len)))
 			return err;
 		*mounted = true;
 	}
+	return 0;
+}
+
+int rootfs_prepare(const char *bundle, const char *root_path, const struct shim_mount *m, size_t nm,
+                   char **image, bool *mounted, int *lock, char *msg, size_t len)
+{
+	char root[PATH_MAX], cache[PATH_MAX], out[PATH_MAX + 64], tmp[PATH_MAX + 80],
+	    log[PATH_MAX + 16];
+	const char *lower = NULL, *upper = NULL;
+	bool cacheable = false;
+	int err;
+
+	*image = NULL;
+	*lock = -1;
+	if (nm == 1) {
+		lower = !strcmp(m->type, "overlay") ? opt_value(m, "lowerdir") : NULL;
+		upper = lower ? opt_value(m, "upperdir") : NULL;
+		cacheable = lower && (!upper || dir_empty(upper));
+	}
+	if ((err = rootfs_mount(bundle, root_path, m, nm, root, sizeof(root), mounted, msg, len)))
+		return err;
 	cache_dir(cache, sizeof(cache));
 	if (cacheable) {
 		struct sha256_ctx h;

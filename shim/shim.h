@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* containerd-shim-kiln-v2: containerd's runtime shim v2 for kiln. One shim
- * per container; the container is one kiln VM (kiln-vmm, the agent image
- * initramfs over an erofs image of the rootfs containerd mounted), its
- * processes are agent exec or pty streams. main.c: the command line
- * (start, delete); ttrpc.c: the ttrpc server; task_rpc.c: the task
+ * per pod (or lone container); the pod is one kiln VM (kiln-vmm, the agent
+ * image initramfs over an erofs image of its first container's rootfs),
+ * each further container of the pod a root of its own copied into that VM
+ * (ctr_root.c); processes are agent exec or pty streams. main.c: the
+ * command line (start, delete); ttrpc.c: the ttrpc server; task_rpc.c: the task
  * service's methods; task.c: the container's processes and VM; vm.c:
  * kiln-vmm and agent streams; spec.c: the OCI bundle's config.json;
- * jail.c: the VMM's jail; rootfs.c: the rootfs as an erofs image; io.c: the fifos; events.c: task
- * events to containerd; stats.c: metrics. */
+ * jail.c: the VMM's jail; rootfs.c: the rootfs as an erofs image;
+ * ctr_root.c: a pod container's root sent into the VM; io.c: the fifos;
+ * events.c: task events to containerd; stats.c: metrics. */
 #ifndef KILN_SHIM_H
 #define KILN_SHIM_H
 
@@ -72,9 +74,12 @@ struct spec_binds {
 
 enum proc_state { P_CREATED, P_RUNNING, P_STOPPED };
 
+struct ctr;
+
 struct proc {
 	struct proc *next;
-	char *exec_id; /* "" for the container's init */
+	struct ctr *ctr; /* the container it belongs to */
+	char *exec_id;   /* "" for the container's init */
 	struct proc_spec spec;
 	char *stdin_path, *stdout_path, *stderr_path;
 	enum proc_state state;
@@ -105,19 +110,32 @@ struct vm {
 	bool no_jail;
 };
 
+/* A container (a task of containerd's): the pod's first one owns the VM
+ * (its rootfs is the VM's root), the others have a root of their own in
+ * it, guest_root (ctr_root.c). */
+struct ctr {
+	struct ctr *next;
+	char *id, *bundle;
+	struct proc *procs; /* its init ("") and execs */
+	struct spec_binds binds;
+	char *image;      /* the VM's root: the rootfs's erofs image (owner only) */
+	int image_lock;   /* holds it in the cache (cache.c), or -1 */
+	char *root_path;  /* the spec's root.path */
+	char *guest_root; /* NULL: the VM's "/" (the owner); else its root in the guest */
+	bool rootfs_mounted;
+	bool owner;   /* the VM is its */
+	bool deleted; /* its init was deleted: only Wait and State still see it */
+};
+
 struct shim {
-	char *id, *ns, *bundle, *address, *publish_binary;
+	char *id, *ns, *bundle, *address, *publish_binary; /* the first container's */
 	char socket_path[256];
+	bool grouped;           /* the socket is the pod's (an annotation named it) */
 	pthread_mutex_t lock;   /* everything below */
 	pthread_cond_t changed; /* a process exited, the VM died */
-	struct proc *procs;
+	struct ctr *ctrs;       /* the owner last (the first created) */
 	struct vm vm;
-	struct spec_res res;
-	struct spec_binds binds;
-	char *image;     /* the rootfs's erofs image */
-	int image_lock;  /* holds it in the cache (cache.c), or -1 */
-	char *root_path; /* the spec's root.path */
-	bool rootfs_mounted;
+	struct spec_res res; /* the VM's: the owner's spec */
 };
 
 extern struct shim g_shim;
@@ -158,8 +176,20 @@ int cache_use(const char *path, int *lock);
 int cache_prune(const char *dir, uint64_t max_bytes, int64_t max_age_s);
 void cache_prune_env(const char *dir);
 
-/* binds.c: the spec's bind mounts copied into the booted guest. */
-int binds_copy(struct shim *s, char *msg, size_t n);
+/* rootfs_mount: only the mounts (or the absolute root_path) onto
+ * bundle/rootfs; dir gets the tree's path. */
+int rootfs_mount(const char *bundle, const char *root_path, const struct shim_mount *m, size_t n,
+                 char *dir, size_t dir_len, bool *mounted, char *msg, size_t len);
+
+/* binds.c: the spec's bind mounts copied into the booted guest (their
+ * destinations already inside the container's root). */
+int binds_copy(struct shim *s, const struct spec_binds *b, char *msg, size_t n);
+
+/* ctr_root.c: a pod container's root in the guest: the tree at dir sent
+ * as a tar stream into c->guest_root (the device nodes linked in);
+ * removing it again at delete. Unlocked (agent streams). */
+int ctr_root_copy(struct shim *s, struct ctr *c, const char *dir, char *msg, size_t n);
+void ctr_root_remove(struct shim *s, const char *guest_root);
 
 /* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */
 int jail_prepare(struct shim *s, char *msg, size_t n);
@@ -178,7 +208,8 @@ int cgroup_apply(struct shim *s, const struct spec_res *r, char *msg, size_t n);
 void cgroup_remove_leaves(unsigned id);
 
 /* vm.c */
-int vm_boot(struct shim *s, char *msg, size_t n);
+/* kiln-vmm over image, its agent answering; cwd: the owner's bundle. */
+int vm_boot(struct shim *s, const char *image, char *msg, size_t n);
 void vm_stop(struct shim *s);
 int vm_api(struct shim *s, const char *req, char *reply, size_t n);
 /* A new agent stream of kind (KILN_STREAM_*), our HELLO sent: its fd. */
@@ -195,6 +226,9 @@ int vm_proc_stdin(struct proc *p, const void *data, size_t n);
 /* One frame; *payload malloc'd. ms < 0: no time limit. */
 struct kiln_frame;
 int agent_read_frame(int fd, struct kiln_frame *f, uint8_t **payload, int ms);
+/* The next frame is of type want: 0; its ERROR, or another frame, or a
+ * broken stream: -errno, and why says which (the agent's message). */
+int agent_expect(int fd, uint16_t want, int ms, char *why, size_t n);
 
 /* io.c: pump the agent stream's output into the process's fifos until EXIT */
 void *io_reader(void *arg);

@@ -1,7 +1,8 @@
 # containerd-shim-kiln-v2: containerd's runtime shim v2 for kiln (shim/).
 # Included from the top-level Makefile. Debian: protobuf-c-compiler,
 # libprotobuf-c-dev (the .proto files in shim/proto are compiled with
-# protoc-c), libjansson-dev, nettle-dev; the agent protocol codec is
+# protoc-c), libjansson-dev, nettle-dev, libarchive-dev (a pod container's
+# root sent into its VM as a tar stream); the agent protocol codec is
 # kilnd's (control/agent/agent_proto.c), and the jailed VMM is started as
 # kilnd starts it (control/sandbox/vmm_clone.c).
 SHIM_PROTOS := $(wildcard shim/proto/*.proto)
@@ -25,6 +26,6 @@ $(patsubst %.c,$(BUILD)/host/%.o,$(wildcard shim/*.c)): $(SHIM_GEN)/stamp
 
 $(BIN)/containerd-shim-kiln-v2: $(SHIM_OBJS)
 	@mkdir -p $(dir $@)
-	$(V)$(CC) -o $@ $^ -lprotobuf-c -ljansson -lnettle -lpthread
+	$(V)$(CC) -o $@ $^ -lprotobuf-c -ljansson -lnettle -larchive -lpthread
 
 all: $(BIN)/containerd-shim-kiln-v2

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* containerd.task.v2.Task: the container is a kiln VM, booted by Create
- * (the rootfs packed, kiln-vmm started, its agent answering); its init and
- * exec'd processes are agent streams started by Start. Pause writes a kiln
- * snapshot of the VM (BUNDLE/pause.snap) and leaves it paused; Resume runs
- * it on. When the init process ends, or the VM dies, every process of the
- * container has ended (as in a Linux container whose init exits). */
+/* containerd.task.v2.Task: a pod (or a lone container) is a kiln VM,
+ * booted by its first container's Create (the rootfs packed, kiln-vmm
+ * started, its agent answering); each further container of the pod gets
+ * its root copied into that VM by its Create (ctr_root.c). Processes are
+ * agent streams started by Start. Pause writes a kiln snapshot of the VM
+ * (BUNDLE/pause.snap) and leaves it paused; Resume runs it on. When a
+ * container's init ends, its other processes are killed (as in a Linux
+ * container whose init exits); the VM ends when no container's init is
+ * left, or when it dies, and with it every process of the pod. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,17 +20,63 @@
 
 #include "task_int.h"
 
-struct proc *find(struct shim *s, const char *exec_id)
+struct proc *find(struct ctr *c, const char *exec_id)
 {
-	for (struct proc *p = s->procs; p; p = p->next)
+	for (struct proc *p = c ? c->procs : NULL; p; p = p->next)
 		if (!strcmp(p->exec_id, exec_id ? exec_id : ""))
 			return p;
 	return NULL;
 }
 
-struct proc *init_proc(struct shim *s)
+struct proc *init_proc(struct ctr *c)
 {
-	return find(s, "");
+	return find(c, "");
+}
+
+struct ctr *ctr_find(struct shim *s, const char *id)
+{
+	for (struct ctr *c = s->ctrs; c; c = c->next)
+		if (!strcmp(c->id, id ? id : ""))
+			return c;
+	return NULL;
+}
+
+bool pod_busy(struct shim *s, const struct ctr *except)
+{
+	for (struct ctr *c = s->ctrs; c; c = c->next) {
+		struct proc *p = init_proc(c);
+
+		if (c != except && p && p->state != P_STOPPED)
+			return true;
+	}
+	return false;
+}
+
+struct ctr *ctr_new(const char *id, const char *bundle)
+{
+	struct ctr *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->image_lock = -1;
+	c->id = strdup(id);
+	c->bundle = strdup(bundle);
+	if (!c->id || !c->bundle) {
+		ctr_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void ctr_free(struct ctr *c)
+{
+	spec_binds_free(&c->binds);
+	free(c->id);
+	free(c->bundle);
+	free(c->image);
+	free(c->root_path);
+	free(c->guest_root);
+	free(c);
 }
 
 Google__Protobuf__Timestamp *ts(int64_t ns, Google__Protobuf__Timestamp *t)
@@ -45,9 +95,14 @@ void proc_exited(struct shim *s, struct proc *p, uint32_t status)
 	p->exit_status = status;
 	p->exited_ns = now_ns();
 	event_task(EV_EXIT, p, p->task_pid);
-	/* the container's init gone: the VM goes with everything in it */
-	if (!p->exec_id[0])
+	/* the pod's last init gone: the VM goes with everything in it; a
+	 * container's init gone: its other processes go */
+	if (!p->exec_id[0] && !pod_busy(s, NULL))
 		vm_stop(s);
+	else if (!p->exec_id[0])
+		for (struct proc *q = p->ctr->procs; q; q = q->next)
+			if (q != p && q->state == P_RUNNING)
+				vm_proc_signal(q, SIGKILL);
 	pthread_cond_broadcast(&s->changed);
 }
 
@@ -100,49 +155,36 @@ static void *vm_watch(void *arg)
 	s->vm.dead = true;
 	s->vm.pid = 0;
 	jail_release(s);
-	for (struct proc *p = s->procs; p; p = p->next)
-		if (p->state == P_RUNNING && p->fd < 0)
-			proc_exited(s, p, 255);
-		else if (p->state == P_CREATED)
-			proc_exited(s, p, 255);
+	for (struct ctr *c = s->ctrs; c; c = c->next)
+		for (struct proc *p = c->procs; p; p = p->next)
+			if ((p->state == P_RUNNING && p->fd < 0) || p->state == P_CREATED)
+				proc_exited(s, p, 255);
 	pthread_cond_broadcast(&s->changed);
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
 }
 
-int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint32_t *pid, char *msg,
-              size_t n)
+/* The pod's first container: its rootfs packed, the VM booted over it. */
+static int create_owner(struct shim *s, struct ctr *c, struct proc *p,
+                        Containerd__Task__V2__CreateTaskRequest *rq, char *msg, size_t n)
 {
 	struct shim_mount m[4];
-	struct proc *p;
 	pthread_t t;
 	int err;
 
-	if (s->procs)
-		return FAIL(RPC_ALREADY_EXISTS, "task %s exists already", rq->id);
-	if (strcmp(rq->id, s->id))
-		return FAIL(RPC_INVALID_ARGUMENT, "this shim serves %s, not %s", s->id, rq->id);
-	if (rq->checkpoint && *rq->checkpoint)
-		return FAIL(RPC_UNIMPLEMENTED, "kiln's shim cannot restore a checkpoint");
-	if (rq->n_rootfs > 4)
-		return FAIL(RPC_INVALID_ARGUMENT, "%zu rootfs mounts", rq->n_rootfs);
-	p = proc_new("", rq->stdin, rq->stdout, rq->stderr);
-	if (!p)
-		return FAIL(RPC_INTERNAL, "out of memory");
-	if (spec_load_bundle(s->bundle, &p->spec, &s->res, &s->binds, &s->root_path, msg, n)) {
-		proc_free(p);
+	if (spec_load_bundle(c->bundle, &p->spec, &s->res, &c->binds, &c->root_path, msg, n))
 		return RPC_INVALID_ARGUMENT;
-	}
 	p->spec.terminal = rq->terminal;
 	for (size_t i = 0; i < rq->n_rootfs; i++)
 		m[i] = (struct shim_mount){rq->rootfs[i]->type, rq->rootfs[i]->source,
 		                           rq->rootfs[i]->options, rq->rootfs[i]->n_options};
-	err = rootfs_prepare(s->bundle, s->root_path, m, rq->n_rootfs, &s->image,
-	                     &s->rootfs_mounted, &s->image_lock, msg, n);
+	err = rootfs_prepare(c->bundle, c->root_path, m, rq->n_rootfs, &c->image,
+	                     &c->rootfs_mounted, &c->image_lock, msg, n);
 	if (!err)
-		err = vm_boot(s, msg, n);
+		err = vm_boot(s, c->image, msg, n);
 	/* the bind mounts are there before any process of the container runs */
-	if (!err && ((err = cgroup_apply(s, &s->res, msg, n)) || (err = binds_copy(s, msg, n)))) {
+	if (!err && ((err = cgroup_apply(s, &s->res, msg, n)) ||
+	             (err = binds_copy(s, &c->binds, msg, n)))) {
 		vm_stop(s);
 		while (waitpid(s->vm.pid, NULL, 0) < 0 && errno == EINTR)
 			;
@@ -151,14 +193,125 @@ int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint3
 		jail_release(s);
 	}
 	if (err) {
-		rootfs_release(s->bundle, s->rootfs_mounted, &s->image_lock);
-		s->rootfs_mounted = false;
-		proc_free(p);
+		rootfs_release(c->bundle, c->rootfs_mounted, &c->image_lock);
+		c->rootfs_mounted = false;
 		return RPC_FAILED_PRECONDITION;
 	}
 	pthread_create(&t, NULL, vm_watch, s);
 	pthread_detach(t);
-	s->procs = p;
+	c->owner = true;
+	return 0;
+}
+
+/* A container id as a guest path component: containerd's own rule. */
+static bool id_ok(const char *id)
+{
+	size_t k = strlen(id);
+
+	if (!k || k > 76 || id[0] == '.' || id[0] == '-')
+		return false;
+	return strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") == k;
+}
+
+/* A further container of the pod: its root copied into the running VM. */
+static int create_in_pod(struct shim *s, struct ctr *c, struct proc *p,
+                         Containerd__Task__V2__CreateTaskRequest *rq, char *msg, size_t n)
+{
+	char dir[PATH_MAX];
+	struct spec_res res;
+	struct shim_mount m;
+	int64_t t0 = now_ns();
+	int err;
+
+	if (!id_ok(c->id))
+		return FAIL(RPC_INVALID_ARGUMENT, "container id '%.100s' is not a name", c->id);
+	if (s->vm.dead || s->vm.pid <= 0)
+		return FAIL(RPC_FAILED_PRECONDITION, "the pod's VM is gone (console: %s)",
+		            s->vm.console);
+	if (s->vm.paused)
+		return FAIL(RPC_FAILED_PRECONDITION, "the pod is paused: resume it first");
+	if (rq->n_rootfs > 1)
+		return FAIL(RPC_INVALID_ARGUMENT, "the rootfs is %zu mounts; kiln's shim takes one",
+		            rq->n_rootfs);
+	if (spec_load_bundle(c->bundle, &p->spec, &res, &c->binds, &c->root_path, msg, n))
+		return RPC_INVALID_ARGUMENT;
+	p->spec.terminal = rq->terminal;
+	if (asprintf(&c->guest_root, "/run/kiln/containers/%s", c->id) < 0) {
+		c->guest_root = NULL;
+		return FAIL(RPC_INTERNAL, "out of memory");
+	}
+	for (size_t i = 0; i < c->binds.n; i++) {
+		char *dst;
+
+		if (asprintf(&dst, "%s%s", c->guest_root, c->binds.v[i].dst) < 0)
+			return FAIL(RPC_INTERNAL, "out of memory");
+		free(c->binds.v[i].dst);
+		c->binds.v[i].dst = dst;
+	}
+	if (rq->n_rootfs)
+		m = (struct shim_mount){rq->rootfs[0]->type, rq->rootfs[0]->source,
+		                        rq->rootfs[0]->options, rq->rootfs[0]->n_options};
+	err = rootfs_mount(c->bundle, c->root_path, &m, rq->n_rootfs, dir, sizeof(dir),
+	                   &c->rootfs_mounted, msg, n);
+	if (err)
+		return RPC_FAILED_PRECONDITION;
+	/* the copy talks to the agent: other calls go on meanwhile */
+	pthread_mutex_unlock(&s->lock);
+	err = ctr_root_copy(s, c, dir, msg, n);
+	if (!err)
+		err = binds_copy(s, &c->binds, msg, n);
+	if (err)
+		ctr_root_remove(s, c->guest_root);
+	pthread_mutex_lock(&s->lock);
+	if (!err && ctr_find(s, c->id))
+		err = FAIL(-EEXIST, "task %s was created meanwhile", c->id);
+	if (err && err != -EEXIST && s->vm.dead)
+		snprintf(msg, n, "the pod's VM is gone (console: %s)", s->vm.console);
+	if (err) {
+		rootfs_release(c->bundle, c->rootfs_mounted, &c->image_lock);
+		c->rootfs_mounted = false;
+		return err == -EEXIST ? RPC_ALREADY_EXISTS : RPC_FAILED_PRECONDITION;
+	}
+	shim_log("container %s: its root copied into the pod's VM at %s in %lld ms", c->id,
+	         c->guest_root, (long long)((now_ns() - t0) / 1000000));
+	return 0;
+}
+
+int do_create(struct shim *s, Containerd__Task__V2__CreateTaskRequest *rq, uint32_t *pid, char *msg,
+              size_t n)
+{
+	const char *bundle = rq->bundle && *rq->bundle ? rq->bundle : s->bundle;
+	struct ctr *c;
+	struct proc *p;
+	int code;
+
+	if (ctr_find(s, rq->id))
+		return FAIL(RPC_ALREADY_EXISTS, "task %s exists already", rq->id);
+	if (!s->ctrs && strcmp(rq->id, s->id))
+		return FAIL(RPC_INVALID_ARGUMENT, "this shim serves %s, not %s", s->id, rq->id);
+	if (rq->checkpoint && *rq->checkpoint)
+		return FAIL(RPC_UNIMPLEMENTED, "kiln's shim cannot restore a checkpoint");
+	if (rq->n_rootfs > 4)
+		return FAIL(RPC_INVALID_ARGUMENT, "%zu rootfs mounts", rq->n_rootfs);
+	if (bundle[0] != '/')
+		return FAIL(RPC_INVALID_ARGUMENT, "the bundle %.200s is not absolute", bundle);
+	c = ctr_new(rq->id, bundle);
+	p = c ? proc_new("", rq->stdin, rq->stdout, rq->stderr) : NULL;
+	if (!p) {
+		if (c)
+			ctr_free(c);
+		return FAIL(RPC_INTERNAL, "out of memory");
+	}
+	p->ctr = c;
+	code = s->ctrs ? create_in_pod(s, c, p, rq, msg, n) : create_owner(s, c, p, rq, msg, n);
+	if (code) {
+		proc_free(p);
+		ctr_free(c);
+		return code;
+	}
+	c->procs = p;
+	c->next = s->ctrs;
+	s->ctrs = c;
 	*pid = p->task_pid = (uint32_t)s->vm.pid;
 	event_task(EV_CREATE, p, *pid);
 	return 0;
@@ -170,7 +323,7 @@ int do_start(struct shim *s, struct proc *p, char *msg, size_t n)
 
 	if (p->state != P_CREATED || p->starting)
 		return FAIL(RPC_FAILED_PRECONDITION, "process %s was started already",
-		            p->exec_id[0] ? p->exec_id : s->id);
+		            p->exec_id[0] ? p->exec_id : p->ctr->id);
 	if (s->vm.dead)
 		return FAIL(RPC_FAILED_PRECONDITION, "the container's VM is gone (console: %s)",
 		            s->vm.console);
@@ -191,7 +344,7 @@ int do_start(struct shim *s, struct proc *p, char *msg, size_t n)
 		close(p->fd);
 		p->fd = -1;
 		return FAIL(RPC_FAILED_PRECONDITION, "process %s was killed while starting",
-		            p->exec_id[0] ? p->exec_id : s->id);
+		            p->exec_id[0] ? p->exec_id : p->ctr->id);
 	}
 	p->state = P_RUNNING;
 	if (p->exec_id[0])
@@ -217,14 +370,14 @@ int do_kill(struct shim *s, struct proc *p, uint32_t sig, char *msg, size_t n)
 {
 	if (p->state == P_STOPPED)
 		return FAIL(RPC_NOT_FOUND, "process %s has exited already",
-		            p->exec_id[0] ? p->exec_id : s->id);
+		            p->exec_id[0] ? p->exec_id : p->ctr->id);
 	if (p->state == P_CREATED) {
 		proc_exited(s, p, 128 + sig);
 		return 0;
 	}
-	if (sig == SIGKILL && !p->exec_id[0]) {
-		/* the init killed: the container ends with its VM, whatever the
-		 * guest (frozen, or not answering) would do with the signal */
+	if (sig == SIGKILL && !p->exec_id[0] && (!pod_busy(s, p->ctr) || s->vm.dead)) {
+		/* the pod's last init killed: the pod ends with its VM, whatever
+		 * the guest (frozen, or not answering) would do with the signal */
 		proc_exited(s, p, 128 + SIGKILL);
 		return 0;
 	}

@@ -11,9 +11,15 @@
 /* An error status with msg filled in, in a function that has msg and n. */
 #define FAIL(code, ...) (snprintf(msg, n, __VA_ARGS__), (code))
 
-/* The process of exec_id ("" or NULL: the init), or NULL. */
-struct proc *find(struct shim *s, const char *exec_id);
-struct proc *init_proc(struct shim *s);
+/* The process of exec_id ("" or NULL: the init) of container c (NULL: none), or NULL. */
+struct proc *find(struct ctr *c, const char *exec_id);
+struct proc *init_proc(struct ctr *c);
+/* The container of id, or NULL. */
+struct ctr *ctr_find(struct shim *s, const char *id);
+struct ctr *ctr_new(const char *id, const char *bundle);
+void ctr_free(struct ctr *c);
+/* Has a container of the pod, but except, an init not yet ended? */
+bool pod_busy(struct shim *s, const struct ctr *except);
 Google__Protobuf__Timestamp *ts(int64_t ns, Google__Protobuf__Timestamp *t);
 struct proc *proc_new(const char *exec_id, const char *in, const char *out, const char *err);
 void proc_free(struct proc *p);

@@ -51,7 +51,7 @@ static int m_start(struct shim *s, const char *method, const uint8_t *in, size_t
 
 	UNPACK(StartRequest, start_request);
 	Containerd__Task__V2__StartResponse r = CONTAINERD__TASK__V2__START_RESPONSE__INIT;
-	p = find(s, rq->exec_id);
+	p = find(ctr_find(s, rq->id), rq->exec_id);
 	code = !p ? FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id) : do_start(s, p, msg, n);
 	if (!code) {
 		r.pid = p->exec_id[0] ? p->pid : (uint32_t)s->vm.pid;
@@ -65,12 +65,16 @@ static int m_exec(struct shim *s, const char *method, const uint8_t *in, size_t 
                   size_t *out_len, bool *exit_after, char *msg, size_t n)
 {
 	struct proc *p;
+	struct ctr *c;
 	int code = 0;
 
 	UNPACK(ExecProcessRequest, exec_process_request);
-	if (!rq->exec_id || !*rq->exec_id || find(s, rq->exec_id))
+	c = ctr_find(s, rq->id);
+	if (!c || c->deleted)
+		code = FAIL(RPC_NOT_FOUND, "no container %s", rq->id);
+	else if (!rq->exec_id || !*rq->exec_id || find(c, rq->exec_id))
 		code = FAIL(RPC_ALREADY_EXISTS, "exec id '%s' is empty or taken", rq->exec_id);
-	else if (!init_proc(s) || init_proc(s)->state != P_RUNNING)
+	else if (!init_proc(c) || init_proc(c)->state != P_RUNNING)
 		code = FAIL(RPC_FAILED_PRECONDITION, "the container is not running");
 	else if (!rq->spec)
 		code = FAIL(RPC_INVALID_ARGUMENT, "the exec has no process spec");
@@ -82,8 +86,9 @@ static int m_exec(struct shim *s, const char *method, const uint8_t *in, size_t 
 		code = RPC_INVALID_ARGUMENT;
 	} else {
 		p->spec.terminal = rq->terminal;
-		p->next = s->procs;
-		s->procs = p;
+		p->ctr = c;
+		p->next = c->procs;
+		c->procs = p;
 		event_task(EV_EXEC_ADDED, p, 0);
 	}
 	containerd__task__v2__exec_process_request__free_unpacked(rq, NULL);
@@ -99,7 +104,7 @@ static int m_wait(struct shim *s, const char *method, const uint8_t *in, size_t 
 
 	UNPACK(WaitRequest, wait_request);
 	Containerd__Task__V2__WaitResponse r = CONTAINERD__TASK__V2__WAIT_RESPONSE__INIT;
-	p = find(s, rq->exec_id);
+	p = find(ctr_find(s, rq->id), rq->exec_id);
 	if (!p)
 		code = FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id);
 	if (p)
@@ -127,13 +132,13 @@ static int m_state(struct shim *s, const char *method, const uint8_t *in, size_t
 
 	UNPACK(StateRequest, state_request);
 	Containerd__Task__V2__StateResponse r = CONTAINERD__TASK__V2__STATE_RESPONSE__INIT;
-	p = find(s, rq->exec_id);
+	p = find(ctr_find(s, rq->id), rq->exec_id);
 	if (!p) {
 		code = FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id);
 	} else {
-		r.id = s->id;
+		r.id = p->ctr->id;
 		r.exec_id = p->exec_id;
-		r.bundle = s->bundle;
+		r.bundle = p->ctr->bundle;
 		r.pid = p->exec_id[0] ? p->pid : (uint32_t)(s->vm.pid > 0 ? s->vm.pid : 0);
 		r.status = p->state == P_CREATED   ? CONTAINERD__V1__TYPES__STATUS__CREATED
 		           : p->state == P_STOPPED ? CONTAINERD__V1__TYPES__STATUS__STOPPED
@@ -159,46 +164,111 @@ static int m_kill(struct shim *s, const char *method, const uint8_t *in, size_t 
 	int code = 0;
 
 	UNPACK(KillRequest, kill_request);
-	p = find(s, rq->exec_id);
+	p = find(ctr_find(s, rq->id), rq->exec_id);
 	code = !p ? FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id)
 	          : do_kill(s, p, rq->signal, msg, n);
 	if (!code && rq->all && !p->exec_id[0])
-		for (struct proc *q = s->procs; q; q = q->next)
+		for (struct proc *q = p->ctr->procs; q; q = q->next)
 			if (q != p && q->state == P_RUNNING)
 				vm_proc_signal(q, rq->signal);
 	containerd__task__v2__kill_request__free_unpacked(rq, NULL);
 	return code;
 }
 
+/* Another container of the pod, not deleted, or NULL. */
+static struct ctr *pod_other(struct shim *s)
+{
+	for (struct ctr *c = s->ctrs; c; c = c->next)
+		if (!c->owner && !c->deleted)
+			return c;
+	return NULL;
+}
+
+/* A container's init deleted: its root goes (and, the owner's, the VM). */
+static void ctr_delete(struct shim *s, struct ctr *c)
+{
+	c->deleted = true;
+	if (c->owner) {
+		vm_stop(s);
+	} else if (c->guest_root && !s->vm.dead && !s->vm.paused) {
+		/* its copy lives in the guest's memory */
+		pthread_mutex_unlock(&s->lock);
+		ctr_root_remove(s, c->guest_root);
+		pthread_mutex_lock(&s->lock);
+	}
+	rootfs_release(c->bundle, c->rootfs_mounted, &c->image_lock);
+	c->rootfs_mounted = false;
+}
+
+/* A deleted pod container that nothing waits on: off the list and freed
+ * (a pod whose containers come and go must not grow). */
+static void ctr_reap(struct shim *s, struct ctr *c)
+{
+	struct ctr **cp = &s->ctrs;
+	struct proc *q;
+
+	for (q = c->procs; q; q = q->next)
+		if (q->state != P_STOPPED || q->waiters || q->starting)
+			return;
+	while (*cp != c)
+		cp = &(*cp)->next;
+	*cp = c->next;
+	/* their readers may still wait for the lock to end */
+	pthread_mutex_unlock(&s->lock);
+	for (q = c->procs; q; q = q->next) {
+		if (q->has_reader)
+			pthread_join(q->reader, NULL);
+		if (q->has_pump)
+			pthread_join(q->stdin_pump, NULL);
+	}
+	pthread_mutex_lock(&s->lock);
+	while ((q = c->procs)) {
+		c->procs = q->next;
+		proc_free(q);
+	}
+	ctr_free(c);
+}
+
 static int m_delete(struct shim *s, const char *method, const uint8_t *in, size_t len,
                     uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
 {
 	Google__Protobuf__Timestamp t;
+	struct ctr *other;
 	struct proc *p;
 	int code = 0;
 
 	UNPACK(DeleteRequest, delete_request);
 	Containerd__Task__V2__DeleteResponse r = CONTAINERD__TASK__V2__DELETE_RESPONSE__INIT;
-	p = find(s, rq->exec_id);
+	p = find(ctr_find(s, rq->id), rq->exec_id);
 	if (!p) {
 		code = FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id);
 	} else if (p->state == P_RUNNING || p->starting) {
 		code = FAIL(RPC_FAILED_PRECONDITION, "process %s is running: kill it first",
-		            p->exec_id[0] ? p->exec_id : s->id);
+		            p->exec_id[0] ? p->exec_id : p->ctr->id);
+	} else if (!p->exec_id[0] && p->ctr->deleted) {
+		code = FAIL(RPC_NOT_FOUND, "container %s was deleted already", p->ctr->id);
+	} else if (!p->exec_id[0] && p->ctr->owner && (other = pod_other(s))) {
+		/* the VM and its sockets live in this container's bundle */
+		code = FAIL(RPC_FAILED_PRECONDITION,
+		            "container %s of the pod is still there, in this one's VM: delete it "
+		            "first",
+		            other->id);
 	} else {
 		r.pid = p->exec_id[0] ? p->pid : 0;
 		r.exit_status = p->exit_status;
 		r.exited_at = ts(p->exited_ns ? p->exited_ns : now_ns(), &t);
 		PACK(delete_response, &r);
 		event_task(EV_DELETE, p, p->task_pid);
+		/* the owner's init stays listed (Wait, State after Delete), and a
+		 * pod container's while something waits on it; execs go */
 		if (!p->exec_id[0]) {
-			vm_stop(s);
-			rootfs_release(s->bundle, s->rootfs_mounted, &s->image_lock);
-			s->rootfs_mounted = false;
-		}
-		/* the init stays listed (Wait, State after Delete); execs go */
-		if (p->exec_id[0]) {
-			struct proc **pp = &s->procs;
+			struct ctr *c = p->ctr;
+
+			ctr_delete(s, c);
+			if (!c->owner)
+				ctr_reap(s, c); /* p may be gone */
+		} else {
+			struct proc **pp = &p->ctr->procs;
 
 			while (*pp != p)
 				pp = &(*pp)->next;
@@ -230,7 +300,7 @@ static int m_pids(struct shim *s, const char *method, const uint8_t *in, size_t 
 	Containerd__V1__Types__ProcessInfo info[64], *ptrs[64];
 	size_t k = 0;
 
-	for (p = s->procs; p && k < 64; p = p->next)
+	for (p = ctr_find(s, rq->id) ? ctr_find(s, rq->id)->procs : NULL; p && k < 64; p = p->next)
 		if (p->state == P_RUNNING) {
 			containerd__v1__types__process_info__init(&info[k]);
 			info[k].pid = p->pid;
@@ -252,10 +322,18 @@ static int m_pause_resume(struct shim *s, const char *method, const uint8_t *in,
 
 	bool pause = method[0] == 'P';
 	char req[8400], snap[4200];
+	struct ctr *c;
 
-	p = init_proc(s);
+	UNPACK(PauseRequest, pause_request);
+	c = ctr_find(s, rq->id);
+	containerd__task__v2__pause_request__free_unpacked(rq, NULL);
+	p = init_proc(c);
 	if (!p || p->state != P_RUNNING || s->vm.dead)
 		return FAIL(RPC_FAILED_PRECONDITION, "the container is not running");
+	if (!c->owner)
+		return FAIL(RPC_FAILED_PRECONDITION,
+		            "%s shares its pod's VM: pause the pod's first container (%s)", c->id,
+		            s->id);
 	if (s->vm.paused == pause)
 		return FAIL(RPC_FAILED_PRECONDITION, "the container is %s already",
 		            pause ? "paused" : "running");
@@ -290,7 +368,7 @@ static int m_resizepty(struct shim *s, const char *method, const uint8_t *in, si
 	int code = 0;
 
 	UNPACK(ResizePtyRequest, resize_pty_request);
-	p = find(s, rq->exec_id);
+	p = find(ctr_find(s, rq->id), rq->exec_id);
 	if (!p || p->state != P_RUNNING)
 		code = FAIL(RPC_NOT_FOUND, "no running process %s", rq->exec_id);
 	else if (!p->spec.terminal)
@@ -310,7 +388,7 @@ static int m_closeio(struct shim *s, const char *method, const uint8_t *in, size
 	int code = 0;
 
 	UNPACK(CloseIORequest, close_iorequest);
-	p = find(s, rq->exec_id);
+	p = find(ctr_find(s, rq->id), rq->exec_id);
 	if (!p)
 		code = FAIL(RPC_NOT_FOUND, "no process %s", rq->exec_id);
 	else if (rq->stdin && p->state == P_RUNNING)
@@ -322,6 +400,16 @@ static int m_closeio(struct shim *s, const char *method, const uint8_t *in, size
 static int m_stats(struct shim *s, const char *method, const uint8_t *in, size_t len, uint8_t **out,
                    size_t *out_len, bool *exit_after, char *msg, size_t n)
 {
+	struct ctr *c;
+
+	UNPACK(StatsRequest, stats_request);
+	c = ctr_find(s, rq->id);
+	if (!c || c->deleted)
+		(void)FAIL(RPC_NOT_FOUND, "no container %.200s", rq->id);
+	containerd__task__v2__stats_request__free_unpacked(rq, NULL);
+	if (!c || c->deleted)
+		return RPC_NOT_FOUND;
+	/* the figures are the pod's VM's, whichever container asks */
 	return stats_reply(s, out, out_len, msg, n);
 }
 
@@ -342,9 +430,14 @@ static int m_shutdown(struct shim *s, const char *method, const uint8_t *in, siz
 {
 	struct proc *p;
 
-	for (p = s->procs; p; p = p->next)
-		if (p->state == P_RUNNING)
-			return 0; /* containerd asks again once they are gone */
+	/* containerd asks after each container's delete: the last one ends us */
+	for (struct ctr *c = s->ctrs; c; c = c->next) {
+		if (!c->deleted)
+			return 0;
+		for (p = c->procs; p; p = p->next)
+			if (p->state == P_RUNNING)
+				return 0;
+	}
 	*exit_after = true;
 	return 0;
 }

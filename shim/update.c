@@ -19,15 +19,21 @@
 
 int do_update(struct shim *s, Containerd__Task__V2__UpdateTaskRequest *rq, char *msg, size_t n)
 {
-	struct proc *p = init_proc(s);
+	struct ctr *c = ctr_find(s, rq->id);
+	struct proc *p = init_proc(c);
 	struct spec_res r;
 	json_t *j, *lim;
 	json_error_t e;
 	size_t tl;
 	int err;
 
-	if (strcmp(rq->id, s->id))
-		return FAIL(RPC_NOT_FOUND, "this shim serves %s, not %s", s->id, rq->id);
+	if (!c)
+		return FAIL(RPC_NOT_FOUND, "no container %s", rq->id);
+	if (!c->owner)
+		return FAIL(
+		    RPC_FAILED_PRECONDITION,
+		    "%s shares its pod's VM: the limits are the pod's first container's (%s)",
+		    c->id, s->id);
 	if (!p || p->state != P_RUNNING || s->vm.dead || s->vm.pid <= 0)
 		return FAIL(RPC_FAILED_PRECONDITION, "the container is not running");
 	if (!rq->resources)

@@ -130,6 +130,26 @@ int agent_read_frame(int fd, struct kiln_frame *f, uint8_t **payload, int ms)
 	return err;
 }
 
+int agent_expect(int fd, uint16_t want, int ms, char *why, size_t n)
+{
+	struct kiln_frame f;
+	uint8_t *pl = NULL;
+	uint32_t e = EPROTO, ml = 0;
+	const char *m = "";
+	int err = agent_read_frame(fd, &f, &pl, ms);
+
+	if (!err && f.type == KILN_MSG_ERROR) {
+		agent_parse_error(pl, f.len, &e, &m, &ml);
+		snprintf(why, n, "%.*s", (int)(ml > 2000 ? 2000 : ml), m);
+		err = e ? -(int)e : -EPROTO;
+	} else if (err || f.type != want) {
+		err = err ? err : -EPROTO;
+		snprintf(why, n, "the agent's stream: %s", strerror(-err));
+	}
+	free(pl);
+	return err;
+}
+
 /* A vsock stream to the agent through the VM's hybrid vsock socket. */
 int vm_dial(struct shim *s, uint32_t kind, int ms)
 {
@@ -248,7 +268,7 @@ static int vmm_start(struct shim *s, const char *vmm, char *const argv[], int lo
 	return 0;
 }
 
-int vm_boot(struct shim *s, char *msg, size_t n)
+int vm_boot(struct shim *s, const char *image, char *msg, size_t n)
 {
 	char vmm[PATH_MAX], kernel[PATH_MAX], initrd[PATH_MAX], mem[32], id[16];
 	struct timespec tick = {0, 5 * 1000 * 1000};
@@ -274,7 +294,7 @@ int vm_boot(struct shim *s, char *msg, size_t n)
 	ARG("--initrd");
 	ARG(initrd);
 	ARG("--image");
-	ARG(s->image);
+	ARG(image);
 	ARG("--mem");
 	ARG(mem);
 	ARG("--vsock");
@@ -383,6 +403,7 @@ int vm_proc_start(struct shim *s, struct proc *p, char *msg, size_t n)
 	    .cols = p->spec.cols,
 	    .rows = p->spec.rows,
 	    .n_rlimits = p->spec.n_rlimits,
+	    .root = p->ctr ? p->ctr->guest_root : NULL,
 	};
 	struct agent_rlimit lim[SHIM_MAX_RLIMITS];
 	struct kiln_frame f;

@@ -245,13 +245,13 @@ int agent_msg_start(struct buf *b, const struct agent_start *s)
 	agent_put_u16(&w, s->rows);
 	if (s->n_rlimits > KILN_MAX_RLIMITS)
 		return -E2BIG;
-	if (s->user || s->n_rlimits) {
+	if (s->user || s->n_rlimits || s->root) {
 		const char *user = s->user ? s->user : "";
 
 		agent_put_str(&w, user, strlen(user));
 		agent_put_u32(&w, s->user ? s->user_flags : 0);
 	}
-	if (s->n_rlimits) {
+	if (s->n_rlimits || s->root) {
 		agent_put_u32(&w, s->n_rlimits);
 		for (uint32_t i = 0; i < s->n_rlimits; i++) {
 			agent_put_u32(&w, s->rlimits[i].resource);
@@ -259,6 +259,8 @@ int agent_msg_start(struct buf *b, const struct agent_start *s)
 			agent_put_u64(&w, s->rlimits[i].hard);
 		}
 	}
+	if (s->root)
+		agent_put_str(&w, s->root, strlen(s->root));
 	if (agent_end(&w))
 		return w.err;
 	if (s->keep)
@@ -297,6 +299,7 @@ int agent_msg_file_as(struct buf *b, uint32_t op, const char *path, uint32_t arg
 	case KILN_FILE_WRITE:
 	case KILN_FILE_MKDIR:
 	case KILN_FILE_REMOVE:
+	case KILN_FILE_UNTAR:
 		agent_put_u32(&w, arg);
 		break;
 	case KILN_FILE_RENAME:

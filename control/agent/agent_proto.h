@@ -75,6 +75,7 @@ struct agent_start {
 	uint32_t user_flags;                /* KILN_USER_* */
 	const struct agent_rlimit *rlimits; /* n_rlimits of them: the rlimits trailer */
 	uint32_t n_rlimits;
+	const char *root; /* NULL: no root trailer (the guest's "/") */
 };
 int agent_msg_start(struct buf *b, const struct agent_start *s);
 /* FILE_REQUEST; `arg` is the u32 (WRITE/MKDIR mode, REMOVE recursive) and

@@ -140,7 +140,16 @@ enum kiln_msg {
 	 * number), u64 soft, u64 hard (~0: unlimited). The command's process
 	 * sets them before it changes user; one the guest refuses is ERROR
 	 * with its errno ("cannot set rlimit N ..."). Older agents ignore it
-	 * (a compatible addition). */
+	 * (a compatible addition).
+	 * Then, optionally (after an rlimits trailer, which may have count 0),
+	 * the root trailer: string root, an absolute directory of the guest
+	 * (empty: "/"). The command's process chroot(2)s into it after its
+	 * rlimits and before it changes user; cwd and argv[0]'s PATH search
+	 * are then inside it (a pod's container in a VM it shares with the
+	 * others: shim/ctr_root.c). A pty stream's terminal node
+	 * (/dev/pts/N) is linked into ROOT/dev/pts first (for ttyname()).
+	 * ERROR with the errno of the chroot ("cannot change root to ...").
+	 * Older agents ignore it. */
 	KILN_MSG_START,
 	/* Agent: u32 pid, once the command runs (or ERROR if it could not). */
 	KILN_MSG_STARTED,
@@ -185,6 +194,22 @@ enum kiln_msg {
 	 *           success)
 	 *   REMOVE: u32 recursive     -> DONE (never follows symlinks)
 	 *   RENAME: string new path   -> DONE
+	 *   UNTAR:  u32 flags         -> (host sends DATA..., DONE) -> DONE
+	 *           path is a directory, made like MKDIR (mode 0755) if
+	 *           missing; the DATA is a tar stream (POSIX ustar, pax "x" and
+	 *           GNU "L"/"K" long names) unpacked into it as it arrives:
+	 *           files, directories, symlinks and hard links with their
+	 *           modes, owners and (files) mtimes; device nodes and fifos
+	 *           are left out. A name that is absolute, has a ".."
+	 *           component or a parent that is not a directory is ERROR
+	 *           EPERM / ENOTDIR, a malformed stream ERROR EPROTO (what was
+	 *           unpacked before stays). With KILN_UNTAR_DEV, DONE also
+	 *           links the guest's null, zero, full, random, urandom and tty
+	 *           into path/dev (made if missing; the tree's own stay); with
+	 *           KILN_UNTAR_PROC it mounts a procfs on path/proc (made if
+	 *           missing; it must be empty).
+	 *   REMOVE recursive unmounts what is mounted on a directory of the
+	 *   tree (such a procfs) before it empties it.
 	 * Then, optionally, the user trailer (as on START): the operation runs
 	 * with that user's effective ids and groups, so the file system's
 	 * permissions apply to it, and what it creates is that user's; without
@@ -258,8 +283,13 @@ enum kiln_file_op {
 	KILN_FILE_MKDIR,
 	KILN_FILE_REMOVE,
 	KILN_FILE_RENAME,
+	KILN_FILE_UNTAR,
 	KILN_FILE_MAX,
 };
+
+/* UNTAR's flags */
+#define KILN_UNTAR_DEV  0x1
+#define KILN_UNTAR_PROC 0x2
 
 #define KILN_EXIT_TIMEOUT 0x1 /* the command was killed at its timeout */
 /* The command (or a process of its session) was killed for memory: by the

@@ -176,6 +176,7 @@ struct spawn_req {
 	int status_fd; /* CLOEXEC: the child reports a failure before exec here */
 	const struct spawn_rlimit *rlimits;
 	uint32_t n_rlimits;
+	const char *root; /* NULL: the guest's; else chroot(2) into it */
 };
 /* The most a child writes to its status pipe: one atomic pipe write. */
 #define SPAWN_STATUS_MAX 512

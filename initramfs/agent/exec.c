@@ -359,8 +359,14 @@ static void exec_start(struct conn *c, const uint8_t *buf, uint32_t len)
 			s.rlimits[i].hard = rd_u64(&r);
 		}
 	}
+	if (r.left && !r.why) /* the root trailer */
+		s.root = rd_str(&r);
 	if (!rd_ok(&r)) {
 		conn_fail(c, EPROTO, "bad START: %s", r.why);
+		goto out;
+	}
+	if (s.root && *s.root && s.root[0] != '/') {
+		conn_fail(c, EINVAL, "START's root '%s' is not an absolute path", s.root);
 		goto out;
 	}
 	if (user_name && *user_name) {
@@ -394,6 +400,7 @@ out:
 	strv_free(s.argv);
 	strv_free(s.env);
 	free(s.cwd);
+	free(s.root);
 	free(user_name);
 }
 

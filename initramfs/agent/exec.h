@@ -46,6 +46,7 @@ struct start_req {
 	const struct agent_user *user; /* the user trailer's, or NULL */
 	uint32_t n_rlimits;            /* the rlimits trailer's */
 	struct spawn_rlimit rlimits[KILN_MAX_RLIMITS];
+	char *root; /* the root trailer's, or NULL */
 };
 
 /* procio.c: set up stdio and spawn; 0 or -errno. */

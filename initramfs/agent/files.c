@@ -20,6 +20,7 @@
 
 #include "agent.h"
 #include "fsops.h"
+#include "untar.h"
 #include "users.h"
 
 #define UPLOAD_TEMPLATE "/.kiln-upload.XXXXXX"
@@ -34,6 +35,7 @@ struct fop {
 	DIR *dir;                 /* LIST */
 	struct agent_user *user;  /* the request's, or NULL: root */
 	struct agent_user *owner; /* KILN_USER_GIVE: who gets what root makes */
+	struct untar *untar;      /* UNTAR */
 };
 
 static void file_open(struct conn *c)
@@ -214,10 +216,62 @@ static void file_write_commit(struct conn *c, struct fop *f)
 	file_done(c);
 }
 
+static void file_untar_start(struct conn *c, struct fop *f)
+{
+	int err = fs_mkdir_p(f->path, 0755, f->owner), fd;
+
+	if (err) {
+		file_err(c, -err, "create directory", f->path);
+		return;
+	}
+	fd = open(f->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		file_err(c, errno, "open directory", f->path);
+		return;
+	}
+	f->untar = untar_new(fd);
+	if (!f->untar) {
+		close(fd);
+		conn_nomem(c);
+	}
+}
+
+/* A DATA or DONE frame of an UNTAR stream. */
+static void file_untar_frame(struct conn *c, struct fop *f, uint16_t type, const uint8_t *buf,
+                             uint32_t len)
+{
+	char why[4200] = "";
+	int err = user_enter(f->user);
+	bool entered = !err;
+
+	if (!err && type == KILN_MSG_DATA)
+		err = untar_feed(f->untar, buf, len, why, sizeof(why));
+	else if (!err && !(err = untar_finish(f->untar, why, sizeof(why))) &&
+	         (f->mode & KILN_UNTAR_DEV) && (err = untar_link_dev(f->untar)))
+		snprintf(why, sizeof(why), "cannot link the device nodes into %.3000s/dev: %s",
+		         f->path, strerror(-err));
+	else if (!err && type == KILN_MSG_DONE && (f->mode & KILN_UNTAR_PROC) &&
+	         (err = untar_mount_proc(f->untar, f->path)))
+		snprintf(why, sizeof(why), "cannot mount a procfs on %.3000s/proc: %s", f->path,
+		         strerror(-err));
+	if (entered)
+		user_leave(f->user);
+	if (err) {
+		conn_fail(c, -err, "cannot unpack into '%.3000s': %s", f->path,
+		          why[0] ? why : strerror(-err));
+		untar_free(f->untar);
+		f->untar = NULL;
+	} else if (type == KILN_MSG_DONE) {
+		untar_free(f->untar);
+		f->untar = NULL;
+		file_done(c);
+	}
+}
+
 static bool writes(uint32_t op)
 {
 	return op == KILN_FILE_WRITE || op == KILN_FILE_MKDIR || op == KILN_FILE_REMOVE ||
-	       op == KILN_FILE_RENAME;
+	       op == KILN_FILE_RENAME || op == KILN_FILE_UNTAR;
 }
 
 static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint32_t len)
@@ -232,7 +286,8 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 	rd_init(&r, buf, len);
 	f->op = rd_u32(&r);
 	f->path = rd_str(&r);
-	if (f->op == KILN_FILE_WRITE || f->op == KILN_FILE_MKDIR || f->op == KILN_FILE_REMOVE)
+	if (f->op == KILN_FILE_WRITE || f->op == KILN_FILE_MKDIR || f->op == KILN_FILE_REMOVE ||
+	    f->op == KILN_FILE_UNTAR)
 		arg = rd_u32(&r);
 	else if (f->op == KILN_FILE_RENAME)
 		to = rd_str(&r);
@@ -270,7 +325,7 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 		entered = true;
 	}
 	f->requested = true;
-	f->mode = arg & 07777;
+	f->mode = f->op == KILN_FILE_UNTAR ? arg : arg & 07777;
 	switch (f->op) {
 	case KILN_FILE_READ:
 		file_read_start(c, f);
@@ -295,6 +350,9 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 		err = fs_remove(f->path, arg != 0, where, sizeof(where));
 		if (err)
 			file_err(c, -err, "remove", where);
+		break;
+	case KILN_FILE_UNTAR:
+		file_untar_start(c, f);
 		break;
 	case KILN_FILE_RENAME:
 		if (rename(f->path, to) < 0)
@@ -340,6 +398,13 @@ static void file_frame(struct conn *c, uint16_t type, const uint8_t *buf, uint32
 			file_write_commit(c, f);
 			user_leave(f->user);
 		}
+	} else if (f->op == KILN_FILE_UNTAR && f->untar &&
+	           (type == KILN_MSG_DATA || type == KILN_MSG_DONE)) {
+		if (len > KILN_DATA_CHUNK || (type == KILN_MSG_DONE && len))
+			conn_fail(c, EPROTO, "a %s frame of %u bytes on an UNTAR stream",
+			          type == KILN_MSG_DATA ? "DATA" : "DONE", len);
+		else
+			file_untar_frame(c, f, type, buf, len);
 	} else {
 		conn_fail(c, EPROTO, "unexpected message type %u on a file stream", type);
 	}
@@ -424,6 +489,7 @@ static void file_destroy(struct conn *c)
 	}
 	if (f->dir)
 		closedir(f->dir);
+	untar_free(f->untar);
 	free(f->tmp);
 	free(f->path);
 	free(f->user);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -77,6 +78,11 @@ static int rm_tree(int dfd, const char *name, int depth, char *where, size_t wle
 		return unlinkat(dfd, name, 0) < 0 ? -errno : 0;
 	if (depth >= RM_MAX_DEPTH)
 		return -ELOOP;
+	/* a procfs a pod container's root has (UNTAR): not to be emptied;
+	 * where names it unless it was too long to (then it is the parent's) */
+	size_t wl = strlen(where), nl = strlen(name);
+	if (wl >= nl && !strcmp(where + wl - nl, name))
+		umount2(where, MNT_DETACH | UMOUNT_NOFOLLOW);
 	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;

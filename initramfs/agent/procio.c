@@ -46,6 +46,7 @@ static int spawn_with(struct proc *p, const struct start_req *s, struct spawn_re
 	r->user = s->user;
 	r->rlimits = s->rlimits;
 	r->n_rlimits = s->n_rlimits;
+	r->root = s->root && *s->root ? s->root : NULL;
 	r->envp = spawn_env(s->env, p->pty, s->user);
 	if (!r->envp)
 		return -ENOMEM;

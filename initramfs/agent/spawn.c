@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -160,6 +161,25 @@ static __attribute__((noreturn)) void child(const struct spawn_req *r)
 		if (setrlimit((int)r->rlimits[i].resource, &l) < 0)
 			child_fail(sfd, errno, "cannot set rlimit", num);
 	}
+	/* as root still; the terminal and stdio were opened outside it; the
+	 * terminal's node is linked in too, for ttyname() */
+	if (r->root && r->tty && !strncmp(r->tty, "/dev/pts/", 9)) {
+		char at[4200];
+		struct stat st;
+
+		snprintf(at, sizeof(at), "%s/dev", r->root);
+		mkdir(at, 0755);
+		strcat(at, "/pts");
+		mkdir(at, 0755);
+		snprintf(at, sizeof(at), "%s%s", r->root, r->tty);
+		unlink(at);
+		/* another file system (a host running the agent): a node of its own */
+		if (link(r->tty, at) < 0 && (errno != EXDEV || stat(r->tty, &st) < 0 ||
+		                             mknod(at, st.st_mode, st.st_rdev) < 0))
+			child_fail(sfd, errno, "cannot link the terminal into", r->root);
+	}
+	if (r->root && chroot(r->root) < 0)
+		child_fail(sfd, errno, "cannot change root to", r->root);
 	if (r->user && r->user->uid) {
 		const struct agent_user *u = r->user;
 

@@ -36,7 +36,8 @@ ctrd_cleanup() {
 	for p in "$TASKS"/*/vmm.pid; do
 		[ -f "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null
 	done
-	for p in $(pgrep -f "containerd-shim-kiln-v2 .*-address $SOCK"); do kill -9 "$p"; done
+	# runc's shims too: a task killed but not deleted keeps its shim after containerd
+	for p in $(pgrep -f "containerd-shim-(kiln|runc)-v2 .*-address $SOCK"); do kill -9 "$p"; done
 	[ -n "$CTRD" ] && kill "$CTRD" 2>/dev/null && wait "$CTRD" 2>/dev/null
 	# containerd's snapshots and any rootfs a dead shim left mounted
 	grep -o " $T/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done

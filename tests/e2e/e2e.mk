@@ -90,11 +90,13 @@ e2e-net: $(BIN)/kilnd $(BIN)/kiln $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
 # containerd-shim-kiln-v2 under Debian's containerd on real VMs
 # (tests/e2e/containerd.sh): a containerd of the test's own, an image the
 # test builds, ctr run/exec/kill/pause/resume/metrics, a terminal, a VM and
-# a shim that die. Needs root and /dev/kvm.
+# a shim that die; then pods (tests/e2e/containerd_pod.sh): a sandbox and app
+# containers in one VM. Needs root and /dev/kvm.
 .PHONY: e2e-containerd
 e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
 		$(BUILD)/initramfs/agent-image.cpio
 	$(V)bash tests/e2e/containerd.sh
+	$(V)bash tests/e2e/containerd_pod.sh
 
 # kiln image import --docker against a dockerd of the test's own
 # (tests/e2e/docker_import.sh). Needs root and Debian's docker.io.

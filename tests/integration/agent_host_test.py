@@ -13,13 +13,16 @@ otherwise) and a working /dev/ptmx for the pty cases.
 """
 import errno
 import hashlib
+import io
 import os
 import pwd
 import re
+import shutil
 import signal
 import socket
 import stat
 import struct
+import tarfile
 import subprocess
 import sys
 import tempfile
@@ -73,9 +76,11 @@ def slist(items):
 
 
 def start_payload(argv, env=(), cwd="", uid=0, timeout_ms=0, cols=0, rows=0, user=None,
-                  user_flags=0, rlimits=None):
+                  user_flags=0, rlimits=None, root=None):
     p = (slist(argv) + slist(list(env)) + sstr(cwd) + u32(uid) + u32(timeout_ms)
          + u16(cols) + u16(rows))
+    if root is not None:  # after an rlimits trailer, which may have none
+        rlimits = rlimits or []
     if rlimits is not None:  # after a user trailer, which may name nobody
         user = user or ""
     if user is not None:
@@ -83,6 +88,8 @@ def start_payload(argv, env=(), cwd="", uid=0, timeout_ms=0, cols=0, rows=0, use
     if rlimits is not None:
         p += u32(len(rlimits)) + b"".join(
             struct.pack("<IQQ", r, soft, hard) for r, soft, hard in rlimits)
+    if root is not None:
+        p += sstr(root)
     return p
 
 
@@ -839,6 +846,130 @@ def case_file_mkdir(a, d):
     expect_error(file_req(a, KILN_FILE_MKDIR, os.path.join(d, "file"), u32(0o755)), errno.EEXIST)
     expect_error(file_req(a, KILN_FILE_MKDIR, os.path.join(d, "file/sub"), u32(0o755)),
                  errno.ENOTDIR, "file/sub")
+
+
+def tar_of(entries, fmt=tarfile.PAX_FORMAT):
+    """A tar stream of (name, type, data/linkname, mode, uid) entries."""
+    bio = io.BytesIO()
+    with tarfile.open(fileobj=bio, mode="w", format=fmt) as t:
+        for name, kind, data, mode, uid in entries:
+            ti = tarfile.TarInfo(name)
+            ti.mode, ti.uid, ti.gid, ti.mtime = mode, uid, uid, 1700000000
+            if kind == "file":
+                ti.size = len(data)
+                t.addfile(ti, io.BytesIO(data))
+                continue
+            ti.type = {"dir": tarfile.DIRTYPE, "sym": tarfile.SYMTYPE, "hard": tarfile.LNKTYPE,
+                       "fifo": tarfile.FIFOTYPE}[kind]
+            if kind in ("sym", "hard"):
+                ti.linkname = data
+            t.addfile(ti)
+    return bio.getvalue()
+
+
+def untar(a, path, data, flags=0, chunk=1000):
+    c = file_req(a, KILN_FILE_UNTAR, path, u32(flags))
+    for i in range(0, len(data), chunk):
+        c.send(KILN_MSG_DATA, data[i:i + chunk])
+    c.send(KILN_MSG_DONE)
+    return c
+
+
+def case_file_untar(a, d):
+    """UNTAR: a tar stream unpacked as it arrives (odd chunk sizes), long
+    names, links, modes, owners; fifos left out; KILN_UNTAR_DEV."""
+    long = "l" * 60 + "/" + "m" * 70 + "/file"
+    root = os.path.join(d, "new/root")
+    data = tar_of([("./", "dir", b"", 0o755, 0), ("etc", "dir", b"", 0o750, 0),
+                   ("etc/motd", "file", b"hello\n" * 3000, 0o640, 1234),
+                   (long, "file", b"deep", 0o600, 0), ("bin/sh", "file", b"#!", 0o4755, 0),
+                   ("bin/ls", "sym", "sh", 0o777, 0), ("etc/hard", "hard", "etc/motd", 0o640, 0),
+                   ("fifo", "fifo", b"", 0o644, 0), ("empty", "file", b"", 0o644, 0)])
+    expect_done(untar(a, root, data, KILN_UNTAR_DEV))
+    eq(open(os.path.join(root, "etc/motd"), "rb").read(), b"hello\n" * 3000, "content")
+    st = os.stat(os.path.join(root, "etc/motd"))
+    eq((stat.S_IMODE(st.st_mode), st.st_uid, int(st.st_mtime)), (0o640, 1234, 1700000000),
+       "mode, owner, mtime")
+    eq(stat.S_IMODE(os.stat(os.path.join(root, "etc")).st_mode), 0o750, "a directory's mode")
+    eq(open(os.path.join(root, long), "rb").read(), b"deep", "a pax long name")
+    eq(stat.S_IMODE(os.stat(os.path.join(root, "bin/sh")).st_mode), 0o4755, "set-uid kept")
+    eq(os.readlink(os.path.join(root, "bin/ls")), "sh", "symlink")
+    eq(os.stat(os.path.join(root, "etc/hard")).st_ino, st.st_ino, "hard link")
+    check(not os.path.lexists(os.path.join(root, "fifo")), "a fifo is left out")
+    eq(os.path.getsize(os.path.join(root, "empty")), 0, "an empty file")
+    check(stat.S_ISCHR(os.stat(os.path.join(root, "dev/null")).st_mode), "dev/null linked in")
+    # GNU long names too, and a chunk per frame as large as the agent takes
+    gnu = tar_of([("g" * 150, "file", b"gnu", 0o644, 0)], tarfile.GNU_FORMAT)
+    expect_done(untar(a, root, gnu, chunk=KILN_DATA_CHUNK))
+    eq(open(os.path.join(root, "g" * 150), "rb").read(), b"gnu", "a GNU long name")
+
+
+def case_file_untar_proc(a, d):
+    """UNTAR with KILN_UNTAR_PROC mounts a procfs on DIR/proc; REMOVE
+    recursive unmounts it before it empties the tree."""
+    if os.geteuid() != 0:
+        return  # mount(2) is root's
+    root = os.path.join(d, "root")
+    expect_done(untar(a, root, tar_of([("proc", "dir", b"", 0o555, 0)]), KILN_UNTAR_PROC))
+    try:
+        r = a.run(["sh", "-c", "head -c 9 %s/proc/meminfo" % root])
+        eq((bytes(r.out), bytes(r.err), r.error), (b"MemTotal:", b"", None), "the procfs answers")
+    finally:
+        expect_done(file_req(a, KILN_FILE_REMOVE, root, u32(1)))
+    check(not os.path.lexists(root), "removed, mount and all")
+
+
+def case_file_untar_refused(a, d):
+    """UNTAR refuses what would leave its directory and broken streams."""
+    root = os.path.join(d, "r")
+    for name in ("../evil", "a/../../evil", "/abs-evil"):
+        expect_error(untar(a, root, tar_of([(name, "file", b"x", 0o644, 0)])), errno.EPERM,
+                     "leaves the directory")
+    check(not os.path.exists(os.path.join(d, "evil")), "nothing written outside")
+    expect_error(untar(a, root, tar_of([("h", "hard", "../../etc/passwd", 0o644, 0)])),
+                 errno.EPERM, "outside")
+    # a symlink as a parent: refused, not followed
+    os.mkdir(os.path.join(d, "out"))
+    expect_error(untar(a, root, tar_of([("l", "sym", os.path.join(d, "out"), 0o777, 0),
+                                        ("l/x", "file", b"x", 0o644, 0)])), errno.ENOTDIR)
+    eq(os.listdir(os.path.join(d, "out")), [], "nothing written through the symlink")
+    good = tar_of([("f", "file", b"y" * 2000, 0o644, 0)])
+    expect_error(untar(a, root, good[:1200]), errno.EPROTO, "ended inside an entry")
+    bad = bytearray(good)
+    bad[0] ^= 1
+    expect_error(untar(a, root, bytes(bad)), errno.EPROTO, "checksum")
+    huge = tar_of([("p", "file", b"", 0o644, 0)])
+    hdr = bytearray(huge[:512])
+    hdr[156:157] = b"x"
+    hdr[124:136] = b"%011o\0" % (1 << 20)
+    hdr[148:156] = b"        "
+    hdr[148:156] = b"%06o\0 " % sum(hdr)
+    expect_error(untar(a, root, bytes(hdr)), errno.E2BIG, "64 KiB")
+
+
+def case_start_root(a, d):
+    """START's root trailer: the command runs chrooted, cwd and PATH inside."""
+    r = os.path.join(d, "root")
+    os.makedirs(os.path.join(r, "bin"))
+    os.makedirs(os.path.join(r, "sub"))
+    shutil.copy("/bin/busybox", os.path.join(r, "bin/busybox"))
+    os.symlink("busybox", os.path.join(r, "bin/sh"))
+    res = a.run(["sh", "-c", "echo $(busybox ls /) $(busybox pwd)"], root=r, cwd="/sub",
+                env=["PATH=/bin"])
+    if os.geteuid() != 0:
+        eq(res.error[0], errno.EPERM, "chroot as non-root")
+        return
+    eq(bytes(res.out), b"bin sub /sub\n", "stdout")
+    # a terminal: its node is there in the root too (for ttyname)
+    res = a.run(["sh", "-c", "busybox ls /dev/pts; busybox stat -c %t /dev/pts/*"],
+                kind=KILN_STREAM_PTY, root=r, env=["PATH=/bin"])
+    check(re.match(rb"\d+\r?\n[0-9a-f]+\r?\n$", bytes(res.out)),
+          "the terminal's node in the root: %r" % ((bytes(res.out), res.error),))
+    res = a.run(["true"], root="relative")
+    eq(res.error[0], errno.EINVAL, "a relative root")
+    res = a.run(["true"], root=os.path.join(d, "missing"))
+    eq(res.error[0], errno.ENOENT, "a missing root")
+    check("cannot change root" in res.error[1], "says so: %r" % (res.error[1],))
 
 
 def case_file_remove(a, d):

@@ -58,6 +58,8 @@ PROGS_PLAIN    += credtest
 PROGS_PLAIN    += procperm
 # capget's sets for root and the user, as on Linux (cases/procfs.sh).
 PROGS_PLAIN    += capsets
+# mount(2) of a procfs on an empty directory, and what is refused (cases/procfs.sh).
+PROGS_PLAIN    += mounttest
 # RLIMIT_NPROC and RLIMIT_AS (cases/rlimits.sh).
 PROGS_PLAIN    += nproctest astest
 

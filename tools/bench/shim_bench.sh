@@ -3,7 +3,8 @@
 # the bench's own, tests/e2e/containerd_env.sh) and the same busybox image
 # (built here): `ctr run --rm IMAGE true` (create to exit, the rootfs image
 # cached after the first), the first run of a new image (mkfs.erofs of its
-# rootfs), `ctr task exec` into a running task, and pause/resume. Medians of
+# rootfs), a container started in a running pod, `ctr task exec` into a
+# running task, and pause/resume. Medians of
 # SHIM_BENCH_RUNS (default 7), wall time of the ctr command in ms (ctr's
 # own start-up, ~10 ms, included for both).
 #
@@ -56,6 +57,25 @@ kn=$(awk '{print $1}' "$T/binds" | median)
 kb=$(awk '{print $2}' "$T/binds" | median)
 rb=$(awk '{print $3}' "$T/binds" | median)
 echo "ctr run --rm with the kubelet's 4 file binds: kiln $kb ms (without them, interleaved: $kn ms), runc $rb ms"
+
+# a container of a pod (tests/e2e/containerd_pod.sh): started in the pod's
+# running VM, its 2 MiB root copied in (shim/ctr_root.c), beside a lone
+# container (a VM of its own) and runc, interleaved
+$C run -d $RT --annotation io.kubernetes.cri.container-type=sandbox \
+	--annotation io.kubernetes.cri.sandbox-id=bpod "$IMG" bpod sleep 600 >/dev/null || exit 1
+for i in $(seq "$RUNS"); do
+	echo "$(timed $C run --rm $RT "$IMG" pl$i true) $(timed $C run --rm $RT \
+		--annotation io.kubernetes.cri.container-type=container \
+		--annotation io.kubernetes.cri.sandbox-id=bpod "$IMG" pm$i true) $(timed $C run --rm \
+		--runtime io.containerd.runc.v2 "$IMG" pr$i true)"
+done >"$T/pod.txt"
+pl=$(awk '{print $1}' "$T/pod.txt" | median)
+pm=$(awk '{print $2}' "$T/pod.txt" | median)
+pr=$(awk '{print $3}' "$T/pod.txt" | median)
+pc=$(grep -o 'container pm[0-9]*: its root copied into the pod.s VM at [^ ]* in [0-9]* ms' \
+	"$T/containerd.log" | awk '{print $(NF - 1)}' | median)
+echo "ctr run --rm in a running pod: kiln $pm ms (its root copied into the VM: $pc ms), a lone kiln container $pl ms, runc $pr ms (interleaved)"
+$C task kill -s SIGKILL bpod >/dev/null 2>&1
 
 $C run -d $RT "$IMG" kx sleep 600 >/dev/null || exit 1
 $C run -d --runtime io.containerd.runc.v2 "$IMG" rx sleep 600 >/dev/null || exit 1

@@ -654,6 +654,41 @@ static const struct inode_ops pfs_iops = {
     .link_access = pfs_link_access,
 };
 
+int procfs_attach(struct inode *dir)
+{
+	struct pfs_node *n;
+
+	if (!S_ISDIR(dir->mode))
+		return -ENOTDIR;
+	/* a procfs already, or an image's directory not read yet, or one
+	 * with names that the procfs would hide */
+	if (dir->synth || dir->dir.count)
+		return -EBUSY;
+	n = kzalloc(sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->synth.ops = &pfs_iops;
+	n->ent = &root_entry;
+	n->attached = true;
+	dir->synth = &n->synth;
+	return 0;
+}
+
+int procfs_detach(struct inode *dir)
+{
+	struct pfs_node *n;
+
+	if (!dir->synth || dir->synth->ops != &pfs_iops)
+		return -EINVAL;
+	n = pfs_node_of(dir);
+	if (n->ent != &root_entry || !n->attached)
+		return -EINVAL;
+	clear_dir(dir);
+	dir->synth = NULL;
+	kfree(n);
+	return 0;
+}
+
 int procfs_init(struct inode *root)
 {
 	struct pfs_node *n = kzalloc(sizeof(*n));

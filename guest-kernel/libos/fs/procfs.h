@@ -113,6 +113,7 @@ struct pfs_node {
 	int pid, tid, fd;
 	uint64_t gen;   /* the process's start_ns: a pid can be reused */
 	bool populated; /* a process or thread directory has its sub entries */
+	bool attached;  /* a root made by mount(2), not the boot /proc */
 };
 
 static inline struct pfs_node *pfs_node_of(const struct inode *ip)

@@ -224,6 +224,11 @@ uint32_t inotify_cookie(void);
 
 /* procfs.c: "/proc" in the root. */
 int procfs_init(struct inode *root);
+/* A procfs of its own on dir, an empty directory of no other file system
+ * (sys_mount.c); procfs_detach ends one so made (not the boot /proc).
+ * 0 or -errno. */
+int procfs_attach(struct inode *dir);
+int procfs_detach(struct inode *dir);
 
 /* devfs.c */
 int devfs_populate(struct inode *dev);

@@ -7,6 +7,13 @@ expect_same procperm -- /bin/procperm
 # capget's and /proc/self/status's capability sets through set*id,
 # capset and exec, as root and as uid 1000: the same as on the host.
 expect_same capsets -- /bin/capsets
+# a procfs of its own on an empty directory (a pod container's /proc): the
+# only mount the guest takes; the rest refused, root only (guest only)
+guest_case mount-proc 0 --out '^mount: ok$' --out '^comm: mounttest$' --out '^again: EBUSY$' \
+	--out '^non-empty: EBUSY$' --out '^on a file: ENOTDIR$' --out '^tmpfs: ENODEV$' \
+	--out '^bind: EINVAL$' --out '^umount /proc: EINVAL$' --out '^umount a dir: EINVAL$' \
+	--out '^as a user: EPERM$' --out '^umount as a user: EPERM$' --out '^umount: ok$' \
+	--out '^self after: ENOENT$' --out '^rmdir: ok$' --out '^boot /proc: ok$' -- /bin/mounttest
 guest_case proctest 0 --out '^proctest ok$' --no-out 'FAIL' -- /bin/proctest one 'two words'
 guest_case procfs-ls 0 --out '^1$' --out '^self$' --out '^cpuinfo$' --out '^sys$' \
 	-- /bin/busybox ls -1 /proc

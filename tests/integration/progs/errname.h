@@ -22,6 +22,12 @@ static inline const char *ename(int e)
 		return "EINVAL";
 	case EEXIST:
 		return "EEXIST";
+	case EBUSY:
+		return "EBUSY";
+	case ENOTDIR:
+		return "ENOTDIR";
+	case ENODEV:
+		return "ENODEV";
 	}
 	return strerror(e);
 }

@@ -1,0 +1,153 @@
+#!/bin/bash
+# A pod of several containers in one kiln VM, against Debian's containerd
+# (a containerd of the test's own, tests/e2e/containerd_env.sh): a
+# sandbox container and app containers marked as the CRI marks them
+# (`ctr run --annotation io.kubernetes.cri.sandbox-id=POD`); one shim and
+# one VMM serve them all, each app container has its own root (its image,
+# copied into the VM), exit status, kill, exec and delete; the VM ends
+# after the pod's last container, or dies under all of them at once.
+#
+#   make e2e-containerd   (runs tests/e2e/containerd.sh, then this)
+#
+# Prints "ok"/"not ok" per check and "N passed, N failed".
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+command -v script >/dev/null || { echo "e2e-containerd-pod: script is missing (bsdutils)"; exit 1; }
+# shellcheck source=tests/e2e/containerd_env.sh
+. tests/e2e/containerd_env.sh e2e-containerd-pod
+IMG=docker.io/library/kiln-test:1
+APPIMG=docker.io/library/kiln-app:1
+PASS=0
+FAIL=0
+
+ok() { PASS=$((PASS + 1)); echo "ok - $1"; }
+not_ok() { FAIL=$((FAIL + 1)); echo "not ok - $1"; }
+check() { if [ "$1" = 0 ]; then ok "$2"; else not_ok "$2"; fi; }
+ms() { date +%s%3N; }
+state() { $C task ls | awk -v id="$1" '$1 == id {print $3}'; }
+tpid() { $C task ls | awk -v id="$1" '$1 == id {print $2}'; }
+shims() { pgrep -f "containerd-shim-kiln-v2 .*-address $SOCK" | wc -l; }
+sandbox() { $C run -d $RT --annotation io.kubernetes.cri.container-type=sandbox \
+	--annotation "io.kubernetes.cri.sandbox-id=$1" "$IMG" "$1" sleep 600 >/dev/null; }
+member() { echo --annotation io.kubernetes.cri.container-type=container \
+	--annotation "io.kubernetes.cri.sandbox-id=$1"; }
+
+python3 tests/e2e/images/mkarchive.py "$T/img.tar" --tag "$IMG" --cmd '["/bin/sh"]' &&
+	$C image import "$T/img.tar" >/dev/null &&
+	python3 tests/e2e/images/mkarchive.py "$T/app.tar" --tag "$APPIMG" --dir /srv \
+		--file /srv/app-only='the app image' --env ROLE=app --cmd '["/bin/sh"]' &&
+	$C image import "$T/app.tar" >/dev/null
+check $? "two images built here and imported (the sandbox's and the app's)"
+
+# ---- one VM, one shim, a root of its own
+t0=$(ms)
+sandbox pod1
+t1=$(ms)
+[ "$(state pod1)" = RUNNING ]
+check $? "the pod's sandbox container runs ($((t1 - t0)) ms, VM booted)"
+vmm=$(cat "$TASKS/pod1/vmm.pid")
+n_shims=$(shims)
+t0=$(ms)
+out=$($C run --rm $RT $(member pod1) --env WHO=a1 "$APPIMG" a1 \
+	sh -c 'echo $WHO $ROLE; cat /srv/app-only; echo; ls /;
+	echo x >/dev/null && echo urandom $(head -c 4 /dev/urandom | wc -c); exit 7' 2>&1)
+rc=$?
+t1=$(ms)
+a1_ms=$((t1 - t0))
+[ $rc = 7 ] && [ "$(sed -n 1,2p <<<"$out")" = "$(printf 'a1 app\nthe app image')" ] &&
+	! grep -qx run <<<"$out" && grep -qx srv <<<"$out" && grep -qx 'urandom 4' <<<"$out"
+check $? "an app container of the pod: its own image as its root (with /dev/null and /dev/urandom), its env, exit status 7 ($rc; $a1_ms ms ctr run to exit: $(tr '\n' ' ' <<<"$out"))"
+[ "$(state pod1)" = RUNNING ] && [ "$(shims)" = "$n_shims" ] && kill -0 "$vmm" &&
+	[ ! -e "$TASKS/a1/vmm.pid" ]
+check $? "it ran in the sandbox's VM: no second shim ($(shims) for $n_shims) and no VMM of its own; the sandbox runs on"
+out=$($C run --rm $RT $(member pod1) "$APPIMG" a1 sh -c 'echo again' 2>&1)
+[ "$out" = again ]
+check $? "the same container id again in the pod, after its delete ($out)"
+# (a terminal's output may start with a NUL, echoed as "^@": lone containers' too)
+out=$(script -qec "$C run --rm -t $RT $(member pod1) $APPIMG a0 sh -c 'tty; exit 5'" /dev/null </dev/null)
+rc=$?
+out=$(tr -d '\000\r' <<<"$out" | sed 's/\^@//g')
+[ $rc = 5 ] && grep -q '^/dev/pts/[0-9]' <<<"$out"
+check $? "an app container with a terminal (ctr run -t): its tty is named in its root ($(head -1 <<<"$out"), rc $rc)"
+
+# a long-running app container: same VMM pid, its own pids, exec, kill
+$C run -d $RT $(member pod1) "$APPIMG" a2 sh -c 'echo up >/tmp/up; exec sleep 600' >/dev/null
+[ "$(state a2)" = RUNNING ] && [ "$(tpid a2)" = "$(tpid pod1)" ] && [ "$(tpid a2)" = "$vmm" ]
+check $? "a second app container runs; containerd sees the pod's VMM as the task of both ($(tpid a2), $(tpid pod1))"
+# the app's root is a directory of the pod's VM, seen from the sandbox
+$C task exec --exec-id e0 pod1 sh -c 'for i in $(seq 50); do [ -e /run/kiln/containers/a2/tmp/up ] && break; sleep 0.1; done'
+out=$($C task exec --exec-id e1 pod1 sh -c 'cat /run/kiln/containers/a2/tmp/up; [ -e /srv/app-only ] || echo not-in-sandbox' 2>&1)
+[ "$out" = "$(printf 'up\nnot-in-sandbox')" ]
+check $? "the app's file is in the pod's VM, under its root (seen by an exec in the sandbox: $(tr '\n' ' ' <<<"$out")); the app image's files are not the sandbox's"
+out=$($C task exec --exec-id e2 a2 sh -c 'cat /tmp/up /srv/app-only' 2>&1)
+[ "$out" = "$(printf 'up\nthe app image')" ]
+check $? "ctr task exec into the app container runs in its root ($(tr '\n' ' ' <<<"$out"))"
+out=$($C task exec --exec-id e2p a2 ps 2>&1)
+grep -q 'sleep 600' <<<"$out" && grep -q ' ps$' <<<"$out"
+check $? "the app container has a /proc of its own: ps lists its processes ($(grep -c . <<<"$out") lines)"
+p_app=$($C task ps a2 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
+p_pod=$($C task ps pod1 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
+[ -n "$p_app" ] && [ -n "$p_pod" ] && [ "$p_app" != "$p_pod" ]
+check $? "ctr task ps lists each container's own processes (a2: $p_app, pod1: $p_pod)"
+$C task kill -s SIGKILL a2
+for _ in $(seq 100); do [ "$(state a2)" = STOPPED ] && break; sleep 0.05; done
+[ "$(state a2)" = STOPPED ] && [ "$(state pod1)" = RUNNING ] &&
+	[ "$($C task exec --exec-id e3 pod1 echo alive 2>&1)" = alive ]
+check $? "killing the app container stops it, the sandbox runs on and takes execs"
+$C task delete a2 >/dev/null && $C container rm a2 &&
+	[ "$($C task exec --exec-id e4 pod1 sh -c 'ls /run/kiln/containers' 2>&1)" = "" ]
+check $? "its delete removes its root from the VM"
+
+# ---- delete order: the sandbox last; the VM after the last container
+$C run -d $RT $(member pod1) "$APPIMG" a3 sleep 600 >/dev/null
+$C task kill -s SIGKILL pod1
+for _ in $(seq 100); do [ "$(state pod1)" = STOPPED ] && break; sleep 0.05; done
+[ "$(state pod1)" = STOPPED ] && [ "$(state a3)" = RUNNING ] && kill -0 "$vmm" &&
+	[ "$($C task exec --exec-id e5 a3 echo still 2>&1)" = still ]
+check $? "the sandbox's init killed: the app container runs on in the VM"
+out=$($C task delete pod1 2>&1)
+[ $? != 0 ] && grep -q "a3" <<<"$out" && kill -0 "$vmm"
+check $? "the sandbox's delete is refused while a container of the pod is there ($out)"
+$C task kill -s SIGKILL a3
+for _ in $(seq 100); do ! kill -0 "$vmm" 2>/dev/null && break; sleep 0.05; done
+! ps -o stat= -p "$vmm" | grep -qv Z && [ "$(state a3)" = STOPPED ]
+check $? "the pod's last init gone: its VMM is gone"
+$C task delete a3 >/dev/null && $C container rm a3 && $C task delete pod1 >/dev/null &&
+	$C container rm pod1
+for _ in $(seq 100); do [ "$(shims)" = 0 ] && break; sleep 0.05; done
+[ "$(shims)" = 0 ]
+check $? "the app, then the sandbox delete; the pod's shim exits after the last"
+
+# ---- a pod whose VM dies: every task fails, nothing hangs
+sandbox pod2
+$C run -d $RT $(member pod2) "$APPIMG" b1 sleep 600 >/dev/null
+vmm=$(cat "$TASKS/pod2/vmm.pid")
+kill -9 "$vmm"
+for _ in $(seq 100); do
+	[ "$(state b1)" = STOPPED ] && [ "$(state pod2)" = STOPPED ] && break
+	sleep 0.05
+done
+[ "$(state b1)" = STOPPED ] && [ "$(state pod2)" = STOPPED ]
+check $? "the pod's VM killed: both its tasks are STOPPED"
+out=$(timeout 20 $C run --rm $RT $(member pod2) "$APPIMG" b2 true 2>&1)
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && grep -q "VM is gone\|cannot reach the pod's agent" <<<"$out"
+check $? "a new container of that pod fails at once, saying why (rc $rc: $out)"
+$C container rm b2 >/dev/null 2>&1
+timeout 10 $C task delete b1 >/dev/null && $C container rm b1 &&
+	timeout 10 $C task delete pod2 >/dev/null && $C container rm pod2
+check $? "and both delete"
+
+sleep 0.5
+mnts=$(grep -c " $TASKS/" /proc/mounts)
+left=$(ls "$TASKS" 2>/dev/null | wc -l)
+[ "$mnts" = 0 ] && [ "$left" = 0 ] && [ "$(shims)" = 0 ]
+check $? "nothing is left behind: rootfs mounts ($mnts), bundles ($left), shims ($(shims))"
+echo "# pod container start (ctr run --rm to exit, a 2 MiB busybox root copied in): $a1_ms ms"
+grep -o 'container [a-z0-9]*: its root copied into the pod.s VM at [^ ]* in [0-9]* ms' "$T/containerd.log" |
+	sed 's/^/# /'
+
+grep -q "level=error" "$T/containerd.log" && grep "level=error" "$T/containerd.log" | head -5 | sed 's/^/# /'
+echo
+echo "$PASS passed, $FAIL failed"
+[ $FAIL = 0 ]
