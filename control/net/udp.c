@@ -52,7 +52,7 @@ static struct ev_loop *loop_of(struct urelay *r)
 	return r->ns->sb->kd->loop;
 }
 
-static void relay_free(struct urelay *r)
+static void urelay_free(struct urelay *r)
 {
 	struct ev_loop *loop = loop_of(r);
 	struct net_sb *ns = r->ns;
@@ -110,7 +110,7 @@ static void on_guest_write(struct ev_loop *loop, ev_io *w, int revents)
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				return;
-			relay_free(r);
+			urelay_free(r);
 			return;
 		}
 		r->down_off += (size_t)n;
@@ -323,7 +323,7 @@ static void on_guest_read(struct ev_loop *loop, ev_io *w, int revents)
 
 	if (n <= 0) {
 		if (n == 0 || (errno != EAGAIN && errno != EINTR))
-			relay_free(r); /* the guest closed its socket */
+			urelay_free(r); /* the guest closed its socket */
 		return;
 	}
 	r->up_len += (size_t)n;
@@ -333,7 +333,7 @@ static void on_guest_read(struct ev_loop *loop, ev_io *w, int revents)
 
 		if (k < 0) {
 			net_log(r->ns, "UDP: a stream with a bad frame closed");
-			relay_free(r);
+			urelay_free(r);
 			return;
 		}
 		if (!k)
@@ -350,7 +350,7 @@ static void on_idle(struct ev_loop *loop, ev_timer *w, int revents)
 	struct urelay *r = w->data;
 
 	if (ev_now(loop) - r->last >= UDP_IDLE_S) {
-		relay_free(r); /* the guest's next datagram opens another */
+		urelay_free(r); /* the guest's next datagram opens another */
 		return;
 	}
 	ev_timer_set(w, UDP_IDLE_S - (ev_now(loop) - r->last) + 0.01, 0);
@@ -397,7 +397,7 @@ void udp_relay_start(struct net_sb *ns, int gfd)
 	ns->udp = r;
 	ns->nudp++;
 	if (send(gfd, &rep, sizeof(rep), MSG_NOSIGNAL) != (ssize_t)sizeof(rep)) {
-		relay_free(r);
+		urelay_free(r);
 		return;
 	}
 	ev_io_start(loop, &r->grd);
@@ -408,5 +408,5 @@ void udp_relay_start(struct net_sb *ns, int gfd)
 void udp_close_all(struct net_sb *ns)
 {
 	while (ns->udp)
-		relay_free(ns->udp);
+		urelay_free(ns->udp);
 }
