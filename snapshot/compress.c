@@ -275,14 +275,16 @@ static uint64_t sparse_hash(const struct cjob *j, uint64_t start, size_t n)
 	return snap_xxh64_digest(&st);
 }
 
-/* What encode() made of a chunk. */
-enum kind { K_ABSENT, K_HOLE, K_ZERO, K_DATA, K_REUSED };
+/* What encode() made of a chunk. K_KEPT: ref's stored bytes where they
+ * are, in the file a generation is appended to (in->append). */
+enum kind { K_ABSENT, K_HOLE, K_ZERO, K_DATA, K_REUSED, K_KEPT };
 
 struct enc_out {
 	enum kind kind;
 	bool unwritten;   /* taken from ref unread: nothing wrote the chunk */
 	const void *data; /* len stored bytes (len 0: no data) */
 	size_t len;
+	uint64_t offset; /* K_KEPT: where they are */
 	uint16_t enc;
 	uint64_t checksum, content;
 };
@@ -316,6 +318,17 @@ static int ref_chunk(const struct cjob *j, struct wbuf *w, uint64_t i, struct en
 		return 0;
 	}
 	c = &h->chunks[i];
+	if (j->in->append && h == j->in->ref) {
+		/* Left where it is, unread: a generation never changes, and
+		 * whoever reads the chunk checks it. */
+		o->kind = K_KEPT;
+		o->offset = c->offset;
+		o->len = c->stored_len;
+		o->enc = c->enc;
+		o->checksum = c->checksum;
+		o->content = c->content;
+		return 0;
+	}
 	o->data = h->map ? h->map + c->offset : w->buf;
 	if (!h->map && snap_pread(h->fd, w->buf, c->stored_len, c->offset) < 0) {
 		*what = "reading it from the older snapshot failed";
@@ -456,7 +469,7 @@ static bool same_as_ref(const struct cjob *j, uint64_t i, const struct enc_out *
 		return o->kind == K_ABSENT;
 	if (bm_test(h->zero, i))
 		return o->kind == K_HOLE || o->kind == K_ZERO;
-	return o->kind == K_REUSED;
+	return o->kind == K_REUSED || o->kind == K_KEPT;
 }
 
 /* Chunk i: ref's as it is when nothing wrote it since ref (j->written),
@@ -562,11 +575,13 @@ static void *worker(void *arg)
 		j->st.nzero += o.kind == K_HOLE || o.kind == K_ZERO;
 		j->st.nunwritten += o.unwritten;
 		if (o.len) {
-			off = j->cur_off;
-			j->cur_off += o.len;
+			off = o.kind == K_KEPT ? o.offset : j->cur_off;
+			if (o.kind != K_KEPT)
+				j->cur_off += o.len;
+			j->st.nkept += o.kind == K_KEPT;
 			j->st.ndata++;
 			j->st.nraw += o.enc == SNAP_ENC_RAW;
-			j->st.nreused += o.kind == K_REUSED;
+			j->st.nreused += o.kind == K_REUSED || o.kind == K_KEPT;
 			j->st.data_in += snap_chunk_len_of(j->mem_size, j->chunk_size, i);
 			j->st.data_out += o.len;
 			c->offset = off;
@@ -579,7 +594,7 @@ static void *worker(void *arg)
 		pthread_cond_broadcast(&j->turn);
 		pthread_mutex_unlock(&j->lock);
 
-		if (!o.len)
+		if (!o.len || o.kind == K_KEPT)
 			continue;
 		/* Only this thread writes entry i's bytes. */
 		ret = snap_pwrite(j->fd, o.data, o.len, off);
@@ -688,6 +703,7 @@ again:
 	st->nraw = j.st.nraw;
 	st->nreused = j.st.nreused;
 	st->nunwritten = j.st.nunwritten;
+	st->nkept = j.st.nkept;
 	st->data_in = j.st.data_in;
 	st->data_out = j.st.data_out;
 	free(j.ext);

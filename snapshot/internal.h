@@ -35,6 +35,7 @@ struct snap {
 	uint64_t file_size;
 	uint64_t id;
 	struct snap_header hdr;
+	unsigned slot;            /* version 3: the header slot hdr was read from */
 	struct snap_section *sec; /* hdr.nsections */
 	struct snap_vcpu_state *vcpus;
 	struct snap_vm_state vm;

@@ -5,6 +5,8 @@
  * header size, then the header checksum, then what the header says, then the
  * section table and its checksum, then each payload). Nothing is returned
  * unless all of it holds; chunk payloads are checked when they are read.
+ * A version 3 file has two header slots: the newest generation that holds
+ * is taken, else the other (a crash while a generation was added).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,17 +27,19 @@ static int check_header(struct snap *s, struct snap_err *err)
 	uint64_t stored = h->checksum, sum;
 	uint64_t tend;
 
-	if (h->version < SNAP_FORMAT_VERSION)
+	bool v3 = h->version == SNAP_FORMAT_VERSION;
+
+	if (h->version < SNAP_FORMAT_V2)
 		return snap_errf(err, -EPROTONOSUPPORT,
-		                 "format version %u not supported (this build reads version %u): "
-		                 "an older kiln wrote it; restore it with that kiln and take the "
-		                 "snapshot again",
-		                 h->version, SNAP_FORMAT_VERSION);
-	if (h->version != SNAP_FORMAT_VERSION)
+		                 "format version %u not supported (this build reads versions %u "
+		                 "and %u): an older kiln wrote it; restore it with that kiln and "
+		                 "take the snapshot again",
+		                 h->version, SNAP_FORMAT_V2, SNAP_FORMAT_VERSION);
+	if (h->version > SNAP_FORMAT_VERSION)
 		return snap_errf(err, -EPROTONOSUPPORT,
-		                 "format version %u not supported (this build reads version %u): "
-		                 "a newer kiln wrote it",
-		                 h->version, SNAP_FORMAT_VERSION);
+		                 "format version %u not supported (this build reads versions %u "
+		                 "and %u): a newer kiln wrote it",
+		                 h->version, SNAP_FORMAT_V2, SNAP_FORMAT_VERSION);
 	if (h->header_size != sizeof(*h))
 		return snap_errf(err, -EINVAL, "header size %u, expected %zu", h->header_size,
 		                 sizeof(*h));
@@ -55,15 +59,20 @@ static int check_header(struct snap *s, struct snap_err *err)
 		return snap_errf(err, -EINVAL, "diff flag and parent id disagree");
 	if (!snap_is_zero(h->reserved, sizeof(h->reserved)))
 		return snap_errf(err, -EINVAL, "reserved header fields are not zero");
+	if (v3 ? !h->generation : h->generation != 0)
+		return snap_errf(err, -EINVAL, "generation %llu in a version %u file",
+		                 U(h->generation), h->version);
 	if (h->section_entry_size != sizeof(struct snap_section) ||
-	    h->section_table_offset != sizeof(*h))
+	    (v3 ? h->section_table_offset < SNAP_BODY_OFFSET || h->section_table_offset % 8 ||
+	              h->section_table_offset > h->file_size
+	        : h->section_table_offset != sizeof(*h)))
 		return snap_errf(err, -EINVAL, "section table at %llu with %u-byte entries",
 		                 U(h->section_table_offset), h->section_entry_size);
 	/* At least one vCPU, the VM, the memory index and data. */
 	if (h->nsections < 4 || h->nsections > SNAP_MAX_SECTIONS)
 		return snap_errf(err, -EINVAL, "%u sections (4..%u)", h->nsections,
 		                 SNAP_MAX_SECTIONS);
-	tend = sizeof(*h) + (uint64_t)h->nsections * sizeof(struct snap_section);
+	tend = h->section_table_offset + (uint64_t)h->nsections * sizeof(struct snap_section);
 	if (h->file_size < tend)
 		return snap_errf(err, -EINVAL, "file size %llu is smaller than its section table",
 		                 U(h->file_size));
@@ -130,7 +139,9 @@ static const char *sec_name(const struct snap_section *e, uint32_t i, char *buf,
 static int check_table(struct snap *s, struct snap_err *err)
 {
 	const struct snap_vm_config *c = &s->hdr.config;
-	uint64_t prev_end = sizeof(s->hdr) + s->hdr.nsections * sizeof(struct snap_section);
+	bool v3 = s->hdr.version == SNAP_FORMAT_VERSION;
+	uint64_t prev_end =
+	    v3 ? SNAP_BODY_OFFSET : sizeof(s->hdr) + s->hdr.nsections * sizeof(struct snap_section);
 	uint32_t nvcpu = 0, nvm = 0, nidx = 0, ndata = 0, devs = 0, want_devs = 0;
 	uint8_t *vseen = calloc(c->nr_vcpus, 1);
 	const struct snap_section *cur = NULL;
@@ -208,6 +219,11 @@ static int check_table(struct snap *s, struct snap_err *err)
 		          nvcpu, c->nr_vcpus, nvm, nidx, ndata, devs, want_devs);
 		goto out;
 	}
+	if (v3 && s->hdr.section_table_offset < prev_end) {
+		snap_errf(err, ret, "section table at %llu overlaps the sections (end at %llu)",
+		          U(s->hdr.section_table_offset), U(prev_end));
+		goto out;
+	}
 	ret = 0;
 	goto out;
 bad:
@@ -223,6 +239,9 @@ static int check_size(struct snap *s, struct snap_err *err)
 {
 	char nm[64];
 
+	/* Version 3: a newer generation may follow. */
+	if (s->file_size > s->hdr.file_size && s->hdr.version == SNAP_FORMAT_VERSION)
+		return 0;
 	if (s->file_size > s->hdr.file_size)
 		return snap_errf(err, -EINVAL,
 		                 "file is %llu bytes, header says %llu: trailing data",
@@ -322,30 +341,12 @@ static int load_state(struct snap *s, struct snap_err *err)
 	return ret;
 }
 
-static int load(struct snap *s, struct snap_err *err)
+/* Everything after the header: what the header in s->hdr names. */
+static int load_gen(struct snap *s, struct snap_err *err)
 {
-	struct stat st;
 	size_t tlen;
 	int ret;
 
-	if (fstat(s->fd, &st) < 0)
-		return snap_errf(err, -errno, "stat: %s", strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return snap_errf(err, -EINVAL, "not a regular file");
-	s->file_size = (uint64_t)st.st_size;
-	if (s->file_size >= sizeof(s->hdr.magic)) {
-		ret = snap_pread(s->fd, s->hdr.magic, sizeof(s->hdr.magic), 0);
-		if (ret < 0)
-			return snap_errf(err, ret, "read: %s", strerror(-ret));
-		if (memcmp(s->hdr.magic, SNAP_MAGIC, sizeof(s->hdr.magic)))
-			return snap_errf(err, -EINVAL, "not a kiln snapshot (bad magic)");
-	}
-	if (s->file_size < sizeof(s->hdr))
-		return snap_errf(err, -ENODATA, "truncated at byte %llu: header needs %zu bytes",
-		                 U(s->file_size), sizeof(s->hdr));
-	ret = snap_pread(s->fd, &s->hdr, sizeof(s->hdr), 0);
-	if (ret < 0)
-		return snap_errf(err, ret, "read: %s", strerror(-ret));
 	ret = check_header(s, err);
 	if (ret < 0)
 		return ret;
@@ -357,7 +358,7 @@ static int load(struct snap *s, struct snap_err *err)
 	s->sec = malloc(tlen);
 	if (!s->sec)
 		return snap_errf(err, -ENOMEM, "out of memory");
-	ret = snap_pread(s->fd, s->sec, tlen, sizeof(s->hdr));
+	ret = snap_pread(s->fd, s->sec, tlen, s->hdr.section_table_offset);
 	if (ret < 0)
 		return snap_errf(err, ret, "read: %s", strerror(-ret));
 	if (snap_xxh64(s->sec, tlen, 0) != s->hdr.table_checksum)
@@ -375,6 +376,96 @@ static int load(struct snap *s, struct snap_err *err)
 		if (s->sec[i].type == SNAP_SEC_MEM_INDEX)
 			return snap_load_index(s, i, err);
 	return snap_errf(err, -EINVAL, "no memory index"); /* check_table saw one */
+}
+
+/* What load_gen() made, so that the other header slot can be tried. */
+static void unload(struct snap *s)
+{
+	for (unsigned d = 0; d < s->ndevs; d++)
+		free(s->devs[d].data);
+	free(s->vcpus);
+	free(s->sec);
+	free(s->index);
+	memset(s->devs, 0, sizeof(s->devs));
+	s->ndevs = 0;
+	s->vcpus = NULL;
+	s->sec = NULL;
+	s->index = NULL;
+	s->present = s->zero = NULL;
+	s->chunks = NULL;
+	s->data_off = s->data_len = 0;
+	s->max_stored = 0;
+}
+
+/* Slot k's header into h; whether it is a version 3 one (magic, version). */
+static bool read_slot(const struct snap *s, unsigned k, struct snap_header *h)
+{
+	uint64_t off = (uint64_t)k * SNAP_SLOT_SIZE;
+
+	if (s->file_size < off + sizeof(*h) || snap_pread(s->fd, h, sizeof(*h), off) < 0)
+		return false;
+	return !memcmp(h->magic, SNAP_MAGIC, sizeof(h->magic)) && h->version == SNAP_FORMAT_VERSION;
+}
+
+/* Version 3: the newest generation that validates, else the other slot's;
+ * the newest one's message if neither does. */
+static int load_slots(struct snap *s, const struct snap_header h[2], const bool have[2],
+                      struct snap_err *err)
+{
+	unsigned first = have[0] && (!have[1] || h[0].generation >= h[1].generation) ? 0 : 1;
+	struct snap_err first_err;
+	int ret;
+
+	s->hdr = h[first];
+	s->slot = first;
+	ret = load_gen(s, err);
+	if (ret == 0 || !have[1 - first])
+		return ret;
+	if (err)
+		first_err = *err;
+	unload(s);
+	s->hdr = h[1 - first];
+	s->slot = 1 - first;
+	if (load_gen(s, err) == 0)
+		return 0;
+	if (err)
+		*err = first_err;
+	return ret;
+}
+
+static int load(struct snap *s, struct snap_err *err)
+{
+	struct snap_header h[SNAP_NSLOTS];
+	bool have[SNAP_NSLOTS];
+	struct stat st;
+	int ret;
+
+	if (fstat(s->fd, &st) < 0)
+		return snap_errf(err, -errno, "stat: %s", strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return snap_errf(err, -EINVAL, "not a regular file");
+	s->file_size = (uint64_t)st.st_size;
+	have[0] = read_slot(s, 0, &h[0]);
+	/* A version 2 file has no second slot: its bytes there are state. */
+	have[1] = !(s->file_size >= sizeof(h[0]) && !memcmp(h[0].magic, SNAP_MAGIC, 8) &&
+	            h[0].version != SNAP_FORMAT_VERSION) &&
+	          read_slot(s, 1, &h[1]);
+	if (have[0] || have[1])
+		return load_slots(s, h, have, err);
+	if (s->file_size >= sizeof(s->hdr.magic)) {
+		ret = snap_pread(s->fd, s->hdr.magic, sizeof(s->hdr.magic), 0);
+		if (ret < 0)
+			return snap_errf(err, ret, "read: %s", strerror(-ret));
+		if (memcmp(s->hdr.magic, SNAP_MAGIC, sizeof(s->hdr.magic)))
+			return snap_errf(err, -EINVAL, "not a kiln snapshot (bad magic)");
+	}
+	if (s->file_size < sizeof(s->hdr))
+		return snap_errf(err, -ENODATA, "truncated at byte %llu: header needs %zu bytes",
+		                 U(s->file_size), sizeof(s->hdr));
+	ret = snap_pread(s->fd, &s->hdr, sizeof(s->hdr), 0);
+	if (ret < 0)
+		return snap_errf(err, ret, "read: %s", strerror(-ret));
+	return load_gen(s, err);
 }
 
 int snap_open(const char *path, struct snap **out, struct snap_err *err)
@@ -413,11 +504,7 @@ void snap_close(struct snap *s)
 		munmap((void *)s->map, s->file_size);
 	if (s->fd >= 0)
 		close(s->fd);
-	for (unsigned d = 0; d < s->ndevs; d++)
-		free(s->devs[d].data);
-	free(s->vcpus);
-	free(s->sec);
-	free(s->index);
+	unload(s);
 	free(s->path);
 	free(s);
 }

@@ -117,12 +117,29 @@ struct snap_save {
 	int level;            /* zstd level; 0: SNAP_DEFAULT_LEVEL */
 	unsigned chunk_shift; /* 0: SNAP_DEFAULT_CHUNK_SHIFT (diff: the parent's) */
 	bool no_fsync;        /* skip fsync of file and directory (tests, benchmarks) */
+	/* With ref, the snapshot now at the path written to (the same file:
+	 * device and inode are compared; its newest generation, format 3,
+	 * not a diff): add a generation to that file instead of writing a
+	 * new one. Chunks that are ref's stay where they are, unread and
+	 * uncopied; only the others, the state and a new index are
+	 * appended, and the header goes into the slot ref's is not in (see
+	 * the format). A file that cannot take it (another file, an older
+	 * format, chunk size or memory differs, or its dead bytes would
+	 * pass half of the live ones: compaction) is written anew as
+	 * without append. */
+	bool append;
+	/* 0: the current format. SNAP_FORMAT_V2: the previous one (tests of
+	 * old files; no append). */
+	unsigned format;
 };
 
 struct snap_write_stats {
 	uint64_t nchunks, nzero, nholes, ndata, nraw, nabsent;
 	uint64_t nreused;    /* data chunks copied from ref, not compressed (in ndata) */
 	uint64_t nunwritten; /* chunks taken from ref unread: no write touched them */
+	uint64_t nkept;      /* append: ref's chunks left where they are (in nreused) */
+	uint64_t generation; /* of the header written (0: format 2) */
+	bool appended;       /* a generation was added to the file at path */
 	uint64_t data_in;    /* bytes of chunks that were compressed */
 	uint64_t data_out;   /* bytes stored for them */
 	uint64_t file_size;
@@ -134,8 +151,10 @@ struct snap_write_stats {
 
 /*
  * Write a snapshot to path, atomically: a temporary file in the same
- * directory is written, fsynced and renamed over path. On failure nothing
- * is left behind and path is untouched. stats may be NULL.
+ * directory is written, fsynced and renamed over path; or with in->append,
+ * a generation added to the file there, fsynced before and after its
+ * header is written. On failure nothing is left behind and path holds
+ * what it held. stats may be NULL.
  */
 int snap_write(const char *path, const struct snap_save *in, struct snap_write_stats *stats,
                struct snap_err *err);

@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +51,9 @@ struct layout {
 	uint32_t nsec;
 	uint64_t off; /* next free byte */
 };
+
+/* Generations of one file at most; the writer compacts long before. */
+#define SNAP_MAX_GENERATION (1ULL << 32)
 
 static int check_input(const struct snap_save *in, unsigned *shift, struct snap_err *err)
 {
@@ -68,6 +72,9 @@ static int check_input(const struct snap_save *in, unsigned *shift, struct snap_
 	if (c->nr_devices > SNAP_MAX_DEVICES)
 		return snap_errf(err, -EINVAL, "%u devices (max %u)", c->nr_devices,
 		                 SNAP_MAX_DEVICES);
+	if (in->format && in->format != SNAP_FORMAT_V2)
+		return snap_errf(err, -EINVAL, "format version %u (%u, or 0: %u)", in->format,
+		                 SNAP_FORMAT_V2, SNAP_FORMAT_VERSION);
 	for (uint32_t d = 0; d < c->nr_devices; d++) {
 		uint32_t slot = c->devices[d].slot;
 
@@ -171,10 +178,38 @@ static int sync_dir(const char *path)
 	return ret;
 }
 
-static int write_body(int fd, const struct snap_save *in, unsigned shift, struct snap_header *h,
-                      struct layout *l, struct snap_write_stats *st, struct snap_err *err)
+/* The state sections: vCPUs, VM, devices. */
+static int put_state(int fd, const struct snap_save *in, struct layout *l)
 {
 	const struct snap_vm_config *c = in->config;
+	int ret;
+
+	for (uint32_t v = 0; v < c->nr_vcpus; v++) {
+		ret = put_section(fd, l, SNAP_SEC_VCPU, SNAP_VCPU_STATE_VERSION, v, &in->vcpus[v],
+		                  sizeof(in->vcpus[v]));
+		if (ret < 0)
+			return ret;
+	}
+	ret = put_section(fd, l, SNAP_SEC_VM, SNAP_VM_STATE_VERSION, 0, in->vm, sizeof(*in->vm));
+	for (uint32_t d = 0; d < c->nr_devices && ret == 0; d++)
+		ret = put_section(fd, l, SNAP_SEC_DEVICE, in->devs[d].version, c->devices[d].slot,
+		                  in->devs[d].data, in->devs[d].len);
+	return ret;
+}
+
+/*
+ * Everything but the header: version 2 (in->format) state, memory from the
+ * next 4 KiB boundary, index; version 3 memory from data_off (a 4 KiB
+ * boundary: SNAP_BODY_OFFSET, or the end of the file a generation is
+ * appended to), state, index, and the section table after them, its entry
+ * for the memory spanning every generation's chunks.
+ */
+static int write_body(int fd, const struct snap_save *in, unsigned shift, uint64_t data_off,
+                      struct snap_header *h, struct layout *l, struct snap_write_stats *st,
+                      struct snap_err *err)
+{
+	const struct snap_vm_config *c = in->config;
+	bool v2 = in->format == SNAP_FORMAT_V2;
 	struct snap_mem_index mi = {
 	    .mem_size = c->mem_size,
 	    .chunk_shift = shift,
@@ -182,26 +217,19 @@ static int write_body(int fd, const struct snap_save *in, unsigned shift, struct
 	    .level = (uint32_t)(in->level ? in->level : SNAP_DEFAULT_LEVEL),
 	};
 	struct snap_mem_out mo = {0};
+	struct snap_section *data_sec;
 	struct timespec now;
-	uint64_t data_off, t0;
+	uint64_t t0;
 	int ret = -ENOMEM;
 
 	mi.nchunks = (uint32_t)((c->mem_size + (1ULL << shift) - 1) >> shift);
-	for (uint32_t v = 0; v < c->nr_vcpus; v++) {
-		ret = put_section(fd, l, SNAP_SEC_VCPU, SNAP_VCPU_STATE_VERSION, v, &in->vcpus[v],
-		                  sizeof(in->vcpus[v]));
+	if (v2) {
+		ret = put_state(fd, in, l);
 		if (ret < 0)
 			goto io;
+		data_off = align_up(l->off, SNAP_DATA_ALIGN);
 	}
-	ret = put_section(fd, l, SNAP_SEC_VM, SNAP_VM_STATE_VERSION, 0, in->vm, sizeof(*in->vm));
-	if (ret < 0)
-		goto io;
-	for (uint32_t d = 0; d < c->nr_devices; d++) {
-		ret = put_section(fd, l, SNAP_SEC_DEVICE, in->devs[d].version, c->devices[d].slot,
-		                  in->devs[d].data, in->devs[d].len);
-		if (ret < 0)
-			goto io;
-	}
+	data_sec = &l->sec[l->nsec++];
 
 	mo.present = calloc(BM_WORDS(mi.nchunks), 8);
 	mo.zero = calloc(BM_WORDS(mi.nchunks), 8);
@@ -209,7 +237,6 @@ static int write_body(int fd, const struct snap_save *in, unsigned shift, struct
 	ret = -ENOMEM;
 	if (!mo.present || !mo.zero || !mo.chunks)
 		goto out;
-	data_off = align_up(l->off, SNAP_DATA_ALIGN);
 	t0 = snap_now_ns();
 	ret = snap_write_memory(fd, data_off, in, shift, (int)mi.level, &mo, st, err);
 	st->mem_ns = snap_now_ns() - t0;
@@ -217,29 +244,34 @@ static int write_body(int fd, const struct snap_save *in, unsigned shift, struct
 		goto out;
 	mi.nzero = st->nzero;
 	mi.ndata = st->ndata;
-	l->sec[l->nsec++] = (struct snap_section){
+	*data_sec = (struct snap_section){
 	    .type = SNAP_SEC_MEM_DATA,
 	    .version = SNAP_MEM_DATA_VERSION,
-	    .offset = data_off,
-	    .length = mo.data_end - data_off,
+	    .offset = v2 ? data_off : SNAP_BODY_OFFSET,
+	    .length = mo.data_end - (v2 ? data_off : SNAP_BODY_OFFSET),
 	};
 	l->off = mo.data_end;
+	if (!v2) {
+		ret = put_state(fd, in, l);
+		if (ret < 0)
+			goto io;
+	}
 	ret = put_index(fd, l, &mi, &mo);
 	if (ret < 0)
 		goto io;
 
 	memcpy(h->magic, SNAP_MAGIC, sizeof(h->magic));
-	h->version = SNAP_FORMAT_VERSION;
+	h->version = v2 ? SNAP_FORMAT_V2 : SNAP_FORMAT_VERSION;
 	h->header_size = sizeof(*h);
 	h->arch = SNAP_ARCH_X86_64;
 	h->flags = in->parent ? SNAP_F_DIFF : 0;
-	h->file_size = l->off;
 	clock_gettime(CLOCK_REALTIME, &now);
 	h->created_ns = (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
 	h->parent_id = in->parent ? snap_id(in->parent) : 0;
-	h->section_table_offset = sizeof(*h);
+	h->section_table_offset = v2 ? sizeof(*h) : align_up(l->off, 8);
 	h->nsections = l->nsec;
 	h->section_entry_size = sizeof(struct snap_section);
+	h->file_size = v2 ? l->off : h->section_table_offset + l->nsec * sizeof(*l->sec);
 	h->config = *c;
 	goto out;
 io:
@@ -251,37 +283,125 @@ out:
 	return ret;
 }
 
-static int put_header(int fd, struct snap_header *h, const struct layout *l, uint64_t *id)
+/* The section table where h says, its checksum into h, and h's: the
+ * snapshot's id. */
+static int put_table(int fd, struct snap_header *h, const struct layout *l, uint64_t *id)
 {
 	size_t tlen = l->nsec * sizeof(struct snap_section);
-	int ret;
 
 	h->table_checksum = snap_xxh64(l->sec, tlen, 0);
 	h->checksum = 0;
 	h->checksum = snap_xxh64(h, sizeof(*h), 0);
 	*id = h->checksum;
-	ret = snap_pwrite(fd, h, sizeof(*h), 0);
+	return snap_pwrite(fd, l->sec, tlen, h->section_table_offset);
+}
+
+static int put_slot(int fd, const struct snap_header *h, unsigned slot)
+{
+	return snap_pwrite(fd, h, sizeof(*h), (uint64_t)slot * SNAP_SLOT_SIZE);
+}
+
+/* What the state sections and index of one generation take, with room. */
+static uint64_t gen_overhead(const struct snap_save *in, uint64_t nchunks)
+{
+	const struct snap_vm_config *c = in->config;
+	uint64_t n = (uint64_t)c->nr_vcpus * (sizeof(struct snap_vcpu_state) + 64) +
+	             sizeof(struct snap_vm_state) + nchunks * (sizeof(struct snap_chunk) + 1) +
+	             SNAP_MAX_SECTIONS * sizeof(struct snap_section) + 2 * SNAP_DATA_ALIGN;
+
+	for (uint32_t d = 0; d < c->nr_devices; d++)
+		n += in->devs[d].len + 64;
+	return n;
+}
+
+/* Whether in may be appended to the file open as fd (path, which must be
+ * ref's file, in version 3, and not too much of it dead). */
+static bool can_append(int fd, const struct snap_save *in, unsigned shift, struct stat *st)
+{
+	const struct snap *r = in->ref;
+	struct snap_mem_info mi;
+	struct stat rst;
+
+	if (!in->append || !r || in->parent || in->holes_from_ref || in->format ||
+	    r->hdr.version != SNAP_FORMAT_VERSION || snap_is_diff(r) ||
+	    r->mi.chunk_shift != shift || r->mi.mem_size != in->config->mem_size ||
+	    r->hdr.generation >= SNAP_MAX_GENERATION)
+		return false;
+	if (fstat(fd, st) < 0 || fstat(r->fd, &rst) < 0 || st->st_dev != rst.st_dev ||
+	    st->st_ino != rst.st_ino || (uint64_t)st->st_size < r->hdr.file_size)
+		return false;
+	/* Compaction: a new file once the dead bytes (older generations'
+	 * chunks and state) pass half of the live ones. */
+	snap_mem_info(r, &mi);
+	return (uint64_t)st->st_size <=
+	       SNAP_BODY_OFFSET + 3 * (mi.stored_bytes + gen_overhead(in, mi.nchunks)) / 2;
+}
+
+/* A new generation at the end of the file open as fd (can_append()),
+ * durable before its header goes into the slot ref's does not hold. 1 if
+ * in cannot be appended there (a whole new file is written instead). */
+static int append(int fd, const struct snap_save *in, unsigned shift, struct snap_write_stats *st,
+                  struct snap_err *err)
+{
+	uint32_t nsec = in->config->nr_vcpus + in->config->nr_devices + 3;
+	struct snap_header h = {0};
+	struct layout l = {0};
+	struct stat fst;
+	uint64_t t1;
+	int ret, cut;
+
+	if (!can_append(fd, in, shift, &fst))
+		return 1;
+	l.sec = calloc(nsec, sizeof(*l.sec));
+	if (!l.sec)
+		return snap_errf(err, -ENOMEM, "out of memory");
+	l.off = align_up((uint64_t)fst.st_size, SNAP_DATA_ALIGN);
+	ret = write_body(fd, in, shift, l.off, &h, &l, st, err);
+	if (ret < 0)
+		goto fail;
+	h.generation = in->ref->hdr.generation + 1;
+	st->file_size = h.file_size;
+	st->generation = h.generation;
+	t1 = snap_now_ns();
+	/* All of the generation durable, then the header naming it. */
+	ret = put_table(fd, &h, &l, &st->id);
+	if (ret == 0 && !in->no_fsync && fsync(fd) < 0)
+		ret = -errno;
 	if (ret == 0)
-		ret = snap_pwrite(fd, l->sec, tlen, sizeof(*h));
+		ret = put_slot(fd, &h, 1 - in->ref->slot);
+	if (ret == 0 && !in->no_fsync && fsync(fd) < 0)
+		ret = -errno;
+	st->sync_ns = snap_now_ns() - t1;
+	if (ret < 0) {
+		snap_errf(err, ret, "write: %s", strerror(-ret));
+		goto fail;
+	}
+	st->appended = true;
+	free(l.sec);
+	return 0;
+fail:
+	/* Cut what was added: ref's generation ends before it, and a
+	 * header slot written in part fails its checksum. If the cut fails,
+	 * the bytes stay past the end, where readers ignore them. */
+	cut = ftruncate(fd, fst.st_size);
+	(void)cut;
+	free(l.sec);
 	return ret;
 }
 
-int snap_write(const char *path, const struct snap_save *in, struct snap_write_stats *stats,
-               struct snap_err *err)
+/* A whole new file (generation 1; or version 2), renamed over path. */
+static int write_new(const char *path, const struct snap_save *in, unsigned shift,
+                     struct snap_write_stats *st, struct snap_err *err)
 {
-	struct snap_write_stats st = {0};
+	uint32_t nsec = in->config->nr_vcpus + in->config->nr_devices + 3;
+	bool v2 = in->format == SNAP_FORMAT_V2;
 	struct snap_header h = {0};
 	struct layout l = {0};
-	uint64_t t0 = snap_now_ns(), t1;
-	unsigned shift = 0;
 	char *tmp = NULL;
-	int fd = -1, ret;
+	int fd = -1, ret = -ENOMEM;
+	uint64_t t1;
 
-	ret = check_input(in, &shift, err);
-	if (ret < 0)
-		goto fail;
-	ret = -ENOMEM;
-	l.sec = calloc(in->config->nr_vcpus + in->config->nr_devices + 3, sizeof(*l.sec));
+	l.sec = calloc(nsec, sizeof(*l.sec));
 	if (!l.sec || asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0) {
 		tmp = NULL;
 		snap_errf(err, ret, "out of memory");
@@ -294,13 +414,16 @@ int snap_write(const char *path, const struct snap_save *in, struct snap_write_s
 		tmp = NULL;
 		goto fail;
 	}
-	l.off = sizeof(h) +
-	        (in->config->nr_vcpus + in->config->nr_devices + 3) * sizeof(struct snap_section);
-	ret = write_body(fd, in, shift, &h, &l, &st, err);
+	l.off = v2 ? sizeof(h) + nsec * sizeof(struct snap_section) : SNAP_BODY_OFFSET;
+	ret = write_body(fd, in, shift, SNAP_BODY_OFFSET, &h, &l, st, err);
 	if (ret < 0)
 		goto fail;
-	st.file_size = h.file_size;
-	ret = put_header(fd, &h, &l, &st.id);
+	h.generation = v2 ? 0 : 1;
+	st->file_size = h.file_size;
+	st->generation = h.generation;
+	ret = put_table(fd, &h, &l, &st->id);
+	if (ret == 0)
+		ret = put_slot(fd, &h, 0); /* version 3: slot 1 stays zero */
 	if (ret < 0) {
 		snap_errf(err, ret, "write: %s", strerror(-ret));
 		goto fail;
@@ -318,10 +441,7 @@ int snap_write(const char *path, const struct snap_save *in, struct snap_write_s
 	}
 	if (!in->no_fsync)
 		sync_dir(path); /* the file is complete either way; best effort */
-	st.sync_ns = snap_now_ns() - t1;
-	st.total_ns = snap_now_ns() - t0;
-	if (stats)
-		*stats = st;
+	st->sync_ns = snap_now_ns() - t1;
 	free(tmp);
 	free(l.sec);
 	return 0;
@@ -332,6 +452,37 @@ fail:
 		unlink(tmp);
 	free(tmp);
 	free(l.sec);
-	snap_err_prefix(err, path);
 	return ret;
+}
+
+int snap_write(const char *path, const struct snap_save *in, struct snap_write_stats *stats,
+               struct snap_err *err)
+{
+	struct snap_write_stats st = {0};
+	uint64_t t0 = snap_now_ns();
+	unsigned shift = 0;
+	int fd, ret;
+
+	ret = check_input(in, &shift, err);
+	if (ret == 0 && in->append && (fd = open(path, O_RDWR | O_CLOEXEC)) >= 0) {
+		ret = append(fd, in, shift, &st, err);
+		close(fd);
+		if (ret == 1) {
+			memset(&st, 0, sizeof(st));
+			ret = 0;
+		} else if (ret == 0) {
+			goto done;
+		}
+	}
+	if (ret == 0)
+		ret = write_new(path, in, shift, &st, err);
+	if (ret < 0) {
+		snap_err_prefix(err, path);
+		return ret;
+	}
+done:
+	st.total_ns = snap_now_ns() - t0;
+	if (stats)
+		*stats = st;
+	return 0;
 }

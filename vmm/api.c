@@ -179,12 +179,15 @@ static json_t *op_snapshot(struct vm *vm, json_t *req)
 		return error("snapshot: %s", why);
 	snprintf(why, sizeof(why), "%016llx", (unsigned long long)st.id);
 	return json_pack(
-	    "{s:b,s:s,s:s,s:s,s:I,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:I,s:I,s:f,s:f,s:f}",
+	    "{s:b,s:s,s:s,s:s,s:I,s:I,s:b,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:I,s:I,s:f,"
+	    "s:f,"
+	    "s:f}",
 	    "ok", 1, "state", resume ? "running" : "paused", "path", o.path, "id", why, "file_size",
-	    (json_int_t)st.file_size, "chunks", "total", (json_int_t)st.nchunks, "zero",
-	    (json_int_t)st.nzero, "holes", (json_int_t)st.nholes, "data", (json_int_t)st.ndata,
-	    "raw", (json_int_t)st.nraw, "absent", (json_int_t)st.nabsent, "reused",
-	    (json_int_t)st.nreused, "unwritten", (json_int_t)st.nunwritten, "data_in",
+	    (json_int_t)st.file_size, "generation", (json_int_t)st.generation, "appended",
+	    st.appended, "chunks", "total", (json_int_t)st.nchunks, "zero", (json_int_t)st.nzero,
+	    "holes", (json_int_t)st.nholes, "data", (json_int_t)st.ndata, "raw",
+	    (json_int_t)st.nraw, "absent", (json_int_t)st.nabsent, "reused", (json_int_t)st.nreused,
+	    "unwritten", (json_int_t)st.nunwritten, "kept", (json_int_t)st.nkept, "data_in",
 	    (json_int_t)st.data_in, "data_out", (json_int_t)st.data_out, "pause_us",
 	    (json_int_t)pause_us, "memory_ms", st.mem_ns / 1e6, "sync_ms", st.sync_ns / 1e6,
 	    "total_ms", (vm_now_ns() - t0) / 1e6);

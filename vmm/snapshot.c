@@ -316,6 +316,11 @@ int vm_snapshot(struct vm *vm, const struct vm_snapshot_opts *o, struct snap_wri
 		in.written = written;
 		in.check_written = check_written();
 	}
+	/* A later snapshot to the file ref is (the last one written, or the
+	 * one restored from): a generation added to it, holding only the
+	 * chunks that changed; snap_write() checks it is that file, and
+	 * writes a new one when it is not or has too many dead bytes. */
+	in.append = !in.holes_from_ref;
 	in.parent = o->diff ? base : NULL;
 	in.dirty_chunks = dirty;
 	in.level = o->level;

@@ -1,20 +1,51 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * kiln snapshot file format, version 2.
+ * kiln snapshot file format, version 3 (a reader also takes version 2).
  *
  * A snapshot is one file holding everything needed to resume a VM: the VM
  * configuration it was taken with, the KVM state of every vCPU and of the VM,
- * each device's own state blob, and guest memory.
+ * each device's own state blob, and guest memory. A file holds one or more
+ * generations of that VM's state: a later snapshot of the same VM to the same
+ * file appends only the chunks that changed, new state, a new index and a new
+ * section table, and then names them in a header slot (A/B, below).
  *
- *   offset 0      struct snap_header (fixed size, SNAP_HEADER_SIZE)
+ *   offset 0      header slot 0: struct snap_header (SNAP_HEADER_SIZE bytes)
+ *   SNAP_SLOT_SIZE  header slot 1: a struct snap_header, or zeros
+ *   SNAP_BODY_OFFSET  generations, each appended at a 4 KiB boundary:
+ *                   chunks new in this generation (4 KiB aligned)
+ *                   section payloads, each 64-byte aligned:
+ *                     SNAP_SEC_VCPU       x nr_vcpus  struct snap_vcpu_state
+ *                     SNAP_SEC_VM         x 1         struct snap_vm_state
+ *                     SNAP_SEC_DEVICE     x nr_devices  opaque, the device's own
+ *                     SNAP_SEC_MEM_INDEX  x 1         struct snap_mem_index + bitmaps
+ *                                                     + struct snap_chunk[nchunks]
+ *                   struct snap_section table[nsections] (section_table_offset)
+ *   file_size     end of the header's generation. More may follow: a newer
+ *                 generation, or one whose writing was cut short.
+ *
+ * The table lists SNAP_SEC_MEM_DATA first: [SNAP_BODY_OFFSET, end of this
+ * generation's chunks), which spans the chunks of older generations (and
+ * their state, which this generation does not use); every chunk entry lies in
+ * it. Then the generation's own state sections and index, in file order.
+ *
+ * Header slots: each generation's header holds its number (generation, 1 for
+ * the first). A reader checks both slots and takes the highest generation
+ * whose header and everything it names validate; if it does not, the other.
+ * The first generation is written to slot 0 of a new file (slot 1 zero),
+ * which is renamed into place; generation n + 1 is appended, made durable
+ * (fsync), and only then its header written into the slot that does not
+ * hold generation n (and fsynced). Bytes of a generation are never written
+ * again, so a crash or a kill at any point leaves generation n whole: a torn
+ * slot fails its checksum, and bytes past file_size are ignored. A writer
+ * rewrites the file (a new first generation) when the dead bytes of older
+ * generations outweigh the live ones.
+ *
+ * Version 2 (what kiln wrote before): one generation, no slots:
+ *
+ *   offset 0      struct snap_header (generation 0)
  *   header_size   struct snap_section table[nsections]
  *                 section payloads, in table order, each 64-byte aligned:
- *                   SNAP_SEC_VCPU       x nr_vcpus  struct snap_vcpu_state
- *                   SNAP_SEC_VM         x 1         struct snap_vm_state
- *                   SNAP_SEC_DEVICE     x nr_devices  opaque, the device's own
- *                   SNAP_SEC_MEM_DATA   x 1         compressed chunks, 4 KiB aligned
- *                   SNAP_SEC_MEM_INDEX  x 1         struct snap_mem_index + bitmaps
- *                                                   + struct snap_chunk[nchunks]
+ *                 vCPUs, VM, devices, MEM_DATA (4 KiB aligned), MEM_INDEX
  *   file_size     end of file (nothing may follow)
  *
  * Guest memory is the memfd's byte range [0, mem_size): RAM at GPA 0 first
@@ -38,10 +69,11 @@
  *
  * Rules a reader enforces (snapshot/reader.c refuses anything else): exact
  * magic, version, architecture and struct sizes; sane counts and sizes; reserved fields zero;
- * sections in table order, inside the file and not overlapping; exactly one
+ * sections in table order, inside the generation and not overlapping (version 3:
+ * after the header slots, the table after them all); exactly one
  * vCPU section per vCPU, one VM section, one device section per configured
  * device, one memory index and one memory data section; chunk entries inside
- * the data section at strictly increasing offsets.
+ * the data section (version 2: at strictly increasing offsets).
  *
  * Reuse: each data chunk's index entry also holds the XXH64 of its bytes as
  * restored (snap_chunk.content). A writer that has an older snapshot of the
@@ -57,9 +89,10 @@
  * for one section's payload, that section type's version).
  *
  * Versions: 1 had 24-byte chunk entries without the content hash (memory
- * index version 1). A reader of version 2 refuses version 1 files with a
- * message naming both versions; such a snapshot is restored by the kiln
- * that wrote it, and taken again.
+ * index version 1). A reader refuses version 1 files with a message naming
+ * the versions; such a snapshot is restored by the kiln that wrote it, and
+ * taken again. 2 had one generation and no header slots (above); this
+ * build reads it as it is, and writes version 3.
  */
 #ifndef KILN_SNAPSHOT_H
 #define KILN_SNAPSHOT_H
@@ -68,7 +101,13 @@
 #include <stddef.h>
 
 #define SNAP_MAGIC          "KILNSNAP" /* 8 bytes, no NUL stored */
-#define SNAP_FORMAT_VERSION 2
+#define SNAP_FORMAT_VERSION 3
+#define SNAP_FORMAT_V2      2 /* the oldest version this build reads */
+
+/* Version 3: the header slots and where generations start. */
+#define SNAP_SLOT_SIZE   4096
+#define SNAP_NSLOTS      2
+#define SNAP_BODY_OFFSET (SNAP_NSLOTS * SNAP_SLOT_SIZE)
 
 enum snap_arch {
 	SNAP_ARCH_NONE = 0, /* reserved */
@@ -143,11 +182,12 @@ struct snap_header {
 	uint64_t file_size;
 	uint64_t created_ns;           /* CLOCK_REALTIME when written; informational */
 	uint64_t parent_id;            /* SNAP_F_DIFF: the parent's id; else 0 */
-	uint64_t section_table_offset; /* == header_size */
+	uint64_t section_table_offset; /* version 2: == header_size */
 	uint32_t nsections;
 	uint32_t section_entry_size; /* sizeof(struct snap_section) */
 	struct snap_vm_config config;
-	uint64_t reserved[15];
+	uint64_t generation; /* version 3: 1, 2, ... (see header slots); version 2: 0 */
+	uint64_t reserved[14];
 	uint64_t table_checksum; /* XXH64 of the section table */
 	uint64_t checksum;       /* XXH64 of this header, this field as 0; the id */
 };

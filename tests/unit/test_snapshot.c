@@ -36,6 +36,7 @@ struct image {
 /* Shared by all tests of a tcase (built once, in the unchecked fixture). */
 static char dir[64];
 static char base_path[128];
+static char old_path[128]; /* base_path's memory and state in format version 2 */
 static struct image img;
 static struct snap_vm_config cfg;
 static struct snap_vcpu_state vcpus[NVCPUS];
@@ -211,6 +212,9 @@ static void big_setup(void)
 	/* Holes were not read: reading them would have allocated them. */
 	fstat(img.fd, &after);
 	ck_assert_int_eq(before.st_blocks, after.st_blocks);
+	snprintf(old_path, sizeof(old_path), "%s/old.snap", dir);
+	in.format = SNAP_FORMAT_V2;
+	write_ok(old_path, &in, NULL);
 }
 
 static void big_teardown(void)
@@ -929,7 +933,7 @@ static struct snap_header *hdr_of(struct fbuf *f)
 
 static struct snap_section *sec_of(struct fbuf *f, uint32_t type, uint32_t instance)
 {
-	struct snap_section *t = (struct snap_section *)(f->p + sizeof(struct snap_header));
+	struct snap_section *t = (struct snap_section *)(f->p + hdr_of(f)->section_table_offset);
 
 	for (uint32_t i = 0; i < hdr_of(f)->nsections; i++)
 		if (t[i].type == type && t[i].instance == instance)
@@ -945,7 +949,8 @@ static void reseal(struct fbuf *f, struct snap_section *sec)
 
 	if (sec)
 		sec->checksum = snap_xxh64(f->p + sec->offset, sec->length, 0);
-	h->table_checksum = snap_xxh64(f->p + sizeof(*h), h->nsections * sizeof(*sec), 0);
+	h->table_checksum =
+	    snap_xxh64(f->p + h->section_table_offset, h->nsections * sizeof(*sec), 0);
 	h->checksum = 0;
 	h->checksum = snap_xxh64(h, sizeof(*h), 0);
 }
@@ -1004,9 +1009,10 @@ enum {
 
 static const char *const damage_msg[D_COUNT] = {
     [D_MAGIC] = "not a kiln snapshot (bad magic)",
-    [D_VERSION] = "format version 3 not supported (this build reads version 2): a newer kiln",
-    [D_OLD_VERSION] = "format version 1 not supported (this build reads version 2): an older "
-                      "kiln wrote it",
+    [D_VERSION] = "format version 4 not supported (this build reads versions 2 and 3): a "
+                  "newer kiln",
+    [D_OLD_VERSION] = "format version 1 not supported (this build reads versions 2 and 3): an "
+                      "older kiln wrote it",
     [D_ARCH] = "architecture 2 is not x86-64",
     [D_HDR_BYTE] = "header checksum mismatch",
     [D_HDR_CONFIG] = "header checksum mismatch",
@@ -1059,9 +1065,11 @@ static uint64_t data_chunk(struct snap_chunk *c, int k)
 	return 0;
 }
 
+/* The cases on a version 2 file (what kiln wrote before): still read, and
+ * still checked as strictly. */
 START_TEST(damaged)
 {
-	struct fbuf f = load_file(base_path);
+	struct fbuf f = load_file(old_path);
 	struct snap_header *h = hdr_of(&f);
 	struct snap_section *sec;
 	struct snap_mem_index *mi;
@@ -1075,7 +1083,7 @@ START_TEST(damaged)
 		f.p[3] ^= 0x20;
 		break;
 	case D_VERSION:
-		h->version = 3;
+		h->version = 4;
 		break;
 	case D_OLD_VERSION:
 		h->version = 1;
