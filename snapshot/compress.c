@@ -62,6 +62,7 @@ struct cjob {
 	bool ext_partial;
 	int level;
 	bool reuse; /* in->ref's chunks match these (same size and memory) */
+	bool keep;  /* appending to ref's file: its chunks stay where they are */
 	/* in->written at the chunk size: chunks that may differ from ref's.
 	 * NULL: not known, every chunk is looked at. */
 	uint64_t *written;
@@ -318,7 +319,7 @@ static int ref_chunk(const struct cjob *j, struct wbuf *w, uint64_t i, struct en
 		return 0;
 	}
 	c = &h->chunks[i];
-	if (j->in->append && h == j->in->ref) {
+	if (j->keep && h == j->in->ref) {
 		/* Left where it is, unread: a generation never changes, and
 		 * whoever reads the chunk checks it. */
 		o->kind = K_KEPT;
@@ -613,7 +614,7 @@ static void *worker(void *arg)
 }
 
 int snap_write_memory(int fd, uint64_t data_off, const struct snap_save *in, unsigned shift,
-                      int level, struct snap_mem_out *out, struct snap_write_stats *st,
+                      int level, bool keep, struct snap_mem_out *out, struct snap_write_stats *st,
                       struct snap_err *err)
 {
 	unsigned threads = in->threads ? in->threads : snap_default_threads();
@@ -625,6 +626,7 @@ int snap_write_memory(int fd, uint64_t data_off, const struct snap_save *in, uns
 	    .mem_size = in->config->mem_size,
 	    .chunk_size = 1ULL << shift,
 	    .level = level,
+	    .keep = keep,
 	    .out = out,
 	    .cur_off = data_off,
 	};

@@ -115,8 +115,10 @@ struct snap_mem_out {
 	struct snap_chunk *chunks;
 	uint64_t data_end;
 };
+/* keep: fd is in->ref's file, which a generation is appended to: ref's
+ * chunks are left where they are (K_KEPT). */
 int snap_write_memory(int fd, uint64_t data_off, const struct snap_save *in, unsigned shift,
-                      int level, struct snap_mem_out *out, struct snap_write_stats *st,
+                      int level, bool keep, struct snap_mem_out *out, struct snap_write_stats *st,
                       struct snap_err *err);
 
 /* index.c: read and validate the memory index in section sec. */

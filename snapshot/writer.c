@@ -205,8 +205,8 @@ static int put_state(int fd, const struct snap_save *in, struct layout *l)
  * for the memory spanning every generation's chunks.
  */
 static int write_body(int fd, const struct snap_save *in, unsigned shift, uint64_t data_off,
-                      struct snap_header *h, struct layout *l, struct snap_write_stats *st,
-                      struct snap_err *err)
+                      bool keep, struct snap_header *h, struct layout *l,
+                      struct snap_write_stats *st, struct snap_err *err)
 {
 	const struct snap_vm_config *c = in->config;
 	bool v2 = in->format == SNAP_FORMAT_V2;
@@ -238,7 +238,7 @@ static int write_body(int fd, const struct snap_save *in, unsigned shift, uint64
 	if (!mo.present || !mo.zero || !mo.chunks)
 		goto out;
 	t0 = snap_now_ns();
-	ret = snap_write_memory(fd, data_off, in, shift, (int)mi.level, &mo, st, err);
+	ret = snap_write_memory(fd, data_off, in, shift, (int)mi.level, keep, &mo, st, err);
 	st->mem_ns = snap_now_ns() - t0;
 	if (ret < 0)
 		goto out;
@@ -356,7 +356,7 @@ static int append(int fd, const struct snap_save *in, unsigned shift, struct sna
 	if (!l.sec)
 		return snap_errf(err, -ENOMEM, "out of memory");
 	l.off = align_up((uint64_t)fst.st_size, SNAP_DATA_ALIGN);
-	ret = write_body(fd, in, shift, l.off, &h, &l, st, err);
+	ret = write_body(fd, in, shift, l.off, true, &h, &l, st, err);
 	if (ret < 0)
 		goto fail;
 	h.generation = in->ref->hdr.generation + 1;
@@ -415,7 +415,7 @@ static int write_new(const char *path, const struct snap_save *in, unsigned shif
 		goto fail;
 	}
 	l.off = v2 ? sizeof(h) + nsec * sizeof(struct snap_section) : SNAP_BODY_OFFSET;
-	ret = write_body(fd, in, shift, SNAP_BODY_OFFSET, &h, &l, st, err);
+	ret = write_body(fd, in, shift, SNAP_BODY_OFFSET, false, &h, &l, st, err);
 	if (ret < 0)
 		goto fail;
 	h.generation = v2 ? 0 : 1;

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../snapshot/snap.h"
@@ -1401,8 +1402,375 @@ START_TEST(write_failures)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ generations */
+
+static uint64_t generation_of(const char *path)
+{
+	struct snap *s = open_ok(path);
+	uint64_t g = snap_header(s)->generation;
+
+	snap_close(s);
+	return g;
+}
+
+/* path restores to exactly im's memory, through every chunk's checksum. */
+static void restores_to(const char *path, const struct image *im)
+{
+	struct snap_err err = {{0}};
+	struct snap *s = open_ok(path);
+	struct image out;
+
+	ck_assert_msg(snap_verify(s, 0, &err) == 0, "%s", err.msg);
+	image_new(&out, im->size);
+	ck_assert_msg(snap_restore_file(s, out.fd, 2, &err) == 0, "%s", err.msg);
+	ck_assert_msg(memcmp(out.mem, im->mem, im->size) == 0, "%s: memory differs", path);
+	image_free(&out);
+	snap_close(s);
+}
+
+/* src's memory into dst, without reading src's holes through its mapping
+ * (that would allocate them, and later tests count src's blocks). */
+static void copy_image(struct image *dst, const struct image *src)
+{
+	ck_assert_int_eq(pread(src->fd, dst->mem, src->size, 0), (ssize_t)src->size);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	struct fbuf f = load_file(from);
+
+	store_file(to, f.p, f.len);
+	free(f.p);
+}
+
+/* A later snapshot to the file of the one before adds a generation: only
+ * the changed chunks are written, the file grows by about them, and each
+ * generation restores to its memory. Whatever cuts a generation short (a
+ * torn header slot, bytes missing from its end, garbage after it) leaves
+ * the one before. Another file, or a version 2 one, is written anew. */
+START_TEST(append_generations)
+{
+	struct snap_write_stats st;
+	struct image cur, prev;
+	struct snap_save sv;
+	struct stat before, after;
+	struct fbuf f;
+	char path[160], other[160];
+	uint64_t *pages, g;
+	struct snap *ref;
+
+	snprintf(path, sizeof(path), "%s/gen.snap", dir);
+	snprintf(other, sizeof(other), "%s/gen-other.snap", dir);
+	copy_file(base_path, path);
+	ck_assert_uint_eq(generation_of(path), 1);
+	image_new(&cur, MEM_SIZE);
+	image_new(&prev, MEM_SIZE);
+	copy_image(&cur, &img);
+	for (g = 2; g <= 6; g++) {
+		memcpy(prev.mem, cur.mem, MEM_SIZE);
+		pages = mutate(&cur, &prev, 300 + g);
+		ref = open_ok(path);
+		sv = save_of(&cur);
+		sv.ref = ref;
+		sv.written = pages;
+		sv.append = true;
+		stat(path, &before);
+		write_ok(path, &sv, &st);
+		stat(path, &after);
+		snap_close(ref);
+		free(pages);
+		ck_assert(st.appended);
+		ck_assert_uint_eq(st.generation, g);
+		/* 6 random pages and a zeroed chunk: at most 7 chunks change. */
+		ck_assert_uint_ge(st.nkept, st.ndata - 7);
+		ck_assert_uint_eq(st.nkept, st.nreused);
+		ck_assert_int_lt(after.st_size - before.st_size, 7 * CHUNK + 64 * 1024);
+		ck_assert_uint_eq(generation_of(path), g);
+		restores_to(path, &cur);
+	}
+	/* Garbage past the end (a generation whose header never came). */
+	f = load_file(path);
+	fill_random(f.p + f.len, 16);
+	store_file(other, f.p, f.len + 16);
+	ck_assert_uint_eq(generation_of(other), 6);
+	/* The newest header slot torn: the generation before. */
+	f.p[(6 % 2 ? 0 : SNAP_SLOT_SIZE) + 100] ^= 1;
+	store_file(other, f.p, f.len);
+	ck_assert_uint_eq(generation_of(other), 5);
+	restores_to(other, &prev);
+	f.p[(6 % 2 ? 0 : SNAP_SLOT_SIZE) + 100] ^= 1;
+	/* The newest generation's end missing. */
+	store_file(other, f.p, f.len - 100);
+	ck_assert_uint_eq(generation_of(other), 5);
+	restores_to(other, &prev);
+	free(f.p);
+
+	/* ref is another file (a copy): a new file, not an append. */
+	ref = open_ok(path);
+	sv = save_of(&cur);
+	sv.ref = ref;
+	sv.append = true;
+	copy_file(path, other);
+	write_ok(other, &sv, &st);
+	ck_assert(!st.appended);
+	ck_assert_uint_eq(st.generation, 1);
+	ck_assert_uint_eq(st.nreused, st.ndata);
+	restores_to(other, &cur);
+	snap_close(ref);
+	/* A version 2 file: the next snapshot is a new version 3 one. */
+	copy_file(old_path, other);
+	ref = open_ok(other);
+	ck_assert_uint_eq(snap_header(ref)->version, SNAP_FORMAT_V2);
+	copy_image(&prev, &img);
+	restores_to(other, &prev);
+	sv = save_of(&img);
+	sv.ref = ref;
+	sv.append = true;
+	write_ok(other, &sv, &st);
+	ck_assert(!st.appended);
+	snap_close(ref);
+	ref = open_ok(other);
+	ck_assert_uint_eq(snap_header(ref)->version, SNAP_FORMAT_VERSION);
+	snap_close(ref);
+	restores_to(other, &prev);
+	image_free(&cur);
+	image_free(&prev);
+	unlink(path);
+	unlink(other);
+}
+END_TEST
+
+/* A small guest whose memory after k snapshots is known: random bytes
+ * (stored as they are: the live bytes that generations are held against),
+ * the first 8 bytes k, and part of chunk i % 32 set to i for i <= k. */
+#define SMALL_SIZE  (2 * MIB)
+#define SMALL_SHIFT 16
+
+static uint8_t small_base[SMALL_SIZE];
+
+static void small_memory(struct image *im, uint64_t k)
+{
+	if (!small_base[0] && !small_base[1])
+		fill_random(small_base, SMALL_SIZE);
+	memcpy(im->mem, small_base, SMALL_SIZE);
+	for (uint64_t i = 1; i <= k; i++)
+		memset(im->mem + (i % 32) * (SMALL_SIZE / 32) + 8, (int)(i * 7 % 251 + 1),
+		       3000 + i);
+	memcpy(im->mem, &k, sizeof(k));
+}
+
+/* Which small_memory() im holds: its k, or 0 if none. */
+static uint64_t small_which(struct image *im, struct image *scratch)
+{
+	uint64_t k;
+
+	memcpy(&k, im->mem, sizeof(k));
+	if (k > 1000)
+		return 0;
+	small_memory(scratch, k);
+	return memcmp(im->mem, scratch->mem, SMALL_SIZE) ? 0 : k;
+}
+
+static void small_write(const char *path, const struct image *im, struct snap *ref, bool sync,
+                        struct snap_write_stats *st)
+{
+	struct snap_save sv = save_of(im);
+
+	sv.chunk_shift = SMALL_SHIFT;
+	sv.ref = ref;
+	sv.append = true;
+	sv.no_fsync = !sync;
+	write_ok(path, &sv, st);
+}
+
+/* Generations that change much of memory: the file is rewritten (compacted)
+ * before its dead bytes pass half the live ones, and keeps restoring right. */
+START_TEST(append_compaction)
+{
+	struct snap_vm_config saved = cfg;
+	struct snap_write_stats st;
+	struct image im;
+	struct stat fs;
+	char path[160];
+	int appended = 0, rewritten = 0;
+
+	cfg.mem_size = cfg.mem_low_size = SMALL_SIZE;
+	image_new(&im, SMALL_SIZE);
+	snprintf(path, sizeof(path), "%s/compact.snap", dir);
+	fill_image(&im, SMALL_SIZE / 2);
+	small_write(path, &im, NULL, false, &st);
+	for (int n = 0; n < 40; n++) {
+		struct snap *ref = open_ok(path);
+		uint64_t live = st.data_out;
+
+		fill_extent(im.mem + (rnd() % 24) * 65536, 4 * 65536, 3);
+		small_write(path, &im, ref, false, &st);
+		snap_close(ref);
+		appended += st.appended;
+		rewritten += !st.appended;
+		stat(path, &fs);
+		ck_assert_int_lt(fs.st_size, 2 * (live > st.data_out ? live : st.data_out) + MIB);
+		restores_to(path, &im);
+	}
+	ck_assert_int_gt(appended, 10);
+	ck_assert_int_gt(rewritten, 3);
+	image_free(&im);
+	unlink(path);
+	cfg = saved;
+}
+END_TEST
+
+/* kill -9 of a writer adding generations (fsync on), at random moments:
+ * the file always opens, and holds exactly the memory of the snapshot the
+ * writer had last finished or the one it was writing. */
+START_TEST(append_killed)
+{
+	struct snap_vm_config saved = cfg;
+	struct snap_err err = {{0}};
+	struct snap_write_stats st;
+	struct image im, out;
+	char path[160];
+	uint64_t done = 1;
+	int pipefd[2], appended = 0;
+
+	cfg.mem_size = cfg.mem_low_size = SMALL_SIZE;
+	image_new(&im, SMALL_SIZE);
+	image_new(&out, SMALL_SIZE);
+	snprintf(path, sizeof(path), "%s/killed.snap", dir);
+	small_memory(&im, 1);
+	small_write(path, &im, NULL, true, &st);
+	for (int round = 0; round < 12; round++) {
+		struct snap *s;
+		pid_t pid;
+		uint64_t k, got = done;
+
+		ck_assert_int_eq(pipe(pipefd), 0);
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			close(pipefd[0]);
+			for (k = done + 1;; k++) {
+				struct snap *ref = open_ok(path);
+				uint64_t msg;
+
+				small_memory(&im, k);
+				small_write(path, &im, ref, true, &st);
+				snap_close(ref);
+				msg = k | (uint64_t)st.appended << 63;
+				if (write(pipefd[1], &msg, sizeof(msg)) != sizeof(msg))
+					_exit(1);
+			}
+		}
+		close(pipefd[1]);
+		usleep((useconds_t)(rnd() % 40000));
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		while (read(pipefd[0], &k, sizeof(k)) == sizeof(k)) {
+			appended += (int)(k >> 63);
+			got = k & ~(1ULL << 63);
+		}
+		close(pipefd[0]);
+		s = open_ok(path);
+		ck_assert_msg(snap_verify(s, 0, &err) == 0, "%s", err.msg);
+		ck_assert_msg(snap_restore_file(s, out.fd, 1, &err) == 0, "%s", err.msg);
+		snap_close(s);
+		k = small_which(&out, &im);
+		ck_assert_msg(k == got || k == got + 1,
+		              "memory of snapshot %llu, the writer had finished %llu",
+		              (unsigned long long)k, (unsigned long long)got);
+		done = k;
+		ck_assert_int_eq(ftruncate(out.fd, 0), 0);
+		ck_assert_int_eq(ftruncate(out.fd, SMALL_SIZE), 0);
+	}
+	ck_assert_uint_gt(done, 12);
+	ck_assert_int_gt(appended, 6);
+	image_free(&im);
+	image_free(&out);
+	unlink(path);
+	cfg = saved;
+}
+END_TEST
+
+/* Random damage to a file of several generations: refused, or it restores
+ * to exactly one of the generations' memory. */
+START_TEST(random_damage_generations)
+{
+	struct snap_vm_config saved = cfg;
+	struct snap_write_stats st;
+	struct image im, out;
+	struct fbuf f;
+	char good[160], bad[160];
+	int refused = 0, older = 0;
+
+	cfg.mem_size = cfg.mem_low_size = SMALL_SIZE;
+	image_new(&im, SMALL_SIZE);
+	image_new(&out, SMALL_SIZE);
+	snprintf(good, sizeof(good), "%s/gens.snap", dir);
+	snprintf(bad, sizeof(bad), "%s/gens-bad.snap", dir);
+	small_memory(&im, 1);
+	small_write(good, &im, NULL, false, &st);
+	ck_assert_uint_eq(st.generation, 1);
+	for (uint64_t g = 2; g <= 4; g++) {
+		struct snap *ref = open_ok(good);
+
+		small_memory(&im, g);
+		small_write(good, &im, ref, false, &st);
+		snap_close(ref);
+		ck_assert(st.appended);
+	}
+	f = load_file(good);
+	for (int n = 0; n < 400; n++) {
+		size_t off = rnd() % f.len, len = f.len;
+		uint8_t old = f.p[off];
+		struct snap_err err = {{0}};
+		struct snap *s;
+		uint64_t g;
+		int ret;
+
+		if (n % 4 == 3)
+			len = rnd() % f.len;
+		else
+			f.p[off] ^= (uint8_t)(1 + rnd() % 255);
+		store_file(bad, f.p, len);
+		f.p[off] = old;
+		if (snap_open(bad, &s, &err) < 0) {
+			refused++;
+			continue;
+		}
+		memset(out.mem, 0, SMALL_SIZE);
+		ret = snap_restore_mem(s, out.mem, SMALL_SIZE, 1, SNAP_RESTORE_ZERO_FILL, &err);
+		snap_close(s);
+		if (ret < 0) {
+			refused++;
+			continue;
+		}
+		g = small_which(&out, &im);
+		ck_assert_msg(g >= 1 && g <= 4, "damage at %zu (length %zu): restored wrong", off,
+		              len);
+		older += g < 4;
+	}
+	ck_assert_int_gt(refused, 100);
+	ck_assert_int_gt(older, 3);
+	if (getenv("SNAP_TEST_SEED_DIR")) {
+		char seed[300];
+
+		snprintf(seed, sizeof(seed), "%s/gens4.snap", getenv("SNAP_TEST_SEED_DIR"));
+		store_file(seed, f.p, f.len);
+	}
+	free(f.p);
+	image_free(&im);
+	image_free(&out);
+	unlink(good);
+	unlink(bad);
+	cfg = saved;
+}
+END_TEST
+
 static void add_diff_tests(TCase *tc)
 {
+	tcase_add_test(tc, append_generations);
+	tcase_add_test(tc, append_compaction);
+	tcase_add_test(tc, append_killed);
 	tcase_add_test(tc, reuse_ref);
 	tcase_add_test(tc, written_pages);
 	tcase_add_test(tc, lazy_holes);
@@ -1418,6 +1786,7 @@ static void add_corrupt_tests(TCase *tc)
 	tcase_add_test(tc, written_damaged_ref);
 	tcase_add_test(tc, random_damage);
 	tcase_add_test(tc, write_failures);
+	tcase_add_test(tc, random_damage_generations);
 }
 
 int main(void)
