@@ -267,6 +267,28 @@ int rm_tree(const char *parent, const char *name)
 	return rc;
 }
 
+int fsync_parent(const char *path)
+{
+	char *copy = strdup(path);
+	const char *slash;
+	int fd, rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	slash = strrchr(copy, '/');
+	if (slash == copy)
+		copy[1] = '\0';
+	else if (slash)
+		copy[slash - copy] = '\0';
+	fd = open(slash ? copy : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	return rc;
+}
+
 char *read_small_file(const char *path, size_t max, size_t *lenp)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -53,6 +53,9 @@ int mkdir_p(const char *path, unsigned mode);
  * parent (symbolic links are removed, never followed). name must pass
  * name_ok() (or be one of kilnd's own "forks", "templates"): -EINVAL. */
 int rm_tree(const char *parent, const char *name);
+/* fsync the directory holding path: a rename or create in it survives a
+ * crash once this returns 0. */
+int fsync_parent(const char *path);
 /* Read up to max bytes of a small file into a malloc'd NUL-terminated string. */
 char *read_small_file(const char *path, size_t max, size_t *len);
 /* The last `lines` lines (at most max_bytes) of a file, or NULL. */

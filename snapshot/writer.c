@@ -439,8 +439,14 @@ static int write_new(const char *path, const struct snap_save *in, unsigned shif
 		ret = snap_errf(err, -errno, "rename to '%s': %s", path, strerror(errno));
 		goto fail;
 	}
-	if (!in->no_fsync)
-		sync_dir(path); /* the file is complete either way; best effort */
+	/* Without it the rename may not survive a crash: after a pause the
+	 * VMM is stopped, and the old file (or none) would be what is left. */
+	if (!in->no_fsync && (ret = sync_dir(path)) < 0) {
+		snap_errf(err, ret, "renamed into place, but syncing its directory failed: %s",
+		          strerror(-ret));
+		tmp[0] = '\0'; /* nothing to remove: it is path now */
+		goto fail;
+	}
 	st->sync_ns = snap_now_ns() - t1;
 	free(tmp);
 	free(l.sec);
@@ -448,7 +454,7 @@ static int write_new(const char *path, const struct snap_save *in, unsigned shif
 fail:
 	if (fd >= 0)
 		close(fd);
-	if (tmp)
+	if (tmp && tmp[0])
 		unlink(tmp);
 	free(tmp);
 	free(l.sec);

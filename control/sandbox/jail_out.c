@@ -9,6 +9,7 @@
 
 #include "jail_out.h"
 #include "sandbox.h"
+#include "util.h"
 
 #define OUT_SNAP SB_OUT_DIR "/snapshot"
 
@@ -75,6 +76,17 @@ int sb_take_snapshot(const struct sandbox *sb, const char *dest, char *why, size
 		snprintf(why, n, "cannot move the snapshot %s to %s: %s", src, dest,
 		         strerror(errno));
 		unlink(src);
+		return err;
+	}
+	/* The VMM is stopped next: the move must survive a host crash, or
+	 * the paused sandbox's only copy of its memory is gone with it. The
+	 * VMM fsynced the file; both directories' entries change here. */
+	err = fsync_parent(dest);
+	if (!err)
+		err = fsync_parent(src);
+	if (err) {
+		snprintf(why, n, "moving the snapshot to %s: syncing its directory: %s", dest,
+		         strerror(-err));
 		return err;
 	}
 	return 0;
