@@ -524,6 +524,11 @@ const struct snap_vm_config *snap_config(const struct snap *s)
 	return &s->hdr.config;
 }
 
+unsigned snap_slot(const struct snap *s)
+{
+	return s->slot;
+}
+
 uint64_t snap_id(const struct snap *s)
 {
 	return s->id;

@@ -176,6 +176,8 @@ const char *snap_path(const struct snap *s);
 const struct snap_header *snap_header(const struct snap *s);
 const struct snap_vm_config *snap_config(const struct snap *s);
 uint64_t snap_id(const struct snap *s); /* the header checksum */
+/* Format 3: the header slot (0 or 1) the newest valid generation was read from. */
+unsigned snap_slot(const struct snap *s);
 bool snap_is_diff(const struct snap *s);
 
 /* Entry i of the section table (i < snap_header(s)->nsections). */

@@ -88,6 +88,8 @@ static void print_header(const struct snap *s)
 		printf("  parent     %016llx\n", U(h->parent_id));
 	printf("  created    %s\n", when);
 	printf("  size       %llu bytes\n", U(h->file_size));
+	if (h->generation)
+		printf("  generation %llu (header slot %u)\n", U(h->generation), snap_slot(s));
 }
 
 static void print_sections(const struct snap *s)
