@@ -13,6 +13,10 @@ Cases (all by default; each prints ok/FAIL):
              the guest's clock stepped to the host's after a 3 s pause,
              vsock connections reset and the listener still there
   pause      pause/resume in the same VM, with the API's state answers
+  killed     later snapshots of a VM to one file (each adds a generation to
+             it), and the VMM killed (SIGKILL) in the middle of one; six
+             times, restoring (eager, lazy) from that file: the guest goes on
+             from the last snapshot or the one cut short, nothing else
   later      two snapshots of a booted VM: the first reads all of memory,
              the second copies the chunks KVM's dirty log (on from the
              first snapshot) saw nobody write (4 MiB of tmpfs at least)
@@ -48,6 +52,7 @@ Cases (all by default; each prints ok/FAIL):
 """
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -58,7 +63,7 @@ import time
 
 VMM, KERNEL, INITRD, INSPECT, WORK = sys.argv[1:6]
 IMAGE = os.environ.get("KILN_SNAPSHOT_IMAGE")
-CASES = sys.argv[6:] or ["pause", "later", "cycles", "lazy", "clones", "diff", "corrupt", "api", "thp",
+CASES = sys.argv[6:] or ["pause", "later", "killed", "cycles", "lazy", "clones", "diff", "corrupt", "api", "thp",
                          "lateram", "abi"] + \
     (["python"] if IMAGE else [])
 failures = []
@@ -597,6 +602,43 @@ def case_later():
     if unread[0] != [0, 0] or unread[1][0] != 0 or unread[1][1] < 16:
         return fail(name, "chunks copied unread (checked, then not): %s" % unread)
     ok("%s (the second snapshot copied %d chunks unread, the first none)" % (name, unread[1][1]))
+
+
+def case_killed():
+    name = "killed"
+    snap = path("killed.snap")
+    vm = VM(["--", "/bin/sh", "-c", STATUS_SCRIPT])
+    if not vm.wait_for(lambda t: len(status_lines(t)) >= 2):
+        return fail(name, "the guest did not start", vm.out, vm.err)
+    secret = status_lines(vm.text())[0]["secret"]
+    appended = 0
+    for rnd in range(6):
+        for i in range(4):
+            r = vm.api({"op": "snapshot", "path": snap})
+            if not r.get("ok"):
+                return fail(name, "round %d: snapshot: %s" % (rnd, r), vm.err)
+            appended += bool(r.get("appended"))
+            time.sleep(0.1)
+        last_n = int(status_lines(vm.text())[-1]["n"])
+        # One more, the VMM killed while it writes it.
+        vm.sock.sendall(json.dumps({"op": "snapshot", "path": snap}).encode() + b"\n")
+        time.sleep(random.uniform(0, 0.015))
+        vm.kill()
+        mode = ("eager", "lazy")[rnd % 2]
+        vm = restore(snap, mode)
+        if not vm.wait_for(lambda t: len(status_lines(t)) >= 2):
+            return fail(name, "round %d (%s): no status after the restore" % (rnd, mode),
+                        vm.out, vm.err)
+        first = status_lines(vm.text())[0]
+        if first["secret"] != secret or not last_n - 2 <= int(first["n"]) <= last_n + 2:
+            return fail(name, "round %d: after the restore status %s (secret %s), before the "
+                        "kill %d (secret %s)" % (rnd, first["n"], first["secret"], last_n, secret),
+                        vm.out)
+    vm.stop()
+    if appended < 12:
+        return fail(name, "only %d of 24 later snapshots were added to the file" % appended)
+    ok("%s (6 kills mid-snapshot, each restored; %d of 24 later snapshots appended)"
+       % (name, appended))
 
 
 # ---------------------------------------------------------------- abi
