@@ -125,7 +125,7 @@ struct snap_save {
 	 * appended, and the header goes into the slot ref's is not in (see
 	 * the format). A file that cannot take it (another file, an older
 	 * format, chunk size or memory differs, or its dead bytes would
-	 * pass half of the live ones: compaction) is written anew as
+	 * pass 1/8 of the live ones: compaction) is written anew as
 	 * without append. */
 	bool append;
 	/* 0: the current format. SNAP_FORMAT_V2: the previous one (tests of

@@ -38,7 +38,7 @@
  * again, so a crash or a kill at any point leaves generation n whole: a torn
  * slot fails its checksum, and bytes past file_size are ignored. A writer
  * rewrites the file (a new first generation) when the dead bytes of older
- * generations outweigh the live ones.
+ * generations pass 1/8 of the live ones.
  *
  * Version 2 (what kiln wrote before): one generation, no slots:
  *
