@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests for control/util.c's name rule and rm_tree(): names that
- * become paths, and removals that never leave their parent. */
+ * become paths, and removals that never leave their parent; and
+ * fsync_parent(), which syncs the directory a path is in. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -90,6 +91,24 @@ START_TEST(refuses_names_that_leave_the_parent)
 }
 END_TEST
 
+/* The directory of a file, of a relative name and of a top-level path is
+ * synced; a path whose directory does not exist is an error, not a crash. */
+START_TEST(syncs_the_parent)
+{
+	char p[256];
+
+	touch("f");
+	snprintf(p, sizeof(p), "%s/f", root);
+	ck_assert_int_eq(fsync_parent(p), 0);
+	ck_assert_int_eq(fsync_parent("relative-name"), 0);
+	ck_assert_int_eq(fsync_parent("/tmp"), 0);
+	snprintf(p, sizeof(p), "%s/no/such/f", root);
+	ck_assert_int_eq(fsync_parent(p), -ENOENT);
+	snprintf(p, sizeof(p), "%s/f/x", root);
+	ck_assert_int_eq(fsync_parent(p), -ENOTDIR);
+}
+END_TEST
+
 START_TEST(removes_a_tree)
 {
 	mkd("t");
@@ -157,6 +176,7 @@ int main(void)
 	tcase_add_test(tc, the_name_rule);
 	tcase_add_test(tc, refuses_names_that_leave_the_parent);
 	tcase_add_test(tc, removes_a_tree);
+	tcase_add_test(tc, syncs_the_parent);
 	tcase_add_test(tc, follows_no_links);
 	tcase_add_test(tc, depth_is_bounded);
 	suite_add_tcase(s, tc);
