@@ -3,8 +3,10 @@
 # kiln command's start to its end) beside bubblewrap's
 # `bwrap --unshare-all ... true` on the same host, in the same run: the runs
 # alternate, so both see the same load. kiln's sandbox is a cold boot of the
-# default image, a clone of a template of it, and a clone taken from that
-# template's warm pool (`kiln run --template`). Medians of KILN_RUN_RUNS
+# default image (`--image busybox`), a clone of a template of it
+# (`--template`), and plain `kiln run -- true` against a kilnd started with
+# --run-template naming a template of it with a warm pool (a clone taken
+# from the pool). Medians of KILN_RUN_RUNS
 # (default 20); ratios to bubblewrap's median.
 #
 #   bash tools/bench/run_bench.sh       (bubblewrap from Debian: apt-get install bubblewrap)
@@ -27,7 +29,7 @@ done
 BWRAP=$(command -v bwrap) || { echo "run_bench: skipped: no bwrap (apt-get install bubblewrap)"; exit 0; }
 
 # shellcheck source=tools/bench/kilnd_start.sh
-. tools/bench/kilnd_start.sh
+. tools/bench/kilnd_start.sh --run-template rbpool
 export KILN_SOCKET=$SOCK
 
 # ms CMD...: CMD's wall time in ms on stdout (its own output dropped); fails with CMD
@@ -64,19 +66,19 @@ BW=("$BWRAP" --unshare-all --die-with-parent --ro-bind / / --proc /proc --dev /d
 : >"$T/bw" && : >"$T/cold" && : >"$T/clone" && : >"$T/pool"
 for _ in $(seq "$RUNS"); do
 	ms "${BW[@]}" >>"$T/bw" || fail "bwrap"
-	ms "$KILN" run -- true >>"$T/cold" || fail "kiln run"
+	ms "$KILN" run --image busybox -- true >>"$T/cold" || fail "kiln run --image busybox"
 	ms "$KILN" run --template rb -- true >>"$T/clone" || fail "kiln run --template rb"
 	wait_pool rbpool
-	ms "$KILN" run --template rbpool -- true >>"$T/pool" || fail "kiln run --template rbpool"
+	ms "$KILN" run -- true >>"$T/pool" || fail "kiln run (--run-template rbpool)"
 done
 b=$(med "$T/bw")
 echo "kiln run -- true beside bubblewrap (medians of $RUNS, alternating; ms from the command's start to its end)"
 printf '  %-46s %8s ms\n' "bwrap --unshare-all true" "$b"
 for k in cold clone pool; do
 	case $k in
-	cold) what="kiln run -- true (cold boot)" ;;
+	cold) what="kiln run --image busybox -- true (boot)" ;;
 	clone) what="kiln run --template T -- true (clone)" ;;
-	pool) what="kiln run --template P -- true (warm pool)" ;;
+	pool) what="kiln run -- true (kilnd --run-template P)" ;;
 	esac
 	m=$(med "$T/$k")
 	awk -v w="$what" -v m="$m" -v b="$b" -v g="$GOAL_RATIO" 'BEGIN {
