@@ -28,6 +28,7 @@ struct kilnd_cfg {
 	char *vmm, *kernel, *initrd;
 	char *images_dir;        /* IMAGES_DIR/NAME.erofs (image.h) */
 	char *image_initrd;      /* the agent alone, booted over an image */
+	char *run_template;      /* --run-template: plain creates clone it (api_create.c) */
 	const char *resume_mode; /* "lazy" (userfaultfd) or "eager" */
 	unsigned max_sandboxes;
 	double boot_timeout;      /* seconds to wait for the agent's first answer */

@@ -77,6 +77,12 @@ static void usage(FILE *f)
 	        "                        from kilnd, where make images puts them)\n"
 	        "  --image-initrd PATH   initramfs booted over an image, the agent alone\n"
 	        "                        (default: ../initramfs/agent-image.cpio from kilnd)\n"
+	        "  --run-template NAME   a create that names no image or template (kiln run's)\n"
+	        "                        is a clone of template NAME when NAME is a plain\n"
+	        "                        boot of the built-in image (no warm-up, no egress\n"
+	        "                        rules, the operator's), from its warm pool if it has\n"
+	        "                        one: the same fresh sandbox, in a few ms (default:\n"
+	        "                        none, every such create boots)\n"
 	        "  --resume-mode MODE    how paused sandboxes come back: eager (all memory\n"
 	        "                        loaded at once on every CPU while the guest runs;\n"
 	        "                        the default) or lazy (memory mostly on first touch)\n"
@@ -352,6 +358,7 @@ static void cfg_free(struct kilnd_cfg *cfg)
 	free(cfg->initrd);
 	free(cfg->images_dir);
 	free(cfg->image_initrd);
+	free(cfg->run_template);
 	free(cfg->dns_servers);
 	free(cfg->webhook_url);
 	free(cfg->webhook_secret_file);
@@ -385,6 +392,7 @@ enum {
 	OPT_INITRD,
 	OPT_IMAGES,
 	OPT_IMAGE_INITRD,
+	OPT_RUN_TEMPLATE,
 	OPT_RESUME_MODE,
 	OPT_MAX_SB,
 	OPT_BOOT_TIMEOUT,
@@ -431,6 +439,7 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"initrd", required_argument, NULL, OPT_INITRD},
 	    {"images", required_argument, NULL, OPT_IMAGES},
 	    {"image-initrd", required_argument, NULL, OPT_IMAGE_INITRD},
+	    {"run-template", required_argument, NULL, OPT_RUN_TEMPLATE},
 	    {"resume-mode", required_argument, NULL, OPT_RESUME_MODE},
 	    {"max-sandboxes", required_argument, NULL, OPT_MAX_SB},
 	    {"boot-timeout", required_argument, NULL, OPT_BOOT_TIMEOUT},
@@ -526,6 +535,10 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 		case OPT_IMAGE_INITRD:
 			free(cfg->image_initrd);
 			cfg->image_initrd = strdup(optarg);
+			break;
+		case OPT_RUN_TEMPLATE:
+			free(cfg->run_template);
+			cfg->run_template = strdup(optarg);
 			break;
 		case OPT_RESUME_MODE:
 			if (strcmp(optarg, "lazy") && strcmp(optarg, "eager"))

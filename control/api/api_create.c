@@ -94,6 +94,25 @@ static bool env_names_ok(json_t *env)
 	return true;
 }
 
+/* kilnd --run-template: the template a create that names neither an image
+ * nor a template clones instead of booting the built-in image, if it is
+ * one whose clones are what that boot would give (a boot of the built-in
+ * image with nothing run, no egress rules, the operator's; a clone's
+ * random numbers are reseeded) and the request asks for nothing it
+ * fixes otherwise (memory, CPUs). NULL: boot. */
+static struct template *run_template(struct kilnd *kd, const struct sb_params *p)
+{
+	struct template *t = kd->cfg.run_template ? tmpl_find(kd, kd->cfg.run_template) : NULL;
+
+	if (!t || t->rec.warmup_json || !t->policy.internet || t->policy.nallow ||
+	    t->policy.ndeny || t->rec.tenant || strcmp(t->rec.image_name, IMG_BUILTIN))
+		return NULL;
+	if ((p->memory_mb != -1 && p->memory_mb != t->rec.memory_mb) ||
+	    p->cpu_count != t->rec.cpu_count)
+		return NULL;
+	return t;
+}
+
 /* What a create names, into p: a template (a clone of it, *tp) or an
  * image. 0, or an HTTP status with msg filled in. *image_path is for the
  * caller to free. */
@@ -118,6 +137,12 @@ static int resolve(struct kilnd *kd, const struct http_who *who, const char *tmp
 	}
 	p->template_id = name;
 	t = tmpl ? tmpl_find(kd, name) : NULL;
+	if (!tmpl && !image && (t = run_template(kd, p))) {
+		p->template_id = t->rec.name;
+		tmpl_clone_params(kd, t, p);
+		*tp = t;
+		return 0;
+	}
 	if (t && !auth_may_use(who, t->rec.tenant))
 		t = NULL; /* another tenant's: as if there were none */
 	if (t) {

@@ -7,7 +7,7 @@
 
 # shellcheck disable=SC2034 # run.sh runs them
 SNAPSHOT_TESTS="t_images t_pause t_pause_races t_pause_restart t_pause_python t_auto_resume
-t_auto_resume_races t_auto_resume_errors t_envd_keep t_snapshot_inspect t_templates t_pool t_fork t_snap_errors t_auto_pause
+t_auto_resume_races t_auto_resume_errors t_envd_keep t_snapshot_inspect t_templates t_pool t_run_template t_fork t_snap_errors t_auto_pause
 t_store_upgrade"
 
 # Real VMs: kilnd's images are links to KILN_E2E_IMAGES plus a copy of
@@ -800,6 +800,46 @@ pool" ] && [ "$left" -ge 45 ] && [ "$left" -le 50 ] && [ "$(sb_field "$id" templ
 	wait $p8
 	pool=$(cat "$T/pool") plain=$(cat "$T/plain")
 	echo "# create -> first exec (medians of 5): from the pool ${pool} ms, plain template clone ${plain} ms"
+}
+
+# kilnd --run-template: a create naming no image or template (kiln run's)
+# clones the template, from its pool, only when that gives what a boot
+# would (no warm-up, no egress rules) and the request fixes nothing else.
+t_run_template() {
+	local d=$T/data-run p tid sid out
+	# shellcheck disable=SC2046
+	"$KILND" --data-dir "$d" $(vmm_opts) --run-template e2e-run >"$T/kilnd-run.log" 2>&1 &
+	p=$!
+	wait_socket "$d/kilnd.sock"
+	run_tid() { # BODY: the templateID of a sandbox created with BODY (then deleted)
+		curl -s --unix-socket "$d/kilnd.sock" -o "$T/body" -d "$1" http://k/sandboxes
+		tid=$(sed -n 's/.*"templateID":"\([^"]*\)".*/\1/p' "$T/body")
+		sid=$(sed -n 's/.*"sandboxID":"\([a-z0-9]*\)".*/\1/p' "$T/body")
+		[ -z "$sid" ] || KILN_DATA_DIR=$d "$KILN" rm "$sid"
+		echo "$tid"
+	}
+	[ "$(run_tid '{}')" = busybox ]
+	check $? "--run-template naming no template yet: a create boots the built-in image"
+	KILN_DATA_DIR=$d "$KILN" template create e2e-run --pool 1 >/dev/null &&
+		wait_pool e2e-run 1 "$d/kilnd.sock" &&
+		out=$(KILN_DATA_DIR=$d "$KILN" run -- sh -c 'echo hi; exit 3')
+	[ $? = 3 ] && [ "$out" = hi ] && grep -q 'taken from the pool of e2e-run' "$T/kilnd-run.log"
+	check $? "kiln run -- CMD is a clone from the run template's pool (rc, output)"
+	wait_pool e2e-run 1 "$d/kilnd.sock"
+	[ "$(run_tid '{}')" = e2e-run ] && [ "$(run_tid '{"image":"busybox"}')" = busybox ] &&
+		[ "$(run_tid '{"memoryMB":512}')" = busybox ] && [ "$(run_tid '{"cpuCount":2}')" != e2e-run ]
+	# (real VMs: a 2-vCPU boot fails, one kernel vCPU; not a clone either way)
+	check $? "only a create asking for nothing else clones it (image, memory, CPUs: boot)"
+	KILN_DATA_DIR=$d "$KILN" template rm e2e-run
+	KILN_DATA_DIR=$d "$KILN" template create e2e-run -- sh -c "echo warm >/tmp/w" >/dev/null &&
+		[ "$(run_tid '{}')" = busybox ]
+	check $? "a run template with a warm-up is not used (a boot instead)"
+	KILN_DATA_DIR=$d "$KILN" template rm e2e-run
+	KILN_DATA_DIR=$d "$KILN" template create e2e-run --no-internet >/dev/null &&
+		[ "$(run_tid '{}')" = busybox ]
+	check $? "a run template with egress rules is not used (a boot instead)"
+	kill $p
+	wait $p
 }
 
 t_fork() {

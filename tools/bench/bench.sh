@@ -259,6 +259,8 @@ if [ -x build/bin/kilnd ] && [ -f build/initramfs/agent.cpio ]; then
 	echo
 	bash tools/bench/kilnd_snap_bench.sh 2>&1 | sed 's/^/  /'
 	echo
+	bash tools/bench/run_bench.sh 2>&1 | sed 's/^/  /'
+	echo
 	bash tools/bench/kilnd_ports_bench.sh 2>&1 | sed 's/^/  /'
 	bash tools/bench/e2b_sdk_bench.sh 2>&1 | sed 's/^/  /'
 	echo

@@ -224,16 +224,20 @@ void jail_enter(struct vm_config *cfg)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		j->pdeath = true;
 	}
-	/* The first cgroup.procs write after a quiet spell waits out an RCU
-	 * grace period (7 to 22 ms on a 2-CPU host: the kernel's
-	 * cgroup_threadgroup_rwsem makes its writers wait for one), sleeping
-	 * and holding no lock the namespaces and root below need: a thread
-	 * makes it meanwhile. It is waited for before any guest memory is
-	 * touched (v1 charges a page to the cgroup of its first toucher, and
-	 * charges do not move with the task) and before close_others (its
-	 * descriptor is in the table the two threads share). The thread keeps
-	 * the host's namespaces and root: only the calling thread's change. */
-	if (cg.version) {
+	/* v1: this thread alone, at once (jail_cgroup_join_thread): the
+	 * process has no other thread yet. v2: the first cgroup.procs write
+	 * after a quiet spell waits out an RCU grace period (7 to 22 ms on a
+	 * 2-CPU host: the kernel's cgroup_threadgroup_rwsem makes its writers
+	 * wait for one), sleeping and holding no lock the namespaces and root
+	 * below need: a thread makes it meanwhile. Either is done before any
+	 * guest memory is touched (v1 charges a page to the cgroup of its
+	 * first toucher, and charges do not move with the task); the thread
+	 * is waited for before close_others (its descriptor is in the table
+	 * the two threads share). The thread keeps the host's namespaces and
+	 * root: only the calling thread's change. */
+	if (cg.version == 1)
+		jn.err = jail_cgroup_join_thread(&cg);
+	else if (cg.version) {
 		jn.cg = &cg;
 		threaded = pthread_create(&joining, NULL, join_cgroup, &jn) == 0;
 		if (!threaded)

@@ -104,6 +104,9 @@ int jail_cgroup_create(const struct vm_config *cfg, uint32_t id, struct jail_cgr
                        size_t len);
 /* Move the calling process into it. */
 int jail_cgroup_join(const struct jail_cgroup *cg);
+/* v1 only (-EINVAL otherwise): move the calling thread, which must be
+ * the process's only one, without the kernel's slow whole-process path. */
+int jail_cgroup_join_thread(const struct jail_cgroup *cg);
 /* After the VMM ended: whether the kernel's OOM killer acted in the leaf
  * (and its memory limit, for the message); then remove it. */
 bool jail_cgroup_oom_killed(const struct jail_cgroup *cg, uint64_t *limit);
