@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -206,8 +207,24 @@ static void connect_failed(struct econn *ec, int err)
 	refuse(ec, status_of(err));
 }
 
+/* The host's connect is over (its socket is writable): how did it go? */
+static void connect_result(struct econn *ec)
+{
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (getsockopt(ec->rfd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+		log_debug("sandbox %s: connection to %s: %s", ec->ns->sb->rec.id, ec->dst,
+		          strerror(err ? err : errno));
+		connect_failed(ec, err ? err : errno);
+		return;
+	}
+	connected(ec);
+}
+
 static void connect_to(struct econn *ec, const uint8_t a[16], uint16_t port)
 {
+	struct pollfd pfd = {.events = POLLOUT};
 	struct sockaddr_storage ss = {0};
 	socklen_t len;
 
@@ -231,6 +248,7 @@ static void connect_to(struct econn *ec, const uint8_t a[16], uint16_t port)
 		refuse(ec, KILN_NET_ENETUNREACH);
 		return;
 	}
+	pfd.fd = ec->rfd;
 	ev_io_set(&ec->rwr, ec->rfd, EV_WRITE);
 	ev_io_set(&ec->rrd, ec->rfd, EV_READ);
 	if (connect(ec->rfd, (struct sockaddr *)&ss, len) == 0) {
@@ -245,6 +263,13 @@ static void connect_to(struct econn *ec, const uint8_t a[16], uint16_t port)
 	ev_timer_stop(loop_of(ec), &ec->timer);
 	ev_timer_set(&ec->timer, NET_CONNECT_TIMEOUT, 0);
 	ev_timer_start(loop_of(ec), &ec->timer);
+	/* A connect on the host's loopback (host.kiln.internal, the test
+	 * servers) is done by the time connect() returns: answer the guest
+	 * now, not a turn of the loop later. */
+	if (poll(&pfd, 1, 0) == 1) {
+		connect_result(ec);
+		return;
+	}
 	update(ec);
 }
 
@@ -379,17 +404,9 @@ static void on_remote_read(struct ev_loop *loop, ev_io *w, int revents)
 static void on_remote_write(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct econn *ec = w->data;
-	socklen_t len = sizeof(int);
-	int err = 0;
 
 	if (ec->st == EC_CONNECTING) {
-		if (getsockopt(ec->rfd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
-			log_debug("sandbox %s: connection to %s: %s", ec->ns->sb->rec.id, ec->dst,
-			          strerror(err ? err : errno));
-			connect_failed(ec, err ? err : errno);
-			return;
-		}
-		connected(ec);
+		connect_result(ec);
 		return;
 	}
 	if (relay_drain(&ec->up, ec->rfd, &ec->ns->bytes_out)) {

@@ -874,6 +874,70 @@ START_TEST(guest_connect)
 }
 END_TEST
 
+/* Interrupts the guest had since the last call. */
+static uint64_t irqs(void)
+{
+	uint64_t n = 0;
+
+	return read(dev->irq_fd, &n, sizeof(n)) == sizeof(n) ? n : 0;
+}
+
+/* A RESPONSE to a REQUEST with bytes behind it, and the RST that answers a
+ * full shutdown, interrupt nobody: the next packet's interrupt brings them,
+ * or the lazy timer's. Everything else interrupts at once. */
+START_TEST(lazy_irqs)
+{
+	int lfd = listen_at(5000), srv;
+	uint16_t *tx_avail = gp(QAREA(VSOCK_TXQ) + 0x1000, 2);
+	struct gconn *g;
+	char buf[16];
+
+	*tx_avail = htole16(1); /* VIRTQ_AVAIL_F_NO_INTERRUPT, as the driver has it */
+	vs->lazy_s = 60;        /* no interrupt from the timer until asked for below */
+	run(5);
+	irqs();
+	g = gconn_new(700, 5000, 65536);
+	gsend(700, VSOCK_OP_REQUEST, 0, NULL, 0);
+	gsend(700, VSOCK_OP_RW, 0, "hello", 5);
+	srv = accept_one(lfd);
+	ck_assert_int_eq(wait_read(srv, buf, sizeof(buf)), 5);
+	WAIT_FOR(g->responses == 1);
+	ck_assert_uint_eq(irqs(), 0);
+	ck_assert_int_eq(write(srv, "ok", 2), 2);
+	WAIT_FOR(g->rx_total == 2);
+	ck_assert_uint_eq(irqs(), 1); /* one for both */
+	gsend(700, VSOCK_OP_SHUTDOWN, VSOCK_SHUT_BOTH, NULL, 0);
+	WAIT_FOR(g->rst == 1);
+	run(20);
+	ck_assert_uint_eq(irqs(), 0);
+	ck_assert(ev_is_active(&vs->lazy_timer));
+	ev_timer_stop(vm.loop, &vs->lazy_timer); /* again, with the real delay */
+	vs->lazy_s = VSOCK_LAZY_IRQ;
+	ev_timer_set(&vs->lazy_timer, vs->lazy_s, 0);
+	ev_timer_start(vm.loop, &vs->lazy_timer);
+	run_for(VSOCK_LAZY_IRQ * 20);
+	ck_assert_uint_eq(irqs(), 1); /* the timer's */
+
+	/* A guest that waits for its RESPONSE to send gets it at once, and
+	 * so does every other packet. */
+	srv = guest_open(lfd, 701, 5000, 65536, &g);
+	ck_assert_uint_eq(irqs(), 1);
+	ck_assert_int_eq(write(srv, "x", 1), 1);
+	WAIT_FOR(g->rx_total == 1);
+	ck_assert_uint_eq(irqs(), 1);
+	xclose(srv);
+	WAIT_FOR(g->shut == VSOCK_SHUT_BOTH);
+	ck_assert_uint_eq(irqs(), 1);
+	g = gconn_new(702, 5001, 65536); /* nobody listens there */
+	gsend(702, VSOCK_OP_REQUEST, 0, NULL, 0);
+	gsend(702, VSOCK_OP_RW, 0, "hello", 5);
+	WAIT_FOR(g->rst == 2); /* for each packet */
+	ck_assert_uint_ge(irqs(), 1);
+	run_for(VSOCK_LAZY_IRQ * 20);
+	ck_assert_uint_eq(irqs(), 0); /* nothing was left for the timer */
+}
+END_TEST
+
 START_TEST(unknown_rst)
 {
 	struct vsock_pkt *p;
@@ -1615,6 +1679,7 @@ static Suite *vsock_suite(void)
 	tcase_add_test(t, create_errors);
 	tcase_add_test(t, host_connect_transfer);
 	tcase_add_test(t, guest_connect);
+	tcase_add_test(t, lazy_irqs);
 	tcase_add_test(t, unknown_rst);
 	tcase_add_test(t, shutdown_guest_send);
 	tcase_add_test(t, shutdown_guest_rcv);

@@ -9,13 +9,17 @@
 # (N connects - 0 connects) / N.
 #
 #   bash tools/bench/net_connect_events.sh [N]     (after make all; default N 1000)
+#
+# KILN_BENCH_BUILD=DIR takes kilnd, kiln-vmm, the kernel and the initramfs
+# from DIR/{bin,guest,initramfs} instead of build/ (A/B of two builds).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 N=${1:-1000}
-KILND=build/bin/kilnd
-VMM=build/bin/kiln-vmm
-KERNEL=build/guest/kiln-kernel
-INITRD=build/initramfs/agent.cpio
+B=${KILN_BENCH_BUILD:-build}
+KILND=$B/bin/kilnd
+VMM=$B/bin/kiln-vmm
+KERNEL=$B/guest/kiln-kernel
+INITRD=$B/initramfs/agent.cpio
 IMG=$(mktemp -d)
 # shellcheck source=tools/bench/kilnd_start.sh
 . tools/bench/kilnd_start.sh --images "$IMG"
@@ -28,12 +32,12 @@ while True: s.accept()[0].close()')
 SPID=$!
 read -r PORT <&3 || { echo "net_connect_events: the host server did not start"; exit 1; }
 trap 'kill $SPID 2>/dev/null; cleanup; rm -rf "$IMG"' EXIT
-kiln() { build/bin/kiln --socket "$SOCK" "$@"; }
+kiln() { "$B"/bin/kiln --socket "$SOCK" "$@"; }
 id=$(kiln create --allow-out host.kiln.internal:"$PORT" | tail -1)
 kiln cp "$T/net_connect" "$id:/tmp/net_connect" >/dev/null || exit 1
 for _ in 1 2 3; do
 	echo "host  (127.0.0.1):          $("$T/net_connect" 127.0.0.1 "$PORT" "$N")"
 	echo "guest (host.kiln.internal): $(kiln exec "$id" -- /tmp/net_connect 10.0.2.2 "$PORT" "$N")"
 done
-per_op "$N" "per connect" build/bin/kiln --socket "$SOCK" exec "$id" -- \
+per_op "$N" "per connect" "$B"/bin/kiln --socket "$SOCK" exec "$id" -- \
 	/tmp/net_connect 10.0.2.2 "$PORT" @N@

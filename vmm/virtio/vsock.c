@@ -91,6 +91,35 @@ static void emit_rst(struct vsock *v, const struct iovec *iov, unsigned n)
 	v->rst_len--;
 }
 
+/* Interrupt the guest for what the ring holds, unless all of it is lazy
+ * (vsock_conn_emit): then lazy_timer does, if nothing else does first. A
+ * packet waiting for a buffer is never lazy: the driver refills only after
+ * an interrupt. */
+static void rx_signal(struct vsock *v, bool waiting)
+{
+	struct virtq *q = &v->dev->vq[VSOCK_RXQ];
+
+	if (v->rx_urgent || waiting) {
+		v->rx_urgent = false;
+		ev_timer_stop(v->loop, &v->lazy_timer);
+		virtio_dev_notify(v->dev, VSOCK_RXQ);
+	} else if (q->used_idx != q->signalled_used && !ev_is_active(&v->lazy_timer)) {
+		ev_timer_set(&v->lazy_timer, v->lazy_s, 0);
+		ev_timer_start(v->loop, &v->lazy_timer);
+	}
+}
+
+static void lazy_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct vsock *v = w->data;
+
+	pthread_mutex_lock(&v->dev->lock);
+	vsock_sync_reset(v);
+	v->rx_urgent = true;
+	rx_signal(v, false);
+	pthread_mutex_unlock(&v->dev->lock);
+}
+
 void vsock_rx_pump(struct vsock *v)
 {
 	struct virtio_dev *dev = v->dev;
@@ -115,10 +144,12 @@ void vsock_rx_pump(struct vsock *v)
 		if (chain.in_len < VSOCK_HDR_SIZE) {
 			vsock_log(v, "receive buffer of %llu bytes cannot hold a header",
 			          (unsigned long long)chain.in_len);
+			v->rx_urgent = true;
 			virtq_push(&dev->vm->mem, q, chain.head, 0);
 			continue;
 		}
 		if (v->rst_len) {
+			v->rx_urgent = true;
 			emit_rst(v, chain.iov + chain.n_out, chain.n_in);
 			virtq_push(&dev->vm->mem, q, chain.head, VSOCK_HDR_SIZE);
 			continue;
@@ -133,16 +164,17 @@ void vsock_rx_pump(struct vsock *v)
 			 * stream; hand it back empty (the driver drops it). */
 			vsock_log(v, "receive buffer of %llu bytes has no room for data",
 			          (unsigned long long)chain.in_len);
+			v->rx_urgent = true;
 			virtq_push(&dev->vm->mem, q, chain.head, 0);
 		} else {
 			virtq_unpop(q);
 		}
 	}
-	virtio_dev_notify(dev, VSOCK_RXQ);
 	/* Kicks for new receive buffers only while packets wait for one: the
 	 * driver refills after every interrupt, and each kick is an exit (and
 	 * a wake-up here) on the way to the reader it is waking. */
 	waiting = v->rst_len || !TAILQ_EMPTY(&v->rxq);
+	rx_signal(v, waiting);
 	if (virtq_want_kicks(&dev->vm->mem, q, waiting) || (waiting && n == q->size))
 		virtio_dev_kick(dev, VSOCK_RXQ);
 	if (v->tx_stalled && v->rst_len < VSOCK_RST_RING) {
@@ -377,6 +409,7 @@ static void close_listener(struct vsock *v)
 
 	ev_io_stop(v->loop, &v->listen_watch);
 	ev_timer_stop(v->loop, &v->listen_retry);
+	ev_timer_stop(v->loop, &v->lazy_timer);
 	ev_async_stop(v->loop, &v->reset_async);
 	if (v->listen_fd >= 0)
 		close(v->listen_fd);
@@ -486,6 +519,7 @@ int vsock_create(struct vm *vm, uint64_t guest_cid, const char *uds_path)
 	v->guest_cid = guest_cid;
 	v->listen_fd = -1;
 	v->next_port = VSOCK_PORT_BASE;
+	v->lazy_s = VSOCK_LAZY_IRQ;
 	strcpy(v->path, uds_path);
 	for (i = 0; i < VSOCK_HASH_SIZE; i++)
 		LIST_INIT(&v->hash[i]);
@@ -493,8 +527,9 @@ int vsock_create(struct vm *vm, uint64_t guest_cid, const char *uds_path)
 	TAILQ_INIT(&v->rxq);
 	ev_io_init(&v->listen_watch, listen_cb, -1, EV_READ);
 	ev_init(&v->listen_retry, listen_retry_cb);
+	ev_init(&v->lazy_timer, lazy_cb);
 	ev_async_init(&v->reset_async, reset_cb);
-	v->listen_watch.data = v->listen_retry.data = v->reset_async.data = v;
+	v->listen_watch.data = v->listen_retry.data = v->reset_async.data = v->lazy_timer.data = v;
 	err = open_listener(v);
 	if (err < 0)
 		goto fail;

@@ -518,6 +518,18 @@ static ssize_t read_data(struct vsock_conn *c, const struct iovec *iov, unsigned
 	return -1;
 }
 
+/* Nobody waits for this packet: a RESPONSE to a guest that sent bytes
+ * behind its REQUEST (it waits for the host's answer to them, which
+ * follows), or the RST that ends a connection the guest shut both ways
+ * (it only frees the guest's side). Their interrupt may wait for the next
+ * packet's (at most VSOCK_LAZY_IRQ): on a connect that is one interrupt,
+ * and one wake of the guest, less per packet. */
+static bool lazy(const struct vsock_conn *c, uint16_t op)
+{
+	return (op == VSOCK_OP_RESPONSE && c->rx_cnt) ||
+	       (op == VSOCK_OP_RST && c->peer_shut == VSOCK_SHUT_BOTH);
+}
+
 int vsock_conn_emit(struct vsock_conn *c, const struct iovec *iov, unsigned n, size_t room)
 {
 	struct vsock *v = c->v;
@@ -559,6 +571,8 @@ int vsock_conn_emit(struct vsock_conn *c, const struct iovec *iov, unsigned n, s
 	    .fwd_cnt = htole32(c->fwd_cnt),
 	};
 	virtq_iov_write(iov, n, 0, &h, sizeof(h));
+	if (!lazy(c, op))
+		v->rx_urgent = true;
 	if (op == VSOCK_OP_RST) {
 		vsock_conn_free(c);
 		return VSOCK_HDR_SIZE;
