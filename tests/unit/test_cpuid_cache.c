@@ -84,6 +84,54 @@ START_TEST(left_alone)
 }
 END_TEST
 
+/* Subleaf i of leaf 4 in t, as KVM_SET_CPUID2 will see it. */
+static const struct kvm_cpuid_entry2 *leaf4(unsigned i)
+{
+	for (unsigned j = 0; j < nt; j++)
+		if (t[j].function == 4 && t[j].index == i)
+			return &t[j];
+	return NULL;
+}
+
+START_TEST(leaf4_levels_2_and_3_first)
+{
+	struct kvm_cpuid_entry2 l1d = t[2], l1i = t[3], l2 = t[4], l3 = t[5];
+
+	ck_assert(cpuid_cache_leaf4_order(t, nt));
+	/* glibc's walk for L2 and L3 stops after subleaf 1 now. */
+	ck_assert_uint_eq(leaf4(0)->eax, l2.eax);
+	ck_assert_uint_eq(leaf4(0)->ebx, l2.ebx);
+	ck_assert_uint_eq(leaf4(0)->ecx, l2.ecx);
+	ck_assert_uint_eq(leaf4(1)->eax, l3.eax);
+	ck_assert_uint_eq(leaf4(1)->edx, l3.edx);
+	ck_assert_uint_eq(leaf4(2)->eax, l1d.eax);
+	ck_assert_uint_eq(leaf4(2)->ebx, l1d.ebx);
+	ck_assert_uint_eq(leaf4(3)->eax, l1i.eax);
+	ck_assert_uint_eq(leaf4(4)->eax, 0); /* the terminator stays last */
+	ck_assert_uint_eq(nt, 7);
+	/* In that order already: nothing to do. */
+	ck_assert(!cpuid_cache_leaf4_order(t, nt));
+	ck_assert_uint_eq(leaf4(0)->eax, l2.eax);
+}
+END_TEST
+
+START_TEST(leaf4_left_alone)
+{
+	struct kvm_cpuid_entry2 was[8];
+
+	memcpy(was, t, sizeof(t));
+	t[0].ebx = 0x68747541; /* "Auth"enticAMD */
+	ck_assert(!cpuid_cache_leaf4_order(t, nt));
+	t[0].ebx = was[0].ebx;
+	ck_assert(!cpuid_cache_leaf4_order(t, nt - 1)); /* no terminator */
+	ck_assert(!cpuid_cache_leaf4_order(t, 2));      /* no leaf 4 */
+	t[0].eax = 3;                                   /* leaf 4 not there */
+	ck_assert(!cpuid_cache_leaf4_order(t, nt));
+	t[0].eax = was[0].eax;
+	ck_assert(!memcmp(was, t, sizeof(t)));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cpuid_cache");
@@ -95,6 +143,8 @@ int main(void)
 	tcase_add_test(tc, xeon_gets_one_descriptor_per_cache);
 	tcase_add_test(tc, smaller_caches_get_smaller_descriptors);
 	tcase_add_test(tc, left_alone);
+	tcase_add_test(tc, leaf4_levels_2_and_3_first);
+	tcase_add_test(tc, leaf4_left_alone);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
