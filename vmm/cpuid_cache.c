@@ -81,8 +81,16 @@ bool cpuid_cache_leaf2(const struct kvm_cpuid_entry2 *e, unsigned n, uint32_t re
 		return false;
 	regs[0] = 1; /* one round of leaf 2, then the descriptors */
 	regs[1] = regs[2] = regs[3] = 0;
-	for (unsigned k = 0; k < nc; k++)
-		regs[(k + 1) / 4] |= (uint32_t)codes[k] << (8 * ((k + 1) % 4));
+	/* Bit 31 set says a register holds no descriptors (glibc then skips
+	 * all four of its bytes): a code from 0x80 up never goes in a top
+	 * byte, which stays a null descriptor then. */
+	for (unsigned k = 0, slot = 1; k < nc; k++, slot++) {
+		if (slot % 4 == 3 && (codes[k] & 0x80))
+			slot++;
+		if (slot >= 16)
+			return false;
+		regs[slot / 4] |= (uint32_t)codes[k] << (8 * (slot % 4));
+	}
 	return true;
 }
 

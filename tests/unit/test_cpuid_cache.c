@@ -55,6 +55,23 @@ START_TEST(smaller_caches_get_smaller_descriptors)
 }
 END_TEST
 
+START_TEST(no_descriptor_sets_a_registers_bit_31)
+{
+	uint32_t r[4];
+
+	/* This host's L2: 1.25 MiB 10-way -> 1 MiB (0x87), the third code,
+	 * which would be EAX's top byte: EAX's bit 31 would void L1d, L1i
+	 * and L2 alike. It goes to EBX instead, before L3. */
+	t[4].ebx = 0x0240003f;
+	t[4].ecx = 0x7ff;
+	ck_assert(cpuid_cache_leaf2(t, nt, r));
+	for (int i = 0; i < 4; i++)
+		ck_assert_uint_eq(r[i] >> 31, 0);
+	ck_assert_uint_eq(r[0], 0x00302c01);
+	ck_assert_uint_eq(r[1], 0xec87);
+}
+END_TEST
+
 START_TEST(left_alone)
 {
 	uint32_t r[4];
@@ -143,6 +160,7 @@ int main(void)
 	tcase_add_test(tc, xeon_gets_one_descriptor_per_cache);
 	tcase_add_test(tc, smaller_caches_get_smaller_descriptors);
 	tcase_add_test(tc, left_alone);
+	tcase_add_test(tc, no_descriptor_sets_a_registers_bit_31);
 	tcase_add_test(tc, leaf4_levels_2_and_3_first);
 	tcase_add_test(tc, leaf4_left_alone);
 	suite_add_tcase(s, tc);
