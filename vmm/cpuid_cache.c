@@ -3,6 +3,7 @@
 #include "cpuid_cache.h"
 
 #include <stddef.h>
+#include <string.h>
 
 /* Descriptors with 64-byte lines (Intel SDM vol. 2A, table 3-12), each
  * level's and type's in order of size. glibc knows all of them. */
@@ -42,16 +43,23 @@ static uint8_t pick(uint32_t eax, uint32_t ebx, uint32_t ecx)
 	return code;
 }
 
+/* "GenuineIntel" with leaf 4: other vendors' libraries read other leaves. */
+static bool intel_with_leaf4(const struct kvm_cpuid_entry2 *e, unsigned n)
+{
+	const struct kvm_cpuid_entry2 *v = find(e, n, 0, 0);
+
+	return v && v->ebx == 0x756e6547 && v->edx == 0x49656e69 && v->ecx == 0x6c65746e &&
+	       v->eax >= 4;
+}
+
 bool cpuid_cache_leaf2(const struct kvm_cpuid_entry2 *e, unsigned n, uint32_t regs[4])
 {
-	const struct kvm_cpuid_entry2 *v = find(e, n, 0, 0), *l2 = find(e, n, 2, 0);
+	const struct kvm_cpuid_entry2 *l2 = find(e, n, 2, 0);
 	uint8_t codes[15];
 	unsigned nc = 0;
 	bool see_leaf4 = false;
 
-	/* "GenuineIntel": other vendors' libraries read other leaves. */
-	if (!v || v->ebx != 0x756e6547 || v->edx != 0x49656e69 || v->ecx != 0x6c65746e || !l2 ||
-	    v->eax < 4 || (l2->eax & 0xff) != 1)
+	if (!intel_with_leaf4(e, n) || !l2 || (l2->eax & 0xff) != 1)
 		return false;
 	uint32_t was[4] = {l2->eax, l2->ebx, l2->ecx, l2->edx};
 	for (int r = 0; r < 4; r++)
@@ -73,7 +81,49 @@ bool cpuid_cache_leaf2(const struct kvm_cpuid_entry2 *e, unsigned n, uint32_t re
 		return false;
 	regs[0] = 1; /* one round of leaf 2, then the descriptors */
 	regs[1] = regs[2] = regs[3] = 0;
-	for (unsigned k = 0; k < nc; k++)
-		regs[(k + 1) / 4] |= (uint32_t)codes[k] << (8 * ((k + 1) % 4));
+	/* Bit 31 set says a register holds no descriptors (glibc then skips
+	 * all four of its bytes): a code from 0x80 up never goes in a top
+	 * byte, which stays a null descriptor then. */
+	for (unsigned k = 0, slot = 1; k < nc; k++, slot++) {
+		if (slot % 4 == 3 && (codes[k] & 0x80))
+			slot++;
+		if (slot >= 16)
+			return false;
+		regs[slot / 4] |= (uint32_t)codes[k] << (8 * (slot % 4));
+	}
 	return true;
+}
+
+bool cpuid_cache_leaf4_order(struct kvm_cpuid_entry2 *e, unsigned n)
+{
+	enum { MAX_SUB = 16 };
+	struct kvm_cpuid_entry2 *sub[MAX_SUB], sorted[MAX_SUB];
+	unsigned k = 0, m = 0;
+	bool moved = false;
+
+	if (!intel_with_leaf4(e, n))
+		return false;
+	for (;; k++) {
+		struct kvm_cpuid_entry2 *c = (struct kvm_cpuid_entry2 *)find(e, n, 4, k);
+
+		if (!c || k == MAX_SUB)
+			return false; /* a table without leaf 4's terminator */
+		if ((c->eax & 0x1f) == 0)
+			break;
+		sub[k] = c;
+	}
+	/* Pass 0 takes level 2, pass 1 level 3, pass 2 the others. */
+	for (unsigned pass = 0; pass < 3; pass++)
+		for (unsigned i = 0; i < k; i++) {
+			unsigned level = (sub[i]->eax >> 5) & 7;
+
+			if (pass == 2 ? level != 2 && level != 3 : level == pass + 2)
+				sorted[m++] = *sub[i];
+		}
+	for (unsigned i = 0; i < k; i++) {
+		sorted[i].index = i;
+		moved |= memcmp(sub[i], &sorted[i], sizeof(sorted[i])) != 0;
+		*sub[i] = sorted[i];
+	}
+	return moved;
 }

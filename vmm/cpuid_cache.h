@@ -18,4 +18,17 @@
  */
 bool cpuid_cache_leaf2(const struct kvm_cpuid_entry2 *e, unsigned n, uint32_t regs[4]);
 
+/*
+ * Leaf 4's caches reordered in place, level 2 and level 3 first, each in
+ * its old order, the others after them, the terminator last: glibc's
+ * start-up walks leaf 4 (one CPUID, one host exit, each) until it has
+ * seen both, 4 subleaves on Intel hosts where 2 do. Nothing promises an
+ * order (the SDM has software walk the subleaves to the null one, and
+ * glibc's leaf-4 readers match level and type). Intel tables only, and
+ * only whole, well-formed ones (subleaves 0..k contiguous, then null):
+ * true if it reordered anything. After cpuid_cache_leaf2, which keeps
+ * leaf 4's order for its descriptors.
+ */
+bool cpuid_cache_leaf4_order(struct kvm_cpuid_entry2 *e, unsigned n);
+
 #endif

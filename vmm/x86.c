@@ -453,6 +453,8 @@ int x86_set_cpuid(struct vcpu *c)
 			e->edx = r[3];
 		}
 	}
+	/* And leaf 4 with levels 2 and 3 first: 2 fewer exits per process. */
+	cpuid_cache_leaf4_order(cp->entries, cp->nent);
 	if (ioctl(c->fd, KVM_SET_CPUID2, cp) < 0)
 		err = -errno;
 	free(cp);

@@ -55,6 +55,23 @@ START_TEST(smaller_caches_get_smaller_descriptors)
 }
 END_TEST
 
+START_TEST(no_descriptor_sets_a_registers_bit_31)
+{
+	uint32_t r[4];
+
+	/* This host's L2: 1.25 MiB 10-way -> 1 MiB (0x87), the third code,
+	 * which would be EAX's top byte: EAX's bit 31 would void L1d, L1i
+	 * and L2 alike. It goes to EBX instead, before L3. */
+	t[4].ebx = 0x0240003f;
+	t[4].ecx = 0x7ff;
+	ck_assert(cpuid_cache_leaf2(t, nt, r));
+	for (int i = 0; i < 4; i++)
+		ck_assert_uint_eq(r[i] >> 31, 0);
+	ck_assert_uint_eq(r[0], 0x00302c01);
+	ck_assert_uint_eq(r[1], 0xec87);
+}
+END_TEST
+
 START_TEST(left_alone)
 {
 	uint32_t r[4];
@@ -84,6 +101,54 @@ START_TEST(left_alone)
 }
 END_TEST
 
+/* Subleaf i of leaf 4 in t, as KVM_SET_CPUID2 will see it. */
+static const struct kvm_cpuid_entry2 *leaf4(unsigned i)
+{
+	for (unsigned j = 0; j < nt; j++)
+		if (t[j].function == 4 && t[j].index == i)
+			return &t[j];
+	return NULL;
+}
+
+START_TEST(leaf4_levels_2_and_3_first)
+{
+	struct kvm_cpuid_entry2 l1d = t[2], l1i = t[3], l2 = t[4], l3 = t[5];
+
+	ck_assert(cpuid_cache_leaf4_order(t, nt));
+	/* glibc's walk for L2 and L3 stops after subleaf 1 now. */
+	ck_assert_uint_eq(leaf4(0)->eax, l2.eax);
+	ck_assert_uint_eq(leaf4(0)->ebx, l2.ebx);
+	ck_assert_uint_eq(leaf4(0)->ecx, l2.ecx);
+	ck_assert_uint_eq(leaf4(1)->eax, l3.eax);
+	ck_assert_uint_eq(leaf4(1)->edx, l3.edx);
+	ck_assert_uint_eq(leaf4(2)->eax, l1d.eax);
+	ck_assert_uint_eq(leaf4(2)->ebx, l1d.ebx);
+	ck_assert_uint_eq(leaf4(3)->eax, l1i.eax);
+	ck_assert_uint_eq(leaf4(4)->eax, 0); /* the terminator stays last */
+	ck_assert_uint_eq(nt, 7);
+	/* In that order already: nothing to do. */
+	ck_assert(!cpuid_cache_leaf4_order(t, nt));
+	ck_assert_uint_eq(leaf4(0)->eax, l2.eax);
+}
+END_TEST
+
+START_TEST(leaf4_left_alone)
+{
+	struct kvm_cpuid_entry2 was[8];
+
+	memcpy(was, t, sizeof(t));
+	t[0].ebx = 0x68747541; /* "Auth"enticAMD */
+	ck_assert(!cpuid_cache_leaf4_order(t, nt));
+	t[0].ebx = was[0].ebx;
+	ck_assert(!cpuid_cache_leaf4_order(t, nt - 1)); /* no terminator */
+	ck_assert(!cpuid_cache_leaf4_order(t, 2));      /* no leaf 4 */
+	t[0].eax = 3;                                   /* leaf 4 not there */
+	ck_assert(!cpuid_cache_leaf4_order(t, nt));
+	t[0].eax = was[0].eax;
+	ck_assert(!memcmp(was, t, sizeof(t)));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cpuid_cache");
@@ -95,6 +160,9 @@ int main(void)
 	tcase_add_test(tc, xeon_gets_one_descriptor_per_cache);
 	tcase_add_test(tc, smaller_caches_get_smaller_descriptors);
 	tcase_add_test(tc, left_alone);
+	tcase_add_test(tc, no_descriptor_sets_a_registers_bit_31);
+	tcase_add_test(tc, leaf4_levels_2_and_3_first);
+	tcase_add_test(tc, leaf4_left_alone);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -7,7 +7,8 @@
 # KILND_BENCH_CREATES, default 20). Times are curl's own (connect to last
 # byte), so process start-up of the client is not counted; then the exec
 # round trip again on one kept-alive connection (tools/bench/http_rtt.py),
-# back to back (judged against the goal, <= 1 ms) and with 10 ms gaps, each
+# back to back (judged against the goals, <= 1 ms and <= 1.5x the host spawn
+# peer) and with 10 ms gaps, each
 # beside two peers without a VM measured in the same minutes: GET /health
 # (kilnd alone) and a host posix_spawn + wait of /bin/true (spawn_rtt.py);
 # and the host events (shadow faults, emulated instructions, ...) per exec.
@@ -88,8 +89,13 @@ for gap in 0 10; do
 	s=$(python3 tools/bench/spawn_rtt.py /bin/true "$EXECS" $gap) || { echo "kilnd_bench: $s"; exit 1; }
 	med[exec$gap]=$(median <<<"$r") med[health$gap]=$(median <<<"$h") med[spawn$gap]=$(median <<<"$s")
 	verdict=
-	[ "$gap" = 0 ] && verdict=$(awk -v v="${med[exec0]}" 'BEGIN {
-		printf "   goal <= 1 ms: %s", (v <= 1) ? "meets goal" : "MISSES goal" }')
+	# Both goals: at most 1 ms, and at most 1.5x the host's spawn of the
+	# same program measured in the same minutes (a ratio holds on any host).
+	[ "$gap" = 0 ] && verdict=$(awk -v v="${med[exec0]}" -v s="${med[spawn0]}" 'BEGIN {
+		r = (s > 0) ? v / s : -1
+		printf "   goal <= 1 ms: %s; %s x host spawn, goal <= 1.5x: %s",
+			(v <= 1) ? "meets goal" : "MISSES goal", (r < 0) ? "?" : sprintf("%.2f", r),
+			(r < 0) ? "not measured" : (r <= 1.5) ? "meets goal" : "MISSES goal" }')
 	echo "exec, kept-alive, gap ${gap} ms: $r$verdict"
 	echo "  peer, kilnd GET /health:   $h"
 	echo "  peer, host spawn of true:  $s"

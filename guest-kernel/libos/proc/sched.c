@@ -26,6 +26,7 @@ static uint64_t slice_end, armed_deadline;
 static bool timer_unsent;
 static void (*irq_fn[64])(void);
 static uint64_t xsave_mask = ~0ULL;
+static size_t xsave_size;
 
 void switch_to(uint64_t *save_ksp, uint64_t ksp);
 void ret_from_fork(void);
@@ -33,19 +34,20 @@ void ret_from_fork(void);
 void sched_init(void)
 {
 	/* XCR0 may include state (AMX tiles) that XSAVE handles lazily; save
-	 * whatever the CPU has enabled. */
+	 * whatever the CPU has enabled. XCR0 never changes, nor with it the
+	 * area's size: asked once, as CPUID at CPL3 is a host exit (every
+	 * thread's start and end and every signal asked again: 4 exits per
+	 * fork+exec+wait of a shell's child). */
 	uint32_t a = 0xd, b, c = 0, d;
 
 	asm volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
 	xsave_mask = ((uint64_t)d << 32) | a;
+	xsave_size = b;
 }
 
 size_t sched_xsave_size(void)
 {
-	uint32_t a = 0xd, b, c = 0, d;
-
-	asm volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
-	return b;
+	return xsave_size;
 }
 
 static void fpu_save(void *area)
