@@ -292,7 +292,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			break;
 		if (!s->attach) {
 			s->pid = v;
-			procs_add(sb_find(s->kd, s->sb_id), v, true, s->cmd);
+			procs_add(sb_find(s->kd, s->sb_id), v, true, s->cmd, 0);
 		}
 		snprintf(hdrs, sizeof(hdrs),
 		         "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "
