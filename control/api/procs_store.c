@@ -241,7 +241,7 @@ static int load_envd(struct sandbox *sb, json_t *arr, size_t *n)
 		uint64_t htag;
 
 		if (pid_tag(o, "htag", &pid, &htag) || !json_is_boolean(jt) ||
-		    !json_is_boolean(ji) || (jg && !json_is_string(jg)) ||
+		    !json_is_boolean(ji) || (jg && !json_is_string(jg) && !json_is_null(jg)) ||
 		    envd_proc_restore(sb, pid, json_is_true(jt), json_is_true(ji),
 		                      json_string_value(jg), json_object_get(o, "config"), htag))
 			bad++;

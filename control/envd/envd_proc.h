@@ -45,6 +45,7 @@ struct envd_proc {
 	bool reuse;     /* the agent keeps the connection after EXIT */
 	bool suspended; /* the sandbox paused: no agent stream until it resumes */
 	bool attaching; /* ATTACH sent, STARTED awaited */
+	bool killed;    /* SendSignal sent it SIGKILL: its slot is free (envd.h) */
 	/* START's tag (KILN_HELLO_PROCS agents; 0: none). Suspended and not
 	 * started: a pause or a kilnd restart came between START and STARTED,
 	 * and procs_sync (api/procs.h) finds out whether it runs. */
