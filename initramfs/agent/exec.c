@@ -577,7 +577,6 @@ static void exec_frame(struct conn *c, uint16_t type, const uint8_t *buf, uint32
 static int64_t exec_deadline(struct conn *c)
 {
 	struct proc *p = c->priv;
-
 	int64_t at;
 
 	if (!p || p->phase == PROC_DONE)
