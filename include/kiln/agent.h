@@ -114,7 +114,7 @@ enum kiln_msg {
 	KILN_MSG_INVALID = 0,
 
 	/* Both ways, first frame. Host: u32 version, u32 stream kind.
-	 * Agent: u32 version, u32 flags (KILN_HELLO_REUSE, else 0). */
+	 * Agent: u32 version, u32 flags (KILN_HELLO_REUSE, _USERS, _PROCS). */
 	KILN_MSG_HELLO,
 	/* Either way: u32 errno value, string message. Ends the stream. */
 	KILN_MSG_ERROR,
