@@ -245,13 +245,13 @@ int agent_msg_start(struct buf *b, const struct agent_start *s)
 	agent_put_u16(&w, s->rows);
 	if (s->n_rlimits > KILN_MAX_RLIMITS)
 		return -E2BIG;
-	if (s->user || s->n_rlimits || s->root) {
+	if (s->user || s->n_rlimits || s->root || s->tag) {
 		const char *user = s->user ? s->user : "";
 
 		agent_put_str(&w, user, strlen(user));
 		agent_put_u32(&w, s->user ? s->user_flags : 0);
 	}
-	if (s->n_rlimits || s->root) {
+	if (s->n_rlimits || s->root || s->tag) {
 		agent_put_u32(&w, s->n_rlimits);
 		for (uint32_t i = 0; i < s->n_rlimits; i++) {
 			agent_put_u32(&w, s->rlimits[i].resource);
@@ -259,8 +259,10 @@ int agent_msg_start(struct buf *b, const struct agent_start *s)
 			agent_put_u64(&w, s->rlimits[i].hard);
 		}
 	}
-	if (s->root)
-		agent_put_str(&w, s->root, strlen(s->root));
+	if (s->root || s->tag)
+		agent_put_str(&w, s->root ? s->root : "", s->root ? strlen(s->root) : 0);
+	if (s->tag)
+		agent_put_u64(&w, s->tag);
 	if (agent_end(&w))
 		return w.err;
 	if (s->keep)
@@ -388,6 +390,26 @@ int agent_parse_info(const void *p, uint32_t n, struct agent_info *info)
 	return agent_rd_done(&r);
 }
 
+int agent_parse_proc(const void *p, uint32_t n, struct agent_proc *pr)
+{
+	struct agent_rd r;
+
+	agent_rd_init(&r, p, n);
+	pr->pid = agent_get_u32(&r);
+	pr->tag = agent_get_u64(&r);
+	pr->kind = agent_get_u32(&r);
+	pr->state = agent_get_u32(&r);
+	pr->flags = agent_get_u32(&r);
+	if (agent_rd_done(&r))
+		return -EPROTO;
+	if (!pr->pid || pr->pid > INT32_MAX ||
+	    (pr->kind != KILN_STREAM_EXEC && pr->kind != KILN_STREAM_PTY) ||
+	    pr->state < KILN_PROC_STARTING || pr->state > KILN_PROC_EXITED ||
+	    (pr->flags & ~(uint32_t)KILN_PROC_DETACHED))
+		return -EPROTO;
+	return 0;
+}
+
 const char *agent_msg_name(uint16_t type)
 {
 	static const char *const names[KILN_MSG_MAX] = {
@@ -401,6 +423,7 @@ const char *agent_msg_name(uint16_t type)
 	    [KILN_MSG_STAT] = "STAT",       [KILN_MSG_ENTRY] = "ENTRY",
 	    [KILN_MSG_INFO] = "INFO",       [KILN_MSG_ATTACH] = "ATTACH",
 	    [KILN_MSG_CONNECT] = "CONNECT", [KILN_MSG_CONNECTED] = "CONNECTED",
+	    [KILN_MSG_PROC] = "PROC",
 	};
 
 	return type < KILN_MSG_MAX && names[type] ? names[type] : "?";

@@ -76,6 +76,7 @@ struct agent_start {
 	const struct agent_rlimit *rlimits; /* n_rlimits of them: the rlimits trailer */
 	uint32_t n_rlimits;
 	const char *root; /* NULL: no root trailer (the guest's "/") */
+	uint64_t tag;     /* 0: no tag trailer (KILN_HELLO_PROCS agents only) */
 };
 int agent_msg_start(struct buf *b, const struct agent_start *s);
 /* FILE_REQUEST; `arg` is the u32 (WRITE/MKDIR mode, REMOVE recursive) and
@@ -111,6 +112,14 @@ struct agent_info {
 	uint32_t nr_procs;
 };
 int agent_parse_info(const void *p, uint32_t n, struct agent_info *info);
+
+/* One KILN_MSG_PROC: every field checked (pid 1..2^31-1, a known kind,
+ * state and flags), else -EPROTO. */
+struct agent_proc {
+	uint32_t pid, kind, state, flags;
+	uint64_t tag;
+};
+int agent_parse_proc(const void *p, uint32_t n, struct agent_proc *pr);
 
 const char *agent_msg_name(uint16_t type);
 

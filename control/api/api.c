@@ -413,6 +413,21 @@ static void or_drop(void *ctx)
 
 static const struct wake_ops on_running_ops = {.run = or_run, .fail = or_fail, .drop = or_drop};
 
+/* A request naming a user its agent cannot run as (it predates users, as
+ * kept in the store) is refused before the sandbox is woken for it:
+ * false, answered. */
+static bool user_ok_asleep(struct http_conn *c, struct sandbox *sb, json_t *body)
+{
+	json_t *ju = json_object_get(body, "user");
+	char *q = body ? NULL : http_query_param(http_conn_req(c), "user"), err[512];
+	bool ok = sb_user_ok(sb, json_is_string(ju) ? json_string_value(ju) : q, err, sizeof(err));
+
+	free(q);
+	if (!ok)
+		http_respond_error(c, 400, "%s", err);
+	return ok;
+}
+
 /* Serve the request now if sb runs, else once it has been resumed. body:
  * the buffered JSON body, or NULL at headers time. */
 static void when_running(struct kilnd *kd, struct http_conn *c, struct sandbox *sb,
@@ -424,6 +439,8 @@ static void when_running(struct kilnd *kd, struct http_conn *c, struct sandbox *
 		serve(kd, c, sb, kind, body);
 		return;
 	}
+	if (!user_ok_asleep(c, sb, body))
+		return;
 	o = calloc(1, sizeof(*o));
 	if (!o) {
 		http_respond_error(c, 500, "out of memory");

@@ -14,6 +14,7 @@
  * response with "detached" and the command goes on, to be attached again;
  * a client that goes away ends it (the agent is told so). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@ struct exec_sess {
 	struct buf line;
 	char sb_id[SB_ID_LEN + 1];
 	uint32_t pid;
+	uint64_t tag;            /* START's, listed as starting until STARTED (procs.h) */
 	char cmd[PROCS_CMD_MAX]; /* for the process table */
 	/* for its exec.finished event */
 	char who[EVENTS_WHO_LEN];
@@ -117,6 +119,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 
 	if (!s->hello) {
 		if (type == KILN_MSG_ERROR && !s->started) {
+			procs_forget_sess(s->kd, s->sb_id, 0, s->tag);
 			record(s, "the command did not start");
 			proxy_respond_agent_error(s->c, "exec", p, n);
 			sess_free(s);
@@ -137,7 +140,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			break;
 		s->started = true;
 		s->pid = v;
-		procs_add(sb_find(s->kd, s->sb_id), v, false, s->cmd);
+		procs_add(sb_find(s->kd, s->sb_id), v, false, s->cmd, s->tag);
 		http_stream_start(s->c, 200, "application/x-ndjson", "Cache-Control: no-store\r\n");
 		buf_printf(&s->line, "{\"type\":\"start\",\"pid\":%u}\n", v);
 		emit(s);
@@ -176,6 +179,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		return;
 	case KILN_MSG_ERROR:
 		if (!s->started) {
+			procs_forget_sess(s->kd, s->sb_id, 0, s->tag);
 			record(s, "the command did not start");
 			proxy_respond_agent_error(s->c, "exec", p, n);
 			sess_free(s);
@@ -195,7 +199,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		}
 	}
 	log_debug("exec: unexpected %s frame", agent_msg_name(type));
-	procs_forget(s->kd, s->sb_id, s->pid);
+	procs_forget_sess(s->kd, s->sb_id, s->pid, s->tag);
 	finish(s, "agent protocol error");
 }
 
@@ -203,10 +207,22 @@ static void on_agent_close(void *ctx, int err)
 {
 	struct exec_sess *s = ctx;
 	struct sandbox *sb = sb_find(s->kd, s->sb_id);
-	struct kproc *kp = procs_lookup(s->kd, s->sb_id, s->pid);
-	char msg[256];
+	struct kproc *kp = procs_lookup_sess(s->kd, s->sb_id, s->pid, s->tag);
+	char msg[400];
 
 	s->a = NULL;
+	if (kp && kp->starting && (sb->state == SB_PAUSING || sb->state == SB_PAUSED)) {
+		/* START went out, STARTED did not come back: the agent may run
+		 * it. Listed as starting until the resume tells (procs_sync). */
+		kp->attached = false;
+		procs_starting_msg(msg, sizeof(msg), s->sb_id, s->tag);
+		log_info("sandbox %s: exec %" PRIx64 " was starting at the pause", s->sb_id,
+		         s->tag);
+		record(s, msg);
+		http_respond_error(s->c, 409, "%s", msg);
+		sess_free(s);
+		return;
+	}
 	if (kp && (sb->state == SB_PAUSING || sb->state == SB_PAUSED)) {
 		/* Its VMM stopped after the snapshot: the command goes on in the
 		 * resumed VM, kept by the agent until someone attaches. */
@@ -220,7 +236,7 @@ static void on_agent_close(void *ctx, int err)
 		finish(s, NULL);
 		return;
 	}
-	procs_forget(s->kd, s->sb_id, s->pid);
+	procs_forget_sess(s->kd, s->sb_id, s->pid, s->tag);
 	snprintf(msg, sizeof(msg), "the agent stream ended without an exit status (%s)",
 	         err ? strerror(-err) : "closed");
 	finish(s, msg);
@@ -237,7 +253,7 @@ static void on_http_abort(void *ctx)
 {
 	struct exec_sess *s = ctx;
 	struct sandbox *sb = sb_find(s->kd, s->sb_id);
-	struct kproc *kp = procs_lookup(s->kd, s->sb_id, s->pid);
+	struct kproc *kp = procs_lookup_sess(s->kd, s->sb_id, s->pid, s->tag);
 
 	/* The client went away: the command ends with it (the agent kills its
 	 * process group on our ERROR). A pausing VM may not read the ERROR any
@@ -256,7 +272,7 @@ static void on_http_abort(void *ctx)
 		kp->attached = false;
 	else {
 		/* the agent kills the command */
-		procs_forget(s->kd, s->sb_id, s->pid);
+		procs_forget_sess(s->kd, s->sb_id, s->pid, s->tag);
 		record(s, "the client went away: the command was killed");
 	}
 	sess_free(s);
@@ -408,17 +424,26 @@ void exec_start(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, json_
 	    .keep = true,
 	    .user = user,
 	};
+	procs_cmdline(s->cmd, sizeof(s->cmd), (const char *const *)argv);
+	/* Listed before START goes out: a pause or a restart of kilnd before
+	 * its STARTED leaves it findable (procs_sync). */
+	if (sb_agent_procs(sb)) {
+		s->tag = procs_new_tag();
+		if (procs_add_starting(sb, s->tag, false, s->cmd))
+			s->tag = 0;
+		st.tag = s->tag;
+	}
 	/* Everything goes out at once: HELLO, START, the input, its end. */
 	if (agent_msg_start(agent_out(s->a), &st) ||
 	    agent_msg_data(agent_out(s->a), KILN_MSG_STDIN, buf_head(&stdin_buf),
 	                   buf_avail(&stdin_buf)) ||
 	    agent_msg_empty(agent_out(s->a), KILN_MSG_STDIN_EOF)) {
 		http_respond_error(c, 400, "command, environment or input too large for the agent");
+		procs_forget_sess(kd, s->sb_id, 0, s->tag);
 		sess_free(s);
 		goto out;
 	}
 	agent_flush(s->a);
-	procs_cmdline(s->cmd, sizeof(s->cmd), (const char *const *)argv);
 	http_set_handler(c, &http_ops, s, 0);
 	goto out;
 bad:

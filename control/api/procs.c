@@ -3,7 +3,9 @@
  * pid so that a pause detaches them rather than ending them, and
  * GET /sandboxes/{id}/processes lists them with envd's. See procs.h. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <sys/random.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,10 +30,23 @@ void procs_cmdline(char *out, size_t n, const char *const *argv)
 	}
 }
 
-static void procs_unlink(struct sandbox *sb, uint32_t pid);
+static void procs_unlink(struct sandbox *sb, struct kproc *which);
+
+uint64_t procs_new_tag(void)
+{
+	static uint64_t next;
+	uint64_t t = 0;
+
+	/* Random, so that a restarted kilnd's never meet the last one's; a
+	 * counter past that (getrandom cannot fail for 8 bytes, but). */
+	if (getrandom(&t, sizeof(t), 0) != sizeof(t))
+		t = (uint64_t)now_ms() << 16 | (++next & 0xffff);
+	t &= INT64_MAX;
+	return t ? t : 1;
+}
 
 static int procs_insert(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd,
-                        int64_t started_ms, bool attached)
+                        int64_t started_ms, bool attached, uint64_t tag)
 {
 	struct kproc *p;
 
@@ -40,14 +55,18 @@ static int procs_insert(struct sandbox *sb, uint32_t pid, bool pty, const char *
 		if (!sb->procs)
 			return -ENOMEM;
 	}
-	if (procs_find(sb, pid))
-		procs_unlink(sb, pid); /* a pid the guest reused: the old one is gone */
+	if (pid && (p = procs_find(sb, pid)))
+		procs_unlink(sb, p); /* a pid the guest reused: the old one is gone */
+	if (!pid && (!tag || procs_find_tag(sb, tag)))
+		return -EINVAL;
 	if (sb->procs->n >= PROCS_MAX)
 		return -ENOSPC;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
+	p->tag = tag;
+	p->starting = !pid;
 	p->pty = pty;
 	p->attached = attached;
 	p->started_ms = started_ms;
@@ -59,18 +78,42 @@ static int procs_insert(struct sandbox *sb, uint32_t pid, bool pty, const char *
 	return 0;
 }
 
-int procs_restore(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd, int64_t started_ms)
+int procs_restore(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd, int64_t started_ms,
+                  uint64_t tag)
 {
-	return procs_insert(sb, pid, pty, cmd, started_ms, false);
+	return procs_insert(sb, pid, pty, cmd, started_ms, false, tag);
 }
 
-void procs_add(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd)
+int procs_add_starting(struct sandbox *sb, uint64_t tag, bool pty, const char *cmd)
 {
+	return procs_insert(sb, 0, pty, cmd, now_ms(), true, tag);
+}
+
+struct kproc *procs_find_tag(struct sandbox *sb, uint64_t tag)
+{
+	for (struct kproc *p = tag && sb && sb->procs ? sb->procs->head : NULL; p; p = p->next)
+		if (p->starting && p->tag == tag)
+			return p;
+	return NULL;
+}
+
+void procs_add(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd, uint64_t tag)
+{
+	struct kproc *p = procs_find_tag(sb, tag), *old;
 	int rc;
 
 	if (!sb)
 		return; /* deleted meanwhile: its streams are ending */
-	rc = procs_insert(sb, pid, pty, cmd, now_ms(), true);
+	if (p) {
+		if ((old = procs_find(sb, pid)))
+			procs_unlink(sb, old); /* a pid the guest reused */
+		p->pid = pid;
+		p->starting = false;
+		p->started_ms = now_ms();
+		procs_changed(sb);
+		return;
+	}
+	rc = procs_insert(sb, pid, pty, cmd, now_ms(), true, tag);
 	if (rc)
 		log_warn("sandbox %s: process %u not listed (%s): a pause will end it for its "
 		         "client, and it cannot be attached",
@@ -79,7 +122,7 @@ void procs_add(struct sandbox *sb, uint32_t pid, bool pty, const char *cmd)
 
 struct kproc *procs_find(struct sandbox *sb, uint32_t pid)
 {
-	for (struct kproc *p = sb && sb->procs ? sb->procs->head : NULL; p; p = p->next)
+	for (struct kproc *p = pid && sb && sb->procs ? sb->procs->head : NULL; p; p = p->next)
 		if (p->pid == pid)
 			return p;
 	return NULL;
@@ -87,20 +130,28 @@ struct kproc *procs_find(struct sandbox *sb, uint32_t pid)
 
 void procs_remove(struct sandbox *sb, uint32_t pid)
 {
-	if (procs_find(sb, pid)) {
-		procs_unlink(sb, pid);
+	struct kproc *p = procs_find(sb, pid);
+
+	if (p) {
+		procs_unlink(sb, p);
 		procs_changed(sb);
 	}
 }
 
-static void procs_unlink(struct sandbox *sb, uint32_t pid)
+void procs_drop(struct sandbox *sb, struct kproc *which)
+{
+	procs_unlink(sb, which);
+	procs_changed(sb);
+}
+
+static void procs_unlink(struct sandbox *sb, struct kproc *which)
 {
 	struct kproc **pp = sb && sb->procs ? &sb->procs->head : NULL;
 
 	while (pp && *pp) {
 		struct kproc *p = *pp;
 
-		if (p->pid == pid) {
+		if (p == which) {
 			*pp = p->next;
 			sb->procs->n--;
 			free(p);
@@ -121,13 +172,39 @@ void procs_forget(struct kilnd *kd, const char *sb_id, uint32_t pid)
 		procs_remove(sb_find(kd, sb_id), pid);
 }
 
+struct kproc *procs_lookup_sess(struct kilnd *kd, const char *sb_id, uint32_t pid, uint64_t tag)
+{
+	struct sandbox *sb = sb_find(kd, sb_id);
+
+	return pid ? procs_find(sb, pid) : procs_find_tag(sb, tag);
+}
+
+void procs_forget_sess(struct kilnd *kd, const char *sb_id, uint32_t pid, uint64_t tag)
+{
+	struct sandbox *sb = sb_find(kd, sb_id);
+	struct kproc *p = pid ? procs_find(sb, pid) : procs_find_tag(sb, tag);
+
+	if (p)
+		procs_drop(sb, p);
+}
+
+void procs_starting_msg(char *out, size_t n, const char *sb_id, uint64_t tag)
+{
+	snprintf(out, n,
+	         "sandbox %s was paused while the command was starting: if it started, it goes "
+	         "on detached; once the sandbox runs again GET /sandboxes/%s/processes lists it "
+	         "with its pid (tag %" PRIx64 ") and kiln attach %s PID takes it up",
+	         sb_id, sb_id, tag, sb_id);
+}
+
 void procs_sandbox_down(struct sandbox *sb)
 {
+	procs_sync_cancel(sb);
 	procs_store_close(sb);
 	if (!sb->procs)
 		return;
 	while (sb->procs->head)
-		procs_unlink(sb, sb->procs->head->pid);
+		procs_unlink(sb, sb->procs->head);
 	free(sb->procs);
 	sb->procs = NULL;
 }
@@ -144,12 +221,22 @@ void procs_detached_msg(char *out, size_t n, const char *sb_id, uint32_t pid)
 
 static json_t *kproc_json(const struct kproc *p)
 {
-	char at[32];
+	char at[32], tag[24];
+	json_t *j;
 
 	iso8601(p->started_ms, at);
-	return json_pack("{s:i,s:s,s:s,s:s,s:b,s:s}", "pid", (json_int_t)p->pid, "api", "kiln",
-	                 "kind", p->pty ? "pty" : "exec", "cmd", p->cmd, "attached", p->attached,
-	                 "startedAt", at);
+	snprintf(tag, sizeof(tag), "%" PRIx64, p->tag);
+	j = json_pack("{s:o,s:s,s:s,s:s,s:b,s:s}", "pid",
+	              p->starting ? json_null() : json_integer(p->pid), "api", "kiln", "kind",
+	              p->pty ? "pty" : "exec", "cmd", p->cmd, "attached", p->attached, "startedAt",
+	              at);
+	/* Starting: START was sent, its STARTED not read (a pause or a kilnd
+	 * restart came between); the next resume or restart finds out. */
+	if (j && p->tag)
+		json_object_set_new(j, "tag", json_string(tag));
+	if (j && p->starting)
+		json_object_set_new(j, "state", json_string("starting"));
+	return j;
 }
 
 static json_t *envd_json(const struct envd_proc *p)

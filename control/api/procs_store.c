@@ -31,6 +31,25 @@ static bool pid_ok(json_t *j)
 	       json_integer_value(j) <= 2147483647;
 }
 
+/* An entry's pid and START tag: a pid, or 0 for one that was starting,
+ * which needs a tag (1..2^63-1); a tag is optional otherwise. */
+static int pid_tag(json_t *o, const char *tag_key, uint32_t *pid, uint64_t *tag)
+{
+	json_t *jp = json_object_get(o, "pid"), *jt = json_object_get(o, tag_key);
+
+	if (jt && (!json_is_integer(jt) || json_integer_value(jt) < 1))
+		return -EINVAL;
+	*tag = jt ? (uint64_t)json_integer_value(jt) : 0;
+	if (json_is_integer(jp) && json_integer_value(jp) == 0 && *tag) {
+		*pid = 0;
+		return 0;
+	}
+	if (!pid_ok(jp))
+		return -EINVAL;
+	*pid = (uint32_t)json_integer_value(jp);
+	return 0;
+}
+
 /* The sandbox's struct procs_sb (kiln's table, and the writer's state for
  * both), made on first use. */
 static struct procs_sb *procs_table(struct sandbox *sb)
@@ -55,6 +74,9 @@ static json_t *kiln_json(const struct procs_sb *ps)
 		json_t *o = json_pack("{s:I,s:b,s:s,s:I}", "pid", (json_int_t)p->pid, "pty", p->pty,
 		                      "cmd", p->cmd, "startedMs", (json_int_t)p->started_ms);
 
+		if (o && p->tag)
+			json_object_set_new(o, "tag", json_integer((json_int_t)p->tag));
+
 		if (!o || json_array_append_new(arr, o)) {
 			json_decref(arr);
 			return NULL;
@@ -70,14 +92,18 @@ static json_t *envd_json(const struct envd_sb *es)
 	for (const struct envd_proc *p = es ? es->procs : NULL; arr && p; p = p->next) {
 		json_t *cfg, *o;
 
-		if (!p->started)
-			continue; /* no pid yet */
+		if (!p->started && !p->htag)
+			continue; /* no pid yet, and no way to find it */
 		cfg = json_copy(p->config);
 		if (cfg)
 			json_object_del(cfg, "envs");
-		o = cfg ? json_pack("{s:I,s:b,s:b,s:s?,s:o}", "pid", (json_int_t)p->pid, "pty",
-		                    p->pty, "stdin", p->stdin_open, "tag", p->tag, "config", cfg)
+		/* pid 0 with an htag: starting (START sent, STARTED not read) */
+		o = cfg ? json_pack("{s:I,s:b,s:b,s:s?,s:o}", "pid",
+		                    (json_int_t)(p->started ? p->pid : 0), "pty", p->pty, "stdin",
+		                    p->stdin_open, "tag", p->tag, "config", cfg)
 		        : NULL;
+		if (o && p->htag)
+			json_object_set_new(o, "htag", json_integer((json_int_t)p->htag));
 		if (!o || json_array_append_new(arr, o)) {
 			json_decref(arr);
 			return NULL;
@@ -164,16 +190,16 @@ void procs_store_close(struct sandbox *sb)
 }
 
 /* One entry of kiln's table, if it is one kilnd could have written. */
-static int kiln_entry(json_t *o, uint32_t *pid, bool *pty, const char **cmd, int64_t *started)
+static int kiln_entry(json_t *o, uint32_t *pid, bool *pty, const char **cmd, int64_t *started,
+                      uint64_t *tag)
 {
-	json_t *jp = json_object_get(o, "pid"), *jt = json_object_get(o, "pty"),
-	       *jc = json_object_get(o, "cmd"), *js = json_object_get(o, "startedMs");
+	json_t *jt = json_object_get(o, "pty"), *jc = json_object_get(o, "cmd"),
+	       *js = json_object_get(o, "startedMs");
 
-	if (!pid_ok(jp) || !json_is_boolean(jt) || !json_is_string(jc) ||
+	if (pid_tag(o, "tag", pid, tag) || !json_is_boolean(jt) || !json_is_string(jc) ||
 	    json_string_length(jc) >= PROCS_CMD_MAX || !json_is_integer(js) ||
 	    json_integer_value(js) < 0)
 		return -EINVAL;
-	*pid = (uint32_t)json_integer_value(jp);
 	*pty = json_is_true(jt);
 	*cmd = json_string_value(jc);
 	*started = json_integer_value(js);
@@ -191,9 +217,10 @@ static int load_kiln(struct sandbox *sb, json_t *arr, size_t *n)
 		bool pty;
 		const char *cmd;
 		int64_t started;
+		uint64_t tag;
 
-		if (kiln_entry(o, &pid, &pty, &cmd, &started) ||
-		    procs_restore(sb, pid, pty, cmd, started))
+		if (kiln_entry(o, &pid, &pty, &cmd, &started, &tag) ||
+		    procs_restore(sb, pid, pty, cmd, started, tag))
 			bad++;
 		else
 			(*n)++;
@@ -208,14 +235,15 @@ static int load_envd(struct sandbox *sb, json_t *arr, size_t *n)
 
 	json_array_foreach(arr, i, o)
 	{
-		json_t *jp = json_object_get(o, "pid"), *jt = json_object_get(o, "pty"),
-		       *ji = json_object_get(o, "stdin"), *jg = json_object_get(o, "tag");
+		json_t *jt = json_object_get(o, "pty"), *ji = json_object_get(o, "stdin"),
+		       *jg = json_object_get(o, "tag");
+		uint32_t pid;
+		uint64_t htag;
 
-		if (!pid_ok(jp) || !json_is_boolean(jt) || !json_is_boolean(ji) ||
-		    (jg && !json_is_string(jg)) ||
-		    envd_proc_restore(sb, (uint32_t)json_integer_value(jp), json_is_true(jt),
-		                      json_is_true(ji), json_string_value(jg),
-		                      json_object_get(o, "config")))
+		if (pid_tag(o, "htag", &pid, &htag) || !json_is_boolean(jt) ||
+		    !json_is_boolean(ji) || (jg && !json_is_string(jg) && !json_is_null(jg)) ||
+		    envd_proc_restore(sb, pid, json_is_true(jt), json_is_true(ji),
+		                      json_string_value(jg), json_object_get(o, "config"), htag))
 			bad++;
 		else
 			(*n)++;

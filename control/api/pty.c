@@ -42,6 +42,7 @@ struct pty_sess {
 	char accept[29];
 	char sb_id[SB_ID_LEN + 1];
 	uint32_t pid;
+	uint64_t tag;            /* START's, listed as starting until STARTED (procs.h) */
 	char cmd[PROCS_CMD_MAX]; /* for the process table */
 	/* for its pty.finished event (once the terminal was up) */
 	char who[EVENTS_WHO_LEN];
@@ -79,7 +80,7 @@ static void sess_free(struct pty_sess *s)
 static void client_gone(struct pty_sess *s)
 {
 	struct sandbox *sb = sb_find(s->kd, s->sb_id);
-	struct kproc *kp = procs_lookup(s->kd, s->sb_id, s->pid);
+	struct kproc *kp = procs_lookup_sess(s->kd, s->sb_id, s->pid, s->tag);
 
 	if (s->attach || (kp && s->kd->stopping)) {
 		/* Detached again, or kilnd exits: the agent keeps it when its
@@ -96,7 +97,7 @@ static void client_gone(struct pty_sess *s)
 	if (kp && sb->state == SB_PAUSING)
 		kp->attached = false;
 	else
-		procs_forget(s->kd, s->sb_id, s->pid);
+		procs_forget_sess(s->kd, s->sb_id, s->pid, s->tag);
 	sess_free(s);
 }
 
@@ -247,12 +248,12 @@ static void send_stderr(struct pty_sess *s, const uint8_t *p, uint32_t n)
  * has no such process waiting any more. */
 static void agent_error_early(struct pty_sess *s, const uint8_t *p, uint32_t n)
 {
-	struct kproc *kp = procs_lookup(s->kd, s->sb_id, s->pid);
+	struct kproc *kp = procs_lookup_sess(s->kd, s->sb_id, s->pid, s->tag);
 	const char *msg;
 	uint32_t err, len;
 
 	if (s->attach && !agent_parse_error(p, n, &err, &msg, &len) && err == ESRCH) {
-		procs_forget(s->kd, s->sb_id, s->pid);
+		procs_forget_sess(s->kd, s->sb_id, s->pid, s->tag);
 		http_respond_error(s->c, 404,
 		                   "process %u of sandbox %s is gone: it did not survive (the "
 		                   "sandbox was restored from an older snapshot, or its agent "
@@ -292,7 +293,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			break;
 		if (!s->attach) {
 			s->pid = v;
-			procs_add(sb_find(s->kd, s->sb_id), v, true, s->cmd);
+			procs_add(sb_find(s->kd, s->sb_id), v, true, s->cmd, s->tag);
 		}
 		snprintf(hdrs, sizeof(hdrs),
 		         "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: "
@@ -323,7 +324,7 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 		             : "");
 		s->exit_code = code;
 		ws_send(&s->ws, WS_TEXT, msg, strlen(msg));
-		procs_forget(s->kd, s->sb_id, s->pid);
+		procs_forget_sess(s->kd, s->sb_id, s->pid, s->tag);
 		end(s, WS_CLOSE_NORMAL, "exited");
 		return;
 	case KILN_MSG_ERROR:
@@ -331,11 +332,11 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			agent_error_early(s, p, n);
 			return;
 		}
-		procs_forget(s->kd, s->sb_id, s->pid);
+		procs_forget_sess(s->kd, s->sb_id, s->pid, s->tag);
 		end(s, WS_CLOSE_INTERNAL, "agent error");
 		return;
 	}
-	procs_forget(s->kd, s->sb_id, s->pid);
+	procs_forget_sess(s->kd, s->sb_id, s->pid, s->tag);
 	end(s, WS_CLOSE_INTERNAL, "agent protocol error");
 }
 
@@ -343,10 +344,18 @@ static void on_agent_close(void *ctx, int err)
 {
 	struct pty_sess *s = ctx;
 	struct sandbox *sb = sb_find(s->kd, s->sb_id);
-	struct kproc *kp = procs_lookup(s->kd, s->sb_id, s->pid);
-	char msg[256];
+	struct kproc *kp = procs_lookup_sess(s->kd, s->sb_id, s->pid, s->tag);
+	char msg[400];
 
 	s->a = NULL;
+	if (kp && kp->starting && (sb->state == SB_PAUSING || sb->state == SB_PAUSED)) {
+		/* START went out, STARTED did not come back (procs_sync). */
+		kp->attached = false;
+		procs_starting_msg(msg, sizeof(msg), s->sb_id, s->tag);
+		http_respond_error(s->c, 409, "%s", msg);
+		sess_free(s);
+		return;
+	}
 	if (kp && s->upgraded && (sb->state == SB_PAUSING || sb->state == SB_PAUSED)) {
 		json_t *j;
 		char *t;
@@ -370,7 +379,7 @@ static void on_agent_close(void *ctx, int err)
 	if (kp && s->attach && !s->upgraded)
 		kp->attached = false; /* it may still be there: try again later */
 	else
-		procs_forget(s->kd, s->sb_id, s->pid);
+		procs_forget_sess(s->kd, s->sb_id, s->pid, s->tag);
 	end(s, WS_CLOSE_INTERNAL, "the agent stream ended");
 }
 
@@ -516,7 +525,14 @@ void pty_start(struct kilnd *kd, struct http_conn *c, struct http_req *req, stru
 		    .user = user,
 		};
 
+		if (sb_agent_procs(sb)) { /* listed before START: see exec.c */
+			s->tag = procs_new_tag();
+			if (procs_add_starting(sb, s->tag, true, s->cmd))
+				s->tag = 0;
+			st.tag = s->tag;
+		}
 		if (!env || agent_msg_start(agent_out(s->a), &st)) {
+			procs_forget_sess(kd, s->sb_id, 0, s->tag);
 			http_respond_error(c, 400, "command too large");
 			sess_free(s);
 			goto out;

@@ -18,6 +18,7 @@
 #include "agent/agent_port.h"
 #include "agent/spare.h"
 #include "cdp.h"
+#include "envd/envd.h"
 #include "util.h"
 
 #define PROBE_EVERY  0.1
@@ -164,10 +165,18 @@ static void launch(struct cdp_start *st, struct sandbox *sb)
 	const char *argv[] = {st->kd->cfg.browser_launcher, NULL};
 	char port_env[40];
 	const char *env[] = {port_env, NULL};
+	struct envd_user user;
 	struct agent_start start = {.argv = argv, .env = env, .keep = true};
 
+	/* As E2B runs it: as the image's unprivileged user (the browser
+	 * image's "user", uid 1000, HOME /home/user), root only where the
+	 * image has no such user or its agent predates users. */
+	envd_user_default(sb, &user);
+	start.user = envd_user_name(&user);
+	start.user_flags = user.flags;
 	snprintf(port_env, sizeof(port_env), "KILN_BROWSER_PORT=%u", st->kd->cfg.browser_port);
-	log_info("sandbox %s: starting the browser (%s)", st->sb_id, st->kd->cfg.browser_launcher);
+	log_info("sandbox %s: starting the browser (%s, as %s)", st->sb_id,
+	         st->kd->cfg.browser_launcher, user.name);
 	st->launched = true;
 	st->deadline = ev_now(st->kd->loop) + CDP_START_TIMEOUT;
 	st->launcher = spare_take(sb, &launcher_ops, st);

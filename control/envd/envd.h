@@ -29,11 +29,13 @@
 #include "kilnd.h"
 #include "sandbox/sandbox.h"
 
-#define ENVD_PORT        49983
-#define ENVD_HOME        "/root" /* relative paths and the default cwd */
-#define ENVD_TOKEN_LEN   64      /* hex digits */
-#define ENVD_MAX_PROCS   32      /* per sandbox; the agent allows 64 streams */
-#define ENVD_MAX_SUBS    16      /* streams attached to one process */
+#define ENVD_PORT      49983
+#define ENVD_HOME      "/root" /* relative paths and the default cwd */
+#define ENVD_TOKEN_LEN 64      /* hex digits */
+#define ENVD_MAX_PROCS 32      /* per sandbox; the agent allows 64 streams */
+/* with the SIGKILLed ones still ending (envd_proc_rpc.c) */
+#define ENVD_MAX_ENTRIES (2 * ENVD_MAX_PROCS)
+#define ENVD_MAX_SUBS    16 /* streams attached to one process */
 #define ENVD_PATH_MAX    4096
 #define ENVD_SECRET_FILE "envd-secret"
 

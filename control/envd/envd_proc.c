@@ -228,7 +228,7 @@ void envd_proc_free(struct envd_proc *p)
 		*pp = p->next;
 		es->nprocs--;
 	}
-	if (p->started)
+	if (p->started || p->htag)
 		procs_changed(es->sb);
 	if (p->attaching)
 		attach_settled(es);
@@ -488,11 +488,15 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 }
 
 /* The sandbox is pausing: its VMM stops once the snapshot is written, and
- * the process with it, until the resume (envd_sandbox_resumed). */
+ * the process with it, until the resume (envd_sandbox_resumed). One that
+ * was starting is looked up by its tag then (procs_sync). */
 static void proc_suspend(struct envd_proc *p)
 {
-	static const char why[] = "the sandbox was paused; the process goes on when it is "
-	                          "resumed (process.Connect finds it then)";
+	const char *why = p->started ? "the sandbox was paused; the process goes on when it is "
+	                               "resumed (process.Connect finds it then)"
+	                             : "the sandbox was paused while the process was starting: "
+	                               "if it started, it goes on when the sandbox is resumed "
+	                               "(process.List has it then, with its tag)";
 
 	p->suspended = true;
 	p->hello = false;
@@ -524,7 +528,7 @@ static void on_agent_close(void *ctx, int err)
 		envd_proc_end(p, CRPC_NOT_FOUND, msg);
 		return;
 	}
-	if (p->started && (sb->state == SB_PAUSING || sb->state == SB_PAUSED)) {
+	if ((p->started || p->htag) && (sb->state == SB_PAUSING || sb->state == SB_PAUSED)) {
 		proc_suspend(p); /* its VMM stopped after the snapshot */
 		return;
 	}
@@ -563,6 +567,12 @@ int envd_proc_spawn(struct envd_proc *p)
 	    .user_flags = p->user.flags,
 	};
 
+	if (!p->htag && sb_agent_procs(sb)) {
+		p->htag = procs_new_tag(); /* written out as starting */
+		procs_changed(sb);
+	}
+	st.tag = p->htag;
+
 	p->a = spare_take(sb, &agent_ops, p);
 	if (!p->a)
 		return -errno;
@@ -592,7 +602,7 @@ struct envd_sb *envd_sb_get(struct sandbox *sb)
 }
 
 int envd_proc_restore(struct sandbox *sb, uint32_t pid, bool pty, bool stdin_open, const char *tag,
-                      json_t *config)
+                      json_t *config, uint64_t htag)
 {
 	struct envd_sb *es = envd_sb_get(sb);
 	json_t *cmd = json_object_get(config, "cmd"), *args = json_object_get(config, "args"),
@@ -614,7 +624,11 @@ int envd_proc_restore(struct sandbox *sb, uint32_t pid, bool pty, bool stdin_ope
 	p->pid = pid;
 	p->pty = pty;
 	p->stdin_open = stdin_open;
-	p->started = p->suspended = true; /* the agent keeps it: attached once it runs */
+	p->htag = htag;
+	/* The agent keeps it: attached once it runs; pid 0: it was starting,
+	 * procs_sync finds out */
+	p->suspended = true;
+	p->started = pid != 0;
 	p->started_ms = now_ms();
 	p->tag = tag ? strdup(tag) : NULL;
 	p->config = json_pack("{s:O,s:O,s:{}}", "cmd", cmd, "args", args, "envs");
@@ -685,8 +699,8 @@ bool envd_sandbox_reattach(struct sandbox *sb, void (*done)(struct sandbox *sb))
 		return false;
 	for (p = es->procs; p; p = next) {
 		next = p->next;
-		if (!p->suspended)
-			continue;
+		if (!p->suspended || !p->started)
+			continue; /* (starting: procs_sync could not tell yet) */
 		rc = reattach(p);
 		if (rc) {
 			snprintf(msg, sizeof(msg), "cannot reach the sandbox's agent: %s",

@@ -45,6 +45,11 @@ struct envd_proc {
 	bool reuse;     /* the agent keeps the connection after EXIT */
 	bool suspended; /* the sandbox paused: no agent stream until it resumes */
 	bool attaching; /* ATTACH sent, STARTED awaited */
+	bool killed;    /* SendSignal sent it SIGKILL: its slot is free (envd.h) */
+	/* START's tag (KILN_HELLO_PROCS agents; 0: none). Suspended and not
+	 * started: a pause or a kilnd restart came between START and STARTED,
+	 * and procs_sync (api/procs.h) finds out whether it runs. */
+	uint64_t htag;
 	char *tag;
 	json_t *config; /* {cmd, args, envs, cwd} as List reports it */
 	char **argv, **env;
@@ -92,7 +97,7 @@ int envd_proc_spawn(struct envd_proc *p);
  * until envd_sandbox_reattach(): 0, or -errno for a bad entry or a full
  * table. */
 int envd_proc_restore(struct sandbox *sb, uint32_t pid, bool pty, bool stdin_open, const char *tag,
-                      json_t *config);
+                      json_t *config, uint64_t htag);
 /* The sandbox's process table, made on first use; NULL when out of memory. */
 struct envd_sb *envd_sb_get(struct sandbox *sb);
 /* The handler of a SendInput call waiting for the agent to drain. */

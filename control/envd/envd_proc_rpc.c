@@ -167,6 +167,19 @@ static const char *parse_start(struct envd_proc *p, struct sandbox *sb, json_t *
 	return NULL;
 }
 
+/* The processes that count against ENVD_MAX_PROCS: a SIGKILLed one is on
+ * its way out (its EXIT may come after SendSignal's answer, and after the
+ * client's next Start: the SDK's kill() then run() must not find its slot
+ * taken). */
+static unsigned live_procs(const struct envd_sb *es)
+{
+	unsigned n = 0;
+
+	for (const struct envd_proc *p = es->procs; p; p = p->next)
+		n += !p->killed;
+	return n;
+}
+
 void envd_proc_start(struct envd_req *r)
 {
 	struct envd_sb *es = envd_sb_get(r->sb);
@@ -178,7 +191,7 @@ void envd_proc_start(struct envd_req *r)
 		crpc_stream_fail(r->c, CRPC_INTERNAL, "out of memory");
 		return;
 	}
-	if (es->nprocs >= ENVD_MAX_PROCS) {
+	if (live_procs(es) >= ENVD_MAX_PROCS || es->nprocs >= ENVD_MAX_ENTRIES) {
 		crpc_stream_fail(r->c, CRPC_RESOURCE_EXHAUSTED,
 		                 "too many processes in this sandbox (limit %d)", ENVD_MAX_PROCS);
 		return;
@@ -372,6 +385,8 @@ void envd_proc_send_signal(struct envd_req *r)
 		return;
 	}
 	agent_flush(p->a);
+	if (n == SIGKILL)
+		p->killed = true;
 	crpc_respond(r->c, json_object());
 }
 

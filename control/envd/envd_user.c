@@ -96,7 +96,7 @@ static void set_user(struct envd_user *u, const char *name, uint32_t flags)
  * as it ran all of them. */
 static const char *default_for(struct sandbox *sb)
 {
-	return sb->agent_no_users ? "" : default_user(sb);
+	return sb->rec.agent_no_users ? "" : default_user(sb);
 }
 
 void envd_user_default(struct sandbox *sb, struct envd_user *u)

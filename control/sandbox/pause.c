@@ -24,6 +24,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "api/procs.h"
 #include "envd/envd.h"
 #include "jail_out.h"
 #include "sandbox_int.h"
@@ -355,10 +356,20 @@ static void pause_reattached(struct sandbox *sb)
 	settle_result(sb, 201, NULL, NULL);
 }
 
-void pause_resumed(struct sandbox *sb)
+/* The commands that were starting at the pause are known (procs_sync):
+ * envd's processes are attached again. */
+static void pause_synced(struct sandbox *sb)
 {
+	if (sb->state != SB_RESUMING)
+		return; /* (the resume failed meanwhile: procs_sync_cancel) */
 	if (!envd_sandbox_reattach(sb, pause_reattached))
 		pause_reattached(sb);
+}
+
+void pause_resumed(struct sandbox *sb)
+{
+	if (!procs_sync(sb, pause_synced))
+		pause_synced(sb);
 }
 
 void pause_probe_timeout(struct sandbox *sb, const char *what)
@@ -409,6 +420,7 @@ void pause_vmm_exited(struct sandbox *sb, const char *what)
 		return;
 	}
 	/* A resume that did not come up: the snapshot is untouched. */
+	procs_sync_cancel(sb);
 	envd_reattach_cancel(sb);
 	if (sb->fail_msg)
 		snprintf(msg, sizeof(msg), "%s", sb->fail_msg);

@@ -50,6 +50,14 @@ static void settle_without_vmm(struct sandbox *sb, int pid)
 	sb_save(sb);
 }
 
+/* Re-adopted running: the commands that were starting are known
+ * (procs_sync), envd's are attached again. */
+static void readopt_synced(struct sandbox *sb)
+{
+	if (sb->state == SB_RUNNING)
+		envd_sandbox_reattach(sb, NULL); /* envd's, from the table */
+}
+
 /* The VMM of a live sandbox is still there: watch it again, and finish
  * what was under way. */
 static void readopt(struct sandbox *sb, int pid)
@@ -99,7 +107,8 @@ static void readopt(struct sandbox *sb, int pid)
 		if (sb->rec.flags & SB_F_API)
 			pause_unfreeze(sb);
 		sb_arm_lifetime(sb);
-		envd_sandbox_reattach(sb, NULL); /* envd's, from the table */
+		if (!procs_sync(sb, readopt_synced))
+			readopt_synced(sb);
 		break;
 	case SB_STARTING:
 		sb_start_probe(sb, 0);

@@ -128,6 +128,7 @@ struct sandbox *sb_alloc(struct kilnd *kd, const char *id)
 	sb->pidfd = -1;
 	sb->console_wd = -1;
 	snprintf(sb->rec.id, sizeof(sb->rec.id), "%s", id);
+	sb->rec.agent_flags = -1;
 	if (asprintf(&sb->dir, "%s/%s", kd->sandboxes_dir, id) < 0 ||
 	    asprintf(&sb->vsock_path, "%s/vsock.sock", sb->dir) < 0 ||
 	    asprintf(&sb->console_path, "%s/console.log", sb->dir) < 0 ||
@@ -339,9 +340,14 @@ static void probe_frame(void *ctx, uint16_t type, const uint8_t *p, uint32_t n)
 			         version, KILN_AGENT_VERSION);
 			goto retry;
 		}
-		sb->agent_no_users = false;
-		if (!(kind & KILN_HELLO_USERS))
-			sb_users_probe(sb);
+		/* A resume runs the agent its snapshot has: what the last probe
+		 * found out stays true while its HELLO says the same. */
+		if (sb->rec.agent_flags != (int64_t)kind) {
+			sb->rec.agent_flags = kind;
+			sb->rec.agent_no_users = false;
+			if (!(kind & KILN_HELLO_USERS))
+				sb_users_probe(sb);
+		}
 		return;
 	case KILN_MSG_INFO:
 		if (agent_parse_info(p, n, &info))
@@ -818,9 +824,14 @@ void sb_free_all(struct kilnd *kd)
 	}
 }
 
+bool sb_agent_procs(const struct sandbox *sb)
+{
+	return sb->rec.agent_flags >= 0 && (sb->rec.agent_flags & KILN_HELLO_PROCS);
+}
+
 bool sb_user_ok(const struct sandbox *sb, const char *user, char *err, size_t errlen)
 {
-	if (!sb->agent_no_users || !user || !*user || !strcmp(user, "root"))
+	if (!sb->rec.agent_no_users || !user || !*user || !strcmp(user, "root"))
 		return true;
 	snprintf(err, errlen,
 	         "sandbox %s has an agent from before users (its template or snapshot is from an "

@@ -75,9 +75,8 @@ struct sandbox {
 	sb_ready_fn ready_cb;
 	void *ready_ctx;
 	char agent_version[64];
-	/* Its agent refused the user trailer (users_probe.c, as of the last
-	 * boot or resume): it predates users, so no request may name one. */
-	bool agent_no_users;
+	/* What its agent said of itself is in rec (agent_flags,
+	 * agent_no_users: users_probe.c), kept in the store. */
 	struct agent_conn *users_probe;
 	struct envd_sb *envd;           /* processes started through envd (envd_proc.c) */
 	struct procs_sb *procs;         /* kiln's exec and pty processes (api/procs.c) */
@@ -180,6 +179,9 @@ typedef void (*sb_snap_fn)(void *ctx, struct sandbox *sb, json_t *reply, const c
 struct sb_waiter *sb_snapshot(struct sandbox *sb, const char *path, bool keep_running,
                               sb_snap_fn cb, void *ctx);
 
+/* Its agent (as of its last boot or resume) takes START's tag trailer and
+ * lists its processes (KILN_HELLO_PROCS). */
+bool sb_agent_procs(const struct sandbox *sb);
 /* Whether a request may run as user (NULL or "root": root) in sb; if not,
  * err says why and what to do. */
 bool sb_user_ok(const struct sandbox *sb, const char *user, char *err, size_t errlen);

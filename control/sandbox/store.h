@@ -39,6 +39,13 @@ struct sb_record {
 	int64_t timeout_s;  /* its lifetime as created (auto-resume re-arms it) */
 	int64_t resumes;    /* times it was resumed */
 	char *tenant;       /* the tenant that owns it (auth/keys.h), NULL: the operator */
+	/* What its agent said of itself as of its last boot or resume: the
+	 * flags of its HELLO answer (KILN_HELLO_*; -1: not known yet, or a
+	 * record from before schema 8) and whether it refused the user
+	 * trailer (sandbox/users_probe.c). Kept so that a restarted kilnd
+	 * answers requests for a paused sandbox as its agent will. */
+	int64_t agent_flags;
+	bool agent_no_users;
 };
 
 /* A template: a snapshot of a warmed-up sandbox that clones start from. */

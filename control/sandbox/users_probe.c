@@ -30,7 +30,8 @@ static void users_probe_frame(void *ctx, uint16_t type, const uint8_t *p, uint32
 	if (type == KILN_MSG_HELLO)
 		return;
 	if (type == KILN_MSG_ERROR && !agent_parse_error(p, n, &err, &msg, &len) && err == EPROTO) {
-		sb->agent_no_users = true;
+		sb->rec.agent_no_users = true;
+		sb_save(sb);
 		log_info("sandbox %s: its agent predates users: requests run as root only",
 		         sb->rec.id);
 	}

@@ -92,14 +92,21 @@ struct kiln_frame {
  * users, refuse it with ERROR EPROTO: a host asks one with a trailer that
  * names root (kilnd: control/sandbox/users_probe.c). */
 #define KILN_HELLO_USERS 0x2
+/* In every HELLO answer of an agent that takes START's tag trailer and
+ * serves KILN_STREAM_PROCS: a host that knows it can find, after a pause
+ * or its own restart, the commands whose STARTED it never read. Agents
+ * without it refuse the tag trailer with ERROR EPROTO "trailing bytes" and
+ * the stream kind with ERROR EINVAL: a host sends neither to them. */
+#define KILN_HELLO_PROCS 0x4
 
 enum kiln_stream {
 	KILN_STREAM_INVALID = 0,
-	KILN_STREAM_EXEC, /* run a command, pipes for stdin/stdout/stderr */
-	KILN_STREAM_PTY,  /* run a command on a pseudo-terminal */
-	KILN_STREAM_FILE, /* one file operation */
-	KILN_STREAM_INFO, /* agent version, uptime, memory */
-	KILN_STREAM_PORT, /* a TCP connection to a port of the guest's loopback */
+	KILN_STREAM_EXEC,  /* run a command, pipes for stdin/stdout/stderr */
+	KILN_STREAM_PTY,   /* run a command on a pseudo-terminal */
+	KILN_STREAM_FILE,  /* one file operation */
+	KILN_STREAM_INFO,  /* agent version, uptime, memory */
+	KILN_STREAM_PORT,  /* a TCP connection to a port of the guest's loopback */
+	KILN_STREAM_PROCS, /* the exec and pty processes the agent runs (KILN_HELLO_PROCS) */
 	KILN_STREAM_MAX,
 };
 
@@ -107,7 +114,7 @@ enum kiln_msg {
 	KILN_MSG_INVALID = 0,
 
 	/* Both ways, first frame. Host: u32 version, u32 stream kind.
-	 * Agent: u32 version, u32 flags (KILN_HELLO_REUSE, else 0). */
+	 * Agent: u32 version, u32 flags (KILN_HELLO_REUSE, _USERS, _PROCS). */
 	KILN_MSG_HELLO,
 	/* Either way: u32 errno value, string message. Ends the stream. */
 	KILN_MSG_ERROR,
@@ -149,7 +156,18 @@ enum kiln_msg {
 	 * others: shim/ctr_root.c). A pty stream's terminal node
 	 * (/dev/pts/N) is linked into ROOT/dev/pts first (for ttyname()).
 	 * ERROR with the errno of the chroot ("cannot change root to ...").
-	 * Older agents ignore it. */
+	 * Older agents ignore it.
+	 * Then, optionally (after a root trailer, which may be empty), the tag
+	 * trailer: u64 tag, chosen by the host (0: none). The agent keeps it
+	 * with the process and reports it in KILN_MSG_PROC, so that a host
+	 * that never read the STARTED (a pause, or its own restart, came
+	 * between) can tell which of its commands started, and as what pid.
+	 * Only agents that say KILN_HELLO_PROCS take it.
+	 * Test hook: a START whose env has KILN_TEST_STARTED_DELAY_MS=N
+	 * (1..10000) holds its STARTED N ms after the command has started (the
+	 * command runs meanwhile), so that tests can pause a sandbox or
+	 * restart kilnd inside that window. It delays nothing but that
+	 * request's own answer. */
 	KILN_MSG_START,
 	/* Agent: u32 pid, once the command runs (or ERROR if it could not). */
 	KILN_MSG_STARTED,
@@ -271,6 +289,15 @@ enum kiln_msg {
 	/* Agent: u32 family the connection was made over (4 or 6). */
 	KILN_MSG_CONNECTED,
 
+	/* ---- procs stream (KILN_HELLO_PROCS): the host sends only HELLO ---- */
+	/* Agent, one per exec or pty process it has (started and not yet
+	 * reported ended by an EXIT), then DONE, and the stream ends:
+	 *   u32 pid, u64 tag (START's tag trailer, 0 if none), u32 kind
+	 *   (KILN_STREAM_EXEC or KILN_STREAM_PTY), u32 state (KILN_PROC_*),
+	 *   u32 flags (KILN_PROC_DETACHED).
+	 * At most AGENT_MAX_STREAMS entries (one stream each). */
+	KILN_MSG_PROC,
+
 	KILN_MSG_MAX,
 };
 
@@ -308,6 +335,13 @@ enum kiln_file_op {
  * as the user. A compatible addition: an older agent ignores it and runs
  * every operation as the user. */
 #define KILN_USER_GIVE 0x2
+
+/* PROC's state and flags */
+#define KILN_PROC_STARTING             1 /* running; its STARTED is not sent yet */
+#define KILN_PROC_RUNNING              2
+#define KILN_PROC_EXITED               3   /* exited; its EXIT waits for a stream (detached) */
+#define KILN_PROC_DETACHED             0x1 /* no stream holds it: ATTACH takes it */
+#define KILN_TEST_STARTED_DELAY_MAX_MS 10000
 
 /* CONNECT's family */
 #define KILN_PORT_ANY        0

@@ -105,7 +105,7 @@ struct conn {
 	struct kbuf in, out;
 };
 
-extern const struct stream_ops exec_ops, pty_ops, file_ops, info_ops, port_ops;
+extern const struct stream_ops exec_ops, pty_ops, file_ops, info_ops, port_ops, procs_ops;
 
 /* exec.c: the process of an exec or pty stream (0 if none). */
 pid_t exec_pid(const struct conn *c);
@@ -146,6 +146,9 @@ struct agent {
 void agent_loop(struct agent *a);
 /* The detached stream of process pid, or NULL. */
 struct conn *agent_find_detached(pid_t pid);
+/* The agent's connections, 0 to agent_nconns() - 1 (procs.c). */
+unsigned agent_nconns(void);
+struct conn *agent_conn_at(unsigned i);
 void agent_shutdown(struct agent *a);
 
 /* main.c */

@@ -18,8 +18,9 @@
 #define OUT_KEEP       (160u << 10) /* room for one data frame stays allocated */
 
 static const struct stream_ops *const stream_kinds[KILN_STREAM_MAX] = {
-    [KILN_STREAM_EXEC] = &exec_ops, [KILN_STREAM_PTY] = &pty_ops,   [KILN_STREAM_FILE] = &file_ops,
-    [KILN_STREAM_INFO] = &info_ops, [KILN_STREAM_PORT] = &port_ops,
+    [KILN_STREAM_EXEC] = &exec_ops, [KILN_STREAM_PTY] = &pty_ops,
+    [KILN_STREAM_FILE] = &file_ops, [KILN_STREAM_INFO] = &info_ops,
+    [KILN_STREAM_PORT] = &port_ops, [KILN_STREAM_PROCS] = &procs_ops,
 };
 
 struct conn *conn_new(int fd)
@@ -147,7 +148,8 @@ static void conn_hello(struct conn *c, const struct frame_hdr *h, const uint8_t 
 	c->reuse = h->flags & KILN_FRAME_REUSE;
 	frame_begin(&c->out, &m, KILN_MSG_HELLO);
 	put_u32(&c->out, &m, KILN_AGENT_VERSION);
-	put_u32(&c->out, &m, (c->reuse ? KILN_HELLO_REUSE : 0) | KILN_HELLO_USERS);
+	put_u32(&c->out, &m,
+	        (c->reuse ? KILN_HELLO_REUSE : 0) | KILN_HELLO_USERS | KILN_HELLO_PROCS);
 	if (frame_end(&c->out, &m)) {
 		conn_dead(c);
 		return;

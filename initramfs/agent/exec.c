@@ -25,6 +25,18 @@
 #define DRAIN_GRACE_MS 1000 /* after a timeout kill, wait this long for the pipes */
 #define MAX_SIGNAL     64
 #define OOM_CHUNK      1024 /* output read when a full chunk finds no memory */
+#define HOLD_ENV       "KILN_TEST_STARTED_DELAY_MS"
+
+/* The test hook's delay (agent.h, START): 0 unless 1..the most. */
+static uint32_t hold_ms(const char *v)
+{
+	char *end;
+	unsigned long ms = strtoul(v, &end, 10);
+
+	if (*v < '1' || *v > '9' || *end || ms > KILN_TEST_STARTED_DELAY_MAX_MS)
+		return 0;
+	return (uint32_t)ms;
+}
 
 enum {
 	ROLE_STATUS = ROLE_STREAM,
@@ -52,7 +64,25 @@ static void exec_open(struct conn *c)
 	p->status_fd = p->out_fd = p->err_fd = p->in_fd = -1;
 	p->deadline = AGENT_NO_DEADLINE;
 	p->forget_at = AGENT_NO_DEADLINE;
+	p->hold_until = AGENT_NO_DEADLINE;
 	c->priv = p;
+}
+
+bool exec_describe(const struct conn *c, struct proc_desc *d)
+{
+	const struct proc *p = (c->ops == &exec_ops || c->ops == &pty_ops) ? c->priv : NULL;
+
+	if (!p || p->pid <= 0 || p->spawn_failed ||
+	    (p->phase != PROC_SPAWNING && p->phase != PROC_RUNNING))
+		return false;
+	d->pid = (uint32_t)p->pid;
+	d->tag = p->tag;
+	d->kind = p->pty ? KILN_STREAM_PTY : KILN_STREAM_EXEC;
+	d->state = p->phase == PROC_SPAWNING ? KILN_PROC_STARTING
+	           : p->exited               ? KILN_PROC_EXITED
+	                                     : KILN_PROC_RUNNING;
+	d->flags = c->state == CONN_DETACHED ? KILN_PROC_DETACHED : 0;
+	return true;
 }
 
 pid_t exec_pid(const struct conn *c)
@@ -206,6 +236,8 @@ static void exec_write_input(struct proc *p)
 		proc_close(&p->in_fd);
 }
 
+static void exec_report_started(struct conn *c);
+
 static void exec_status(struct conn *c)
 {
 	struct proc *p = c->priv;
@@ -220,6 +252,12 @@ static void exec_status(struct conn *c)
 			return;
 	}
 	proc_close(&p->status_fd);
+	if (p->status_len && c->state == CONN_DETACHED) {
+		/* Nobody to tell: the stream went while the command was starting. */
+		p->spawn_failed = true;
+		conn_abort(c);
+		return;
+	}
 	if (p->status_len) {
 		int err = EIO;
 
@@ -230,7 +268,26 @@ static void exec_status(struct conn *c)
 		          p->status + sizeof(err));
 		return;
 	}
+	if (c->state == CONN_DETACHED) {
+		/* Started after its stream went: whoever ATTACHes gets STARTED. */
+		p->phase = PROC_RUNNING;
+		return;
+	}
+	if (p->hold_ms) {
+		p->hold_until = now_ms() + p->hold_ms; /* the test hook (agent.h) */
+		p->hold_ms = 0;
+		return;
+	}
+	exec_report_started(c);
+}
+
+/* The command runs: STARTED, and what it already did. */
+static void exec_report_started(struct conn *c)
+{
+	struct proc *p = c->priv;
 	struct frame_mark m;
+
+	p->hold_until = AGENT_NO_DEADLINE;
 	frame_begin(&c->out, &m, KILN_MSG_STARTED);
 	put_u32(&c->out, &m, p->pid);
 	if (frame_end(&c->out, &m)) {
@@ -361,6 +418,8 @@ static void exec_start(struct conn *c, const uint8_t *buf, uint32_t len)
 	}
 	if (r.left && !r.why) /* the root trailer */
 		s.root = rd_str(&r);
+	if (r.left && !r.why) /* the tag trailer */
+		s.tag = rd_u64(&r);
 	if (!rd_ok(&r)) {
 		conn_fail(c, EPROTO, "bad START: %s", r.why);
 		goto out;
@@ -382,7 +441,10 @@ static void exec_start(struct conn *c, const uint8_t *buf, uint32_t len)
 			conn_fail(c, EINVAL, "bad environment entry '%s' (want NAME=value)", *e);
 			goto out;
 		}
+		if (!strncmp(*e, HOLD_ENV "=", sizeof(HOLD_ENV)))
+			p->hold_ms = hold_ms(*e + sizeof(HOLD_ENV));
 	}
+	p->tag = s.tag;
 	p->started_ms = now_ms();
 	err = p->pty ? pty_spawn(p, &s) : pipes_spawn(p, &s);
 	if (err) {
@@ -426,10 +488,16 @@ static void exec_attach(struct conn *c, const uint8_t *buf, uint32_t len)
 		          p->pty ? " pty" : "n exec");
 		return;
 	}
-	frame_begin(&c->out, &m, KILN_MSG_STARTED);
-	put_u32(&c->out, &m, pid);
-	if (frame_end(&c->out, &m) ||
-	    (d->out.len && kbuf_put(&c->out, kbuf_head(&d->out), d->out.len))) {
+	/* (One that has not reached execve yet gets it from exec_status.) */
+	if (kept->phase == PROC_RUNNING) {
+		frame_begin(&c->out, &m, KILN_MSG_STARTED);
+		put_u32(&c->out, &m, pid);
+		if (frame_end(&c->out, &m)) {
+			conn_nomem(c);
+			return;
+		}
+	}
+	if (d->out.len && kbuf_put(&c->out, kbuf_head(&d->out), d->out.len)) {
 		conn_nomem(c);
 		return;
 	}
@@ -509,10 +577,12 @@ static void exec_frame(struct conn *c, uint16_t type, const uint8_t *buf, uint32
 static int64_t exec_deadline(struct conn *c)
 {
 	struct proc *p = c->priv;
+	int64_t at;
 
 	if (!p || p->phase == PROC_DONE)
 		return AGENT_NO_DEADLINE;
-	return p->deadline < p->forget_at ? p->deadline : p->forget_at;
+	at = p->deadline < p->forget_at ? p->deadline : p->forget_at;
+	return p->hold_until < at ? p->hold_until : at;
 }
 
 static void exec_timeout(struct conn *c, int64_t now)
@@ -522,6 +592,11 @@ static void exec_timeout(struct conn *c, int64_t now)
 	if (now >= p->forget_at) {
 		conn_abort(c); /* exited long ago, and nobody came for it */
 		return;
+	}
+	if (now >= p->hold_until && p->phase == PROC_SPAWNING) {
+		exec_report_started(c);
+		if (p->phase != PROC_RUNNING || c->state != CONN_OPEN)
+			return;
 	}
 	if (now < p->deadline)
 		return;
@@ -567,8 +642,15 @@ static bool exec_detach(struct conn *c)
 {
 	struct proc *p = c->priv;
 
-	if (!p || !p->keep || p->phase != PROC_RUNNING)
+	if (!p || !p->keep || p->spawn_failed ||
+	    (p->phase != PROC_RUNNING && p->phase != PROC_SPAWNING))
 		return false;
+	if (p->phase == PROC_SPAWNING && p->status_fd < 0) {
+		/* Started, its STARTED held (the test hook): whoever ATTACHes
+		 * gets it. */
+		p->phase = PROC_RUNNING;
+		p->hold_until = AGENT_NO_DEADLINE;
+	}
 	if (p->exited)
 		p->forget_at = now_ms() + KILN_KEEP_EXITED_MS;
 	return true;

@@ -34,6 +34,9 @@ struct proc {
 	int wstatus;
 	int64_t deadline;
 	int64_t forget_at;                /* detached and exited: forgotten then */
+	uint64_t tag;                     /* START's tag trailer (KILN_MSG_PROC) */
+	uint32_t hold_ms;                 /* test hook: STARTED held this long */
+	int64_t hold_until;               /* started; STARTED goes out then */
 	uint8_t status[SPAWN_STATUS_MAX]; /* what the child wrote to the status pipe */
 	size_t status_len;
 };
@@ -46,8 +49,17 @@ struct start_req {
 	const struct agent_user *user; /* the user trailer's, or NULL */
 	uint32_t n_rlimits;            /* the rlimits trailer's */
 	struct spawn_rlimit rlimits[KILN_MAX_RLIMITS];
-	char *root; /* the root trailer's, or NULL */
+	char *root;   /* the root trailer's, or NULL */
+	uint64_t tag; /* the tag trailer's, or 0 */
 };
+
+/* What KILN_MSG_PROC says of the process of an exec or pty stream. */
+struct proc_desc {
+	uint32_t pid, kind, state, flags;
+	uint64_t tag;
+};
+/* false for other streams, and processes not started or already ended. */
+bool exec_describe(const struct conn *c, struct proc_desc *d);
 
 /* procio.c: set up stdio and spawn; 0 or -errno. */
 int pipes_spawn(struct proc *p, const struct start_req *s);

@@ -33,6 +33,16 @@ struct conn *agent_find_detached(pid_t pid)
 	return NULL;
 }
 
+unsigned agent_nconns(void)
+{
+	return the_agent ? the_agent->nconns : 0;
+}
+
+struct conn *agent_conn_at(unsigned i)
+{
+	return the_agent->conns[i];
+}
+
 int pollset_add(struct pollset *ps, int fd, short events, struct conn *c, int role)
 {
 	if (ps->n == ps->cap) {

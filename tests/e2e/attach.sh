@@ -9,7 +9,7 @@
 
 # shellcheck disable=SC2034 # run.sh runs them
 ATTACH_TESTS="t_attach_exec t_attach_run t_attach_pty t_attach_refused t_attach_hangup t_attach_restart
-	t_envd_restart"
+	t_envd_restart t_starting_pause t_starting_restart t_envd_starting_pause t_envd_starting_restart"
 
 # attach_raw ID PID [curl args]: the attach route's status, body in $T/body
 attach_raw() {
@@ -325,5 +325,159 @@ t_envd_restart() {
 	[ "$st" = 200 ] && [ -n "$pid" ] && grep -q "\"pid\":$pid" "$T/body" && grep -q '"tag":"kept-tag"' "$T/body"
 	check $? "after kilnd's SIGKILL and restart, process.List has the envd process $pid with its tag ($(head -c 300 "$T/body"))"
 	envd_connect_kill "$id" "$pid" "reaches it again and gets its output"
+	"$KILN" rm "$id"
+}
+
+# ---------------------------------------------------------------- starting
+# A pause or a kilnd restart between kilnd's START and the agent's STARTED
+# (the agent's test hook KILN_TEST_STARTED_DELAY_MS holds STARTED, the
+# command runs meanwhile): the command is listed as starting under its
+# START's tag, and once the sandbox runs again (or the new kilnd has it)
+# the agent's procs stream turns it into a detached process that kiln
+# attach and process.Connect reach. With the fake VMM a resumed "VM" starts
+# its agent afresh: then it never started, and leaves the listing.
+
+# the state and pid of the (only) kiln process of sandbox ID, as "STATE PID"
+kiln_proc() {
+	api GET "/sandboxes/$1/processes" >/dev/null
+	python3 -c 'import json,sys
+ps=[p for p in json.load(open(sys.argv[1])) if p.get("api")=="kiln"]
+print(" ".join("%s %s %s" % (p.get("state","started"), p["pid"], p.get("attached")) for p in ps) or "none")' "$T/body"
+}
+
+# wait until kiln_proc ID matches the pattern PAT (5 s at most)
+wait_kiln_proc() {
+	for _ in $(seq 50); do
+		case $(kiln_proc "$1") in $2) return 0 ;; esac
+		sleep 0.1
+	done
+	return 1
+}
+
+t_starting_pause() {
+	local id rc pid
+	id=$("$KILN" create) || { not_ok "create for starting"; return; }
+	"$KILN" exec -e KILN_TEST_STARTED_DELAY_MS=4000 "$id" -- sh -c 'sleep 1.5; echo late-out; exit 6' \
+		>"$T/so" 2>"$T/se" &
+	local ep=$!
+	wait_kiln_proc "$id" 'starting None True'
+	check $? "an exec whose STARTED is held is listed as starting, with no pid yet ($(kiln_proc "$id"))"
+	sleep 0.3
+	"$KILN" pause "$id" >/dev/null
+	wait $ep
+	rc=$?
+	[ $rc != 0 ] && grep -q "sandbox $id was paused while the command was starting: if it started, it goes on detached" "$T/se"
+	check $? "kiln exec caught starting by a pause says so, and where to find it (rc $rc: $(tail -1 "$T/se"))"
+	[ "$(kiln_proc "$id")" = "starting None False" ] && [ "$(sb_field "$id" state)" = paused ]
+	check $? "the paused sandbox lists it as starting, detached ($(kiln_proc "$id"))"
+	"$KILN" resume "$id" >/dev/null
+	if [ $FAKE = 1 ]; then
+		[ "$(kiln_proc "$id")" = none ]
+		check $? "fake VMM: the resumed agent never ran it, and it leaves the listing"
+		"$KILN" rm "$id"
+		return
+	fi
+	read -r _ pid _ <<<"$(kiln_proc "$id")"
+	[[ $pid =~ ^[0-9]+$ ]] && [ "$(kiln_proc "$id")" = "started $pid False" ]
+	check $? "after the resume it is listed with its pid, detached ($(kiln_proc "$id"))"
+	"$KILN" attach "$id" "$pid" >"$T/so2" 2>"$T/se2"
+	rc=$?
+	[ $rc = 6 ] && grep -q '^late-out$' "$T/so2"
+	check $? "kiln attach takes it up: its output and exit status 6 (rc $rc: $(tail -1 "$T/se2"))"
+	[ "$(kiln_proc "$id")" = none ]
+	check $? "and then it leaves the listing"
+	"$KILN" rm "$id"
+}
+
+t_starting_restart() {
+	local id rc pid
+	id=$("$KILN" create) || { not_ok "create for starting restart"; return; }
+	"$KILN" exec -e KILN_TEST_STARTED_DELAY_MS=4000 "$id" -- sh -c 'sleep 1.5; echo late-out; exit 6' \
+		>/dev/null 2>&1 &
+	local ep=$!
+	wait_kiln_proc "$id" 'starting None True'
+	sleep 0.3 # past the table's write
+	kill -9 "$KILND_PID"
+	wait "$KILND_PID" 2>/dev/null
+	KILND_PID=
+	wait $ep
+	start_kilnd
+	wait_kiln_proc "$id" 'started * False'
+	check $? "after kilnd's SIGKILL inside the window, the new kilnd lists the exec with its pid, detached ($(kiln_proc "$id"))"
+	read -r _ pid _ <<<"$(kiln_proc "$id")"
+	"$KILN" attach "$id" "$pid" >"$T/so2" 2>"$T/se2"
+	rc=$?
+	[ $rc = 6 ] && grep -q '^late-out$' "$T/so2"
+	check $? "kiln attach after the restart gets its output and exit status 6 (rc $rc: $(tail -1 "$T/se2"))"
+	"$KILN" rm "$id"
+}
+
+# envd_start_held ID TAG: process.Process/Start of a counter whose STARTED
+# the agent holds 4 s, in the background (its stream in $T/held)
+envd_start_held() {
+	local msg
+	msg='{"process":{"cmd":"/bin/sh","args":["-c","while :; do echo tick; sleep 0.05; done"],"envs":{"KILN_TEST_STARTED_DELAY_MS":"4000"}},"tag":"'$2'"}'
+	envd_envelope "$msg"
+	curl -sS --unix-socket "$SOCK" -o "$T/held" -H "E2b-Sandbox-Id: $1" \
+		-H "X-Access-Token: $(sb_token "$1")" -H 'Content-Type: application/connect+json' \
+		--data-binary @"$T/envelope" http://k/process.Process/Start 2>/dev/null &
+}
+
+# the pid process.List has for TAG in sandbox ID, waiting up to 8 s
+envd_tag_pid() {
+	local pid
+	for _ in $(seq 80); do
+		envd_unary "$1" process.Process/List '{}' >/dev/null
+		pid=$(python3 -c 'import json,sys
+for p in json.load(open(sys.argv[1])).get("processes", []):
+    if p.get("tag") == sys.argv[2]: print(p["pid"])' "$T/body" "$2" 2>/dev/null)
+		[ -n "$pid" ] && { echo "$pid"; return; }
+		sleep 0.1
+	done
+}
+
+t_envd_starting_pause() {
+	local id st pid
+	id=$("$KILN" create) || { not_ok "create for envd starting"; return; }
+	envd_start_held "$id" held-tag
+	local sp=$!
+	sleep 1
+	envd_unary "$id" process.Process/List '{}' >/dev/null
+	! grep -q held-tag "$T/body"
+	check $? "an envd process whose STARTED is held is not in process.List yet"
+	"$KILN" pause "$id" >/dev/null
+	wait $sp
+	grep -q "paused while the process was starting" "$T/held"
+	check $? "its Start stream ends saying the pause caught it starting ($(tr -c '[:print:]' . <"$T/held" | head -c 200))"
+	"$KILN" resume "$id" >/dev/null
+	if [ $FAKE = 1 ]; then
+		st=$(envd_unary "$id" process.Process/List '{}')
+		[ "$st" = 200 ] && ! grep -q held-tag "$T/body"
+		check $? "fake VMM: the resumed agent never ran it, and process.List does not have it"
+		"$KILN" rm "$id"
+		return
+	fi
+	pid=$(envd_tag_pid "$id" held-tag)
+	[ -n "$pid" ]
+	check $? "after the resume process.List has it with its tag and pid $pid"
+	envd_connect_kill "$id" "$pid" "reaches the process caught starting by the pause"
+	"$KILN" rm "$id"
+}
+
+t_envd_starting_restart() {
+	local id pid
+	id=$("$KILN" create) || { not_ok "create for envd starting restart"; return; }
+	envd_start_held "$id" held-tag2
+	local sp=$!
+	sleep 1
+	kill -9 "$KILND_PID"
+	wait "$KILND_PID" 2>/dev/null
+	KILND_PID=
+	wait $sp
+	start_kilnd
+	pid=$(envd_tag_pid "$id" held-tag2)
+	[ -n "$pid" ]
+	check $? "after kilnd's SIGKILL inside the window, process.List of the new kilnd has it (pid $pid)"
+	envd_connect_kill "$id" "$pid" "reaches the process caught starting by the restart"
 	"$KILN" rm "$id"
 }

@@ -31,7 +31,7 @@ e2e: $(E2E_PROGS)
 # to tests/unit: UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c, and
 # UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c.)
 E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names test_shim_spec test_img_defaults \
-	test_metrics_ring test_wh_sign test_events_db test_store_pins test_shim_cache
+	test_metrics_ring test_wh_sign test_events_db test_store_pins test_shim_cache test_store_schema
 E2E_UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c
 E2E_UNIT_SRCS_test_ws_scan := control/browser/ws_scan.c control/http/ws.c control/http/buf.c
@@ -46,6 +46,9 @@ E2E_UNIT_LIBS_test_events_db := -lsqlite3
 E2E_UNIT_SRCS_test_store_pins := control/sandbox/store.c control/sandbox/store_pins.c control/util.c \
 	control/http/buf.c
 E2E_UNIT_LIBS_test_store_pins := -lsqlite3
+# (store.c itself is #included, for its upgrade steps)
+E2E_UNIT_SRCS_test_store_schema := control/sandbox/store_pins.c control/util.c control/http/buf.c
+E2E_UNIT_LIBS_test_store_schema := -lsqlite3
 E2E_UNIT_FLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclude -Icontrol \
 	-D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize-recover=all \
 	$(shell pkg-config --cflags check 2>/dev/null)

@@ -966,7 +966,7 @@ t_store_upgrade() {
 	st=$(curl -sS --unix-socket "$d5/kilnd.sock" -o "$T/body" -w '%{http_code}' \
 		http://k/sandboxes/oldsandbox0000000000)
 	[ "$st" = 200 ] && grep -q '"state":"killed"' "$T/body" &&
-		[ "$(sqlite3 "$d5/kilnd.db" 'PRAGMA user_version')" = 7 ] &&
+		[ "$(sqlite3 "$d5/kilnd.db" 'PRAGMA user_version')" = 8 ] &&
 		[ "$(sqlite3 "$d5/kilnd.db" 'SELECT count(*) >= 0 FROM events')" = 1 ] &&
 		[ "$(sqlite3 "$d5/kilnd.db" 'SELECT count(*) FROM net_pins')" = 0 ]
 	check $? "a schema 1 store is upgraded, its sandboxes kept"

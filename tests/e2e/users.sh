@@ -96,6 +96,19 @@ t_users_old_agent() {
 	done
 	[ $ok = 0 ]
 	check $? "a request naming another user is a 400 that says to make the template again"
+	# what the agent said of itself is kept in the store: a kilnd restarted
+	# while the sandbox is paused refuses the same before any resume
+	old_users_api -X POST "http://k/sandboxes/$id/pause" >/dev/null
+	kill $p
+	wait $p
+	# shellcheck disable=SC2046
+	KILN_AGENT_HOST= "$KILND" --data-dir "$d" $(vmm_opts) >>"$T/kilnd-old-users.log" 2>&1 &
+	p=$!
+	wait_socket "$d/kilnd.sock"
+	st=$(old_users_api -d '{"cmd":["true"],"user":"user"}' "http://k/sandboxes/$id/exec")
+	[ "$st" = 400 ] && grep -q "agent from before users.*not as 'user'" "$T/body" &&
+		old_users_api "http://k/sandboxes/$id" >/dev/null && grep -q '"state":"paused"' "$T/body"
+	check $? "after a restart of kilnd while it is paused, the same request is refused before a resume ($st)"
 	kill $p
 	wait $p
 }

@@ -17,6 +17,7 @@ static void payload(uint16_t type, const uint8_t *p, uint32_t n)
 {
 	struct agent_stat st;
 	struct agent_info info;
+	struct agent_proc pr;
 	uint32_t a, b, c;
 	const char *msg;
 	int32_t code;
@@ -33,6 +34,11 @@ static void payload(uint16_t type, const uint8_t *p, uint32_t n)
 	}
 	if (agent_parse_info(p, n, &info) == 0)
 		inside(info.version, info.version_len, p, n);
+	/* a PROC it takes names a pid and a kind kilnd can use */
+	if (agent_parse_proc(p, n, &pr) == 0 &&
+	    (!pr.pid || pr.pid > INT32_MAX ||
+	     (pr.kind != KILN_STREAM_EXEC && pr.kind != KILN_STREAM_PTY)))
+		abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -55,6 +55,7 @@ def load_header():
 
 K = load_header()
 globals().update(K)  # KILN_MSG_HELLO, KILN_STREAM_EXEC, KILN_FRAME_MAX, ...
+HELLO_FLAGS = KILN_HELLO_USERS | KILN_HELLO_PROCS  # what every HELLO answer says
 
 
 def u16(v):
@@ -76,9 +77,11 @@ def slist(items):
 
 
 def start_payload(argv, env=(), cwd="", uid=0, timeout_ms=0, cols=0, rows=0, user=None,
-                  user_flags=0, rlimits=None, root=None):
+                  user_flags=0, rlimits=None, root=None, tag=None):
     p = (slist(argv) + slist(list(env)) + sstr(cwd) + u32(uid) + u32(timeout_ms)
          + u16(cols) + u16(rows))
+    if tag is not None:  # after a root trailer, which may be empty
+        root = root or ""
     if root is not None:  # after an rlimits trailer, which may have none
         rlimits = rlimits or []
     if rlimits is not None:  # after a user trailer, which may name nobody
@@ -90,6 +93,8 @@ def start_payload(argv, env=(), cwd="", uid=0, timeout_ms=0, cols=0, rows=0, use
             struct.pack("<IQQ", r, soft, hard) for r, soft, hard in rlimits)
     if root is not None:
         p += sstr(root)
+    if tag is not None:
+        p += struct.pack("<Q", tag)
     return p
 
 
@@ -104,7 +109,7 @@ class Conn:
             t, p = self.expect_frame()
             if t != KILN_MSG_HELLO:
                 raise AssertionError("HELLO answered with %s" % describe(t, p))
-            if struct.unpack("<II", p) != (KILN_AGENT_VERSION, KILN_HELLO_USERS):
+            if struct.unpack("<II", p) != (KILN_AGENT_VERSION, HELLO_FLAGS):
                 raise AssertionError("bad HELLO payload %r" % p)
 
     def send(self, t, payload=b"", flags=0):
@@ -674,6 +679,111 @@ def case_keep_errors(a, d):
     wait_for(lambda: pid_gone(a, r.pid), what="the aborted command to be killed")
 
 
+def procs_list(a):
+    """The procs stream's entries: {tag: (pid, kind, state, flags)}, and those
+    without a tag under their pids."""
+    c = a.conn(KILN_STREAM_PROCS)
+    got = {}
+    while True:
+        t, p = c.expect_frame()
+        if t == KILN_MSG_DONE:
+            eq(p, b"", "DONE payload")
+            c.expect_eof()
+            return got
+        check(t == KILN_MSG_PROC, "expected PROC or DONE, got %s" % describe(t, p))
+        pid, tag, kind, state, flags = struct.unpack("<IQIII", p)
+        got[tag or ("pid", pid)] = (pid, kind, state, flags)
+
+
+def case_procs_stream(a, d):
+    # nothing runs: DONE alone; the host may send nothing else on the stream
+    eq(procs_list(a), {}, "no processes")
+    c = a.conn(KILN_STREAM_PROCS)
+    c.send(KILN_MSG_STDIN, b"x")
+    t, p = c.recv()
+    check(t == KILN_MSG_DONE or t == KILN_MSG_ERROR, "procs stream: %s" % describe(t, p))
+    # a tagged command, attached; another one detached, and one that exited
+    tag = 0x7123456789ABCDEF
+    c1, r1 = kept(a, ["sleep", "30"], tag=tag)
+    c2, r2 = kept(a, ["sleep", "30"], kind=KILN_STREAM_PTY, tag=5)
+    c2.close()
+    c3, r3 = kept(a, ["sleep", "0.3"], tag=6)
+    c3.close()
+    c4, r4 = start(a, ["sleep", "30"])  # untagged, not kept
+    wait_for(lambda: procs_list(a).get(6, (0, 0, 0))[2] == KILN_PROC_EXITED,
+             what="the exited command to be listed so")
+    got = procs_list(a)
+    eq(got.get(tag), (r1.pid, KILN_STREAM_EXEC, KILN_PROC_RUNNING, 0), "attached exec")
+    eq(got.get(5), (r2.pid, KILN_STREAM_PTY, KILN_PROC_RUNNING, KILN_PROC_DETACHED),
+       "detached pty")
+    eq(got.get(6), (r3.pid, KILN_STREAM_EXEC, KILN_PROC_EXITED, KILN_PROC_DETACHED),
+       "exited, detached")
+    eq(got.get(("pid", r4.pid)), (r4.pid, KILN_STREAM_EXEC, KILN_PROC_RUNNING, 0), "untagged")
+    eq(len(got), 4, "entries")
+    # once its EXIT went out, a process is no longer listed
+    eq(collect(attach(a, r3.pid), Result()).exit, (0, 0, 0), "exited one")
+    c1.send(KILN_MSG_SIGNAL, u32(9))
+    eq(collect(c1, Result()).exit, (-1, 9, 0), "exit")
+    c4.close()
+    c = attach(a, r2.pid, kind=KILN_STREAM_PTY)
+    c.send(KILN_MSG_SIGNAL, u32(9))
+    collect(c, Result())
+    wait_for(lambda: procs_list(a) == {}, what="the listing to empty")
+
+
+def case_started_delay(a, d):
+    # the test hook holds STARTED; the command runs meanwhile
+    env = ["KILN_TEST_STARTED_DELAY_MS=600", "D=" + d]
+    c = a.conn(KILN_STREAM_EXEC)
+    t0 = time.monotonic()
+    c.send(KILN_MSG_START, start_payload(["sh", "-c", "echo $$ >$D/held.pid; echo out"], env=env,
+                                         tag=9), flags=KILN_FRAME_KEEP)
+    wait_for(lambda: os.path.exists(os.path.join(d, "held.pid")), what="the command to run")
+    eq(procs_list(a).get(9, (0, 0, 0))[2], KILN_PROC_STARTING, "listed as starting")
+    r = collect(c, Result())
+    check(time.monotonic() - t0 >= 0.55, "STARTED came after %.3f s" % (time.monotonic() - t0))
+    eq((r.order[0], bytes(r.out), r.exit), (KILN_MSG_STARTED, b"out\n", (0, 0, 0)), "held exec")
+    # the host goes away inside the window: the command is kept, STARTED
+    # goes to whoever attaches, once
+    c = a.conn(KILN_STREAM_EXEC)
+    c.send(KILN_MSG_START, start_payload(["sh", "-c", "read x; echo got $x"],
+                                         env=["KILN_TEST_STARTED_DELAY_MS=5000"], tag=10),
+           flags=KILN_FRAME_KEEP)
+    wait_for(lambda: 10 in procs_list(a), what="the held command to be listed")
+    c.close()
+    # (STARTING until its execve, if the stream went before that)
+    wait_for(lambda: procs_list(a).get(10, (0, 0, 0, 0))[2:] ==
+             (KILN_PROC_RUNNING, KILN_PROC_DETACHED), what="the held command to be detached")
+    pid = procs_list(a)[10][0]
+    c = attach(a, pid)
+    c.send(KILN_MSG_STDIN, b"in\n")
+    r = collect(c, Result())
+    eq((r.pid, bytes(r.out), r.exit, r.order.count(KILN_MSG_STARTED)),
+       (pid, b"got in\n", (0, 0, 0), 1), "attached inside the window")
+    # values out of range are no delay; without KEEP the held command dies
+    # with its stream
+    for v in ("0", "-1", "10001", "1x", ""):
+        t0 = time.monotonic()
+        r = a.run(["true"], env=["KILN_TEST_STARTED_DELAY_MS=" + v])
+        check(r.exit == (0, 0, 0) and time.monotonic() - t0 < 2.0, "delay %r held it" % v)
+    c = a.conn(KILN_STREAM_EXEC)
+    c.send(KILN_MSG_START, start_payload(["sleep", "30"], env=["KILN_TEST_STARTED_DELAY_MS=5000"],
+                                         tag=11))
+    wait_for(lambda: 11 in procs_list(a), what="the unkept held command")
+    pid = procs_list(a)[11][0]
+    c.close()
+    wait_for(lambda: pid_gone(a, pid), what="the unkept held command to be killed")
+
+
+def case_start_tag_malformed(a, d):
+    # a tag trailer cut short, or bytes after it
+    for extra in (b"\x01\x02\x03", struct.pack("<Q", 1) + b"\x00"):
+        c = a.conn(KILN_STREAM_EXEC)
+        c.send(KILN_MSG_START, start_payload(["true"], root="") + extra)
+        expect_error(c, errno.EPROTO, "START")
+    eq(a.run(["true"], tag=0).exit, (0, 0, 0), "tag 0")
+
+
 def case_exec_backpressure(a, d):
     size = 64 << 20
     c, r = start(a, ["head", "-c", str(size), "/dev/zero"])
@@ -1047,7 +1157,7 @@ def reuse_hello(c, kind):
     c.send(KILN_MSG_HELLO, u32(KILN_AGENT_VERSION) + u32(kind), KILN_FRAME_REUSE)
     t, p = c.expect_frame()
     check(t == KILN_MSG_HELLO, "HELLO answered with %s" % describe(t, p))
-    eq(struct.unpack("<II", p), (KILN_AGENT_VERSION, KILN_HELLO_REUSE | KILN_HELLO_USERS),
+    eq(struct.unpack("<II", p), (KILN_AGENT_VERSION, KILN_HELLO_REUSE | HELLO_FLAGS),
        "HELLO answer")
 
 
@@ -1103,7 +1213,7 @@ def case_reuse(a, d):
     # Without the flag the stream ends as usual, and so does the connection.
     c.send(KILN_MSG_HELLO, u32(KILN_AGENT_VERSION) + u32(KILN_STREAM_EXEC))
     t, p = c.expect_frame()
-    eq((t, p), (KILN_MSG_HELLO, u32(KILN_AGENT_VERSION) + u32(KILN_HELLO_USERS)),
+    eq((t, p), (KILN_MSG_HELLO, u32(KILN_AGENT_VERSION) + u32(HELLO_FLAGS)),
        "plain HELLO answer")
     c.send(KILN_MSG_START, start_payload(["true"]))
     c.send(KILN_MSG_STDIN_EOF)

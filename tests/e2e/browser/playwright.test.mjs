@@ -81,10 +81,16 @@ async function api(method, p, body) {
   return { status: r.status, body: text ? JSON.parse(text) : null }
 }
 
-async function exec(id, cmd) {
+async function exec(id, cmd, user) {
   const r = await fetch(`${API}/sandboxes/${id}/exec`, { method: 'POST', headers: H,
-    body: JSON.stringify({ cmd: ['sh', '-c', cmd] }) })
+    body: JSON.stringify({ cmd: ['sh', '-c', cmd], ...(user ? { user } : {}) }) })
   return r.text()
+}
+
+// the stdout of an exec (its ndjson events), as text
+async function execOut(id, cmd, user) {
+  return (await exec(id, cmd, user)).split('\n').filter(Boolean).map((l) => JSON.parse(l))
+    .filter((e) => e.type === 'stdout').map((e) => Buffer.from(e.data, 'base64').toString()).join('')
 }
 
 async function put(id, file, text) {
@@ -148,6 +154,16 @@ async function main() {
       page = await ctx.newPage()
       await page.goto(URL)
       assert.equal(await page.title(), 'kiln site')
+    })
+    if (HOST) console.log('# the browser\'s user: NOT RUN with the fake VMM (the host\'s Chromium runs as the test)')
+    else await test('Chromium runs as the unprivileged user (uid 1000), its profile is the user\'s', async () => {
+      const uids = await execOut(id, 'for p in /proc/[0-9]*; do case "$(cat $p/comm 2>/dev/null)" in ' +
+        'chrom*|headless*) sed -n "s/^Uid:\\t\\([0-9]*\\).*/\\1/p" $p/status;; esac; done | sort | uniq -c')
+      assert.match(uids, /^\s*\d+ 1000\n$/, `the browser's processes by uid: ${JSON.stringify(uids)}`)
+      assert.equal(await execOut(id, 'stat -c %u:%a /tmp/kiln-browser'), '1000:700\n')
+      // and it can use /dev/shm, as the user
+      assert.equal(await execOut(id, 'touch /dev/shm/u && stat -c %u /dev/shm/u && rm /dev/shm/u', 'user'),
+        '1000\n')
     })
     await test('fill and submit a form, click, wait for a selector, evaluate', async () => {
       await page.fill('input[name=name]', 'kiln')

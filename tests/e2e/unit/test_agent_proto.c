@@ -279,6 +279,87 @@ START_TEST(exit_and_error)
 }
 END_TEST
 
+/* START's tag trailer: after (empty) user, rlimits and root trailers. */
+START_TEST(tag_trailer)
+{
+	const char *argv[] = {"true", NULL};
+	struct agent_start st = {.argv = argv, .tag = 0x123456789abcdefULL};
+	struct buf b = {0};
+	struct agent_rd r;
+	const char *s;
+	uint32_t n;
+
+	ck_assert_int_eq(agent_msg_start(&b, &st), 0);
+	agent_rd_init(&r, buf_head(&b) + 8, hdr_of(&b, 0).len);
+	agent_get_u32(&r);
+	agent_get_str(&r, &s, &n);
+	agent_get_u32(&r);
+	agent_get_str(&r, &s, &n);
+	agent_get_u32(&r);
+	agent_get_u32(&r);
+	agent_get_u16(&r);
+	agent_get_u16(&r);
+	agent_get_str(&r, &s, &n);
+	ck_assert_uint_eq(n, 0); /* no user */
+	ck_assert_uint_eq(agent_get_u32(&r), 0);
+	ck_assert_uint_eq(agent_get_u32(&r), 0); /* no rlimits */
+	agent_get_str(&r, &s, &n);
+	ck_assert_uint_eq(n, 0); /* root: the guest's */
+	ck_assert(agent_get_u64(&r) == 0x123456789abcdefULL);
+	ck_assert_int_eq(agent_rd_done(&r), 0);
+	/* without a tag, no trailers: what agents before the flag take */
+	buf_reset(&b);
+	st.tag = 0;
+	ck_assert_int_eq(agent_msg_start(&b, &st), 0);
+	ck_assert_uint_eq(hdr_of(&b, 0).len, 4 + 4 + 4 + 4 + 4 + 4 + 4 + 2 + 2);
+	buf_free(&b);
+}
+END_TEST
+
+static int proc_of(uint32_t pid, uint64_t tag, uint32_t kind, uint32_t state, uint32_t flags,
+                   size_t extra, struct agent_proc *pr)
+{
+	struct buf b = {0};
+	struct agent_wr w;
+	int rc;
+
+	agent_begin(&w, &b, KILN_MSG_PROC);
+	agent_put_u32(&w, pid);
+	agent_put_u64(&w, tag);
+	agent_put_u32(&w, kind);
+	agent_put_u32(&w, state);
+	agent_put_u32(&w, flags);
+	for (size_t i = 0; i < extra; i++)
+		agent_put_bytes(&w, "", 1);
+	ck_assert_int_eq(agent_end(&w), 0);
+	rc = agent_parse_proc(buf_head(&b) + 8, hdr_of(&b, 0).len, pr);
+	buf_free(&b);
+	return rc;
+}
+
+START_TEST(proc_parsing)
+{
+	struct agent_proc pr;
+
+	ck_assert_int_eq(
+	    proc_of(42, 7, KILN_STREAM_PTY, KILN_PROC_EXITED, KILN_PROC_DETACHED, 0, &pr), 0);
+	ck_assert(pr.pid == 42 && pr.tag == 7 && pr.kind == KILN_STREAM_PTY &&
+	          pr.state == KILN_PROC_EXITED && pr.flags == KILN_PROC_DETACHED);
+	ck_assert_int_eq(proc_of(1, 0, KILN_STREAM_EXEC, KILN_PROC_STARTING, 0, 0, &pr), 0);
+	/* what a hostile agent may send instead */
+	ck_assert_int_eq(proc_of(0, 1, KILN_STREAM_EXEC, KILN_PROC_RUNNING, 0, 0, &pr), -EPROTO);
+	ck_assert_int_eq(proc_of(0x80000000u, 1, KILN_STREAM_EXEC, KILN_PROC_RUNNING, 0, 0, &pr),
+	                 -EPROTO);
+	ck_assert_int_eq(proc_of(1, 1, KILN_STREAM_FILE, KILN_PROC_RUNNING, 0, 0, &pr), -EPROTO);
+	ck_assert_int_eq(proc_of(1, 1, KILN_STREAM_EXEC, 0, 0, 0, &pr), -EPROTO);
+	ck_assert_int_eq(proc_of(1, 1, KILN_STREAM_EXEC, KILN_PROC_EXITED + 1, 0, 0, &pr), -EPROTO);
+	ck_assert_int_eq(proc_of(1, 1, KILN_STREAM_EXEC, KILN_PROC_RUNNING, 2, 0, &pr), -EPROTO);
+	ck_assert_int_eq(proc_of(1, 1, KILN_STREAM_EXEC, KILN_PROC_RUNNING, 0, 1, &pr), -EPROTO);
+	ck_assert_int_eq(agent_parse_proc("\1\0\0\0", 4, &pr), -EPROTO);
+	ck_assert_str_eq(agent_msg_name(KILN_MSG_PROC), "PROC");
+}
+END_TEST
+
 START_TEST(frame_size_cap)
 {
 	struct buf b = {0};
@@ -314,6 +395,8 @@ int main(void)
 	tcase_add_test(tc, stat_parsing);
 	tcase_add_test(tc, exit_and_error);
 	tcase_add_test(tc, frame_size_cap);
+	tcase_add_test(tc, tag_trailer);
+	tcase_add_test(tc, proc_parsing);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

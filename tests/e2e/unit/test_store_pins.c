@@ -142,9 +142,14 @@ START_TEST(upgrade_from_schema_6)
 	uint8_t a[16];
 	int n = 0;
 
-	/* a version 6 file: this one, as it was before the pins table */
+	/* a version 6 file: this one, as it was before the pins table (and
+	 * the agent's facts of schema 8) */
 	ck_assert_int_eq(store_put(s, &r), 0);
-	ck_assert_int_eq(sqlite3_exec(store_db(s), "DROP TABLE net_pins; PRAGMA user_version = 6",
+	ck_assert_int_eq(sqlite3_exec(store_db(s),
+	                              "DROP TABLE net_pins;"
+	                              " ALTER TABLE sandboxes DROP COLUMN agent_flags;"
+	                              " ALTER TABLE sandboxes DROP COLUMN agent_no_users;"
+	                              " PRAGMA user_version = 6",
 	                              NULL, NULL, NULL),
 	                 SQLITE_OK);
 	store_close(s);
