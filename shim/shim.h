@@ -9,7 +9,8 @@
  * kiln-vmm and agent streams; spec.c: the OCI bundle's config.json;
  * jail.c: the VMM's jail; rootfs.c: the rootfs as an erofs image;
  * ctr_root.c: a pod container's root sent into the VM; io.c: the fifos;
- * events.c: task events to containerd; stats.c: metrics. */
+ * events.c: task events to containerd; stats.c: metrics; net.c: the
+ * guest's network in the pod's network namespace. */
 #ifndef KILN_SHIM_H
 #define KILN_SHIM_H
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside control/net/: what net.c, egress.c, dns.c and resolver.c share. */
+/* Inside control/net/: what net.c, egress.c, dns.c and resolver.c share,
+ * and what the containerd shim's shim/net.c uses of them (net_lib.mk). */
 #ifndef KILND_NET_INT_H
 #define KILND_NET_INT_H
 
