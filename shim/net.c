@@ -160,8 +160,12 @@ static void *net_thread(void *arg)
 		started(sn, -errno, "setns into the pod's network namespace");
 		return NULL;
 	}
-	if (sn->nsfd == NETNS_NEW && (unshare(CLONE_NEWNET) || (errno = -lo_up()))) {
+	if (sn->nsfd == NETNS_NEW && unshare(CLONE_NEWNET)) {
 		started(sn, -errno, "a new network namespace");
+		return NULL;
+	}
+	if (sn->nsfd == NETNS_NEW && (err = lo_up())) {
+		started(sn, err, "the new network namespace's loopback");
 		return NULL;
 	}
 	sn->loop = ev_loop_new(EVFLAG_AUTO);

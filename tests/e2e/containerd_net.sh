@@ -7,7 +7,9 @@
 # fetches from it by address and by a name the pod's resolv.conf server
 # answers (the bind copied into the guest, and the resolver stand-in the
 # shim answers from that file); a task without a path has loopback only;
-# a path that is no network namespace is refused.
+# --net-host (no network entry) is the shim's namespace, reaching the
+# host's address; a path that is no network namespace is refused.
+# DEBUG_NET=1 prints the shims' lines of containerd's log at the end.
 #
 #   make e2e-containerd   (runs this after containerd.sh and containerd_pod.sh)
 #
@@ -21,6 +23,7 @@ extra_cleanup() {
 	[ -n "${DEBUG_NET:-}" ] && grep -i "shim\|kiln" "$T/containerd.log" | tail -30
 	[ -n "${HTTPD:-}" ] && kill "$HTTPD" 2>/dev/null
 	[ -n "${DNSD:-}" ] && kill "$DNSD" 2>/dev/null
+	[ -n "${HOSTD:-}" ] && kill "$HOSTD" 2>/dev/null
 	ip netns del "$POD" 2>/dev/null
 	ip netns del "$SRV" 2>/dev/null
 }
@@ -97,6 +100,21 @@ out=$($C run --rm $RT "$IMG" n5 sh -c 'wget -O - http://203.0.113.1:8080/hello.t
 t1=$(date +%s)
 grep -q "rc=1" <<<"$out" && grep -q "unreachable" <<<"$out" && ! grep -q "served in" <<<"$out"
 check $? "a task without a namespace path cannot reach 203.0.113.1 ($((t1 - t0)) s: $(tr '\n' ' ' <<<"$out"))"
+
+# ---- no network entry (--net-host): the shim's own namespace, as runc
+HOSTIP=$(hostname -I | awk '{print $1}')
+HPORT=$((20000 + $$ % 20000))
+python3 -m http.server "$HPORT" --bind "$HOSTIP" --directory "$T/www" >"$T/hostd.log" 2>&1 &
+HOSTD=$!
+for _ in $(seq 50); do
+	python3 -c "import socket; socket.create_connection(('$HOSTIP', $HPORT), 1)" 2>/dev/null && break
+	sleep 0.1
+done
+out=$($C run --rm $RT --net-host "$IMG" n7 wget -O - "http://$HOSTIP:$HPORT/hello.txt" 2>/dev/null)
+rc=$?
+out2=$($C run --rm $RT "$IMG" n8 sh -c "wget -O - http://$HOSTIP:$HPORT/hello.txt 2>&1; echo rc=\$?" 2>&1)
+[ $rc = 0 ] && [ "$out" = "served in $SRV" ] && grep -q "rc=1" <<<"$out2"
+check $? "--net-host: the shim's own namespace reaches the host's $HOSTIP:$HPORT ($rc: $out), a task of its own namespace does not ($(tr '\n' ' ' <<<"$out2"))"
 
 # ---- a path that is no network namespace
 out=$($C run --rm $RT --with-ns "network:$T/resolv.conf" "$IMG" n6 true 2>&1)
