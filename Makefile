@@ -47,6 +47,7 @@ $(BIN)/kiln-vmm: $(VMM_OBJS) $(SNAP_LIB)
 include control/control.mk
 include tools/kiln/kiln.mk
 include tools/image-import/image-import.mk
+include control/net/net_lib.mk
 include shim/shim.mk
 include tests/e2e/e2e.mk
 

@@ -9,7 +9,8 @@
  * kiln-vmm and agent streams; spec.c: the OCI bundle's config.json;
  * jail.c: the VMM's jail; rootfs.c: the rootfs as an erofs image;
  * ctr_root.c: a pod container's root sent into the VM; io.c: the fifos;
- * events.c: task events to containerd; stats.c: metrics. */
+ * events.c: task events to containerd; stats.c: metrics; net.c: the
+ * guest's network in the pod's network namespace. */
 #ifndef KILN_SHIM_H
 #define KILN_SHIM_H
 
@@ -75,6 +76,7 @@ struct spec_binds {
 enum proc_state { P_CREATED, P_RUNNING, P_STOPPED };
 
 struct ctr;
+struct shim_net;
 
 struct proc {
 	struct proc *next;
@@ -135,7 +137,8 @@ struct shim {
 	pthread_cond_t changed; /* a process exited, the VM died */
 	struct ctr *ctrs;       /* the owner last (the first created) */
 	struct vm vm;
-	struct spec_res res; /* the VM's: the owner's spec */
+	struct spec_res res;  /* the VM's: the owner's spec */
+	struct shim_net *net; /* the VM's network (net.c), while it runs */
 };
 
 extern struct shim g_shim;
@@ -201,6 +204,12 @@ void jail_cleanup(const char *bundle);
  * what it wrote to BUNDLE/pause.snap. 0 or -errno (msg filled in). */
 int jail_snap_target(const struct shim *s, char *out, size_t len);
 int jail_take_snapshot(const struct shim *s, char *msg, size_t n);
+
+/* net.c: the guest's egress and DNS served from the network namespace of
+ * the owner's spec (bundle/config.json), the pod's resolv.conf bind among
+ * b for its resolver; once the VM is booted (its vsock socket named). */
+int net_start(struct shim *s, const char *bundle, const struct spec_binds *b, char *msg, size_t n);
+void net_stop(struct shim *s);
 
 /* cgroup.c: the CPU limits r on the VMM's cgroup leaf, once it runs. */
 int cgroup_apply(struct shim *s, const struct spec_res *r, char *msg, size_t n);

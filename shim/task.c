@@ -155,6 +155,7 @@ static void *vm_watch(void *arg)
 	s->vm.dead = true;
 	s->vm.pid = 0;
 	jail_release(s);
+	net_stop(s);
 	for (struct ctr *c = s->ctrs; c; c = c->next)
 		for (struct proc *p = c->procs; p; p = p->next)
 			if ((p->state == P_RUNNING && p->fd < 0) || p->state == P_CREATED)
@@ -184,7 +185,9 @@ static int create_owner(struct shim *s, struct ctr *c, struct proc *p,
 		err = vm_boot(s, c->image, msg, n);
 	/* the bind mounts are there before any process of the container runs */
 	if (!err && ((err = cgroup_apply(s, &s->res, msg, n)) ||
+	             (err = net_start(s, c->bundle, &c->binds, msg, n)) ||
 	             (err = binds_copy(s, &c->binds, msg, n)))) {
+		net_stop(s);
 		vm_stop(s);
 		while (waitpid(s->vm.pid, NULL, 0) < 0 && errno == EINTR)
 			;

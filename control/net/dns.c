@@ -20,7 +20,6 @@
 
 #include "net/dns_msg.h"
 #include "net/net_int.h"
-#include "sandbox/sandbox.h"
 #include "util.h"
 
 #define DNS_ANS_MAX 32  /* addresses in one answer */
@@ -120,7 +119,7 @@ static void on_lookup(void *arg, int status, const uint8_t *abuf, int alen)
 
 static bool rate_ok(struct net_sb *ns)
 {
-	ev_tstamp now = ev_now(ns->sb->kd->loop);
+	ev_tstamp now = ev_now(ns->loop);
 
 	ns->dns_tokens += (now - ns->dns_at) * DNS_RATE;
 	if (ns->dns_tokens > DNS_BURST || !ns->dns_at)

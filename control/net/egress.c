@@ -19,7 +19,6 @@
 #include <kiln/net.h>
 
 #include "net/net_int.h"
-#include "sandbox/sandbox.h"
 #include "util.h"
 
 enum econn_state { EC_HELLO, EC_CONNECTING, EC_OPEN, EC_DNS };
@@ -47,7 +46,7 @@ struct econn {
 
 static struct ev_loop *loop_of(struct econn *ec)
 {
-	return ec->ns->sb->kd->loop;
+	return ec->ns->loop;
 }
 
 static void econn_free(struct econn *ec)
@@ -214,7 +213,7 @@ static void connect_result(struct econn *ec)
 	int err = 0;
 
 	if (getsockopt(ec->rfd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
-		log_debug("sandbox %s: connection to %s: %s", ec->ns->sb->rec.id, ec->dst,
+		log_debug("sandbox %s: connection to %s: %s", ec->ns->id, ec->dst,
 		          strerror(err ? err : errno));
 		connect_failed(ec, err ? err : errno);
 		return;
@@ -422,7 +421,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 	struct econn *ec = w->data;
 
 	if (ec->st == EC_CONNECTING) {
-		log_debug("sandbox %s: connection to %s timed out", ec->ns->sb->rec.id, ec->dst);
+		log_debug("sandbox %s: connection to %s timed out", ec->ns->id, ec->dst);
 		refuse(ec, KILN_NET_ETIMEDOUT);
 	} else {
 		econn_free(ec); /* no hello in time */
@@ -431,7 +430,7 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents)
 
 void egress_accept(struct net_sb *ns)
 {
-	struct ev_loop *loop = ns->sb->kd->loop;
+	struct ev_loop *loop = ns->loop;
 	struct econn *ec;
 	int fd;
 

@@ -1,17 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* A sandbox's network state in kilnd: its listener, its log lines and
- * counters; policies to and from JSON; the kilnd-wide context. */
+/* A sandbox's network state in kilnd: its listener (net_lib.c) at its
+ * vsock path, its counters; policies to and from JSON; the kilnd-wide
+ * context. */
 #include <errno.h>
-#include <fcntl.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <kiln/net.h>
@@ -19,9 +13,6 @@
 #include "net/net_int.h"
 #include "sandbox/sandbox.h"
 #include "util.h"
-
-#define LOG_LINES_PER_S 20
-#define HOST_ADDRS_MAX  256
 
 /* ---------------------------------------------------------------- kilnd-wide */
 
@@ -32,8 +23,8 @@ int net_init(struct kilnd *kd, const char *servers)
 
 	if (!nc)
 		return -ENOMEM;
-	nc->kd = kd;
-	rc = resolver_new(kd->loop, servers, &nc->res);
+	nc->loop = kd->loop;
+	rc = resolver_new(kd->loop, servers, NULL, &nc->res);
 	if (rc) {
 		free(nc);
 		return rc;
@@ -52,57 +43,6 @@ void net_fini(struct kilnd *kd)
 	free(nc->host);
 	free(nc);
 	kd->net = NULL;
-}
-
-void net_host_addrs(struct net_ctx *nc, const uint8_t (**v)[16], size_t *n)
-{
-	ev_tstamp now = ev_now(nc->kd->loop);
-	struct ifaddrs *ifa, *i;
-
-	if (nc->host_at && now - nc->host_at < 10) {
-		*v = (const uint8_t(*)[16])nc->host;
-		*n = nc->nhost;
-		return;
-	}
-	nc->host_at = now;
-	if (!getifaddrs(&ifa)) {
-		uint8_t(*h)[16] = calloc(HOST_ADDRS_MAX, 16);
-		size_t k = 0;
-
-		for (i = ifa; h && i && k < HOST_ADDRS_MAX; i = i->ifa_next) {
-			if (!i->ifa_addr)
-				continue;
-			if (i->ifa_addr->sa_family == AF_INET) {
-				h[k][10] = h[k][11] = 0xff;
-				memcpy(h[k++] + 12, &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
-				       4);
-			} else if (i->ifa_addr->sa_family == AF_INET6) {
-				memcpy(h[k++], &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
-				       16);
-			}
-		}
-		freeifaddrs(ifa);
-		if (h) {
-			free(nc->host);
-			nc->host = h;
-			nc->nhost = k;
-		}
-	}
-	*v = (const uint8_t(*)[16])nc->host;
-	*n = nc->nhost;
-}
-
-bool net_host_has_v6(struct net_ctx *nc)
-{
-	const uint8_t(*v)[16];
-	size_t n;
-	int prefix;
-
-	net_host_addrs(nc, &v, &n);
-	for (size_t i = 0; i < n; i++)
-		if (!net_addr_is_v4(v[i]) && !net_addr_special(v[i], NULL, 0, &prefix))
-			return true;
-	return false;
 }
 
 /* ---------------------------------------------------------------- policies */
@@ -234,60 +174,10 @@ void net_policy_load(const char *text, struct net_policy *out)
 
 /* ---------------------------------------------------------------- per sandbox */
 
-const struct net_policy *net_sb_policy(const struct net_sb *ns)
-{
-	return &ns->sb->policy;
-}
-
-void net_log(struct net_sb *ns, const char *fmt, ...)
-{
-	ev_tstamp now = ev_now(ns->sb->kd->loop);
-	char line[1024];
-	size_t n = 0;
-	va_list ap;
-	int fd;
-
-	if (now - ns->log_at >= 1) {
-		ns->log_at = now;
-		ns->log_lines = 0;
-		if (ns->log_dropped)
-			n = (size_t)snprintf(
-			    line, sizeof(line),
-			    "kiln-net: %u more lines about the network not logged\n",
-			    ns->log_dropped);
-		ns->log_dropped = 0;
-	}
-	if (++ns->log_lines > LOG_LINES_PER_S) {
-		ns->log_dropped++;
-		return;
-	}
-	n += (size_t)snprintf(line + n, sizeof(line) - n, "kiln-net: ");
-	va_start(ap, fmt);
-	if (n < sizeof(line))
-		n += (size_t)vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-	va_end(ap);
-	if (n > sizeof(line) - 2)
-		n = sizeof(line) - 2;
-	line[n++] = '\n';
-	log_info("sandbox %s: %.*s", ns->sb->rec.id, (int)n - 1, line);
-	fd = open(ns->sb->console_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	if (write(fd, line, n) < 0) {
-		/* the log is best effort */
-	}
-	close(fd);
-}
-
-static void on_listen(struct ev_loop *loop, ev_io *w, int revents)
-{
-	egress_accept(w->data);
-}
-
 void net_sb_up(struct sandbox *sb)
 {
 	struct net_sb *ns = sb->net;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int err;
 
 	if (!sb->kd->net)
 		return;
@@ -297,6 +187,11 @@ void net_sb_up(struct sandbox *sb)
 			return;
 		ns->sb = sb;
 		ns->nc = sb->kd->net;
+		ns->loop = sb->kd->loop;
+		ns->id = sb->rec.id;
+		ns->console = sb->console_path;
+		ns->policy = &sb->policy;
+		ns->store = &net_store_pins;
 		ns->lfd = -1;
 		net_pins_restore(ns);
 	}
@@ -307,31 +202,11 @@ void net_sb_up(struct sandbox *sb)
 		ns->lpath = NULL;
 		return;
 	}
-	if (strlen(ns->lpath) >= sizeof(sa.sun_path)) {
-		log_warn("sandbox %s: %s: path too long for a unix socket: no network", sb->rec.id,
-		         ns->lpath);
-		return;
-	}
-	strcpy(sa.sun_path, ns->lpath);
-	unlink(ns->lpath);
-	ns->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (ns->lfd < 0 || bind(ns->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    listen(ns->lfd, 128)) {
+	/* The jailed VMM connects as its own uid. Only it and kilnd can reach
+	 * the path: the data directory is kilnd's alone (0700). */
+	if ((err = net_listen(ns, ns->lpath)))
 		log_warn("sandbox %s: egress listener %s: %s: no network", sb->rec.id, ns->lpath,
-		         strerror(errno));
-		if (ns->lfd >= 0)
-			close(ns->lfd);
-		ns->lfd = -1;
-		return;
-	}
-	/* The jailed VMM connects here as its own uid. Only it and kilnd can
-	 * reach the path: the data directory is kilnd's alone (0700). */
-	if (chmod(ns->lpath, 0666))
-		log_warn("sandbox %s: egress listener %s: chmod: %s", sb->rec.id, ns->lpath,
-		         strerror(errno));
-	ev_io_init(&ns->lw, on_listen, ns->lfd, EV_READ);
-	ns->lw.data = ns;
-	ev_io_start(sb->kd->loop, &ns->lw);
+		         strerror(-err));
 }
 
 void net_sb_down(struct sandbox *sb)
@@ -340,14 +215,9 @@ void net_sb_down(struct sandbox *sb)
 
 	if (!ns)
 		return;
-	egress_close_all(ns);
-	udp_close_all(ns);
-	if (ns->lfd >= 0) {
-		ev_io_stop(sb->kd->loop, &ns->lw);
-		close(ns->lfd);
-		ns->lfd = -1;
+	if (ns->lfd >= 0)
 		unlink(ns->lpath);
-	}
+	net_unlisten(ns);
 }
 
 void net_sb_free(struct sandbox *sb)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside control/net/: what net.c, egress.c, dns.c and resolver.c share. */
+/* Inside control/net/: what net.c, egress.c, dns.c and resolver.c share,
+ * and what the containerd shim's shim/net.c uses of them (net_lib.mk). */
 #ifndef KILND_NET_INT_H
 #define KILND_NET_INT_H
 
@@ -27,18 +28,32 @@
 struct resolver;
 struct econn;
 struct urelay;
+struct net_sb;
 
 struct net_ctx {
-	struct kilnd *kd;
+	struct ev_loop *loop;
 	struct resolver *res;
 	uint8_t (*host)[16]; /* the host's own addresses */
 	size_t nhost;
 	ev_tstamp host_at; /* when they were read */
 };
 
+/* Where a net_sb's DNS pins are kept besides memory (kilnd: its store). */
+struct net_pin_store {
+	void (*put)(struct net_sb *ns, const uint8_t a[16], const char *name, int64_t expires_ms,
+	            const struct net_pin *old);
+	void (*batch)(struct net_sb *ns, bool begin);
+};
+
+/* One guest's networking: in kilnd a sandbox's, in the shim a VM's. */
 struct net_sb {
-	struct sandbox *sb;
+	struct sandbox *sb; /* kilnd's, or NULL */
 	struct net_ctx *nc;
+	struct ev_loop *loop;
+	const char *id;                    /* for the log lines */
+	const char *console;               /* the guest's log file, for refusals */
+	const struct net_policy *policy;   /* judges every destination */
+	const struct net_pin_store *store; /* or NULL: pins in memory only */
 	int lfd;
 	ev_io lw;
 	char *lpath;
@@ -62,21 +77,28 @@ struct net_sb {
 	unsigned log_lines, log_dropped;
 };
 
-/* net.c */
+/* net_lib.c: what a guest's networking needs from its host, kilnd's or the
+ * shim's (control/net/net_lib.mk lists the files both link). */
 const struct net_policy *net_sb_policy(const struct net_sb *ns);
-/* A line in the sandbox's log (console.log), rate-limited. */
+/* A line in the guest's log (ns->console), rate-limited. */
 void net_log(struct net_sb *ns, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Listen on path for the VMM's egress connections (0666: a jailed VMM
+ * connects as its own uid); 0 or -errno. */
+int net_listen(struct net_sb *ns, const char *path);
+void net_unlisten(struct net_sb *ns);
 /* The host's own addresses, refreshed now and then. */
 void net_host_addrs(struct net_ctx *nc, const uint8_t (**v)[16], size_t *n);
 /* Has the host a public IPv6 address? Without one, IPv6 answers would only
  * send clients that try them first (busybox wget) into ENETUNREACH. */
 bool net_host_has_v6(struct net_ctx *nc);
 
-/* pins.c: pin a lookup's answer (in memory and in the store); load the
- * stored ones when the sandbox's networking is set up (also on re-adopt). */
+/* net_lib.c: pin a lookup's answer (in memory and in ns->store). */
 void net_pin(struct net_sb *ns, const uint8_t a[16], const char *name, int64_t expires_ms);
 /* Around the pins of one answer: one write to the store for them all. */
 void net_pins_batch(struct net_sb *ns, bool begin);
+/* pins.c (kilnd): the store's pins, loaded when the sandbox's networking
+ * is set up (also on re-adopt). */
+extern const struct net_pin_store net_store_pins;
 void net_pins_restore(struct net_sb *ns);
 
 /* relay.c: one direction of an egress connection, at most NET_BUF bytes
@@ -130,7 +152,10 @@ void dns_stream_free(struct dns_stream *ds);
 /* resolver.c: c-ares on kilnd's loop. cb gets ARES_SUCCESS and the
  * answer, or an ARES_ error (then abuf is NULL); always exactly once. */
 typedef void (*resolver_cb)(void *arg, int status, const uint8_t *abuf, int alen);
-int resolver_new(struct ev_loop *loop, const char *servers, struct resolver **out);
+/* servers: "ADDR:PORT,..." or NULL; conf: a resolv.conf to read them from
+ * instead of /etc/resolv.conf, or NULL. */
+int resolver_new(struct ev_loop *loop, const char *servers, const char *conf,
+                 struct resolver **out);
 void resolver_free(struct resolver *r);
 void resolver_query(struct resolver *r, const char *name, int type, resolver_cb cb, void *arg);
 

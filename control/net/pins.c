@@ -14,22 +14,22 @@
 
 _Static_assert(NET_PINS_MAX == STORE_PINS_MAX, "the store keeps as many pins as memory");
 
-void net_pin(struct net_sb *ns, const uint8_t a[16], const char *name, int64_t expires_ms)
+static void put(struct net_sb *ns, const uint8_t a[16], const char *name, int64_t expires_ms,
+                const struct net_pin *old)
 {
 	struct store *st = ns->sb->kd->store;
-	struct net_pin old;
 
-	if (!net_pins_add(&ns->pins, a, name, expires_ms, &old))
-		return;
-	if (old.name[0])
-		store_pin_delete(st, ns->sb->rec.id, old.addr, old.name);
+	if (old->name[0])
+		store_pin_delete(st, ns->sb->rec.id, old->addr, old->name);
 	store_pin_put(st, ns->sb->rec.id, a, name, expires_ms);
 }
 
-void net_pins_batch(struct net_sb *ns, bool begin)
+static void batch(struct net_sb *ns, bool begin)
 {
 	store_pins_batch(ns->sb->kd->store, begin);
 }
+
+const struct net_pin_store net_store_pins = {put, batch};
 
 static void loaded(void *ctx, const uint8_t addr[16], const char *name, int64_t expires_ms)
 {

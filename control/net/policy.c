@@ -350,6 +350,7 @@ int net_policy_copy(struct net_policy *dst, const struct net_policy *src)
 
 	memset(dst, 0, sizeof(*dst));
 	dst->internet = src->internet;
+	dst->any = src->any;
 	for (size_t i = 0; i < src->nallow; i++)
 		if (net_policy_add(dst, true, src->allow[i].text, strlen(src->allow[i].text), err,
 		                   sizeof(err)))
@@ -434,6 +435,8 @@ enum net_verdict net_policy_check(const struct net_policy *p, const struct net_p
 		         port);
 		return NV_DENY;
 	}
+	if (p->any)
+		return NV_ALLOW;
 	what = net_addr_special(a, host, nhost, &sprefix);
 	if (!what)
 		sprefix = 0;

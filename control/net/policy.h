@@ -62,6 +62,9 @@ struct net_rule {
 
 struct net_policy {
 	bool internet;
+	/* Every destination the network routes (the containerd shim's: a pod's
+	 * network namespace is its policy); only the host stand-in is refused. */
+	bool any;
 	struct net_rule *allow, *deny;
 	size_t nallow, ndeny;
 };

@@ -79,7 +79,7 @@ static void sock_state(void *data, ares_socket_t fd, int readable, int writable)
 	ev_io_start(r->loop, &r->io[i].w);
 }
 
-int resolver_new(struct ev_loop *loop, const char *servers, struct resolver **out)
+int resolver_new(struct ev_loop *loop, const char *servers, const char *conf, struct resolver **out)
 {
 	struct resolver *r = calloc(1, sizeof(*r));
 	struct ares_options o = {0};
@@ -104,8 +104,10 @@ int resolver_new(struct ev_loop *loop, const char *servers, struct resolver **ou
 	o.sock_state_cb_data = r;
 	o.timeout = 2000; /* ms per try */
 	o.tries = 2;
+	o.resolvconf_path = (char *)conf;
 	rc = ares_init_options(&r->ch, &o,
-	                       ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES);
+	                       ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES |
+	                           (conf ? ARES_OPT_RESOLVCONF : 0));
 	if (rc == ARES_SUCCESS && servers)
 		rc = ares_set_servers_ports_csv(r->ch, servers);
 	if (rc != ARES_SUCCESS) {

@@ -20,7 +20,6 @@
 
 #include "net/net_int.h"
 #include "net/udp_frame.h"
-#include "sandbox/sandbox.h"
 #include "util.h"
 
 #define FRAME_MAX (sizeof(struct kiln_net_dgram) + KILN_NET_DGRAM_MAX)
@@ -49,7 +48,7 @@ struct urelay {
 
 static struct ev_loop *loop_of(struct urelay *r)
 {
-	return r->ns->sb->kd->loop;
+	return r->ns->loop;
 }
 
 static void urelay_free(struct urelay *r)
@@ -206,7 +205,7 @@ static void on_host_read(struct ev_loop *loop, ev_io *w, int revents)
  * one of bytes, each refilled at its rate up to a second's worth. */
 static bool rate_ok(struct net_sb *ns, size_t n)
 {
-	ev_tstamp now = ev_now(ns->sb->kd->loop), dt = ns->udp_at ? now - ns->udp_at : 1;
+	ev_tstamp now = ev_now(ns->loop), dt = ns->udp_at ? now - ns->udp_at : 1;
 
 	ns->udp_at = now;
 	ns->udp_pkts += dt * UDP_RATE_PKTS;
@@ -306,8 +305,7 @@ static void send_one(struct urelay *r, const struct udp_frame *f)
 	peer_note(r, f->addr, real, f->port, r->last);
 	if (fd < 0 || sendto(fd, f->payload, f->len, 0, (struct sockaddr *)&ss, sl) < 0) {
 		/* A busy socket or no route: lost, as UDP may be. */
-		log_debug("sandbox %s: UDP to %s:%u: %s", ns->sb->rec.id, as, f->port,
-		          strerror(errno));
+		log_debug("sandbox %s: UDP to %s:%u: %s", ns->id, as, f->port, strerror(errno));
 		ns->udp_dropped++;
 		return;
 	}
@@ -361,7 +359,7 @@ void udp_relay_start(struct net_sb *ns, int gfd)
 {
 	struct kiln_net_reply rep = {
 	    .magic = KILN_NET_MAGIC, .version = KILN_NET_VERSION, .status = KILN_NET_OK};
-	struct ev_loop *loop = ns->sb->kd->loop;
+	struct ev_loop *loop = ns->loop;
 	struct urelay *r = NULL;
 
 	if (ns->nudp >= UDP_RELAYS_MAX || !(r = calloc(1, sizeof(*r))) ||

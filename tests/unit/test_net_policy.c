@@ -7,8 +7,11 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <kiln/net.h>
 
 #include "../../control/net/policy.h"
 
@@ -188,6 +191,34 @@ START_TEST(explicit_cidr_opens_a_range_all_traffic_does_not)
 }
 END_TEST
 
+/* The containerd shim's policy: whatever the pod's network routes,
+ * special ranges too; only the host stand-in and the resolver's other
+ * ports are refused. A copy keeps it. */
+START_TEST(any_allows_every_routed_address)
+{
+	static const uint8_t h4[4] = KILN_NET_HOST4, r4[4] = KILN_NET_RESOLVER4;
+	struct net_policy p = mk(true, NULL, NULL), q;
+	char host[16], res[16];
+
+	p.any = true;
+	snprintf(host, sizeof(host), "%u.%u.%u.%u", h4[0], h4[1], h4[2], h4[3]);
+	snprintf(res, sizeof(res), "%u.%u.%u.%u", r4[0], r4[1], r4[2], r4[3]);
+	ck_assert_int_eq(check(&p, NULL, "10.96.0.10", 53), NV_ALLOW);
+	ck_assert_int_eq(check(&p, NULL, "127.0.0.1", 80), NV_ALLOW);
+	ck_assert_int_eq(check(&p, NULL, "169.254.169.254", 80), NV_ALLOW);
+	ck_assert_int_eq(check(&p, NULL, "fd00::1", 80), NV_ALLOW);
+	ck_assert_int_eq(check(&p, NULL, "203.0.113.1", 8080), NV_ALLOW);
+	ck_assert_int_eq(check(&p, NULL, host, 80), NV_DENY);
+	ck_assert_int_eq(check(&p, NULL, res, 53), NV_RESOLVER);
+	ck_assert_int_eq(check(&p, NULL, res, 80), NV_DENY);
+	ck_assert_int_eq(net_policy_copy(&q, &p), 0);
+	ck_assert(q.any);
+	ck_assert_int_eq(check(&q, NULL, "192.168.0.1", 80), NV_ALLOW);
+	net_policy_clear(&q);
+	net_policy_clear(&p);
+}
+END_TEST
+
 START_TEST(internet_off_and_deny)
 {
 	struct net_policy p = mk(false, (const char *const[]){"1.1.1.1:53", NULL}, NULL);
@@ -334,6 +365,7 @@ int main(void)
 	tcase_add_test(tc, host_addresses_refused);
 	tcase_add_test(tc, explicit_cidr_opens_a_range_all_traffic_does_not);
 	tcase_add_test(tc, internet_off_and_deny);
+	tcase_add_test(tc, any_allows_every_routed_address);
 	tcase_add_test(tc, domains_are_pinned);
 	tcase_add_test(tc, pins_report_changes_and_evictions);
 	tcase_add_test(tc, host_and_resolver_standins);

@@ -17,7 +17,7 @@ import json
 import tarfile
 
 APPLETS = ["sh", "echo", "cat", "id", "pwd", "sleep", "ls", "true", "false", "kill", "env",
-           "ps", "head", "wc", "yes", "seq"]
+           "ps", "head", "wc", "yes", "seq", "wget", "nslookup", "nc", "printf"]
 
 
 def layer(dirs, files):

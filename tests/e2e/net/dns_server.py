@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """A tiny authoritative DNS server for tests/e2e/net.sh (UDP and TCP on one
-port of 127.0.0.1): A records from the command line (NAME=ADDR ...), NXDOMAIN
+port of 127.0.0.1, or of $DNS_BIND): A records from the command line (NAME=ADDR ...), NXDOMAIN
 for every other name, an empty answer for other types. It logs each question
 to stdout, so the test can tell which lookups reached it."""
+import os
 import socket
 import struct
 import sys
@@ -67,11 +68,12 @@ def main():
     for kv in sys.argv[2:]:
         k, v = kv.split("=")
         RECORDS[k] = v
+    addr = os.environ.get("DNS_BIND", "127.0.0.1")
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    u.bind(("127.0.0.1", port))
+    u.bind((addr, port))
     t = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     t.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    t.bind(("127.0.0.1", port))
+    t.bind((addr, port))
     t.listen(16)
     threading.Thread(target=udp, args=(u,), daemon=True).start()
     print("ready", flush=True)
