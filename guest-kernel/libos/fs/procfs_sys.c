@@ -8,6 +8,7 @@
 #include "ktime.h"
 #include "mm.h"
 #include "oom.h"
+#include "pidns.h"
 #include "proc.h"
 #include "rng.h"
 #include "vm.h"
@@ -326,7 +327,11 @@ static void count_threads(int *running, int *total)
 
 static int last_pid(void)
 {
-	return proc_first() ? proc_first()->pid : 0; /* the newest process is first */
+	/* the newest process (first) the reader sees */
+	for (struct proc *p = proc_first(); p; p = p->next_all)
+		if (pid_visible(cur_proc(), p))
+			return pid_to_user(cur_proc(), p->pid);
+	return 0;
 }
 
 static int show_loadavg(struct pfs_buf *b, const struct pfs_ctx *c)

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * kiln guest ABI: PID namespaces of the library OS, one per app container
+ * of a pod (a VM that runs several containers, shim/ctr_root.c).
+ *
+ * Version 1. Included by the guest kernel and by the agent (which runs on
+ * Linux too, where the prctl below is EINVAL and nothing changes).
+ *
+ * A namespace is a number 1..KILN_PIDNS_MAX-1 (0 is the VM's own). A
+ * process in namespace N sees and signals only the processes of N (kill,
+ * wait, /proc, getpgid, terminal groups ...) by numbers local to N: N's
+ * first process is its pid 1, whose parent (outside) is pid 0, as in a
+ * Linux PID namespace. Processes of namespace 0 see every process, by its
+ * global number, which is N * KILN_PIDNS_SPAN + the local one. A process
+ * never changes namespace: as Linux's unshare(CLONE_NEWPID) and setns(),
+ * the prctl sets the namespace of the caller's children to come.
+ */
+#ifndef KILN_PIDNS_H
+#define KILN_PIDNS_H
+
+#define KILN_PIDNS_VERSION 1
+#define KILN_PIDNS_SPAN    32768 /* pids per namespace (Linux's default pid_max) */
+#define KILN_PIDNS_MAX     128   /* namespaces, the VM's included */
+
+/* prctl(KILN_PR_PIDNS, ns): the namespace of the caller's future children.
+ * ns 0: the caller's own again; KILN_PIDNS_NEW: a new, empty one, whose
+ * first process will be its pid 1; 1..KILN_PIDNS_MAX-1: that namespace,
+ * which must have a live pid 1 (else ESRCH). Returns the namespace's
+ * number. Only root in namespace 0 may call it (else EPERM); no free
+ * namespace is EAGAIN. */
+#define KILN_PR_PIDNS  0x4b500001
+#define KILN_PIDNS_NEW (-1)
+
+#endif

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/* PID namespaces (include/kiln/pidns.h, cases/pidns.sh), run as the VM's
+ * init: a child made in a new namespace is its pid 1 with parent 0, its
+ * own child pid 2; from inside, /proc lists only the namespace, kill and
+ * wait name only its processes, kill(-1) spares the outside, the prctl is
+ * refused, the init ignores its namespace's SIGTERM; outside, the parent
+ * sees global numbers and NSpid; a process joins the namespace while its
+ * init lives; the init's end kills the rest, and the namespace cannot be
+ * joined after. One line per check, "FAIL" on any that does not hold. */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kiln/pidns.h"
+
+static int failed;
+
+static void check(const char *what, int ok)
+{
+	printf("%s: %s\n", what, ok ? "ok" : "FAIL");
+	fflush(stdout);
+	failed |= !ok;
+}
+
+/* Numeric entries of /proc: count, and whether n is one. */
+static int proc_count(int n, int *has)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int count = 0;
+
+	*has = 0;
+	while (d && (e = readdir(d))) {
+		int v = atoi(e->d_name);
+		if (v > 0) {
+			count++;
+			*has |= v == n;
+		}
+	}
+	if (d)
+		closedir(d);
+	return count;
+}
+
+/* A status line's value ("NSpid", "PPid") of /proc/PID/status. */
+static int status_line(const char *pid, const char *key, char *out, size_t n)
+{
+	char path[64], line[256];
+	size_t klen = strlen(key);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/status", pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, klen) && line[klen] == ':') {
+			snprintf(out, n, "%s", line + klen + 2);
+			out[strcspn(out, "\n")] = 0;
+			fclose(f);
+			return 0;
+		}
+	fclose(f);
+	return -1;
+}
+
+/* The namespace's init: its checks, then it waits to be told to end. */
+static void ns_init(int outside, int go)
+{
+	int has, st, n;
+	pid_t k;
+	char c;
+
+	check("init pid 1", getpid() == 1);
+	check("init ppid 0", getppid() == 0);
+	check("prctl inside: EPERM",
+	      prctl(KILN_PR_PIDNS, KILN_PIDNS_NEW, 0, 0, 0) < 0 && errno == EPERM);
+	k = fork();
+	if (k == 0) {
+		check("child pid 2", getpid() == 2 && getppid() == 1);
+		/* a SIGTERM of the namespace to its init (SIG_DFL) is dropped:
+		 * the init's exit status 7 shows it lived on */
+		check("SIGTERM to the init sent", kill(1, SIGTERM) == 0);
+		pause();
+		_exit(0);
+	}
+	check("fork returns 2", k == 2);
+	n = proc_count(2, &has);
+	check("/proc lists the namespace", n == 2 && has);
+	check("/proc/1 is the init", access("/proc/1/status", F_OK) == 0);
+	check("kill outside: ESRCH", kill(outside, 0) < 0 && errno == ESRCH);
+	check("kill of a global number: ESRCH", kill(KILN_PIDNS_SPAN + 1, 0) < 0 && errno == ESRCH);
+	check("waitpid outside: ECHILD", waitpid(outside, &st, WNOHANG) < 0 && errno == ECHILD);
+	usleep(100000);
+	kill(-1, SIGKILL); /* the child, not the outside */
+	check("wait returns the child's 2",
+	      waitpid(-1, &st, 0) == 2 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	/* a child left behind when the init ends */
+	if (fork() == 0) {
+		pause();
+		_exit(0);
+	}
+	if (read(go, &c, 1) != 1) {
+		/* the parent's end of the pipe closed: end anyway */
+	}
+	_exit(failed ? 1 : 7);
+}
+
+int main(void)
+{
+	int go[2], st, ns, n, has;
+	pid_t outside, init, joined;
+	char pid[16], val[256];
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* the outside process gets a number the namespace will not have */
+	for (int i = 0; i < 8; i++)
+		if (fork() == 0)
+			_exit(0);
+	while (wait(&st) > 0)
+		;
+	outside = fork();
+	if (outside == 0) {
+		pause();
+		_exit(0);
+	}
+	if (pipe(go))
+		return 2;
+	ns = prctl(KILN_PR_PIDNS, KILN_PIDNS_NEW, 0, 0, 0);
+	check("prctl new", ns > 0 && ns < KILN_PIDNS_MAX);
+	init = fork();
+	if (init == 0) {
+		close(go[1]);
+		ns_init(outside, go[0]);
+	}
+	close(go[0]);
+	check("prctl back", prctl(KILN_PR_PIDNS, 0, 0, 0, 0) == 0);
+	check("outside sees a global pid", init == ns * KILN_PIDNS_SPAN + 1);
+	usleep(300000); /* its checks */
+	snprintf(pid, sizeof(pid), "%d", (int)init);
+	check("NSpid global and local", !status_line(pid, "NSpid", val, sizeof(val)) &&
+	                                    strchr(val, '\t') && atoi(val) == init &&
+	                                    atoi(strchr(val, '\t') + 1) == 1);
+	n = proc_count(init, &has);
+	check("outside /proc lists all", has && n >= 4);
+	/* a later process of the namespace (a container's exec) */
+	check("prctl join", prctl(KILN_PR_PIDNS, ns, 0, 0, 0) == ns);
+	joined = fork();
+	if (joined == 0) {
+		_exit(getpid() > 2 && getppid() == 0 && kill(1, 0) == 0 ? 0 : 1);
+	}
+	prctl(KILN_PR_PIDNS, 0, 0, 0, 0);
+	check("joined: pid of the namespace, ppid 0",
+	      waitpid(joined, &st, 0) == joined && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* the init's end kills what is left of its namespace */
+	close(go[1]);
+	check("init's checks",
+	      waitpid(init, &st, 0) == init && WIFEXITED(st) && WEXITSTATUS(st) == 7);
+	{
+		pid_t r = waitpid(-1, &st, 0); /* the orphan, reparented to us */
+		check("orphan killed with the init",
+		      r > ns * KILN_PIDNS_SPAN && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	}
+	check("join after the init: ESRCH",
+	      prctl(KILN_PR_PIDNS, ns, 0, 0, 0) < 0 && errno == ESRCH);
+	check("outside process lived", kill(outside, 0) == 0);
+	check("bad namespace: EINVAL",
+	      prctl(KILN_PR_PIDNS, KILN_PIDNS_MAX, 0, 0, 0) < 0 && errno == EINVAL);
+	kill(outside, SIGKILL);
+	waitpid(outside, &st, 0);
+	printf("pidnstest %s\n", failed ? "FAILED" : "ok");
+	return failed;
+}
