@@ -149,6 +149,10 @@ enum kiln_msg {
 	 * others: shim/ctr_root.c). A pty stream's terminal node
 	 * (/dev/pts/N) is linked into ROOT/dev/pts first (for ttyname()).
 	 * ERROR with the errno of the chroot ("cannot change root to ...").
+	 * A non-empty root ("/" too) also names the command's PID namespace
+	 * in a kiln guest (include/kiln/pidns.h, initramfs/agent/pidns.c):
+	 * the commands under one root share one, where the first is pid 1 and
+	 * sees only them; STARTED's pid is still the agent's (global) one.
 	 * Older agents ignore it. */
 	KILN_MSG_START,
 	/* Agent: u32 pid, once the command runs (or ERROR if it could not). */

@@ -85,6 +85,23 @@ check $? "ctr task exec into the app container runs in its root ($(tr '\n' ' ' <
 out=$($C task exec --exec-id e2p a2 ps 2>&1)
 grep -q 'sleep 600' <<<"$out" && grep -q ' ps$' <<<"$out"
 check $? "the app container has a /proc of its own: ps lists its processes ($(grep -c . <<<"$out") lines)"
+# a PID namespace per container: the app's init (sleep) is its pid 1, an
+# exec's parent (the agent) is outside (0), ps in either container lists
+# its own processes only (both inits are a `sleep 600`)
+out=$($C task exec --exec-id e2n a2 sh -c 'echo $$ $PPID; cat /proc/1/comm; ps' 2>&1)
+own=$($C task exec --exec-id e2s pod1 ps 2>&1)
+[ "$(sed -n 1p <<<"$out" | awk '$1 > 1 && $2 == 0 {print "ok"}')" = ok ] &&
+	[ "$(sed -n 2p <<<"$out")" = sleep ] && [ "$(grep -c 'sleep 600' <<<"$out")" = 1 ] &&
+	grep -q '^ *1 .*sleep 600' <<<"$out" && [ "$(grep -c 'sleep 600' <<<"$own")" = 1 ] &&
+	grep -q '^ *1 .*sleep 600' <<<"$own"
+check $? "each container has a PID namespace of its own: its init is pid 1, ps lists its processes only ($(tr '\n' ' ' <<<"$out"); the sandbox's: $(grep -c . <<<"$own") lines)"
+# kill(-1) in the sandbox reaches its own namespace only (its init is spared
+# as Linux spares a namespace's init)
+$C task exec --exec-id e2k pod1 sh -c 'kill -9 -1; true' >/dev/null 2>&1
+sleep 0.5
+[ "$(state a2)" = RUNNING ] && [ "$(state pod1)" = RUNNING ] &&
+	[ "$($C task exec --exec-id e2m a2 cat /proc/1/comm 2>&1)" = sleep ]
+check $? "kill -9 -1 in the sandbox does not reach the app container (a2 $(state a2), pod1 $(state pod1))"
 p_app=$($C task ps a2 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 p_pod=$($C task ps pod1 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 [ -n "$p_app" ] && [ -n "$p_pod" ] && [ "$p_app" != "$p_pod" ]

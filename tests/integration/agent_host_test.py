@@ -965,6 +965,13 @@ def case_start_root(a, d):
                 kind=KILN_STREAM_PTY, root=r, env=["PATH=/bin"])
     check(re.match(rb"\d+\r?\n[0-9a-f]+\r?\n$", bytes(res.out)),
           "the terminal's node in the root: %r" % ((bytes(res.out), res.error),))
+    # root "/" (the shim's for a container whose rootfs is the VM's, for
+    # its PID namespace): no chroot elsewhere, and the terminal's own node
+    # is not linked over itself (unlinked, it could not be opened)
+    res = a.run(["sh", "-c", "tty; echo x >$(tty) && echo still"], kind=KILN_STREAM_PTY,
+                root="/")
+    check(re.match(rb"/dev/pts/\d+\r?\nx\r?\nstill\r?\n$", bytes(res.out)),
+          "root /, a terminal: %r" % ((bytes(res.out), res.error),))
     res = a.run(["true"], root="relative")
     eq(res.error[0], errno.EINVAL, "a relative root")
     res = a.run(["true"], root=os.path.join(d, "missing"))
