@@ -191,23 +191,41 @@ int ctr_root_copy(struct shim *s, struct ctr *c, const char *dir, char *msg, siz
 	return err;
 }
 
-void ctr_root_remove(struct shim *s, const char *guest_root)
+/* One file operation of the agent's on guest_root, answered by DONE. */
+static int root_op(struct shim *s, uint32_t op, const char *guest_root, uint32_t arg,
+                   const char *what, char *msg, size_t n)
 {
 	struct buf b = {0};
-	char msg[2400];
 	int fd = vm_dial(s, KILN_STREAM_FILE, ROOT_TIMEOUT_MS), err;
 
-	if (fd < 0)
-		return; /* the VM is gone, and the copy with it */
-	err = reply(fd, KILN_MSG_HELLO, "the pod's agent", msg, sizeof(msg));
+	if (fd < 0) {
+		snprintf(msg, n, "cannot reach the pod's agent: %s", strerror(-fd));
+		return fd;
+	}
+	err = reply(fd, KILN_MSG_HELLO, "the pod's agent", msg, n);
 	if (!err)
-		err = agent_msg_file(&b, KILN_FILE_REMOVE, guest_root, 1, NULL);
+		err = agent_msg_file(&b, op, guest_root, arg, NULL);
 	if (!err)
 		err = vm_write_all(fd, buf_head(&b), buf_avail(&b));
 	buf_free(&b);
 	if (!err)
-		err = reply(fd, KILN_MSG_DONE, "removing the container's root", msg, sizeof(msg));
-	if (err)
-		shim_log("%s: %s", guest_root, msg);
+		err = reply(fd, KILN_MSG_DONE, what, msg, n);
 	close(fd);
+	return err;
+}
+
+void ctr_root_remove(struct shim *s, const char *guest_root)
+{
+	char msg[2400];
+
+	/* (a VM that is gone took the copy with it) */
+	if (root_op(s, KILN_FILE_REMOVE, guest_root, 1, "removing the container's root", msg,
+	            sizeof(msg)) &&
+	    !s->vm.dead)
+		shim_log("%s: %s", guest_root, msg);
+}
+
+int ctr_freeze(struct shim *s, struct ctr *c, bool on, char *msg, size_t n)
+{
+	return root_op(s, KILN_FILE_FREEZE, c->guest_root, on, on ? "freezing" : "thawing", msg, n);
 }

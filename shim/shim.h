@@ -124,6 +124,7 @@ struct ctr {
 	char *guest_root; /* NULL: the VM's "/" (the owner); else its root in the guest */
 	bool rootfs_mounted;
 	bool owner;   /* the VM is its */
+	bool paused;  /* an app container frozen in the guest (ctr_freeze) */
 	bool deleted; /* its init was deleted: only Wait and State still see it */
 };
 
@@ -190,6 +191,10 @@ int binds_copy(struct shim *s, const struct spec_binds *b, char *msg, size_t n);
  * removing it again at delete. Unlocked (agent streams). */
 int ctr_root_copy(struct shim *s, struct ctr *c, const char *dir, char *msg, size_t n);
 void ctr_root_remove(struct shim *s, const char *guest_root);
+/* Pause (on) or Resume of a pod's app container: the guest freezes or
+ * thaws its processes (its PID namespace, include/kiln/pidns.h); 0 or
+ * -errno with msg. */
+int ctr_freeze(struct shim *s, struct ctr *c, bool on, char *msg, size_t n);
 
 /* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */
 int jail_prepare(struct shim *s, char *msg, size_t n);

@@ -327,7 +327,7 @@ int do_start(struct shim *s, struct proc *p, char *msg, size_t n)
 	if (s->vm.dead)
 		return FAIL(RPC_FAILED_PRECONDITION, "the container's VM is gone (console: %s)",
 		            s->vm.console);
-	if (s->vm.paused)
+	if (s->vm.paused || p->ctr->paused)
 		return FAIL(RPC_FAILED_PRECONDITION, "the container is paused: resume it first");
 	/* the agent round trip happens unlocked: other calls go on meanwhile */
 	p->starting = true;

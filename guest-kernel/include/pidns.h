@@ -12,6 +12,7 @@
 #include "klib.h"
 
 struct proc;
+struct thread;
 
 static inline int pidns_of(int pid)
 {
@@ -40,6 +41,12 @@ bool pidns_empty(int ns);
 bool pidns_open(int ns);
 /* prctl(KILN_PR_PIDNS) for p. */
 long pidns_prctl(struct proc *p, int ns);
+/* prctl(KILN_PR_PIDNS_FREEZE) for p. */
+long pidns_freeze(struct proc *p, int ns, int on);
+/* Whether t is to stop before its program runs (exit_to_user); and the
+ * wait there, until a thaw or SIGKILL. */
+bool pidns_frozen(const struct thread *t);
+void pidns_freeze_wait(struct thread *t);
 /* p, a namespace's pid 1, ends: the rest of its namespace is killed. */
 void pidns_init_exit(struct proc *p);
 

@@ -129,7 +129,8 @@ struct thread {
 	struct thread *next_in_proc; /* proc->threads */
 	uint64_t wake_at;            /* timer deadline (monotonic ns), 0 = none */
 	struct thread *next_timer;
-	bool woken; /* the wait ended (wake, signal or timer) */
+	bool woken;  /* the wait ended (wake, signal or timer) */
+	bool frozen; /* stopped by its namespace's freeze (pidns.c) */
 	bool timed_out;
 	/* Syscall in progress. */
 	struct trapframe *syscall_tf; /* the program's context */

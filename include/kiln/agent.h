@@ -214,6 +214,14 @@ enum kiln_msg {
 	 *           missing; it must be empty).
 	 *   REMOVE recursive unmounts what is mounted on a directory of the
 	 *   tree (such a procfs) before it empties it.
+	 *   FREEZE: u32 on (0 or 1) -> DONE
+	 *           path is a START root: the PID namespace of the commands
+	 *           started under it (a container's, include/kiln/pidns.h)
+	 *           is frozen (1: its processes stop at their next return to
+	 *           their program, as a cgroup freezer's; SIGKILL still ends
+	 *           them) or thawed (0). ERROR ESRCH: no namespace of that
+	 *           root is alive; EINVAL: a kernel without them (Linux).
+	 *           Older agents answer ERROR EINVAL (a compatible addition).
 	 * Then, optionally, the user trailer (as on START): the operation runs
 	 * with that user's effective ids and groups, so the file system's
 	 * permissions apply to it, and what it creates is that user's; without
@@ -288,6 +296,7 @@ enum kiln_file_op {
 	KILN_FILE_REMOVE,
 	KILN_FILE_RENAME,
 	KILN_FILE_UNTAR,
+	KILN_FILE_FREEZE,
 	KILN_FILE_MAX,
 };
 

@@ -18,7 +18,7 @@
 #ifndef KILN_PIDNS_H
 #define KILN_PIDNS_H
 
-#define KILN_PIDNS_VERSION 1
+#define KILN_PIDNS_VERSION 2     /* 2: KILN_PR_PIDNS_FREEZE */
 #define KILN_PIDNS_SPAN    32768 /* pids per namespace (Linux's default pid_max) */
 #define KILN_PIDNS_MAX     128   /* namespaces, the VM's included */
 
@@ -30,5 +30,13 @@
  * namespace is EAGAIN. */
 #define KILN_PR_PIDNS  0x4b500001
 #define KILN_PIDNS_NEW (-1)
+
+/* prctl(KILN_PR_PIDNS_FREEZE, ns, on): on 1, the processes of namespace
+ * ns (1..KILN_PIDNS_MAX-1, with a live pid 1, else EINVAL / ESRCH) stop
+ * at their next return to their program, those that are to come too, as
+ * a cgroup freezer stops them: no signal is seen, SIGKILL still ends
+ * them, the others wait; on 0 they go on. Returns 0. Root of namespace 0
+ * only (EPERM). A pause of one container of a pod (shim/pause.c). */
+#define KILN_PR_PIDNS_FREEZE 0x4b500002
 
 #endif

@@ -187,6 +187,8 @@ pid_t spawn(const struct spawn_req *r);
  * and the agent's own again after the fork. */
 int pidns_enter(const char *root);
 void pidns_leave(int ns);
+/* FREEZE: root's namespace frozen (on) or thawed; 0 or -errno. */
+int pidns_freeze(const char *root, bool on);
 /* The environment of a command (spawn.c); valid until the next call, and
  * while user (NULL: none) is. */
 char **spawn_env(char *const *req_env, bool pty, const struct agent_user *user);

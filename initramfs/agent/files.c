@@ -287,7 +287,7 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 	f->op = rd_u32(&r);
 	f->path = rd_str(&r);
 	if (f->op == KILN_FILE_WRITE || f->op == KILN_FILE_MKDIR || f->op == KILN_FILE_REMOVE ||
-	    f->op == KILN_FILE_UNTAR)
+	    f->op == KILN_FILE_UNTAR || f->op == KILN_FILE_FREEZE)
 		arg = rd_u32(&r);
 	else if (f->op == KILN_FILE_RENAME)
 		to = rd_str(&r);
@@ -353,6 +353,17 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 		break;
 	case KILN_FILE_UNTAR:
 		file_untar_start(c, f);
+		break;
+	case KILN_FILE_FREEZE:
+		if (arg > 1 || f->user) {
+			conn_fail(c, EINVAL, "FREEZE takes 0 or 1 and no user");
+		} else if ((err = pidns_freeze(f->path, arg))) {
+			conn_fail(c, -err, "cannot %s the commands under '%s': %s",
+			          arg ? "freeze" : "thaw", f->path, strerror(-err));
+			err = 0;
+		} else {
+			file_done(c);
+		}
 		break;
 	case KILN_FILE_RENAME:
 		if (rename(f->path, to) < 0)

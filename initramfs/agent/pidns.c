@@ -77,6 +77,15 @@ int pidns_enter(const char *root)
 	return ns;
 }
 
+int pidns_freeze(const char *root, bool on)
+{
+	struct root_ns *e = find(root);
+
+	if (!e)
+		return -ESRCH;
+	return prctl(KILN_PR_PIDNS_FREEZE, e->ns, on ? 1 : 0, 0, 0) < 0 ? -errno : 0;
+}
+
 void pidns_leave(int ns)
 {
 	if (ns > 0)

@@ -102,6 +102,28 @@ sleep 0.5
 [ "$(state a2)" = RUNNING ] && [ "$(state pod1)" = RUNNING ] &&
 	[ "$($C task exec --exec-id e2m a2 cat /proc/1/comm 2>&1)" = sleep ]
 check $? "kill -9 -1 in the sandbox does not reach the app container (a2 $(state a2), pod1 $(state pod1))"
+# pause of one app container: its processes frozen in the guest (its PID
+# namespace), the sandbox running on; resume; SIGKILL ends it paused
+$C run -d $RT $(member pod1) "$APPIMG" a4 sh -c 'i=0; while :; do i=$((i+1)); echo $i >/tmp/n; sleep 0.05; done' >/dev/null
+count() { $C task exec --exec-id "$1" pod1 cat /run/kiln/containers/a4/tmp/n 2>/dev/null; }
+sleep 0.5
+$C task pause a4
+n1=$(count e4a); sleep 0.5; n2=$(count e4b)
+[ "$(state a4)" = PAUSED ] && [ -n "$n1" ] && [ "$n1" = "$n2" ] && [ "$(state pod1)" = RUNNING ] &&
+	[ "$(state a2)" = RUNNING ]
+check $? "ctr task pause of an app container: PAUSED, its loop stands still ($n1, $n2), the pod's others run on"
+out=$($C task exec --exec-id e4c a4 true 2>&1)
+[ $? != 0 ] && grep -q "paused" <<<"$out"
+check $? "an exec into the paused container is refused ($out)"
+$C task resume a4
+sleep 0.5
+n3=$(count e4d)
+[ "$(state a4)" = RUNNING ] && [ -n "$n3" ] && [ "$n3" -gt "$n2" ]
+check $? "ctr task resume: RUNNING, the loop goes on ($n2 -> $n3)"
+$C task pause a4 && $C task kill -s SIGKILL a4
+for _ in $(seq 100); do [ "$(state a4)" = STOPPED ] && break; sleep 0.05; done
+[ "$(state a4)" = STOPPED ] && $C task delete a4 >/dev/null && $C container rm a4
+check $? "SIGKILL ends the paused app container, which deletes"
 p_app=$($C task ps a2 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 p_pod=$($C task ps pod1 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 [ -n "$p_app" ] && [ -n "$p_pod" ] && [ "$p_app" != "$p_pod" ]

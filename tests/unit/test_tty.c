@@ -55,6 +55,15 @@ void wake_all(struct waitq *wq)
 {
 }
 
+/* (pidns.c's freeze, not exercised here) */
+void wake_thread(struct thread *t)
+{
+}
+
+void schedule(void)
+{
+}
+
 long wait_block(struct waitq *wq, uint64_t deadline_ns)
 {
 	return -EINTR;

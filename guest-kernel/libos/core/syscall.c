@@ -6,6 +6,7 @@
 #include "errno_k.h"
 #include "kcpu.h"
 #include "ktime.h"
+#include "pidns.h"
 #include "printk.h"
 #include "proc.h"
 #include "sched.h"
@@ -116,6 +117,10 @@ bool exit_to_user(struct trapframe *tf)
 			irq_poll();
 		if (t->proc->exiting)
 			thread_exit(0);
+		if (pidns_frozen(t)) {
+			pidns_freeze_wait(t);
+			continue;
+		}
 		if (sched_need_resched()) {
 			sched_yield_current();
 			continue;

@@ -5,6 +5,11 @@
 #include "pidns.h"
 #include "proc.h"
 
+/* Namespaces whose processes are held (KILN_PR_PIDNS_FREEZE); any: one
+ * test on the way back to every program while none is. */
+static bool frozen[KILN_PIDNS_MAX];
+static int nr_frozen;
+
 int pid_to_user(const struct proc *viewer, int pid)
 {
 	if (!viewer || !viewer->pidns || pid <= 0)
@@ -88,11 +93,61 @@ long pidns_prctl(struct proc *p, int ns)
 	for (int i = 1; i < KILN_PIDNS_MAX; i++) {
 		last = last % (KILN_PIDNS_MAX - 1) + 1;
 		if (!pidns_used(last)) {
+			if (frozen[last]) { /* (a namespace that ended frozen) */
+				frozen[last] = false;
+				nr_frozen--;
+			}
 			p->pidns_child = last;
 			return last;
 		}
 	}
 	return -EAGAIN;
+}
+
+long pidns_freeze(struct proc *p, int ns, int on)
+{
+	if (p->pidns || p->cred.u.eff != 0)
+		return -EPERM;
+	if (ns <= 0 || ns >= KILN_PIDNS_MAX || (on != 0 && on != 1))
+		return -EINVAL;
+	if (!proc_find(ns * KILN_PIDNS_SPAN + 1))
+		return -ESRCH;
+	if (frozen[ns] == on)
+		return 0;
+	frozen[ns] = on;
+	nr_frozen += on ? 1 : -1;
+	/* on: each thread takes syscall_entry's slow way back (tf_dirty), to
+	 * the freeze point in exit_to_user; off: the held ones go on */
+	for (struct proc *q = proc_first(); q; q = q->next_all)
+		for (struct thread *t = q->threads; q->pidns == ns && t; t = t->next_in_proc)
+			if (on)
+				t->tf_dirty = true;
+			else if (t->frozen)
+				wake_thread(t);
+	return 0;
+}
+
+static bool sigkilled(const struct thread *t)
+{
+	return ((t->pending | t->proc->shared_pending) & SIGBIT(SIGKILL)) || t->proc->exiting;
+}
+
+/* (a vfork child is not held: its parent, the agent, waits for its exec) */
+bool pidns_frozen(const struct thread *t)
+{
+	const struct proc *p = t->proc;
+
+	return nr_frozen && frozen[p->pidns] && !p->vfork_parent && !sigkilled(t);
+}
+
+void pidns_freeze_wait(struct thread *t)
+{
+	t->frozen = true;
+	while (pidns_frozen(t)) {
+		t->state = T_BLOCKED;
+		schedule();
+	}
+	t->frozen = false;
 }
 
 void pidns_init_exit(struct proc *init)

@@ -5,10 +5,13 @@
  * wait name only its processes, kill(-1) spares the outside, the prctl is
  * refused, the init ignores its namespace's SIGTERM; outside, the parent
  * sees global numbers and NSpid; a process joins the namespace while its
- * init lives; the init's end kills the rest, and the namespace cannot be
- * joined after. One line per check, "FAIL" on any that does not hold. */
+ * init lives; a frozen namespace stops (SIGKILL still ends it) and goes
+ * on when thawed; the init's end kills the rest, and the namespace cannot
+ * be joined after. One line per check, "FAIL" on any that does not hold. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +73,7 @@ static int status_line(const char *pid, const char *key, char *out, size_t n)
 }
 
 /* The namespace's init: its checks, then it waits to be told to end. */
-static void ns_init(int outside, int go)
+static void ns_init(int outside, int go, int tick)
 {
 	int has, st, n;
 	pid_t k;
@@ -100,10 +103,13 @@ static void ns_init(int outside, int go)
 	kill(-1, SIGKILL); /* the child, not the outside */
 	check("wait returns the child's 2",
 	      waitpid(-1, &st, 0) == 2 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
-	/* a child left behind when the init ends */
+	/* a child left behind when the init ends, ticking for the freeze */
 	if (fork() == 0) {
-		pause();
-		_exit(0);
+		for (;;) {
+			if (write(tick, "t", 1) != 1)
+				_exit(1);
+			usleep(10000);
+		}
 	}
 	if (read(go, &c, 1) != 1) {
 		/* the parent's end of the pipe closed: end anyway */
@@ -111,9 +117,58 @@ static void ns_init(int outside, int go)
 	_exit(failed ? 1 : 7);
 }
 
+/* What the ticker wrote in the last ms milliseconds. */
+static int ticks(int fd, int ms)
+{
+	char buf[4096];
+	int n = 0, r;
+
+	while (read(fd, buf, sizeof(buf)) > 0) /* what came before */
+		;
+	usleep(ms * 1000);
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		n += r;
+	return n;
+}
+
+/* A namespace frozen: its processes stop, SIGKILL still ends them. */
+static void freezes(int ns, int tick)
+{
+	int st, other, k;
+
+	struct pollfd pf = {.fd = tick, .events = POLLIN};
+
+	check("ticking", poll(&pf, 1, 5000) == 1 && ticks(tick, 200) >= 3);
+	check("freeze", prctl(KILN_PR_PIDNS_FREEZE, ns, 1, 0, 0) == 0);
+	check("frozen: no ticks", ticks(tick, 200) <= 1);
+	check("thaw", prctl(KILN_PR_PIDNS_FREEZE, ns, 0, 0, 0) == 0);
+	check("thawed: ticking again", ticks(tick, 200) >= 3);
+	check("freeze the VM's: EINVAL",
+	      prctl(KILN_PR_PIDNS_FREEZE, 0, 1, 0, 0) < 0 && errno == EINVAL);
+	check("freeze bad: EINVAL",
+	      prctl(KILN_PR_PIDNS_FREEZE, ns, 2, 0, 0) < 0 && errno == EINVAL);
+	other = prctl(KILN_PR_PIDNS, KILN_PIDNS_NEW, 0, 0, 0);
+	k = fork();
+	if (k == 0) {
+		pause();
+		_exit(0);
+	}
+	prctl(KILN_PR_PIDNS, 0, 0, 0, 0);
+	usleep(50000);
+	check("freeze another", prctl(KILN_PR_PIDNS_FREEZE, other, 1, 0, 0) == 0);
+	kill(k, SIGTERM); /* held while frozen */
+	usleep(50000);
+	check("frozen: a SIGTERM waits", waitpid(k, &st, WNOHANG) == 0);
+	kill(k, SIGKILL);
+	check("frozen: SIGKILL ends it",
+	      waitpid(k, &st, 0) == k && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	check("freeze an ended one: ESRCH",
+	      prctl(KILN_PR_PIDNS_FREEZE, other, 0, 0, 0) < 0 && errno == ESRCH);
+}
+
 int main(void)
 {
-	int go[2], st, ns, n, has;
+	int go[2], tick[2], st, ns, n, has;
 	pid_t outside, init, joined;
 	char pid[16], val[256];
 
@@ -129,16 +184,18 @@ int main(void)
 		pause();
 		_exit(0);
 	}
-	if (pipe(go))
+	if (pipe(go) || pipe2(tick, O_NONBLOCK))
 		return 2;
 	ns = prctl(KILN_PR_PIDNS, KILN_PIDNS_NEW, 0, 0, 0);
 	check("prctl new", ns > 0 && ns < KILN_PIDNS_MAX);
 	init = fork();
 	if (init == 0) {
 		close(go[1]);
-		ns_init(outside, go[0]);
+		close(tick[0]);
+		ns_init(outside, go[0], tick[1]);
 	}
 	close(go[0]);
+	close(tick[1]);
 	check("prctl back", prctl(KILN_PR_PIDNS, 0, 0, 0, 0) == 0);
 	check("outside sees a global pid", init == ns * KILN_PIDNS_SPAN + 1);
 	usleep(300000); /* its checks */
@@ -157,6 +214,7 @@ int main(void)
 	prctl(KILN_PR_PIDNS, 0, 0, 0, 0);
 	check("joined: pid of the namespace, ppid 0",
 	      waitpid(joined, &st, 0) == joined && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	freezes(ns, tick[0]);
 	/* the init's end kills what is left of its namespace */
 	close(go[1]);
 	check("init's checks",
