@@ -225,6 +225,11 @@ void ctr_root_remove(struct shim *s, const char *guest_root)
 		shim_log("%s: %s", guest_root, msg);
 }
 
+int ctr_limit(struct shim *s, struct ctr *c, uint32_t mib, char *msg, size_t n)
+{
+	return root_op(s, KILN_FILE_LIMIT, c->guest_root, mib, "bounding its memory", msg, n);
+}
+
 int ctr_freeze(struct shim *s, struct ctr *c, bool on, char *msg, size_t n)
 {
 	return root_op(s, KILN_FILE_FREEZE, c->guest_root, on, on ? "freezing" : "thawing", msg, n);

@@ -57,6 +57,7 @@ struct spec_res {
 	uint64_t cpu_period; /* us */
 	uint64_t cpu_shares; /* its weight, as cgroup v1 shares; 0: none */
 	bool cpu_unlimited;  /* quota -1 given: the jail's own bound (Update) */
+	bool mem_set;        /* a memory limit was given (an app container's bound) */
 };
 
 /* A bind mount of the spec (spec_mounts.c), copied into the guest by
@@ -123,8 +124,11 @@ struct ctr {
 	char *root_path;  /* the spec's root.path */
 	char *guest_root; /* NULL: the VM's "/" (the owner); else its root in the guest */
 	bool rootfs_mounted;
-	bool owner;   /* the VM is its */
-	bool paused;  /* an app container frozen in the guest (ctr_freeze) */
+	bool owner;  /* the VM is its */
+	bool paused; /* an app container frozen in the guest (ctr_freeze) */
+	/* an app container's memory bound, its PID namespace's in the guest
+	 * (ctr_limit; 0: none, the pod's VM's) */
+	uint32_t mem_mb;
 	bool deleted; /* its init was deleted: only Wait and State still see it */
 };
 
@@ -195,6 +199,8 @@ void ctr_root_remove(struct shim *s, const char *guest_root);
  * thaws its processes (its PID namespace, include/kiln/pidns.h); 0 or
  * -errno with msg. */
 int ctr_freeze(struct shim *s, struct ctr *c, bool on, char *msg, size_t n);
+/* An app container's processes bounded to mib MiB together (0: none). */
+int ctr_limit(struct shim *s, struct ctr *c, uint32_t mib, char *msg, size_t n);
 
 /* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */
 int jail_prepare(struct shim *s, char *msg, size_t n);

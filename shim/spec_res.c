@@ -47,6 +47,7 @@ static int mem(json_t *m, struct spec_res *r, char *msg, size_t n)
 		return -EINVAL;
 	}
 	r->mem_mb = (uint32_t)mb;
+	r->mem_set = true;
 	return 0;
 }
 

@@ -47,6 +47,12 @@ long pidns_freeze(struct proc *p, int ns, int on);
  * wait there, until a thaw or SIGKILL. */
 bool pidns_frozen(const struct thread *t);
 void pidns_freeze_wait(struct thread *t);
+/* prctl(KILN_PR_PIDNS_MEMORY) for p. */
+long pidns_memory(struct proc *p, int ns, long mib);
+/* May the calling process's namespace map npages more (pmem_user_ok)? */
+bool pidns_mem_ok(size_t npages);
+/* The pages the processes of ns have mapped. */
+uint64_t pidns_pages(int ns);
 /* p, a namespace's pid 1, ends: the rest of its namespace is killed. */
 void pidns_init_exit(struct proc *p);
 

@@ -222,6 +222,10 @@ enum kiln_msg {
 	 *           them) or thawed (0). ERROR ESRCH: no namespace of that
 	 *           root is alive; EINVAL: a kernel without them (Linux).
 	 *           Older agents answer ERROR EINVAL (a compatible addition).
+	 *   LIMIT:  u32 mib -> DONE
+	 *           path is a START root, as for FREEZE: its namespace's
+	 *           processes may map mib MiB together at most (0: no bound;
+	 *           KILN_PR_PIDNS_MEMORY). Errors and older agents as FREEZE's.
 	 * Then, optionally, the user trailer (as on START): the operation runs
 	 * with that user's effective ids and groups, so the file system's
 	 * permissions apply to it, and what it creates is that user's; without
@@ -297,6 +301,7 @@ enum kiln_file_op {
 	KILN_FILE_RENAME,
 	KILN_FILE_UNTAR,
 	KILN_FILE_FREEZE,
+	KILN_FILE_LIMIT,
 	KILN_FILE_MAX,
 };
 

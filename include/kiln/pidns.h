@@ -18,7 +18,7 @@
 #ifndef KILN_PIDNS_H
 #define KILN_PIDNS_H
 
-#define KILN_PIDNS_VERSION 2     /* 2: KILN_PR_PIDNS_FREEZE */
+#define KILN_PIDNS_VERSION 3     /* 2: KILN_PR_PIDNS_FREEZE, 3: _MEMORY */
 #define KILN_PIDNS_SPAN    32768 /* pids per namespace (Linux's default pid_max) */
 #define KILN_PIDNS_MAX     128   /* namespaces, the VM's included */
 
@@ -38,5 +38,13 @@
  * them, the others wait; on 0 they go on. Returns 0. Root of namespace 0
  * only (EPERM). A pause of one container of a pod (shim/pause.c). */
 #define KILN_PR_PIDNS_FREEZE 0x4b500002
+
+/* prctl(KILN_PR_PIDNS_MEMORY, ns, mib): the pages the processes of ns
+ * (with a live pid 1) may have mapped, together, at most mib MiB (0: no
+ * bound, at most 1 << 20); a page fault beyond it kills the faulting
+ * process as an out-of-memory one (as a cgroup's memory.max does), a fork
+ * is EAGAIN. File data (tmpfs, the container's root) is not counted.
+ * Root of namespace 0 only. */
+#define KILN_PR_PIDNS_MEMORY 0x4b500003
 
 #endif

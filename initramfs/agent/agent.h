@@ -189,6 +189,8 @@ int pidns_enter(const char *root);
 void pidns_leave(int ns);
 /* FREEZE: root's namespace frozen (on) or thawed; 0 or -errno. */
 int pidns_freeze(const char *root, bool on);
+/* LIMIT: root's namespace bounded to mib MiB of memory (0: none). */
+int pidns_limit(const char *root, uint32_t mib);
 /* The environment of a command (spawn.c); valid until the next call, and
  * while user (NULL: none) is. */
 char **spawn_env(char *const *req_env, bool pty, const struct agent_user *user);

@@ -77,13 +77,24 @@ int pidns_enter(const char *root)
 	return ns;
 }
 
-int pidns_freeze(const char *root, bool on)
+/* prctl op on root's namespace, with arg. */
+static int on_root(const char *root, int op, unsigned long arg)
 {
 	struct root_ns *e = find(root);
 
 	if (!e)
 		return -ESRCH;
-	return prctl(KILN_PR_PIDNS_FREEZE, e->ns, on ? 1 : 0, 0, 0) < 0 ? -errno : 0;
+	return prctl(op, e->ns, arg, 0, 0) < 0 ? -errno : 0;
+}
+
+int pidns_freeze(const char *root, bool on)
+{
+	return on_root(root, KILN_PR_PIDNS_FREEZE, on ? 1 : 0);
+}
+
+int pidns_limit(const char *root, uint32_t mib)
+{
+	return on_root(root, KILN_PR_PIDNS_MEMORY, mib);
 }
 
 void pidns_leave(int ns)

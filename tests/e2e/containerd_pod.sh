@@ -124,6 +124,21 @@ $C task pause a4 && $C task kill -s SIGKILL a4
 for _ in $(seq 100); do [ "$(state a4)" = STOPPED ] && break; sleep 0.05; done
 [ "$(state a4)" = STOPPED ] && $C task delete a4 >/dev/null && $C container rm a4
 check $? "SIGKILL ends the paused app container, which deletes"
+# an app container's own memory limit: its PID namespace's bound in the
+# guest (dd's buffer is its block size, touched as it reads); Update moves it
+$C run -d $RT $(member pod1) --memory-limit $((64 << 20)) "$APPIMG" a5 sleep 600 >/dev/null
+dd() { $C task exec --exec-id "$1" a5 busybox dd if=/dev/zero of=/dev/null bs="$2" count=1 >/dev/null 2>&1; echo $?; }
+r_small=$(dd e5a 16M)
+r_big=$(dd e5b 80M)
+[ "$r_small" = 0 ] && [ "$r_big" != 0 ] && [ "$(state a5)" = RUNNING ] && [ "$(state pod1)" = RUNNING ]
+check $? "an app container's memory limit (64 MiB) holds in the guest: 16 MiB fits ($r_small), 80 MiB is killed ($r_big), the container and the pod run on"
+upd=$(python3 tests/e2e/containerd_update.py "$(cat "$TASKS/a5/address")" a5 '{"memory":{"limit":201326592}}' 2>&1)
+r_big2=$(dd e5c 80M)
+[ "$upd" = ok ] && [ "$r_big2" = 0 ]
+check $? "Update of the app container's memory limit to 192 MiB: 80 MiB fits now ($upd, $r_big2)"
+$C task kill -s SIGKILL a5 >/dev/null 2>&1
+for _ in $(seq 100); do [ "$(state a5)" = STOPPED ] && break; sleep 0.05; done
+$C task delete a5 >/dev/null 2>&1; $C container rm a5 >/dev/null 2>&1
 p_app=$($C task ps a2 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 p_pod=$($C task ps pod1 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 [ -n "$p_app" ] && [ -n "$p_pod" ] && [ "$p_app" != "$p_pod" ]

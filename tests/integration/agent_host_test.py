@@ -980,13 +980,14 @@ def case_start_root(a, d):
 
 
 def case_file_freeze(a, d):
-    """FREEZE: a root with no PID namespace (none on Linux) is ESRCH, even
-    one a command ran under; a value other than 0 and 1 EINVAL."""
+    """FREEZE and LIMIT: a root with no PID namespace (none on Linux) is
+    ESRCH, even one a command ran under; a FREEZE other than 0 and 1 EINVAL."""
     expect_error(file_req(a, KILN_FILE_FREEZE, "/run/kiln/containers/none", u32(1)),
                  errno.ESRCH, "none")
     a.run(["true"], root="/")
     expect_error(file_req(a, KILN_FILE_FREEZE, "/", u32(1)), errno.ESRCH, "/")
     expect_error(file_req(a, KILN_FILE_FREEZE, "/", u32(2)), errno.EINVAL, "0 or 1")
+    expect_error(file_req(a, KILN_FILE_LIMIT, "/", u32(64)), errno.ESRCH, "bound")
 
 
 def case_file_remove(a, d):

@@ -4,11 +4,14 @@
 
 #include "pidns.h"
 #include "proc.h"
+#include "vm.h"
 
 /* Namespaces whose processes are held (KILN_PR_PIDNS_FREEZE); any: one
  * test on the way back to every program while none is. */
 static bool frozen[KILN_PIDNS_MAX];
 static int nr_frozen;
+/* KILN_PR_PIDNS_MEMORY's bounds, in pages (0: none) */
+static uint64_t mem_max[KILN_PIDNS_MAX];
 
 int pid_to_user(const struct proc *viewer, int pid)
 {
@@ -97,6 +100,7 @@ long pidns_prctl(struct proc *p, int ns)
 				frozen[last] = false;
 				nr_frozen--;
 			}
+			mem_max[last] = 0;
 			p->pidns_child = last;
 			return last;
 		}
@@ -125,6 +129,37 @@ long pidns_freeze(struct proc *p, int ns, int on)
 			else if (t->frozen)
 				wake_thread(t);
 	return 0;
+}
+
+long pidns_memory(struct proc *p, int ns, long mib)
+{
+	if (p->pidns || p->cred.u.eff != 0)
+		return -EPERM;
+	if (ns <= 0 || ns >= KILN_PIDNS_MAX || mib < 0 || mib > (1L << 20))
+		return -EINVAL;
+	if (!proc_find(ns * KILN_PIDNS_SPAN + 1))
+		return -ESRCH;
+	mem_max[ns] = (uint64_t)mib << (20 - PAGE_SHIFT);
+	return 0;
+}
+
+uint64_t pidns_pages(int ns)
+{
+	uint64_t n = 0;
+
+	/* (a vfork child's pages are its parent's) */
+	for (struct proc *p = proc_first(); p; p = p->next_all)
+		if (p->pidns == ns && p->as && !p->vfork_parent)
+			n += p->as->nr_pages;
+	return n;
+}
+
+bool pidns_mem_ok(size_t npages)
+{
+	struct thread *t = cur_thread();
+	int ns = t && t->proc ? t->proc->pidns : 0;
+
+	return !mem_max[ns] || pidns_pages(ns) + npages <= mem_max[ns];
 }
 
 static bool sigkilled(const struct thread *t)

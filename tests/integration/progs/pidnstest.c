@@ -166,6 +166,59 @@ static void freezes(int ns, int tick)
 	      prctl(KILN_PR_PIDNS_FREEZE, other, 0, 0, 0) < 0 && errno == ESRCH);
 }
 
+static __attribute__((noreturn)) void touch(int mib)
+{
+	char *m = malloc((size_t)mib << 20);
+
+	for (size_t i = 0; m && i < (size_t)mib << 20; i += 4096)
+		m[i] = 1;
+	_exit(m ? 0 : 2);
+}
+
+/* The wait status of a child that touches mib MiB, in a namespace of its
+ * own bounded to bound MiB (0: in ours, unbounded). */
+static int touch_in(int bound, int mib)
+{
+	int go[2], st, ns = 0;
+	pid_t k;
+	char c;
+
+	if (pipe(go))
+		return -1;
+	if (bound)
+		ns = prctl(KILN_PR_PIDNS, KILN_PIDNS_NEW, 0, 0, 0);
+	k = fork();
+	if (k == 0) {
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1) /* the bound is set */
+			_exit(3);
+		touch(mib);
+	}
+	prctl(KILN_PR_PIDNS, 0, 0, 0, 0);
+	close(go[0]);
+	if ((bound && prctl(KILN_PR_PIDNS_MEMORY, ns, bound, 0, 0) < 0) ||
+	    write(go[1], "g", 1) != 1)
+		kill(k, SIGKILL);
+	close(go[1]);
+	return waitpid(k, &st, 0) == k ? st : -1;
+}
+
+/* A namespace's memory bound: beyond it the faulting process dies. */
+static void memory(void)
+{
+	int st = touch_in(16, 4);
+
+	check("bounded 16 MiB: 4 MiB touched", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = touch_in(16, 64);
+	check("bounded 16 MiB: 64 MiB killed", WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	st = touch_in(0, 64);
+	check("unbounded: 64 MiB touched", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	check("bound of the VM's: EINVAL",
+	      prctl(KILN_PR_PIDNS_MEMORY, 0, 16, 0, 0) < 0 && errno == EINVAL);
+	check("bound negative: EINVAL",
+	      prctl(KILN_PR_PIDNS_MEMORY, 1, -1, 0, 0) < 0 && errno == EINVAL);
+}
+
 int main(void)
 {
 	int go[2], tick[2], st, ns, n, has;
@@ -229,6 +282,7 @@ int main(void)
 	check("outside process lived", kill(outside, 0) == 0);
 	check("bad namespace: EINVAL",
 	      prctl(KILN_PR_PIDNS, KILN_PIDNS_MAX, 0, 0, 0) < 0 && errno == EINVAL);
+	memory();
 	kill(outside, SIGKILL);
 	waitpid(outside, &st, 0);
 	printf("pidnstest %s\n", failed ? "FAILED" : "ok");
