@@ -199,6 +199,9 @@ void ctr_root_remove(struct shim *s, const char *guest_root);
  * thaws its processes (its PID namespace, include/kiln/pidns.h); 0 or
  * -errno with msg. */
 int ctr_freeze(struct shim *s, struct ctr *c, bool on, char *msg, size_t n);
+/* A guest file's text (at most cap - 1 bytes, NUL-ended) through the
+ * agent's READ; 0 or -errno with msg. */
+int ctr_read_file(struct shim *s, const char *path, char *buf, size_t cap, char *msg, size_t n);
 /* An app container's processes bounded to mib MiB together (0: none). */
 int ctr_limit(struct shim *s, struct ctr *c, uint32_t mib, char *msg, size_t n);
 
@@ -250,7 +253,7 @@ void io_stdin_close(struct proc *p);
 void proc_exited(struct shim *s, struct proc *p, uint32_t status);
 
 /* stats.c: Stats' reply (locked; unlocks around the agent's answer) */
-int stats_reply(struct shim *s, uint8_t **out, size_t *out_len, char *msg, size_t n);
+int stats_reply(struct shim *s, struct ctr *c, uint8_t **out, size_t *out_len, char *msg, size_t n);
 
 /* events.c: task events to containerd, published in order, off the
  * caller's thread. pid: the event's (the VMM's for the init). */

@@ -425,8 +425,8 @@ static int m_stats(struct shim *s, const char *method, const uint8_t *in, size_t
 	containerd__task__v2__stats_request__free_unpacked(rq, NULL);
 	if (!c || c->deleted)
 		return RPC_NOT_FOUND;
-	/* the figures are the pod's VM's, whichever container asks */
-	return stats_reply(s, out, out_len, msg, n);
+	/* the pod's VM's for its first container, an app container's own */
+	return stats_reply(s, c, out, out_len, msg, n);
 }
 
 static int m_connect(struct shim *s, const char *method, const uint8_t *in, size_t len,

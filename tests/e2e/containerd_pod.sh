@@ -136,6 +136,20 @@ upd=$(python3 tests/e2e/containerd_update.py "$(cat "$TASKS/a5/address")" a5 '{"
 r_big2=$(dd e5c 80M)
 [ "$upd" = ok ] && [ "$r_big2" = 0 ]
 check $? "Update of the app container's memory limit to 192 MiB: 80 MiB fits now ($upd, $r_big2)"
+# its metrics are its own: its namespace's processes and pages, its limit
+$C task metrics a5 >"$T/m5" 2>&1
+$C task metrics pod1 >"$T/m1" 2>&1
+metric() { awk -v k="$2" '$1 == k {print $2}' "$1"; }
+lim5=$(metric "$T/m5" memory.limit_in_bytes)
+use5=$(metric "$T/m5" memory.usage_in_bytes)
+p5=$(metric "$T/m5" pids.current)
+p1=$(metric "$T/m1" pids.current)
+[ "$lim5" = $((192 << 20)) ] && [ "$p5" = 1 ] && [ "${use5:-0}" -gt 0 ] && [ "${p1:-0}" -gt 1 ]
+check $? "ctr task metrics of an app container gives its own figures: limit $lim5, $p5 process, $use5 bytes mapped (the pod's first container: the VM's, $p1 processes)"
+out=$(timeout 20 $C task checkpoint a5 2>&1)
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && grep -q "does not checkpoint" <<<"$out" && [ "$(state a5)" = RUNNING ]
+check $? "ctr task checkpoint answers a clear unimplemented error, the container runs on (rc $rc: $(tail -1 <<<"$out"))"
 $C task kill -s SIGKILL a5 >/dev/null 2>&1
 for _ in $(seq 100); do [ "$(state a5)" = STOPPED ] && break; sleep 0.05; done
 $C task delete a5 >/dev/null 2>&1; $C container rm a5 >/dev/null 2>&1
