@@ -269,6 +269,11 @@ int ctr_limit(struct shim *s, struct ctr *c, uint32_t mib, char *msg, size_t n)
 	return root_op(s, KILN_FILE_LIMIT, c->guest_root, mib, "bounding its memory", msg, n);
 }
 
+int ctr_cpu(struct shim *s, struct ctr *c, uint32_t milli, char *msg, size_t n)
+{
+	return root_op(s, KILN_FILE_CPU, c->guest_root, milli, "bounding its CPU", msg, n);
+}
+
 int ctr_freeze(struct shim *s, struct ctr *c, bool on, char *msg, size_t n)
 {
 	return root_op(s, KILN_FILE_FREEZE, c->guest_root, on, on ? "freezing" : "thawing", msg, n);

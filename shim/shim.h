@@ -129,7 +129,8 @@ struct ctr {
 	/* an app container's memory bound, its PID namespace's in the guest
 	 * (ctr_limit; 0: none, the pod's VM's) */
 	uint32_t mem_mb;
-	bool deleted; /* its init was deleted: only Wait and State still see it */
+	uint32_t cpu_milli; /* its CPU bound in 1/1000 of the vCPU (0: none), the same way */
+	bool deleted;       /* its init was deleted: only Wait and State still see it */
 };
 
 struct shim {
@@ -204,6 +205,10 @@ int ctr_freeze(struct shim *s, struct ctr *c, bool on, char *msg, size_t n);
 int ctr_read_file(struct shim *s, const char *path, char *buf, size_t cap, char *msg, size_t n);
 /* An app container's processes bounded to mib MiB together (0: none). */
 int ctr_limit(struct shim *s, struct ctr *c, uint32_t mib, char *msg, size_t n);
+/* ... and to milli / 1000 of the vCPU (0: none). */
+int ctr_cpu(struct shim *s, struct ctr *c, uint32_t milli, char *msg, size_t n);
+/* linux.resources' CPU quota as thousandths of a CPU (0: none). */
+uint32_t spec_res_millicpus(const struct spec_res *r);
 
 /* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */
 int jail_prepare(struct shim *s, char *msg, size_t n);

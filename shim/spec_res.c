@@ -108,6 +108,16 @@ static int cpu(json_t *c, struct spec_res *r, char *msg, size_t n)
 	return 0;
 }
 
+uint32_t spec_res_millicpus(const struct spec_res *r)
+{
+	uint64_t m;
+
+	if (!r->cpu_quota || !r->cpu_period)
+		return 0;
+	m = r->cpu_quota * 1000 / r->cpu_period;
+	return m < 1 ? 1 : m > 1000000 ? 1000000 : (uint32_t)m;
+}
+
 int spec_parse_resources(json_t *res, struct spec_res *r, char *msg, size_t n)
 {
 	static const char *const ignored[] = {"pids",    "blockIO", "hugepageLimits",

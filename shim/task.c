@@ -237,6 +237,7 @@ static int create_in_pod(struct shim *s, struct ctr *c, struct proc *p,
 		return RPC_INVALID_ARGUMENT;
 	p->spec.terminal = rq->terminal;
 	c->mem_mb = res.mem_set ? res.mem_mb : 0;
+	c->cpu_milli = spec_res_millicpus(&res);
 	if (asprintf(&c->guest_root, "/run/kiln/containers/%s", c->id) < 0) {
 		c->guest_root = NULL;
 		return FAIL(RPC_INTERNAL, "out of memory");
@@ -348,8 +349,10 @@ int do_start(struct shim *s, struct proc *p, char *msg, size_t n)
 		            p->exec_id[0] ? p->exec_id : p->ctr->id);
 	}
 	p->state = P_RUNNING;
-	/* an app container's own memory bound, once its namespace is there */
-	if (!p->exec_id[0] && p->ctr->mem_mb && ctr_limit(s, p->ctr, p->ctr->mem_mb, msg, n)) {
+	/* an app container's own bounds, once its namespace is there */
+	if (!p->exec_id[0] &&
+	    ((p->ctr->mem_mb && ctr_limit(s, p->ctr, p->ctr->mem_mb, msg, n)) ||
+	     (p->ctr->cpu_milli && ctr_cpu(s, p->ctr, p->ctr->cpu_milli, msg, n)))) {
 		shim_log("%s: %s", p->ctr->id, msg);
 		vm_proc_signal(p, SIGKILL);
 		return RPC_FAILED_PRECONDITION;

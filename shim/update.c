@@ -17,24 +17,28 @@
 
 #define RESOURCES_TYPE "opencontainers/runtime-spec/1/LinuxResources"
 
-/* A pod's app container: its memory bound is its PID namespace's in the
- * guest (ctr_limit; a limit of -1 lifts it); CPU is the pod VM's leaf's,
- * shared by the pod (logged, not applied). */
+/* A pod's app container: its memory and CPU bounds are its PID
+ * namespace's in the guest (ctr_limit, ctr_cpu; a limit or quota of -1
+ * lifts one); shares are not applied. */
 static int update_app(struct shim *s, struct ctr *c, const struct spec_res *r, json_t *lim,
                       char *msg, size_t n)
 {
-	uint32_t mib = c->mem_mb;
+	uint32_t mib = c->mem_mb, milli;
 
 	if (json_is_integer(lim))
 		mib = r->mem_set ? r->mem_mb : 0;
 	if (mib != c->mem_mb && ctr_limit(s, c, mib, msg, n))
 		return RPC_FAILED_PRECONDITION;
 	c->mem_mb = mib;
-	if (r->cpu_quota || r->cpu_unlimited || r->cpu_shares)
-		shim_log("%s: its CPU limits are not applied: the pod's VM is bounded as a whole "
-		         "(its first container's)",
-		         c->id);
-	shim_log("%s: updated: memory %u MiB%s", c->id, mib, mib ? "" : " (no bound of its own)");
+	if (r->cpu_quota || r->cpu_unlimited) {
+		milli = r->cpu_unlimited ? 0 : spec_res_millicpus(r);
+		if (milli != c->cpu_milli && ctr_cpu(s, c, milli, msg, n))
+			return RPC_FAILED_PRECONDITION;
+		c->cpu_milli = milli;
+	}
+	if (r->cpu_shares)
+		shim_log("%s: cpu shares are not applied to an app container", c->id);
+	shim_log("%s: updated: memory %u MiB, CPU %u/1000", c->id, mib, c->cpu_milli);
 	return 0;
 }
 

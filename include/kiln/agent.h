@@ -226,6 +226,9 @@ enum kiln_msg {
 	 *           path is a START root, as for FREEZE: its namespace's
 	 *           processes may map mib MiB together at most (0: no bound;
 	 *           KILN_PR_PIDNS_MEMORY). Errors and older agents as FREEZE's.
+	 *   CPU:    u32 millicpus -> DONE
+	 *           the same for its CPU: at most millicpus / 1000 of the vCPU
+	 *           (0: no bound; KILN_PR_PIDNS_CPU).
 	 * Then, optionally, the user trailer (as on START): the operation runs
 	 * with that user's effective ids and groups, so the file system's
 	 * permissions apply to it, and what it creates is that user's; without
@@ -302,6 +305,7 @@ enum kiln_file_op {
 	KILN_FILE_UNTAR,
 	KILN_FILE_FREEZE,
 	KILN_FILE_LIMIT,
+	KILN_FILE_CPU,
 	KILN_FILE_MAX,
 };
 

@@ -18,7 +18,7 @@
 #ifndef KILN_PIDNS_H
 #define KILN_PIDNS_H
 
-#define KILN_PIDNS_VERSION 3     /* 2: KILN_PR_PIDNS_FREEZE, 3: _MEMORY */
+#define KILN_PIDNS_VERSION 4     /* 2: KILN_PR_PIDNS_FREEZE, 3: _MEMORY, 4: _CPU */
 #define KILN_PIDNS_SPAN    32768 /* pids per namespace (Linux's default pid_max) */
 #define KILN_PIDNS_MAX     128   /* namespaces, the VM's included */
 
@@ -46,5 +46,14 @@
  * is EAGAIN. File data (tmpfs, the container's root) is not counted.
  * Root of namespace 0 only. */
 #define KILN_PR_PIDNS_MEMORY 0x4b500003
+
+/* prctl(KILN_PR_PIDNS_CPU, ns, millicpus): the processes of ns (with a
+ * live pid 1) run at most millicpus / 1000 of a vCPU, measured over
+ * periods of KILN_PIDNS_CPU_PERIOD_MS (as a cgroup's cpu.max): once a
+ * period's share is used, each waits at its next return to its program
+ * for the next period (signals still wake it). 0: no bound; at most
+ * 1000000. Root of namespace 0 only. */
+#define KILN_PR_PIDNS_CPU        0x4b500004
+#define KILN_PIDNS_CPU_PERIOD_MS 100
 
 #endif

@@ -285,7 +285,9 @@ static void file_pidns(struct conn *c, struct fop *f, uint32_t arg)
 		          freeze ? "0 or 1" : "MiB");
 		return;
 	}
-	err = freeze ? pidns_freeze(f->path, arg) : pidns_limit(f->path, arg);
+	err = freeze                     ? pidns_freeze(f->path, arg)
+	      : f->op == KILN_FILE_LIMIT ? pidns_limit(f->path, arg)
+	                                 : pidns_cpu(f->path, arg);
 	if (err)
 		conn_fail(c, -err, "cannot %s the commands under '%s': %s",
 		          !freeze ? "bound"
@@ -309,7 +311,8 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 	f->op = rd_u32(&r);
 	f->path = rd_str(&r);
 	if (f->op == KILN_FILE_WRITE || f->op == KILN_FILE_MKDIR || f->op == KILN_FILE_REMOVE ||
-	    f->op == KILN_FILE_UNTAR || f->op == KILN_FILE_FREEZE || f->op == KILN_FILE_LIMIT)
+	    f->op == KILN_FILE_UNTAR || f->op == KILN_FILE_FREEZE || f->op == KILN_FILE_LIMIT ||
+	    f->op == KILN_FILE_CPU)
 		arg = rd_u32(&r);
 	else if (f->op == KILN_FILE_RENAME)
 		to = rd_str(&r);
@@ -378,6 +381,7 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 		break;
 	case KILN_FILE_FREEZE:
 	case KILN_FILE_LIMIT:
+	case KILN_FILE_CPU:
 		file_pidns(c, f, arg);
 		break;
 	case KILN_FILE_RENAME:

@@ -97,6 +97,11 @@ int pidns_limit(const char *root, uint32_t mib)
 	return on_root(root, KILN_PR_PIDNS_MEMORY, mib);
 }
 
+int pidns_cpu(const char *root, uint32_t millicpus)
+{
+	return on_root(root, KILN_PR_PIDNS_CPU, millicpus);
+}
+
 void pidns_leave(int ns)
 {
 	if (ns > 0)

@@ -153,6 +153,18 @@ check $? "ctr task checkpoint answers a clear unimplemented error, the container
 $C task kill -s SIGKILL a5 >/dev/null 2>&1
 for _ in $(seq 100); do [ "$(state a5)" = STOPPED ] && break; sleep 0.05; done
 $C task delete a5 >/dev/null 2>&1; $C container rm a5 >/dev/null 2>&1
+# an app container's CPU quota: its namespace's share of the vCPU in the
+# guest (a busy loop's CPU time, from its /proc, against the wall time)
+t0=$(ms)
+$C run -d $RT $(member pod1) --cpu-quota 20000 --cpu-period 100000 "$APPIMG" a6 sh -c 'while :; do :; done' >/dev/null
+sleep 1.5
+cpu6=$($C task exec --exec-id e6a a6 cat /proc/1/stat 2>/dev/null | awk '{print ($14 + $15) * 10}')
+t1=$(ms)
+[ -n "$cpu6" ] && [ "$cpu6" -le $(((t1 - t0) * 35 / 100)) ] && [ "$(state pod1)" = RUNNING ]
+check $? "an app container's CPU quota (20% of a CPU) holds in the guest: a busy loop had $cpu6 ms of CPU in $((t1 - t0)) ms"
+$C task kill -s SIGKILL a6 >/dev/null 2>&1
+for _ in $(seq 100); do [ "$(state a6)" = STOPPED ] && break; sleep 0.05; done
+$C task delete a6 >/dev/null 2>&1; $C container rm a6 >/dev/null 2>&1
 p_app=$($C task ps a2 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 p_pod=$($C task ps pod1 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 [ -n "$p_app" ] && [ -n "$p_pod" ] && [ "$p_app" != "$p_pod" ]

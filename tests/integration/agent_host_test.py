@@ -988,6 +988,7 @@ def case_file_freeze(a, d):
     expect_error(file_req(a, KILN_FILE_FREEZE, "/", u32(1)), errno.ESRCH, "/")
     expect_error(file_req(a, KILN_FILE_FREEZE, "/", u32(2)), errno.EINVAL, "0 or 1")
     expect_error(file_req(a, KILN_FILE_LIMIT, "/", u32(64)), errno.ESRCH, "bound")
+    expect_error(file_req(a, KILN_FILE_CPU, "/", u32(500)), errno.ESRCH, "bound")
 
 
 def case_file_remove(a, d):

@@ -4,6 +4,9 @@
 
 #include "pidns.h"
 #include "proc.h"
+#include "ktime.h"
+#include "ktimer.h"
+#include "sched.h"
 #include "vm.h"
 
 /* Namespaces whose processes are held (KILN_PR_PIDNS_FREEZE); any: one
@@ -12,6 +15,14 @@ static bool frozen[KILN_PIDNS_MAX];
 static int nr_frozen;
 /* KILN_PR_PIDNS_MEMORY's bounds, in pages (0: none) */
 static uint64_t mem_max[KILN_PIDNS_MAX];
+/* KILN_PR_PIDNS_CPU's: the share, and the CPU time used by the start of
+ * the current period */
+static struct cpu_bound {
+	uint32_t milli;
+	uint64_t period_start, used_before;
+	struct ktimer tick; /* when the share will be used: back to exit_to_user */
+} cpu[KILN_PIDNS_MAX];
+static int nr_cpu_bounded;
 
 int pid_to_user(const struct proc *viewer, int pid)
 {
@@ -101,6 +112,9 @@ long pidns_prctl(struct proc *p, int ns)
 				nr_frozen--;
 			}
 			mem_max[last] = 0;
+			if (cpu[last].milli)
+				nr_cpu_bounded--;
+			cpu[last].milli = 0;
 			p->pidns_child = last;
 			return last;
 		}
@@ -140,6 +154,63 @@ long pidns_memory(struct proc *p, int ns, long mib)
 	if (!proc_find(ns * KILN_PIDNS_SPAN + 1))
 		return -ESRCH;
 	mem_max[ns] = (uint64_t)mib << (20 - PAGE_SHIFT);
+	return 0;
+}
+
+long pidns_cpu(struct proc *p, int ns, long milli)
+{
+	if (p->pidns || p->cred.u.eff != 0)
+		return -EPERM;
+	if (ns <= 0 || ns >= KILN_PIDNS_MAX || milli < 0 || milli > 1000000)
+		return -EINVAL;
+	if (!proc_find(ns * KILN_PIDNS_SPAN + 1))
+		return -ESRCH;
+	nr_cpu_bounded += (milli != 0) - (cpu[ns].milli != 0);
+	ktimer_del(&cpu[ns].tick);
+	cpu[ns] = (struct cpu_bound){.milli = (uint32_t)milli};
+	return 0;
+}
+
+/* The CPU time ns's live processes used, the running one's slice too. */
+static uint64_t cpu_used(int ns)
+{
+	uint64_t n = 0;
+
+	for (struct proc *p = proc_first(); p; p = p->next_all)
+		if (p->pidns == ns && !p->zombie)
+			n += p->user_ns;
+	if (cur_thread() && cur_thread()->proc && cur_thread()->proc->pidns == ns)
+		n += sched_ran_ns();
+	return n;
+}
+
+static void cpu_tick(struct ktimer *kt)
+{
+}
+
+uint64_t pidns_throttled(const struct thread *t)
+{
+	const uint64_t period = KILN_PIDNS_CPU_PERIOD_MS * 1000000ULL;
+	struct cpu_bound *b = &cpu[t->proc->pidns];
+	uint64_t now, used, left;
+
+	if (!nr_cpu_bounded || !b->milli)
+		return 0;
+	now = time_monotonic_ns();
+	used = cpu_used(t->proc->pidns);
+	if (used < b->used_before) /* (a process ended: its time is gone) */
+		b->used_before = used;
+	if (now >= b->period_start + period) {
+		b->period_start = now;
+		b->used_before = used;
+	}
+	if (used - b->used_before >= period / 1000 * b->milli)
+		return b->period_start + period;
+	/* a program that neither sleeps nor calls is stopped by this interrupt
+	 * (nothing may preempt it when it runs alone) */
+	left = period / 1000 * b->milli - (used - b->used_before);
+	if (!ktimer_pending(&b->tick) || b->tick.deadline > now + left)
+		ktimer_add(&b->tick, now + MAX(left, 1000000ULL), cpu_tick);
 	return 0;
 }
 

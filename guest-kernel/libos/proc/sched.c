@@ -322,6 +322,11 @@ static void idle_halt(void)
 	sv_halt(sched_timer_take());
 }
 
+uint64_t sched_ran_ns(void)
+{
+	return ran_from ? time_monotonic_ns() - ran_from : 0;
+}
+
 void schedule(void)
 {
 	struct thread *prev = cur_thread(), *next;

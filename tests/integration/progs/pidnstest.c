@@ -175,11 +175,17 @@ static __attribute__((noreturn)) void touch(int mib)
 	_exit(m ? 0 : 2);
 }
 
-/* The wait status of a child that touches mib MiB, in a namespace of its
- * own bounded to bound MiB (0: in ours, unbounded). */
-static int touch_in(int bound, int mib)
+static __attribute__((noreturn)) void spin(int unused)
 {
-	int go[2], st, ns = 0;
+	for (volatile unsigned long i = 0;; i++)
+		;
+}
+
+/* A child that runs body(arg) in a namespace of its own whose bound op is
+ * bound (0: in ours, unbounded), once the bound is set. */
+static pid_t child_in(int op, int bound, void (*body)(int), int arg)
+{
+	int go[2], ns = 0;
 	pid_t k;
 	char c;
 
@@ -190,17 +196,64 @@ static int touch_in(int bound, int mib)
 	k = fork();
 	if (k == 0) {
 		close(go[1]);
-		if (read(go[0], &c, 1) != 1) /* the bound is set */
+		if (read(go[0], &c, 1) != 1)
 			_exit(3);
-		touch(mib);
+		body(arg);
 	}
 	prctl(KILN_PR_PIDNS, 0, 0, 0, 0);
 	close(go[0]);
-	if ((bound && prctl(KILN_PR_PIDNS_MEMORY, ns, bound, 0, 0) < 0) ||
-	    write(go[1], "g", 1) != 1)
+	if ((bound && prctl(op, ns, bound, 0, 0) < 0) || write(go[1], "g", 1) != 1)
 		kill(k, SIGKILL);
 	close(go[1]);
-	return waitpid(k, &st, 0) == k ? st : -1;
+	return k;
+}
+
+/* The wait status of a child that touches mib MiB under a bound of bound MiB. */
+static int touch_in(int bound, int mib)
+{
+	pid_t k = child_in(KILN_PR_PIDNS_MEMORY, bound, touch, mib);
+	int st;
+
+	return k > 0 && waitpid(k, &st, 0) == k ? st : -1;
+}
+
+/* The CPU time (ms, /proc/PID/stat) a busy child used in a second, under
+ * a bound of milli thousandths of the CPU. */
+static long busy_in(int milli)
+{
+	pid_t k = child_in(KILN_PR_PIDNS_CPU, milli, spin, 0);
+	unsigned long ut = 0, st = 0;
+	char path[64], buf[512], *p = NULL;
+	FILE *f;
+	int wst;
+
+	usleep(1000000);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)k);
+	if ((f = fopen(path, "r"))) {
+		buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
+		fclose(f);
+		p = strrchr(buf, ')');
+	}
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		ut = st = ~0UL / 2;
+	kill(k, SIGKILL);
+	waitpid(k, &wst, 0);
+	return (long)((ut + st) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK));
+}
+
+/* A namespace's CPU bound: its share of each period, as cpu.max. */
+static void cpu(void)
+{
+	long bounded = busy_in(200), free_ms = busy_in(0);
+
+	printf("# busy for 1 s: %ld ms of CPU at 200 millicpus, %ld ms unbounded\n", bounded,
+	       free_ms);
+	check("bounded 200 millicpus: at most 0.35 s of CPU in 1 s",
+	      bounded >= 0 && bounded <= 350);
+	check("unbounded: over 0.6 s of CPU in 1 s", free_ms >= 600 && free_ms < 100000);
+	check("CPU bound of the VM's: EINVAL",
+	      prctl(KILN_PR_PIDNS_CPU, 0, 500, 0, 0) < 0 && errno == EINVAL);
 }
 
 /* A namespace's memory bound: beyond it the faulting process dies. */
@@ -283,6 +336,7 @@ int main(void)
 	check("bad namespace: EINVAL",
 	      prctl(KILN_PR_PIDNS, KILN_PIDNS_MAX, 0, 0, 0) < 0 && errno == EINVAL);
 	memory();
+	cpu();
 	kill(outside, SIGKILL);
 	waitpid(outside, &st, 0);
 	printf("pidnstest %s\n", failed ? "FAILED" : "ok");
