@@ -191,23 +191,90 @@ int ctr_root_copy(struct shim *s, struct ctr *c, const char *dir, char *msg, siz
 	return err;
 }
 
-void ctr_root_remove(struct shim *s, const char *guest_root)
+/* One file operation of the agent's on guest_root, answered by DONE. */
+static int root_op(struct shim *s, uint32_t op, const char *guest_root, uint32_t arg,
+                   const char *what, char *msg, size_t n)
 {
 	struct buf b = {0};
-	char msg[2400];
 	int fd = vm_dial(s, KILN_STREAM_FILE, ROOT_TIMEOUT_MS), err;
 
-	if (fd < 0)
-		return; /* the VM is gone, and the copy with it */
-	err = reply(fd, KILN_MSG_HELLO, "the pod's agent", msg, sizeof(msg));
+	if (fd < 0) {
+		snprintf(msg, n, "cannot reach the pod's agent: %s", strerror(-fd));
+		return fd;
+	}
+	err = reply(fd, KILN_MSG_HELLO, "the pod's agent", msg, n);
 	if (!err)
-		err = agent_msg_file(&b, KILN_FILE_REMOVE, guest_root, 1, NULL);
+		err = agent_msg_file(&b, op, guest_root, arg, NULL);
 	if (!err)
 		err = vm_write_all(fd, buf_head(&b), buf_avail(&b));
 	buf_free(&b);
 	if (!err)
-		err = reply(fd, KILN_MSG_DONE, "removing the container's root", msg, sizeof(msg));
-	if (err)
-		shim_log("%s: %s", guest_root, msg);
+		err = reply(fd, KILN_MSG_DONE, what, msg, n);
 	close(fd);
+	return err;
+}
+
+void ctr_root_remove(struct shim *s, const char *guest_root)
+{
+	char msg[2400];
+
+	/* (a VM that is gone took the copy with it) */
+	if (root_op(s, KILN_FILE_REMOVE, guest_root, 1, "removing the container's root", msg,
+	            sizeof(msg)) &&
+	    !s->vm.dead)
+		shim_log("%s: %s", guest_root, msg);
+}
+
+int ctr_read_file(struct shim *s, const char *path, char *buf, size_t cap, char *msg, size_t n)
+{
+	struct buf b = {0};
+	int fd = vm_dial(s, KILN_STREAM_FILE, ROOT_TIMEOUT_MS), err;
+	size_t got = 0;
+
+	if (fd < 0) {
+		snprintf(msg, n, "cannot reach the pod's agent: %s", strerror(-fd));
+		return fd;
+	}
+	err = reply(fd, KILN_MSG_HELLO, "the pod's agent", msg, n);
+	if (!err)
+		err = agent_msg_file(&b, KILN_FILE_READ, path, 0, NULL);
+	if (!err)
+		err = vm_write_all(fd, buf_head(&b), buf_avail(&b));
+	buf_free(&b);
+	if (!err)
+		err = reply(fd, KILN_MSG_STAT, path, msg, n);
+	while (!err) {
+		struct kiln_frame f;
+		uint8_t *pl = NULL;
+
+		err = agent_read_frame(fd, &f, &pl, ROOT_TIMEOUT_MS);
+		if (!err && f.type == KILN_MSG_DATA && f.len < cap - got) {
+			memcpy(buf + got, pl, f.len);
+			got += f.len;
+		} else if (!err && f.type != KILN_MSG_DONE) {
+			err = -EPROTO;
+			snprintf(msg, n, "%s: more than %zu bytes, or not a file", path, cap);
+		}
+		free(pl);
+		if (!err && f.type == KILN_MSG_DONE)
+			break;
+	}
+	buf[got] = 0;
+	close(fd);
+	return err;
+}
+
+int ctr_limit(struct shim *s, struct ctr *c, uint32_t mib, char *msg, size_t n)
+{
+	return root_op(s, KILN_FILE_LIMIT, c->guest_root, mib, "bounding its memory", msg, n);
+}
+
+int ctr_cpu(struct shim *s, struct ctr *c, uint32_t milli, char *msg, size_t n)
+{
+	return root_op(s, KILN_FILE_CPU, c->guest_root, milli, "bounding its CPU", msg, n);
+}
+
+int ctr_freeze(struct shim *s, struct ctr *c, bool on, char *msg, size_t n)
+{
+	return root_op(s, KILN_FILE_FREEZE, c->guest_root, on, on ? "freezing" : "thawing", msg, n);
 }

@@ -58,6 +58,7 @@ struct spec_res {
 	uint64_t cpu_period; /* us */
 	uint64_t cpu_shares; /* its weight, as cgroup v1 shares; 0: none */
 	bool cpu_unlimited;  /* quota -1 given: the jail's own bound (Update) */
+	bool mem_set;        /* a memory limit was given (an app container's bound) */
 };
 
 /* A bind mount of the spec (spec_mounts.c), copied into the guest by
@@ -125,8 +126,13 @@ struct ctr {
 	char *root_path;  /* the spec's root.path */
 	char *guest_root; /* NULL: the VM's "/" (the owner); else its root in the guest */
 	bool rootfs_mounted;
-	bool owner;   /* the VM is its */
-	bool deleted; /* its init was deleted: only Wait and State still see it */
+	bool owner;  /* the VM is its */
+	bool paused; /* an app container frozen in the guest (ctr_freeze) */
+	/* an app container's memory bound, its PID namespace's in the guest
+	 * (ctr_limit; 0: none, the pod's VM's) */
+	uint32_t mem_mb;
+	uint32_t cpu_milli; /* its CPU bound in 1/1000 of the vCPU (0: none), the same way */
+	bool deleted;       /* its init was deleted: only Wait and State still see it */
 };
 
 struct shim {
@@ -193,6 +199,19 @@ int binds_copy(struct shim *s, const struct spec_binds *b, char *msg, size_t n);
  * removing it again at delete. Unlocked (agent streams). */
 int ctr_root_copy(struct shim *s, struct ctr *c, const char *dir, char *msg, size_t n);
 void ctr_root_remove(struct shim *s, const char *guest_root);
+/* Pause (on) or Resume of a pod's app container: the guest freezes or
+ * thaws its processes (its PID namespace, include/kiln/pidns.h); 0 or
+ * -errno with msg. */
+int ctr_freeze(struct shim *s, struct ctr *c, bool on, char *msg, size_t n);
+/* A guest file's text (at most cap - 1 bytes, NUL-ended) through the
+ * agent's READ; 0 or -errno with msg. */
+int ctr_read_file(struct shim *s, const char *path, char *buf, size_t cap, char *msg, size_t n);
+/* An app container's processes bounded to mib MiB together (0: none). */
+int ctr_limit(struct shim *s, struct ctr *c, uint32_t mib, char *msg, size_t n);
+/* ... and to milli / 1000 of the vCPU (0: none). */
+int ctr_cpu(struct shim *s, struct ctr *c, uint32_t milli, char *msg, size_t n);
+/* linux.resources' CPU quota as thousandths of a CPU (0: none). */
+uint32_t spec_res_millicpus(const struct spec_res *r);
 
 /* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */
 int jail_prepare(struct shim *s, char *msg, size_t n);
@@ -248,7 +267,7 @@ void io_stdin_close(struct proc *p);
 void proc_exited(struct shim *s, struct proc *p, uint32_t status);
 
 /* stats.c: Stats' reply (locked; unlocks around the agent's answer) */
-int stats_reply(struct shim *s, uint8_t **out, size_t *out_len, char *msg, size_t n);
+int stats_reply(struct shim *s, struct ctr *c, uint8_t **out, size_t *out_len, char *msg, size_t n);
 
 /* events.c: task events to containerd, published in order, off the
  * caller's thread. pid: the event's (the VMM's for the init). */

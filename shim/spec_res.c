@@ -47,6 +47,7 @@ static int mem(json_t *m, struct spec_res *r, char *msg, size_t n)
 		return -EINVAL;
 	}
 	r->mem_mb = (uint32_t)mb;
+	r->mem_set = true;
 	return 0;
 }
 
@@ -105,6 +106,16 @@ static int cpu(json_t *c, struct spec_res *r, char *msg, size_t n)
 		shim_log("linux.resources.cpu's cpus, mems and realtime settings are ignored: the "
 		         "VMM's leaf has no cpuset or realtime share of its own");
 	return 0;
+}
+
+uint32_t spec_res_millicpus(const struct spec_res *r)
+{
+	uint64_t m;
+
+	if (!r->cpu_quota || !r->cpu_period)
+		return 0;
+	m = r->cpu_quota * 1000 / r->cpu_period;
+	return m < 1 ? 1 : m > 1000000 ? 1000000 : (uint32_t)m;
 }
 
 int spec_parse_resources(json_t *res, struct spec_res *r, char *msg, size_t n)

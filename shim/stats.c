@@ -5,6 +5,7 @@
  * reports it), pids its process count, CPU the VMM process's time on the
  * host (every cycle the container costs). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,9 @@
 
 #include "gen/cgroups.pb-c.h"
 #include "gen/shim.pb-c.h"
+#include "kiln/pidns.h"
 #include "shim.h"
+#include "task_int.h"
 
 /* utime and stime of pid, in ns */
 static int cpu_ns(pid_t pid, uint64_t *user, uint64_t *sys)
@@ -39,8 +42,43 @@ static int cpu_ns(pid_t pid, uint64_t *user, uint64_t *sys)
 	return 0;
 }
 
-int stats_reply(struct shim *s, uint8_t **out, size_t *out_len, char *msg, size_t n)
+/* The figures of a pod's app container: its PID namespace's line of the
+ * guest's /proc/kiln/pidns (read through the agent), the namespace being
+ * its init's (include/kiln/pidns.h). */
+struct app_fig {
+	uint32_t procs, threads;
+	uint64_t pages, user_ns, sys_ns;
+};
+
+static int app_figures(struct shim *s, uint32_t init_pid, struct app_fig *fig, char *msg, size_t n)
 {
+	int ns = (int)(init_pid / KILN_PIDNS_SPAN), err;
+	char text[8192], *line, *save;
+
+	if ((err = ctr_read_file(s, "/proc/kiln/pidns", text, sizeof(text), msg, n)))
+		return err;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct app_fig f;
+		int at;
+
+		if (sscanf(line, "%d %u %u %" SCNu64 " %" SCNu64 " %" SCNu64, &at, &f.procs,
+		           &f.threads, &f.pages, &f.user_ns, &f.sys_ns) == 6 &&
+		    at == ns) {
+			*fig = f;
+			return 0;
+		}
+	}
+	*fig = (struct app_fig){0}; /* (a namespace with no live process) */
+	return 0;
+}
+
+int stats_reply(struct shim *s, struct ctr *c, uint8_t **out, size_t *out_len, char *msg, size_t n)
+{
+	struct proc *init = init_proc(c);
+	/* a pod's app container: its own namespace's figures */
+	uint32_t app_pid = !c->owner && init && init->pid ? init->pid : 0;
+	uint64_t app_limit = (uint64_t)c->mem_mb << 20;
+	struct app_fig fig = {0};
 	Containerd__Task__V2__StatsResponse r = CONTAINERD__TASK__V2__STATS_RESPONSE__INIT;
 	Google__Protobuf__Any any = GOOGLE__PROTOBUF__ANY__INIT;
 	Io__Containerd__Cgroups__V1__Metrics m = IO__CONTAINERD__CGROUPS__V1__METRICS__INIT;
@@ -66,6 +104,8 @@ int stats_reply(struct shim *s, uint8_t **out, size_t *out_len, char *msg, size_
 	err = vm_info(s, &total_kb, &free_kb, &procs);
 	if (!err)
 		err = cpu_ns(pid, &use.user, &use.kernel);
+	if (!err && app_pid)
+		err = app_figures(s, app_pid, &fig, msg, n);
 	pthread_mutex_lock(&s->lock);
 	if (err)
 		return snprintf(msg, n, "the VM's figures: %s", strerror(-err)), RPC_INTERNAL;
@@ -74,6 +114,16 @@ int stats_reply(struct shim *s, uint8_t **out, size_t *out_len, char *msg, size_
 	pids.current = procs;
 	me.limit = total_kb << 10;
 	me.usage = (total_kb - (free_kb < total_kb ? free_kb : total_kb)) << 10;
+	if (app_pid) {
+		/* (the guest's CPU time of its live processes, not the VMM's) */
+		use.user = fig.user_ns;
+		use.kernel = fig.sys_ns;
+		use.total = use.user + use.kernel;
+		pids.current = fig.procs;
+		me.usage = fig.pages << 12;
+		if (app_limit)
+			me.limit = app_limit;
+	}
 	mem.usage = &me;
 	mem.rss = mem.total_rss = me.usage;
 	m.pids = &pids;

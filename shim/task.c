@@ -239,6 +239,8 @@ static int create_in_pod(struct shim *s, struct ctr *c, struct proc *p,
 	if (spec_load_bundle(c->bundle, &p->spec, &res, &c->binds, &c->root_path, msg, n))
 		return RPC_INVALID_ARGUMENT;
 	p->spec.terminal = rq->terminal;
+	c->mem_mb = res.mem_set ? res.mem_mb : 0;
+	c->cpu_milli = spec_res_millicpus(&res);
 	if (asprintf(&c->guest_root, "/run/kiln/containers/%s", c->id) < 0) {
 		c->guest_root = NULL;
 		return FAIL(RPC_INTERNAL, "out of memory");
@@ -330,7 +332,7 @@ int do_start(struct shim *s, struct proc *p, char *msg, size_t n)
 	if (s->vm.dead)
 		return FAIL(RPC_FAILED_PRECONDITION, "the container's VM is gone (console: %s)",
 		            s->vm.console);
-	if (s->vm.paused)
+	if (s->vm.paused || p->ctr->paused)
 		return FAIL(RPC_FAILED_PRECONDITION, "the container is paused: resume it first");
 	/* the agent round trip happens unlocked: other calls go on meanwhile */
 	p->starting = true;
@@ -350,6 +352,14 @@ int do_start(struct shim *s, struct proc *p, char *msg, size_t n)
 		            p->exec_id[0] ? p->exec_id : p->ctr->id);
 	}
 	p->state = P_RUNNING;
+	/* an app container's own bounds, once its namespace is there */
+	if (!p->exec_id[0] &&
+	    ((p->ctr->mem_mb && ctr_limit(s, p->ctr, p->ctr->mem_mb, msg, n)) ||
+	     (p->ctr->cpu_milli && ctr_cpu(s, p->ctr, p->ctr->cpu_milli, msg, n)))) {
+		shim_log("%s: %s", p->ctr->id, msg);
+		vm_proc_signal(p, SIGKILL);
+		return RPC_FAILED_PRECONDITION;
+	}
 	if (p->exec_id[0])
 		p->task_pid = p->pid;
 	event_task(EV_START, p, p->task_pid);

@@ -142,8 +142,9 @@ static int m_state(struct shim *s, const char *method, const uint8_t *in, size_t
 		r.pid = p->exec_id[0] ? p->pid : (uint32_t)(s->vm.pid > 0 ? s->vm.pid : 0);
 		r.status = p->state == P_CREATED   ? CONTAINERD__V1__TYPES__STATUS__CREATED
 		           : p->state == P_STOPPED ? CONTAINERD__V1__TYPES__STATUS__STOPPED
-		           : s->vm.paused          ? CONTAINERD__V1__TYPES__STATUS__PAUSED
-		                                   : CONTAINERD__V1__TYPES__STATUS__RUNNING;
+		           : s->vm.paused || p->ctr->paused
+		               ? CONTAINERD__V1__TYPES__STATUS__PAUSED
+		               : CONTAINERD__V1__TYPES__STATUS__RUNNING;
 		r.stdin = p->stdin_path;
 		r.stdout = p->stdout_path;
 		r.stderr = p->stderr_path;
@@ -314,6 +315,23 @@ static int m_pids(struct shim *s, const char *method, const uint8_t *in, size_t 
 	return 0;
 }
 
+/* A pod's app container: its processes frozen in the guest, the VM and the
+ * pod's other containers running on. */
+static int pause_app(struct shim *s, struct ctr *c, struct proc *p, bool pause, char *msg, size_t n)
+{
+	if (s->vm.paused)
+		return FAIL(RPC_FAILED_PRECONDITION, "the pod is paused: resume it first");
+	if (c->paused == pause)
+		return FAIL(RPC_FAILED_PRECONDITION, "the container is %s already",
+		            pause ? "paused" : "running");
+	if (ctr_freeze(s, c, pause, msg, n))
+		return RPC_FAILED_PRECONDITION;
+	c->paused = pause;
+	shim_log("%s: %s in the guest", c->id, pause ? "frozen" : "thawed");
+	event_task(pause ? EV_PAUSED : EV_RESUMED, p, 0);
+	return 0;
+}
+
 static int m_pause_resume(struct shim *s, const char *method, const uint8_t *in, size_t len,
                           uint8_t **out, size_t *out_len, bool *exit_after, char *msg, size_t n)
 {
@@ -331,9 +349,7 @@ static int m_pause_resume(struct shim *s, const char *method, const uint8_t *in,
 	if (!p || p->state != P_RUNNING || s->vm.dead)
 		return FAIL(RPC_FAILED_PRECONDITION, "the container is not running");
 	if (!c->owner)
-		return FAIL(RPC_FAILED_PRECONDITION,
-		            "%s shares its pod's VM: pause the pod's first container (%s)", c->id,
-		            s->id);
+		return pause_app(s, c, p, pause, msg, n);
 	if (s->vm.paused == pause)
 		return FAIL(RPC_FAILED_PRECONDITION, "the container is %s already",
 		            pause ? "paused" : "running");
@@ -409,8 +425,8 @@ static int m_stats(struct shim *s, const char *method, const uint8_t *in, size_t
 	containerd__task__v2__stats_request__free_unpacked(rq, NULL);
 	if (!c || c->deleted)
 		return RPC_NOT_FOUND;
-	/* the figures are the pod's VM's, whichever container asks */
-	return stats_reply(s, out, out_len, msg, n);
+	/* the pod's VM's for its first container, an app container's own */
+	return stats_reply(s, c, out, out_len, msg, n);
 }
 
 static int m_connect(struct shim *s, const char *method, const uint8_t *in, size_t len,

@@ -17,6 +17,31 @@
 
 #define RESOURCES_TYPE "opencontainers/runtime-spec/1/LinuxResources"
 
+/* A pod's app container: its memory and CPU bounds are its PID
+ * namespace's in the guest (ctr_limit, ctr_cpu; a limit or quota of -1
+ * lifts one); shares are not applied. */
+static int update_app(struct shim *s, struct ctr *c, const struct spec_res *r, json_t *lim,
+                      char *msg, size_t n)
+{
+	uint32_t mib = c->mem_mb, milli;
+
+	if (json_is_integer(lim))
+		mib = r->mem_set ? r->mem_mb : 0;
+	if (mib != c->mem_mb && ctr_limit(s, c, mib, msg, n))
+		return RPC_FAILED_PRECONDITION;
+	c->mem_mb = mib;
+	if (r->cpu_quota || r->cpu_unlimited) {
+		milli = r->cpu_unlimited ? 0 : spec_res_millicpus(r);
+		if (milli != c->cpu_milli && ctr_cpu(s, c, milli, msg, n))
+			return RPC_FAILED_PRECONDITION;
+		c->cpu_milli = milli;
+	}
+	if (r->cpu_shares)
+		shim_log("%s: cpu shares are not applied to an app container", c->id);
+	shim_log("%s: updated: memory %u MiB, CPU %u/1000", c->id, mib, c->cpu_milli);
+	return 0;
+}
+
 int do_update(struct shim *s, Containerd__Task__V2__UpdateTaskRequest *rq, char *msg, size_t n)
 {
 	struct ctr *c = ctr_find(s, rq->id);
@@ -29,11 +54,6 @@ int do_update(struct shim *s, Containerd__Task__V2__UpdateTaskRequest *rq, char 
 
 	if (!c)
 		return FAIL(RPC_NOT_FOUND, "no container %s", rq->id);
-	if (!c->owner)
-		return FAIL(
-		    RPC_FAILED_PRECONDITION,
-		    "%s shares its pod's VM: the limits are the pod's first container's (%s)",
-		    c->id, s->id);
 	if (!p || p->state != P_RUNNING || s->vm.dead || s->vm.pid <= 0)
 		return FAIL(RPC_FAILED_PRECONDITION, "the container is not running");
 	if (!rq->resources)
@@ -49,6 +69,11 @@ int do_update(struct shim *s, Containerd__Task__V2__UpdateTaskRequest *rq, char 
 		return FAIL(RPC_INVALID_ARGUMENT, "Update's resources are not JSON: %s", e.text);
 	err = spec_parse_resources(j, &r, msg, n);
 	lim = json_object_get(json_object_get(j, "memory"), "limit");
+	if (!c->owner) {
+		err = err ? RPC_INVALID_ARGUMENT : update_app(s, c, &r, lim, msg, n);
+		json_decref(j);
+		return err;
+	}
 	if (!err && json_is_integer(lim) && json_integer_value(lim) > 0 &&
 	    r.mem_mb != s->res.mem_mb)
 		err = FAIL(-EOPNOTSUPP,

@@ -403,7 +403,9 @@ int vm_proc_start(struct shim *s, struct proc *p, char *msg, size_t n)
 	    .cols = p->spec.cols,
 	    .rows = p->spec.rows,
 	    .n_rlimits = p->spec.n_rlimits,
-	    .root = p->ctr ? p->ctr->guest_root : NULL,
+	    /* a root trailer, "/" too, gives the container a PID namespace of
+	     * its own in the guest (initramfs/agent/pidns.c) */
+	    .root = p->ctr && p->ctr->guest_root ? p->ctr->guest_root : "/",
 	};
 	struct agent_rlimit lim[SHIM_MAX_RLIMITS];
 	struct kiln_frame f;

@@ -52,7 +52,9 @@ struct siginfo_k {
 #define PROC_NLIMITS 16 /* RLIM_NLIMITS */
 
 struct proc {
-	int pid, ppid, pgid, sid;
+	int pid, ppid, pgid, sid; /* global numbers (pidns.h) */
+	int pidns;                /* PID namespace, 0: the VM's */
+	int pidns_child;          /* of its children to come (KILN_PR_PIDNS) */
 	struct proc *parent;
 	struct proc *children; /* list through sibling */
 	struct proc *sibling;
@@ -127,7 +129,8 @@ struct thread {
 	struct thread *next_in_proc; /* proc->threads */
 	uint64_t wake_at;            /* timer deadline (monotonic ns), 0 = none */
 	struct thread *next_timer;
-	bool woken; /* the wait ended (wake, signal or timer) */
+	bool woken;  /* the wait ended (wake, signal or timer) */
+	bool frozen; /* stopped by its namespace's freeze (pidns.c) */
 	bool timed_out;
 	/* Syscall in progress. */
 	struct trapframe *syscall_tf; /* the program's context */
@@ -169,7 +172,8 @@ static inline const struct cred *cur_cred(void)
 void thread_set_current(struct thread *t);
 struct thread *thread_alloc(struct proc *p);
 void thread_free(struct thread *t);
-struct proc *proc_alloc(void);
+/* A process with a pid of namespace ns. */
+struct proc *proc_alloc(int ns);
 /* init's limits (sys_proc.c); fork copies the parent's. */
 void proc_limits_init(struct proc *p);
 void proc_free(struct proc *p);
@@ -178,7 +182,8 @@ struct proc *proc_find(int pid);
 /* Threads of the live processes whose real uid is uid (RLIMIT_NPROC). */
 int proc_user_tasks(uint32_t uid);
 struct proc *proc_first(void);
-int proc_alloc_pid(void);
+/* A free pid (or tid) of namespace ns, or -EAGAIN. */
+int proc_alloc_pid(int ns);
 
 /* Create the first process and run `argv[0]` in it; never returns. */
 __attribute__((noreturn)) void proc_run_init(int argc, char **argv, char **envp);

@@ -35,6 +35,8 @@ void sched_init(void);
 /* Give up the CPU: run something else until this thread is runnable again
  * (it must be on a wait queue or have a timer, or it sleeps forever). */
 void schedule(void);
+/* How long the running thread has had the CPU since it was given it. */
+uint64_t sched_ran_ns(void);
 void sched_make_runnable(struct thread *t);
 /* Preemption: the current thread goes to the back of the run queue. */
 void sched_yield_current(void);

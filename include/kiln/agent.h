@@ -156,6 +156,10 @@ enum kiln_msg {
 	 * others: shim/ctr_root.c). A pty stream's terminal node
 	 * (/dev/pts/N) is linked into ROOT/dev/pts first (for ttyname()).
 	 * ERROR with the errno of the chroot ("cannot change root to ...").
+	 * A non-empty root ("/" too) also names the command's PID namespace
+	 * in a kiln guest (include/kiln/pidns.h, initramfs/agent/pidns.c):
+	 * the commands under one root share one, where the first is pid 1 and
+	 * sees only them; STARTED's pid is still the agent's (global) one.
 	 * Older agents ignore it.
 	 * Then, optionally (after a root trailer, which may be empty), the tag
 	 * trailer: u64 tag, chosen by the host (0: none). The agent keeps it
@@ -228,6 +232,21 @@ enum kiln_msg {
 	 *           missing; it must be empty).
 	 *   REMOVE recursive unmounts what is mounted on a directory of the
 	 *   tree (such a procfs) before it empties it.
+	 *   FREEZE: u32 on (0 or 1) -> DONE
+	 *           path is a START root: the PID namespace of the commands
+	 *           started under it (a container's, include/kiln/pidns.h)
+	 *           is frozen (1: its processes stop at their next return to
+	 *           their program, as a cgroup freezer's; SIGKILL still ends
+	 *           them) or thawed (0). ERROR ESRCH: no namespace of that
+	 *           root is alive; EINVAL: a kernel without them (Linux).
+	 *           Older agents answer ERROR EINVAL (a compatible addition).
+	 *   LIMIT:  u32 mib -> DONE
+	 *           path is a START root, as for FREEZE: its namespace's
+	 *           processes may map mib MiB together at most (0: no bound;
+	 *           KILN_PR_PIDNS_MEMORY). Errors and older agents as FREEZE's.
+	 *   CPU:    u32 millicpus -> DONE
+	 *           the same for its CPU: at most millicpus / 1000 of the vCPU
+	 *           (0: no bound; KILN_PR_PIDNS_CPU).
 	 * Then, optionally, the user trailer (as on START): the operation runs
 	 * with that user's effective ids and groups, so the file system's
 	 * permissions apply to it, and what it creates is that user's; without
@@ -311,6 +330,9 @@ enum kiln_file_op {
 	KILN_FILE_REMOVE,
 	KILN_FILE_RENAME,
 	KILN_FILE_UNTAR,
+	KILN_FILE_FREEZE,
+	KILN_FILE_LIMIT,
+	KILN_FILE_CPU,
 	KILN_FILE_MAX,
 };
 

@@ -179,11 +179,23 @@ struct spawn_req {
 	int status_fd; /* CLOEXEC: the child reports a failure before exec here */
 	const struct spawn_rlimit *rlimits;
 	uint32_t n_rlimits;
-	const char *root; /* NULL: the guest's; else chroot(2) into it */
+	const char *root;  /* NULL: the guest's; else chroot(2) into it */
+	const char *ns_of; /* NULL, else the root (maybe "/") naming its PID namespace */
 };
 /* The most a child writes to its status pipe: one atomic pipe write. */
 #define SPAWN_STATUS_MAX 512
 pid_t spawn(const struct spawn_req *r);
+/* pidns.c: the PID namespace of root's commands made the one of the
+ * agent's next child (0 if none: root NULL, or a kernel without them);
+ * and the agent's own again after the fork. */
+int pidns_enter(const char *root);
+void pidns_leave(int ns);
+/* FREEZE: root's namespace frozen (on) or thawed; 0 or -errno. */
+int pidns_freeze(const char *root, bool on);
+/* LIMIT: root's namespace bounded to mib MiB of memory (0: none). */
+int pidns_limit(const char *root, uint32_t mib);
+/* CPU: root's namespace bounded to millicpus / 1000 of the vCPU (0: none). */
+int pidns_cpu(const char *root, uint32_t millicpus);
 /* The environment of a command (spawn.c); valid until the next call, and
  * while user (NULL: none) is. */
 char **spawn_env(char *const *req_env, bool pty, const struct agent_user *user);

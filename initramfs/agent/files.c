@@ -274,6 +274,30 @@ static bool writes(uint32_t op)
 	       op == KILN_FILE_RENAME || op == KILN_FILE_UNTAR;
 }
 
+/* FREEZE and LIMIT: on the PID namespace of a START root (pidns.c). */
+static void file_pidns(struct conn *c, struct fop *f, uint32_t arg)
+{
+	bool freeze = f->op == KILN_FILE_FREEZE;
+	int err;
+
+	if ((freeze && arg > 1) || f->user) {
+		conn_fail(c, EINVAL, "%s takes %s and no user", freeze ? "FREEZE" : "LIMIT",
+		          freeze ? "0 or 1" : "MiB");
+		return;
+	}
+	err = freeze                     ? pidns_freeze(f->path, arg)
+	      : f->op == KILN_FILE_LIMIT ? pidns_limit(f->path, arg)
+	                                 : pidns_cpu(f->path, arg);
+	if (err)
+		conn_fail(c, -err, "cannot %s the commands under '%s': %s",
+		          !freeze ? "bound"
+		          : arg   ? "freeze"
+		                  : "thaw",
+		          f->path, strerror(-err));
+	else
+		file_done(c);
+}
+
 static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint32_t len)
 {
 	char where[4096]; /* what REMOVE failed on */
@@ -287,7 +311,8 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 	f->op = rd_u32(&r);
 	f->path = rd_str(&r);
 	if (f->op == KILN_FILE_WRITE || f->op == KILN_FILE_MKDIR || f->op == KILN_FILE_REMOVE ||
-	    f->op == KILN_FILE_UNTAR)
+	    f->op == KILN_FILE_UNTAR || f->op == KILN_FILE_FREEZE || f->op == KILN_FILE_LIMIT ||
+	    f->op == KILN_FILE_CPU)
 		arg = rd_u32(&r);
 	else if (f->op == KILN_FILE_RENAME)
 		to = rd_str(&r);
@@ -353,6 +378,11 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 		break;
 	case KILN_FILE_UNTAR:
 		file_untar_start(c, f);
+		break;
+	case KILN_FILE_FREEZE:
+	case KILN_FILE_LIMIT:
+	case KILN_FILE_CPU:
+		file_pidns(c, f, arg);
 		break;
 	case KILN_FILE_RENAME:
 		if (rename(f->path, to) < 0)

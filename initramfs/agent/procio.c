@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
@@ -46,7 +47,8 @@ static int spawn_with(struct proc *p, const struct start_req *s, struct spawn_re
 	r->user = s->user;
 	r->rlimits = s->rlimits;
 	r->n_rlimits = s->n_rlimits;
-	r->root = s->root && *s->root ? s->root : NULL;
+	r->root = s->root && *s->root && strcmp(s->root, "/") ? s->root : NULL;
+	r->ns_of = s->root && *s->root ? s->root : NULL;
 	r->envp = spawn_env(s->env, p->pty, s->user);
 	if (!r->envp)
 		return -ENOMEM;

@@ -206,14 +206,16 @@ pid_t spawn(const struct spawn_req *r)
 {
 	sigset_t all, old;
 	pid_t pid;
-	int err;
+	int err, ns;
 
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
+	ns = pidns_enter(r->ns_of);
 	pid = vfork();
 	if (pid == 0)
 		child(r);
 	err = errno;
+	pidns_leave(ns);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return pid < 0 ? -err : pid;
 }

@@ -85,6 +85,86 @@ check $? "ctr task exec into the app container runs in its root ($(tr '\n' ' ' <
 out=$($C task exec --exec-id e2p a2 ps 2>&1)
 grep -q 'sleep 600' <<<"$out" && grep -q ' ps$' <<<"$out"
 check $? "the app container has a /proc of its own: ps lists its processes ($(grep -c . <<<"$out") lines)"
+# a PID namespace per container: the app's init (sleep) is its pid 1, an
+# exec's parent (the agent) is outside (0), ps in either container lists
+# its own processes only (both inits are a `sleep 600`)
+out=$($C task exec --exec-id e2n a2 sh -c 'echo $$ $PPID; cat /proc/1/comm; ps' 2>&1)
+own=$($C task exec --exec-id e2s pod1 ps 2>&1)
+[ "$(sed -n 1p <<<"$out" | awk '$1 > 1 && $2 == 0 {print "ok"}')" = ok ] &&
+	[ "$(sed -n 2p <<<"$out")" = sleep ] && [ "$(grep -c 'sleep 600' <<<"$out")" = 1 ] &&
+	grep -q '^ *1 .*sleep 600' <<<"$out" && [ "$(grep -c 'sleep 600' <<<"$own")" = 1 ] &&
+	grep -q '^ *1 .*sleep 600' <<<"$own"
+check $? "each container has a PID namespace of its own: its init is pid 1, ps lists its processes only ($(tr '\n' ' ' <<<"$out"); the sandbox's: $(grep -c . <<<"$own") lines)"
+# kill(-1) in the sandbox reaches its own namespace only (its init is spared
+# as Linux spares a namespace's init)
+$C task exec --exec-id e2k pod1 sh -c 'kill -9 -1; true' >/dev/null 2>&1
+sleep 0.5
+[ "$(state a2)" = RUNNING ] && [ "$(state pod1)" = RUNNING ] &&
+	[ "$($C task exec --exec-id e2m a2 cat /proc/1/comm 2>&1)" = sleep ]
+check $? "kill -9 -1 in the sandbox does not reach the app container (a2 $(state a2), pod1 $(state pod1))"
+# pause of one app container: its processes frozen in the guest (its PID
+# namespace), the sandbox running on; resume; SIGKILL ends it paused
+$C run -d $RT $(member pod1) "$APPIMG" a4 sh -c 'i=0; while :; do i=$((i+1)); echo $i >/tmp/n; sleep 0.05; done' >/dev/null
+count() { $C task exec --exec-id "$1" pod1 cat /run/kiln/containers/a4/tmp/n 2>/dev/null; }
+sleep 0.5
+$C task pause a4
+n1=$(count e4a); sleep 0.5; n2=$(count e4b)
+[ "$(state a4)" = PAUSED ] && [ -n "$n1" ] && [ "$n1" = "$n2" ] && [ "$(state pod1)" = RUNNING ] &&
+	[ "$(state a2)" = RUNNING ]
+check $? "ctr task pause of an app container: PAUSED, its loop stands still ($n1, $n2), the pod's others run on"
+out=$($C task exec --exec-id e4c a4 true 2>&1)
+[ $? != 0 ] && grep -q "paused" <<<"$out"
+check $? "an exec into the paused container is refused ($out)"
+$C task resume a4
+sleep 0.5
+n3=$(count e4d)
+[ "$(state a4)" = RUNNING ] && [ -n "$n3" ] && [ "$n3" -gt "$n2" ]
+check $? "ctr task resume: RUNNING, the loop goes on ($n2 -> $n3)"
+$C task pause a4 && $C task kill -s SIGKILL a4
+for _ in $(seq 100); do [ "$(state a4)" = STOPPED ] && break; sleep 0.05; done
+[ "$(state a4)" = STOPPED ] && $C task delete a4 >/dev/null && $C container rm a4
+check $? "SIGKILL ends the paused app container, which deletes"
+# an app container's own memory limit: its PID namespace's bound in the
+# guest (dd's buffer is its block size, touched as it reads); Update moves it
+$C run -d $RT $(member pod1) --memory-limit $((64 << 20)) "$APPIMG" a5 sleep 600 >/dev/null
+dd() { $C task exec --exec-id "$1" a5 busybox dd if=/dev/zero of=/dev/null bs="$2" count=1 >/dev/null 2>&1; echo $?; }
+r_small=$(dd e5a 16M)
+r_big=$(dd e5b 80M)
+[ "$r_small" = 0 ] && [ "$r_big" != 0 ] && [ "$(state a5)" = RUNNING ] && [ "$(state pod1)" = RUNNING ]
+check $? "an app container's memory limit (64 MiB) holds in the guest: 16 MiB fits ($r_small), 80 MiB is killed ($r_big), the container and the pod run on"
+upd=$(python3 tests/e2e/containerd_update.py "$(cat "$TASKS/a5/address")" a5 '{"memory":{"limit":201326592}}' 2>&1)
+r_big2=$(dd e5c 80M)
+[ "$upd" = ok ] && [ "$r_big2" = 0 ]
+check $? "Update of the app container's memory limit to 192 MiB: 80 MiB fits now ($upd, $r_big2)"
+# its metrics are its own: its namespace's processes and pages, its limit
+$C task metrics a5 >"$T/m5" 2>&1
+$C task metrics pod1 >"$T/m1" 2>&1
+metric() { awk -v k="$2" '$1 == k {print $2}' "$1"; }
+lim5=$(metric "$T/m5" memory.limit_in_bytes)
+use5=$(metric "$T/m5" memory.usage_in_bytes)
+p5=$(metric "$T/m5" pids.current)
+p1=$(metric "$T/m1" pids.current)
+[ "$lim5" = $((192 << 20)) ] && [ "$p5" = 1 ] && [ "${use5:-0}" -gt 0 ] && [ "${p1:-0}" -gt 1 ]
+check $? "ctr task metrics of an app container gives its own figures: limit $lim5, $p5 process, $use5 bytes mapped (the pod's first container: the VM's, $p1 processes)"
+out=$(timeout 20 $C task checkpoint a5 2>&1)
+rc=$?
+[ $rc != 0 ] && [ $rc != 124 ] && grep -q "does not checkpoint" <<<"$out" && [ "$(state a5)" = RUNNING ]
+check $? "ctr task checkpoint answers a clear unimplemented error, the container runs on (rc $rc: $(tail -1 <<<"$out"))"
+$C task kill -s SIGKILL a5 >/dev/null 2>&1
+for _ in $(seq 100); do [ "$(state a5)" = STOPPED ] && break; sleep 0.05; done
+$C task delete a5 >/dev/null 2>&1; $C container rm a5 >/dev/null 2>&1
+# an app container's CPU quota: its namespace's share of the vCPU in the
+# guest (a busy loop's CPU time, from its /proc, against the wall time)
+t0=$(ms)
+$C run -d $RT $(member pod1) --cpu-quota 20000 --cpu-period 100000 "$APPIMG" a6 sh -c 'while :; do :; done' >/dev/null
+sleep 1.5
+cpu6=$($C task exec --exec-id e6a a6 cat /proc/1/stat 2>/dev/null | awk '{print ($14 + $15) * 10}')
+t1=$(ms)
+[ -n "$cpu6" ] && [ "$cpu6" -le $(((t1 - t0) * 35 / 100)) ] && [ "$(state pod1)" = RUNNING ]
+check $? "an app container's CPU quota (20% of a CPU) holds in the guest: a busy loop had $cpu6 ms of CPU in $((t1 - t0)) ms"
+$C task kill -s SIGKILL a6 >/dev/null 2>&1
+for _ in $(seq 100); do [ "$(state a6)" = STOPPED ] && break; sleep 0.05; done
+$C task delete a6 >/dev/null 2>&1; $C container rm a6 >/dev/null 2>&1
 p_app=$($C task ps a2 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 p_pod=$($C task ps pod1 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 [ -n "$p_app" ] && [ -n "$p_pod" ] && [ "$p_app" != "$p_pod" ]

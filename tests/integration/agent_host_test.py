@@ -1075,11 +1075,30 @@ def case_start_root(a, d):
                 kind=KILN_STREAM_PTY, root=r, env=["PATH=/bin"])
     check(re.match(rb"\d+\r?\n[0-9a-f]+\r?\n$", bytes(res.out)),
           "the terminal's node in the root: %r" % ((bytes(res.out), res.error),))
+    # root "/" (the shim's for a container whose rootfs is the VM's, for
+    # its PID namespace): no chroot elsewhere, and the terminal's own node
+    # is not linked over itself (unlinked, it could not be opened)
+    res = a.run(["sh", "-c", "tty; echo x >$(tty) && echo still"], kind=KILN_STREAM_PTY,
+                root="/")
+    check(re.match(rb"/dev/pts/\d+\r?\nx\r?\nstill\r?\n$", bytes(res.out)),
+          "root /, a terminal: %r" % ((bytes(res.out), res.error),))
     res = a.run(["true"], root="relative")
     eq(res.error[0], errno.EINVAL, "a relative root")
     res = a.run(["true"], root=os.path.join(d, "missing"))
     eq(res.error[0], errno.ENOENT, "a missing root")
     check("cannot change root" in res.error[1], "says so: %r" % (res.error[1],))
+
+
+def case_file_freeze(a, d):
+    """FREEZE and LIMIT: a root with no PID namespace (none on Linux) is
+    ESRCH, even one a command ran under; a FREEZE other than 0 and 1 EINVAL."""
+    expect_error(file_req(a, KILN_FILE_FREEZE, "/run/kiln/containers/none", u32(1)),
+                 errno.ESRCH, "none")
+    a.run(["true"], root="/")
+    expect_error(file_req(a, KILN_FILE_FREEZE, "/", u32(1)), errno.ESRCH, "/")
+    expect_error(file_req(a, KILN_FILE_FREEZE, "/", u32(2)), errno.EINVAL, "0 or 1")
+    expect_error(file_req(a, KILN_FILE_LIMIT, "/", u32(64)), errno.ESRCH, "bound")
+    expect_error(file_req(a, KILN_FILE_CPU, "/", u32(500)), errno.ESRCH, "bound")
 
 
 def case_file_remove(a, d):

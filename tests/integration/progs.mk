@@ -62,6 +62,8 @@ PROGS_PLAIN    += capsets
 PROGS_PLAIN    += mounttest
 # RLIMIT_NPROC and RLIMIT_AS (cases/rlimits.sh).
 PROGS_PLAIN    += nproctest astest
+# PID namespaces, one per pod container (cases/pidns.sh).
+PROGS_PLAIN    += pidnstest
 
 GUEST_PROGS := $(PROGS_PLAIN:%=$(PROGS_DIR)/%) \
 	$(PROGS_VARIANTS:%=$(PROGS_DIR)/%-glibc) \

@@ -16,6 +16,7 @@
 #define _LINUX_TIME_H
 #include "../../guest-kernel/libos/proc/sys_cred.c"
 #include "../../guest-kernel/libos/proc/sys_sched.c"
+#include "pidns.h"
 
 static struct proc A, B;
 static struct thread TA, TA2, TB;
@@ -28,6 +29,39 @@ struct proc *proc_find(int pid)
 struct proc *proc_first(void)
 {
 	return &A;
+}
+
+struct ktimer;
+
+/* (pidns.c's freeze and CPU bound, not exercised here) */
+void wake_thread(struct thread *t)
+{
+}
+
+uint64_t sched_ran_ns(void)
+{
+	return 0;
+}
+
+uint64_t time_monotonic_ns(void)
+{
+	return 0;
+}
+
+void ktimer_add(struct ktimer *kt, uint64_t deadline, void (*fn)(struct ktimer *kt))
+{
+}
+
+void ktimer_del(struct ktimer *kt)
+{
+}
+
+void schedule(void)
+{
+}
+
+void signal_send_proc(struct proc *p, int sig, const struct siginfo_k *info)
+{
 }
 
 /* User memory is this process's, but for addresses below 4096. */
@@ -133,6 +167,34 @@ START_TEST(priorities)
 }
 END_TEST
 
+/* A process of a PID namespace (include/kiln/pidns.h) names only its
+ * namespace's processes, by local numbers; namespace 0 names all. */
+START_TEST(pid_namespaces)
+{
+	struct __user_cap_header_struct h = hdr(_LINUX_CAPABILITY_VERSION_3, 0);
+	struct __user_cap_data_struct d[2];
+
+	B.pid = B.pgid = TB.tid = 3 * KILN_PIDNS_SPAN + 1;
+	B.pidns = 3;
+	ck_assert_int_eq(SYS(setpriority, PRIO_PROCESS, B.pid, 5), 0); /* from 0: global */
+	ck_assert_int_eq(B.nice, 5);
+	asm volatile("wrgsbase %0" ::"r"(&TB));
+	ck_assert_int_eq(SYS(getpriority, PRIO_PROCESS, 1), 15); /* itself, as pid 1 */
+	ck_assert_int_eq(SYS(getpriority, PRIO_PGRP, 1), 15);
+	ck_assert_int_eq(SYS(getpriority, PRIO_PROCESS, 10), -ESRCH); /* A is outside */
+	ck_assert_int_eq(SYS(getpriority, PRIO_PROCESS, B.pid), -ESRCH);
+	ck_assert_int_eq(SYS(setpriority, PRIO_PGRP, 10, 1), -ESRCH);
+	h.pid = 10;
+	ck_assert_int_eq(SYS(capget, &h, d), -ESRCH);
+	h.pid = 1;
+	ck_assert_int_eq(SYS(capget, &h, d), 0);
+	ck_assert_int_eq(pid_to_user(&B, A.pid), 0);
+	ck_assert_int_eq(pid_to_user(&A, B.pid), B.pid);
+	ck_assert_int_eq(pid_from_user(&B, KILN_PIDNS_SPAN), 0);
+	ck_assert_int_eq(pid_from_user(&B, -1), 0);
+}
+END_TEST
+
 START_TEST(affinity)
 {
 	uint8_t mask[128] = {1};
@@ -175,6 +237,7 @@ int main(void)
 	tcase_add_test(t, caps_drop_and_report);
 	tcase_add_test(t, caps_versions_and_bad_input);
 	tcase_add_test(t, priorities);
+	tcase_add_test(t, pid_namespaces);
 	tcase_add_test(t, affinity);
 	tcase_add_test(t, barriers);
 	suite_add_tcase(s, t);

@@ -6,6 +6,7 @@
 #include "errno_k.h"
 #include "kcpu.h"
 #include "ktime.h"
+#include "pidns.h"
 #include "printk.h"
 #include "proc.h"
 #include "sched.h"
@@ -106,6 +107,7 @@ static bool is_restart(uint64_t ret)
 bool exit_to_user(struct trapframe *tf)
 {
 	struct thread *t = cur_thread();
+	uint64_t until;
 	bool dirty;
 
 	for (;;) {
@@ -116,6 +118,15 @@ bool exit_to_user(struct trapframe *tf)
 			irq_poll();
 		if (t->proc->exiting)
 			thread_exit(0);
+		if (pidns_frozen(t)) {
+			pidns_freeze_wait(t);
+			continue;
+		}
+		/* (a signal first: its handler runs, the next return waits) */
+		if (!signal_pending(t) && (until = pidns_throttled(t))) {
+			wait_block(NULL, until);
+			continue;
+		}
 		if (sched_need_resched()) {
 			sched_yield_current();
 			continue;

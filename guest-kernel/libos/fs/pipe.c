@@ -19,6 +19,7 @@
 #include "errno_k.h"
 #include "kpoll.h"
 #include "mm.h"
+#include "pidns.h"
 #include "proc.h"
 #include "syscall.h"
 #include "vfs.h"
@@ -118,7 +119,7 @@ static void send_sigpipe(void)
 	memset(&info, 0, sizeof(info));
 	info.signo = SIGPIPE;
 	info.code = 0; /* SI_USER, from the writer itself, as Linux sends it */
-	info.kill.pid = cur_proc()->pid;
+	info.kill.pid = pid_to_user(cur_proc(), cur_proc()->pid);
 	signal_send_thread(cur_thread(), SIGPIPE, &info);
 }
 

@@ -13,6 +13,7 @@
  */
 #include "procfs.h"
 #include "mm.h"
+#include "pidns.h"
 #include "printk.h"
 #include "proc.h"
 
@@ -287,16 +288,32 @@ static void prune(struct inode *dir, bool (*keep)(const struct pfs_node *n, void
 
 /* ---------------------------------------------------------------- refresh */
 
+/* Who looks: pid directories are named by the numbers of its namespace
+ * (pidns.h), and made again when one of another namespace looks. */
+static struct proc *viewer(void)
+{
+	struct thread *t = cur_thread();
+
+	return t ? t->proc : NULL;
+}
+
+static int viewer_ns(void)
+{
+	struct proc *me = viewer();
+
+	return me ? me->pidns : 0;
+}
+
 static bool proc_alive(const struct pfs_node *n, void *arg)
 {
-	return n->ent->kind != PFS_PID || node_proc(n);
+	return n->ent->kind != PFS_PID || (node_proc(n) && n->view == viewer_ns());
 }
 
 static void add_proc(struct inode *dir, struct proc *p)
 {
-	struct pfs_node owner = {.pid = p->pid, .gen = p->start_ns};
+	struct pfs_node owner = {.pid = p->pid, .gen = p->start_ns, .view = viewer_ns()};
 
-	numbered(dir, p->pid, &pid_entry, &owner);
+	numbered(dir, pid_to_user(viewer(), p->pid), &pid_entry, &owner);
 }
 
 static void refresh_root(struct inode *dir, struct pfs_node *n, const char *name, size_t len)
@@ -314,27 +331,30 @@ static void refresh_root(struct inode *dir, struct pfs_node *n, const char *name
 			struct pfs_node *ln = pfs_node_of(de->ip);
 
 			if (ln->ent->kind == PFS_SELF)
-				ksnprintf(buf, sizeof(buf), "%d", self->proc->pid);
+				ksnprintf(buf, sizeof(buf), "%d",
+				          pid_to_user(self->proc, self->proc->pid));
 			else if (ln->ent->kind == PFS_THREAD_SELF)
-				ksnprintf(buf, sizeof(buf), "%d/task/%d", self->proc->pid,
-				          self->tid);
+				ksnprintf(buf, sizeof(buf), "%d/task/%d",
+				          pid_to_user(self->proc, self->proc->pid),
+				          pid_to_user(self->proc, self->tid));
 			else
 				return;
 			set_target(de->ip, buf);
 			return;
 		}
-		pid = name_to_int(name, len);
+		pid = pid_from_user(viewer(), name_to_int(name, len));
 		for (struct proc *p = proc_first(); p && pid > 0 && !de; p = p->next_all)
 			if (p->pid == pid)
 				add_proc(dir, p);
 		return;
 	}
-	/* A listing: every process, by pid. */
+	/* A listing: every process the viewer sees, by pid. */
 	for (;;) {
 		struct proc *next = NULL;
 
 		for (struct proc *p = proc_first(); p; p = p->next_all)
-			if (p->pid > last && (!next || p->pid < next->pid))
+			if (p->pid > last && (!next || p->pid < next->pid) &&
+			    pid_visible(viewer(), p))
 				next = p;
 		if (!next)
 			return;
@@ -387,9 +407,9 @@ static bool thread_alive(const struct pfs_node *n, void *p)
 
 static void add_thread(struct inode *dir, const struct pfs_node *n, struct thread *t)
 {
-	struct pfs_node owner = {.pid = n->pid, .gen = n->gen, .tid = t->tid};
+	struct pfs_node owner = {.pid = n->pid, .gen = n->gen, .tid = t->tid, .view = n->view};
 
-	numbered(dir, t->tid, &tid_entry, &owner);
+	numbered(dir, pid_to_user(viewer(), t->tid), &tid_entry, &owner);
 }
 
 static void refresh_task(struct inode *dir, struct pfs_node *n, const char *name, size_t len)
@@ -404,7 +424,7 @@ static void refresh_task(struct inode *dir, struct pfs_node *n, const char *name
 	}
 	prune(dir, thread_alive, p);
 	if (name) {
-		t = proc_thread(p, name_to_int(name, len));
+		t = proc_thread(p, pid_from_user(viewer(), name_to_int(name, len)));
 		if (t)
 			add_thread(dir, n, t);
 		return;

@@ -110,10 +110,11 @@ struct pfs_entry {
 struct pfs_node {
 	struct inode_synth synth; /* first: inode->synth points here */
 	const struct pfs_entry *ent;
-	int pid, tid, fd;
-	uint64_t gen;   /* the process's start_ns: a pid can be reused */
-	bool populated; /* a process or thread directory has its sub entries */
-	bool attached;  /* a root made by mount(2), not the boot /proc */
+	int pid, tid, fd; /* pid and tid: global numbers (pidns.h) */
+	int view;         /* a pid directory: the PID namespace its name is of */
+	uint64_t gen;     /* the process's start_ns: a pid can be reused */
+	bool populated;   /* a process or thread directory has its sub entries */
+	bool attached;    /* a root made by mount(2), not the boot /proc */
 };
 
 static inline struct pfs_node *pfs_node_of(const struct inode *ip)

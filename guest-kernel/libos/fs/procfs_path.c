@@ -7,6 +7,7 @@
 #include "procfs.h"
 #include "mm.h"
 #include "printk.h"
+#include "pidns.h"
 #include "proc.h"
 
 /* Put dir's path in front of buf[pos]: the new start, or -errno. */
@@ -138,7 +139,8 @@ int pfs_exe_path(struct proc *p, char *buf, uint64_t *ino)
 		return -ENOENT;
 	/* "self" was p when it ran exec, whoever asks now */
 	if (!strncmp(p->exe, self, strlen(self)))
-		ksnprintf(buf, VFS_PATH_MAX, "/proc/%d/%s", p->pid, p->exe + strlen(self));
+		ksnprintf(buf, VFS_PATH_MAX, "/proc/%d/%s", pid_to_user(cur_proc(), p->pid),
+		          p->exe + strlen(self));
 	else
 		ksnprintf(buf, VFS_PATH_MAX, "%s", p->exe);
 	busy = true;

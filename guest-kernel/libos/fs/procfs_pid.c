@@ -8,6 +8,7 @@
 #include "procfs.h"
 #include "ktime.h"
 #include "mm.h"
+#include "pidns.h"
 #include "proc.h"
 #include "vm.h"
 
@@ -18,6 +19,12 @@
 #define SIG_IGN_K     1
 
 /* ---------------------------------------------------------------- helpers */
+
+/* A pid, tid, pgid or sid as the reader sees it (pidns.h). */
+static int upid(int pid)
+{
+	return pid_to_user(cur_proc(), pid);
+}
 
 /* The thread that speaks for the process: the first one, else any. */
 static struct thread *leader(struct proc *p)
@@ -159,8 +166,9 @@ static int show_stat(struct pfs_buf *b, const struct pfs_ctx *c)
 	uint64_t pending = t ? t->pending : 0, blocked = t ? t->sigmask : 0;
 
 	mem_of(as, &m);
-	pb_printf(b, "%d (%s) %c %d %d %d 0 -1 %u ", c->t ? c->t->tid : p->pid, p->comm,
-	          state_of(p, c->t), p->ppid, p->pgid, p->sid, 0x400000 /* PF_RANDOMIZE */);
+	pb_printf(b, "%d (%s) %c %d %d %d 0 -1 %u ", upid(c->t ? c->t->tid : p->pid), p->comm,
+	          state_of(p, c->t), upid(p->ppid), upid(p->pgid), upid(p->sid),
+	          0x400000 /* PF_RANDOMIZE */);
 	pb_printf(b, "0 0 0 0 %lu %lu 0 0 20 0 %d 0 %lu ", p->user_ns / NS_PER_TICK,
 	          p->sys_ns / NS_PER_TICK, p->nr_threads, p->start_ns / NS_PER_TICK);
 	pb_printf(b, "%lu %lu %lu %lu %lu 0 0 0 ", m.size, m.rss / PAGE_SIZE, ~0UL, m.start_code,
@@ -202,6 +210,15 @@ static void status_mem(struct pfs_buf *b, const struct aspace *as)
 	pb_printf(b, "CoreDumping:\t0\nTHP_enabled:\t1\n");
 }
 
+/* As Linux: the number in each namespace from the reader's down to p's. */
+static void status_ns(struct pfs_buf *b, const char *name, const struct proc *p, int id)
+{
+	pb_printf(b, "%s:\t%d", name, upid(id));
+	if (!cur_proc() || (!cur_proc()->pidns && p->pidns))
+		pb_printf(b, "\t%d", pid_to_user(p, id));
+	pb_printf(b, "\n");
+}
+
 static int show_status(struct pfs_buf *b, const struct pfs_ctx *c)
 {
 	struct proc *p = c->p;
@@ -218,14 +235,17 @@ static int show_status(struct pfs_buf *b, const struct pfs_ctx *c)
 	pb_printf(b,
 	          "\nState:\t%s\nTgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\nTracerPid:\t0\n"
 	          "Uid:\t%u\t%u\t%u\t%u\nGid:\t%u\t%u\t%u\t%u\nFDSize:\t%d\nGroups:\t",
-	          state_name(state), p->pid, id, p->ppid, cr->u.real, cr->u.eff, cr->u.saved,
-	          cr->u.fs, cr->g.real, cr->g.eff, cr->g.saved, cr->g.fs,
+	          state_name(state), upid(p->pid), upid(id), upid(p->ppid), cr->u.real, cr->u.eff,
+	          cr->u.saved, cr->u.fs, cr->g.real, cr->g.eff, cr->g.saved, cr->g.fs,
 	          p->zombie ? 0 : fd_size(p));
 	for (uint32_t i = 0; i < cr->ngroups; i++)
 		pb_printf(b, i ? " %u" : "%u", cr->groups[i]);
 	/* Linux ends the list with a space, even an empty one. */
-	pb_printf(b, " \nNStgid:\t%d\nNSpid:\t%d\nNSpgid:\t%d\nNSsid:\t%d\n", p->pid, id, p->pgid,
-	          p->sid);
+	pb_printf(b, " \n");
+	status_ns(b, "NStgid", p, p->pid);
+	status_ns(b, "NSpid", p, id);
+	status_ns(b, "NSpgid", p, p->pgid);
+	status_ns(b, "NSsid", p, p->sid);
 	if (!p->zombie)
 		status_mem(b, p->as);
 	pb_printf(b,

@@ -8,6 +8,7 @@
 #include "ktime.h"
 #include "mm.h"
 #include "oom.h"
+#include "pidns.h"
 #include "proc.h"
 #include "rng.h"
 #include "vm.h"
@@ -326,7 +327,11 @@ static void count_threads(int *running, int *total)
 
 static int last_pid(void)
 {
-	return proc_first() ? proc_first()->pid : 0; /* the newest process is first */
+	/* the newest process (first) the reader sees */
+	for (struct proc *p = proc_first(); p; p = p->next_all)
+		if (pid_visible(cur_proc(), p))
+			return pid_to_user(cur_proc(), p->pid);
+	return 0;
 }
 
 static int show_loadavg(struct pfs_buf *b, const struct pfs_ctx *c)
@@ -471,8 +476,37 @@ static int show_oom(struct pfs_buf *b, const struct pfs_ctx *c)
 	return 0;
 }
 
+/* /proc/kiln/pidns: one line per PID namespace with a process (pidns.h),
+ * NS PROCS THREADS PAGES USER_NS SYS_NS: its live processes and threads,
+ * the 4 KiB pages they map, the CPU time they used. Not Linux's: the
+ * shim's Stats of a pod's app container (kiln-agent reads it for it). */
+static int show_pidns(struct pfs_buf *b, const struct pfs_ctx *c)
+{
+	int mine = cur_proc() ? cur_proc()->pidns : 0;
+
+	/* (a namespace's own processes see only its line) */
+	for (int ns = mine; ns < (mine ? mine + 1 : KILN_PIDNS_MAX); ns++) {
+		uint64_t user = 0, sys = 0;
+		int procs = 0, threads = 0;
+
+		for (struct proc *p = proc_first(); p; p = p->next_all)
+			if (p->pidns == ns && !p->zombie) {
+				procs++;
+				threads += p->nr_threads;
+				user += p->user_ns;
+				sys += p->sys_ns;
+			}
+		if (procs)
+			pb_printf(b, "%d %d %d %lu %lu %lu\n", ns, procs, threads,
+			          (unsigned long)pidns_pages(ns), (unsigned long)user,
+			          (unsigned long)sys);
+	}
+	return 0;
+}
+
 static const struct pfs_entry kiln_entries[] = {
     PFS_SHOW("oom", 0444, show_oom),
+    PFS_SHOW("pidns", 0444, show_pidns),
     PFS_END,
 };
 

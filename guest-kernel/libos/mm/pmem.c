@@ -17,6 +17,7 @@
  */
 #include "bootinfo.h"
 #include "mm.h"
+#include "pidns.h"
 #include "pmem.h"
 #include "printk.h"
 #include "sv.h"
@@ -372,7 +373,7 @@ uint64_t pmem_alloc_huge(bool zero)
 {
 	uint64_t pfn = 0;
 
-	if (!huge_ok())
+	if (!huge_ok() || !pidns_mem_ok(HUGE_PAGES))
 		return 0;
 	while (nhot_huge && !pfn) {
 		uint64_t p = hot_huge[--nhot_huge];
@@ -467,6 +468,8 @@ static bool user_room(size_t npages)
 /* Memory kept for programs yet to run goes first. */
 bool pmem_user_ok(size_t npages)
 {
+	if (!pidns_mem_ok(npages)) /* the container's own bound */
+		return false;
 	if (user_room(npages))
 		return true;
 	keep_shrink();

@@ -16,6 +16,7 @@
 
 #include "errno_k.h"
 #include "mm.h"
+#include "pidns.h"
 #include "printk.h"
 #include "proc.h"
 #include "sock_unix.h"
@@ -468,6 +469,7 @@ static int unix_getsockopt(struct socket *s, int level, int name, void *val, int
 	case SO_PEERCRED:
 		if (u->has_peercred)
 			c = u->peercred;
+		c.pid = pid_to_user(cur_proc(), c.pid);
 		return put_opt(val, len, &c, sizeof(c));
 	case SO_PASSCRED:
 		v = u->passcred;

@@ -13,6 +13,7 @@
 
 #include "ktime.h"
 #include "mm.h"
+#include "pidns.h"
 #include "proc.h"
 #include "socket.h"
 #include "syscall.h"
@@ -94,7 +95,7 @@ static void send_sigpipe(void)
 
 	memset(&info, 0, sizeof(info));
 	info.signo = SIGPIPE;
-	info.kill.pid = cur_proc()->pid;
+	info.kill.pid = pid_to_user(cur_proc(), cur_proc()->pid);
 	signal_send_thread(cur_thread(), SIGPIPE, &info);
 }
 

@@ -9,6 +9,7 @@
 #include <linux/fcntl.h>
 
 #include "mm.h"
+#include "pidns.h"
 #include "proc.h"
 #include "socket.h"
 #include "vfs.h"
@@ -21,7 +22,7 @@ static int creds_ok(const struct sock_ucred *c)
 
 	if (me->u.eff == 0)
 		return 0;
-	if (c->pid != cur_proc()->pid ||
+	if (c->pid != pid_to_user(cur_proc(), cur_proc()->pid) ||
 	    (c->uid != u->real && c->uid != u->eff && c->uid != u->saved) ||
 	    (c->gid != g->real && c->gid != g->eff && c->gid != g->saved))
 		return -EPERM;
@@ -100,6 +101,8 @@ static int parse(struct sock_scm *scm, const char *ctl, size_t len)
 				memcpy(&scm->creds, data, sizeof(scm->creds));
 				scm->has_creds = true;
 				err = creds_ok(&scm->creds);
+				/* kept by global number, shown as the receiver sees it */
+				scm->creds.pid = pid_from_user(cur_proc(), scm->creds.pid);
 				break;
 			default:
 				return -EINVAL;
@@ -197,14 +200,15 @@ static int put_fds(struct sock_scm *scm, char *uctl, size_t len, size_t *off, bo
 
 long sock_scm_out(struct sock_scm *scm, void *uctl, size_t len, int flags, int *msg_flags)
 {
+	struct sock_ucred creds = scm->creds;
 	size_t off = 0;
 	int err = 0;
 
 	if (!uctl)
 		len = 0;
+	creds.pid = pid_to_user(cur_proc(), creds.pid);
 	if (scm->has_creds)
-		err = put_cmsg(uctl, len, &off, SCM_CREDENTIALS, &scm->creds, sizeof(scm->creds),
-		               msg_flags);
+		err = put_cmsg(uctl, len, &off, SCM_CREDENTIALS, &creds, sizeof(creds), msg_flags);
 	if (!err && scm->nfp)
 		err = put_fds(scm, uctl, len, &off, flags & MSG_CMSG_CLOEXEC, msg_flags);
 	sock_scm_drop(scm);

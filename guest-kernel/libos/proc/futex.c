@@ -12,6 +12,7 @@
 #include "errno_k.h"
 #include "futex.h"
 #include "ktime.h"
+#include "pidns.h"
 #include "proc.h"
 #include "syscall.h"
 #include "uaccess.h"
@@ -213,7 +214,7 @@ SYSCALL_DEFINE(get_robust_list)
 	struct thread *t = cur_thread();
 	uint64_t len = 24;
 
-	if (a0 && a0 != t->tid)
+	if (a0 && pid_from_user(t->proc, (int)a0) != t->tid)
 		return -EPERM;
 	if (copy_to_user((void *)a1, &t->robust_list, 8) || copy_to_user((void *)a2, &len, 8))
 		return -EFAULT;

@@ -8,6 +8,7 @@
 #include "kcpu.h"
 #include "kiln/boot.h"
 #include "ktime.h"
+#include "pidns.h"
 #include "printk.h"
 #include "proc.h"
 #include "sv.h"
@@ -19,11 +20,10 @@
 #include "vm.h"
 
 #define KSTACK_PAGES 4
-#define PID_MAX      4194304
 
 bool kiln_stats;
 static struct proc *all_procs;
-static int last_pid;
+static int last_pid[KILN_PIDNS_MAX]; /* per namespace, local numbers */
 
 static const char *const signames[] = {
     [SIGHUP] = "SIGHUP",   [SIGINT] = "SIGINT",   [SIGQUIT] = "SIGQUIT", [SIGILL] = "SIGILL",
@@ -77,26 +77,32 @@ int proc_user_tasks(uint32_t uid)
 	return n;
 }
 
-int proc_alloc_pid(void)
+int proc_alloc_pid(int ns)
 {
-	for (int i = 0; i < PID_MAX; i++) {
-		last_pid = last_pid % (PID_MAX - 1) + 1;
-		if (!pid_used(last_pid))
-			return last_pid;
+	int *last = &last_pid[ns];
+
+	/* a new namespace's first process is its pid 1 */
+	if (ns && pidns_empty(ns))
+		*last = 0;
+	for (int i = 0; i < KILN_PIDNS_SPAN; i++) {
+		*last = *last % (KILN_PIDNS_SPAN - 1) + 1;
+		if (!pid_used(ns * KILN_PIDNS_SPAN + *last))
+			return ns * KILN_PIDNS_SPAN + *last;
 	}
 	return -EAGAIN;
 }
 
-struct proc *proc_alloc(void)
+struct proc *proc_alloc(int ns)
 {
 	struct proc *p = kzalloc(sizeof(*p));
-	int pid = proc_alloc_pid();
+	int pid = proc_alloc_pid(ns);
 
 	if (!p || pid < 0) {
 		kfree(p);
 		return NULL;
 	}
 	p->pid = pid;
+	p->pidns = p->pidns_child = ns;
 	p->start_ns = time_monotonic_ns();
 	p->next_all = all_procs;
 	all_procs = p;
@@ -212,7 +218,7 @@ void proc_run_init(int argc, char **argv, char **envp)
 	}
 	ea.path = ea.argv[0];
 
-	p = proc_alloc();
+	p = proc_alloc(0);
 	t = p ? thread_alloc(p) : NULL;
 	if (!t)
 		kpanic("out of memory creating init");
@@ -269,10 +275,14 @@ void guest_exit(int status)
 		sv_halt(0);
 }
 
-/* Children of an exiting process go to init, as on Linux. */
+/* Children of an exiting process go to its namespace's init, as on Linux
+ * (the VM's init once that one has ended). */
 static void reparent_children(struct proc *p)
 {
-	struct proc *init = proc_find(1);
+	struct proc *init = proc_find(p->pidns * KILN_PIDNS_SPAN + 1);
+
+	if (!init || init == p)
+		init = proc_find(1);
 
 	while (p->children) {
 		struct proc *c = p->children;
@@ -308,6 +318,8 @@ static void proc_become_zombie(struct proc *p)
 		wake_thread(p->vfork_parent);
 		p->vfork_parent = NULL;
 	}
+	if (pidns_is_init(p))
+		pidns_init_exit(p);
 	reparent_children(p);
 	tty_proc_exit(p); /* a session leader's exit hangs up its terminal */
 	if (--p->sighand->refs == 0)
@@ -318,7 +330,7 @@ static void proc_become_zombie(struct proc *p)
 		memset(&info, 0, sizeof(info));
 		info.signo = SIGCHLD;
 		info.code = (p->exit_code & 0x7f) ? 2 /* CLD_KILLED */ : 1 /* CLD_EXITED */;
-		info.chld.pid = p->pid;
+		info.chld.pid = pid_to_user(p->parent, p->pid);
 		info.chld.status =
 		    (p->exit_code & 0x7f) ? (p->exit_code & 0x7f) : (p->exit_code >> 8) & 0xff;
 		signal_send_proc(p->parent, SIGCHLD, &info);

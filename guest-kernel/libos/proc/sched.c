@@ -20,6 +20,8 @@ static struct thread *timers; /* sorted by wake_at */
 static struct thread *dead;   /* exited threads whose stacks can go */
 static bool resched;
 static uint64_t slice_end, armed_deadline;
+/* when the running thread was given the CPU (0: init, since its start) */
+static uint64_t ran_from;
 /* armed_deadline is chosen but not yet handed to the supervisor: that
  * waits for its next call (a CR3 switch, a halt), or the return to the
  * program at the latest (sched_need_resched). */
@@ -322,10 +324,21 @@ static void idle_halt(void)
 	sv_halt(sched_timer_take());
 }
 
+uint64_t sched_ran_ns(void)
+{
+	return ran_from ? time_monotonic_ns() - ran_from : 0;
+}
+
 void schedule(void)
 {
 	struct thread *prev = cur_thread(), *next;
+	uint64_t now;
 
+	/* its CPU time (library OS and program alike: /proc's utime), idle
+	 * time not counted */
+	if (prev && prev->state != T_DEAD && prev->proc)
+		prev->proc->user_ns +=
+		    time_monotonic_ns() - (ran_from ? ran_from : prev->proc->start_ns);
 	resched = false;
 	for (;;) {
 		irq_poll();
@@ -335,7 +348,9 @@ void schedule(void)
 		aspace_reap();
 		idle_halt();
 	}
-	slice_end = runq_head ? time_monotonic_ns() + SLICE_NS : 0;
+	now = time_monotonic_ns();
+	ran_from = now;
+	slice_end = runq_head ? now + SLICE_NS : 0;
 	timer_rearm();
 	if (next != prev)
 		context_switch(prev, next);

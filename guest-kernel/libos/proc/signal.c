@@ -7,6 +7,7 @@
 
 #include "errno_k.h"
 #include "printk.h"
+#include "pidns.h"
 #include "proc.h"
 #include "sched.h"
 #include "signal_k.h"
@@ -63,11 +64,13 @@ static void continue_proc(struct proc *p)
 /* init gets from other processes only the signals it has a handler for:
  * nobody can kill the guest's PID 1 by accident (a kill(0, ...) from a child
  * in its process group, say). Unlike Linux, its own signals (abort, raise)
- * and faults act normally: init is the user's program. */
+ * and faults act normally: init is the user's program. A namespace's pid 1
+ * is protected so from its own namespace only (the sender's pid as p sees
+ * it is not 0): the agent outside still stops a container with SIGTERM. */
 static bool init_protected(struct proc *p, int sig, const struct siginfo_k *info)
 {
-	return p->pid == 1 && p->sighand->action[sig].handler == KSIG_DFL && info &&
-	       info->code <= 0 && info->kill.pid != 1;
+	return pidns_is_init(p) && p->sighand->action[sig].handler == KSIG_DFL && info &&
+	       info->code <= 0 && info->kill.pid != 1 && (!p->pidns || info->kill.pid != 0);
 }
 
 /* SIGCONT and SIGKILL act when sent, not when delivered. */
@@ -175,7 +178,7 @@ static void stop_proc(struct proc *p, int sig)
 		memset(&info, 0, sizeof(info));
 		info.signo = SIGCHLD;
 		info.code = 5; /* CLD_STOPPED */
-		info.chld.pid = p->pid;
+		info.chld.pid = pid_to_user(p->parent, p->pid);
 		info.chld.status = sig;
 		signal_send_proc(p->parent, SIGCHLD, &info);
 	}

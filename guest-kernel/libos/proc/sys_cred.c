@@ -10,6 +10,7 @@
  * is the boundary (README, "How the guest kernel works"). */
 #include <linux/capability.h>
 
+#include "pidns.h"
 #include "proc.h"
 #include "syscall.h"
 #include "uaccess.h"
@@ -84,7 +85,7 @@ SYSCALL_DEFINE(capget)
 		return 0;
 	if (h.pid < 0)
 		return -EINVAL;
-	p = h.pid ? proc_find(h.pid) : cur_proc();
+	p = h.pid ? proc_find_user(cur_proc(), h.pid) : cur_proc();
 	if (!p)
 		return -ESRCH;
 	proc_caps(p, set);
@@ -105,7 +106,7 @@ SYSCALL_DEFINE(capset)
 
 	if (n <= 0)
 		return n ? n : -EINVAL;
-	if (h.pid && h.pid != p->pid)
+	if (h.pid && pid_from_user(p, h.pid) != p->pid)
 		return -EPERM; /* Linux: only one's own */
 	if (copy_from_user(d, (void *)a1, (size_t)n * sizeof(d[0])))
 		return -EFAULT;

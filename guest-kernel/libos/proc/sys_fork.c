@@ -4,6 +4,7 @@
 #include <linux/resource.h>
 #include <linux/sched.h>
 
+#include "pidns.h"
 #include "printk.h"
 #include "proc.h"
 #include "signal_k.h"
@@ -22,11 +23,13 @@ struct clone_req {
 	uint64_t flags, stack, parent_tid, child_tid, tls;
 };
 
+/* NULL: out of memory or pids, or a namespace whose pid 1 has ended
+ * (ENOMEM all, as on Linux). */
 static struct proc *new_process(struct proc *parent, uint64_t flags)
 {
-	struct proc *p = proc_alloc(), *up = (flags & CLONE_PARENT) ? parent->parent : parent;
+	struct proc *p, *up = (flags & CLONE_PARENT) ? parent->parent : parent;
 
-	if (!p)
+	if (!pidns_open(parent->pidns_child) || !(p = proc_alloc(parent->pidns_child)))
 		return NULL;
 	p->parent = up ? up : parent;
 	p->ppid = p->parent->pid;
@@ -80,7 +83,7 @@ static long do_clone(const struct clone_req *r)
 	struct proc *parent = self->proc, *p;
 	struct trapframe *tf;
 	uint64_t flags = r->flags;
-	int tid;
+	int tid, utid;
 
 	if (flags & ~(uint64_t)CLONE_SUPPORTED)
 		return -EINVAL;
@@ -97,7 +100,7 @@ static long do_clone(const struct clone_req *r)
 		return -EINVAL;
 	if (flags & CLONE_THREAD) {
 		p = parent;
-		tid = proc_alloc_pid();
+		tid = proc_alloc_pid(p->pidns);
 		if (tid < 0)
 			return tid;
 	} else {
@@ -133,12 +136,15 @@ static long do_clone(const struct clone_req *r)
 	if (r->stack)
 		tf->rsp = r->stack;
 
+	/* each side gets the number it knows the child by */
+	utid = pid_to_user(parent, tid);
 	if (flags & CLONE_PARENT_SETTID)
-		copy_to_user((void *)r->parent_tid, &tid, 4);
+		copy_to_user((void *)r->parent_tid, &utid, 4);
 	if (flags & CLONE_CHILD_SETTID) {
 		uint64_t pa = vm_translate_write(p->as, r->child_tid);
+		int ctid = pid_to_user(p, tid);
 		if (pa != ~0ULL && (r->child_tid & 3) == 0)
-			memcpy(phys_to_virt(pa), &tid, 4);
+			memcpy(phys_to_virt(pa), &ctid, 4);
 	}
 	if (flags & CLONE_CHILD_CLEARTID)
 		t->clear_child_tid = r->child_tid;
@@ -157,7 +163,7 @@ static long do_clone(const struct clone_req *r)
 		 * address the short syscall return would `ret` to. */
 		self->tf_dirty = true;
 	}
-	return tid;
+	return utid;
 }
 
 /* The child's first instructions in the library OS (entry.S ret_from_fork). */

@@ -6,6 +6,7 @@
 #include <linux/resource.h>
 #include <linux/utsname.h>
 
+#include "pidns.h"
 #include "proc.h"
 #include "syscall.h"
 #include "uaccess.h"
@@ -51,41 +52,49 @@ static long limit_set(struct proc *p, unsigned res, const struct klimit *nw)
 	return 0;
 }
 
+/* Numbers as the caller sees them (pidns.h). */
+static int user_pid(int pid)
+{
+	return pid_to_user(cur_proc(), pid);
+}
+
 SYSCALL_DEFINE(getpid)
 {
-	return cur_proc()->pid;
+	return user_pid(cur_proc()->pid);
 }
 
 SYSCALL_DEFINE(getppid)
 {
-	return cur_proc()->ppid;
+	return user_pid(cur_proc()->ppid);
 }
 
 SYSCALL_DEFINE(gettid)
 {
-	return cur_thread()->tid;
+	return user_pid(cur_thread()->tid);
 }
 
 SYSCALL_DEFINE(getpgrp)
 {
-	return cur_proc()->pgid;
+	return user_pid(cur_proc()->pgid);
 }
 
 static struct proc *pid_or_self(long pid)
 {
-	return pid ? proc_find((int)pid) : cur_proc();
+	if (pid < 0 || pid > INT32_MAX)
+		return NULL;
+	return pid ? proc_find_user(cur_proc(), (int)pid) : cur_proc();
 }
 
 SYSCALL_DEFINE(getpgid)
 {
 	struct proc *p = pid_or_self(a0);
-	return p ? p->pgid : -ESRCH;
+	return p ? user_pid(p->pgid) : -ESRCH;
 }
 
 SYSCALL_DEFINE(getsid)
 {
 	struct proc *p = pid_or_self(a0);
-	return p ? p->sid : -ESRCH;
+	return p ? user_pid(p->sid) : -ESRCH;
 }
 
 static bool pgrp_in_session(int pgid, int sid)
@@ -101,10 +110,13 @@ static bool pgrp_in_session(int pgid, int sid)
 SYSCALL_DEFINE(setpgid)
 {
 	struct proc *self = cur_proc(), *p = pid_or_self(a0);
-	int pgid = a1 ? (int)a1 : (p ? p->pid : 0);
+	int pgid;
 
-	if (a1 < 0)
+	if (a1 < 0 || a1 > INT32_MAX)
 		return -EINVAL;
+	pgid = a1 ? pid_from_user(self, (int)a1) : (p ? p->pid : 0);
+	if (!pgid)
+		return -EPERM; /* a group of another namespace */
 	if (!p || (p != self && p->parent != self))
 		return -ESRCH;
 	if (p->sid != self->sid || p->pid == p->sid)
@@ -122,13 +134,13 @@ SYSCALL_DEFINE(setsid)
 	if (p->pgid == p->pid)
 		return -EPERM;
 	p->sid = p->pgid = p->pid;
-	return p->sid;
+	return user_pid(p->sid);
 }
 
 SYSCALL_DEFINE(set_tid_address)
 {
 	cur_thread()->clear_child_tid = (uint64_t)a0;
-	return cur_thread()->tid;
+	return user_pid(cur_thread()->tid);
 }
 
 SYSCALL_DEFINE(set_robust_list)
@@ -275,6 +287,14 @@ SYSCALL_DEFINE(prctl)
 		return 0;
 	case PR_GET_NO_NEW_PRIVS:
 		return p->no_new_privs;
+	case KILN_PR_PIDNS_CPU:
+		return pidns_cpu(p, (int)a1, (long)a2);
+	case KILN_PR_PIDNS_MEMORY:
+		return pidns_memory(p, (int)a1, (long)a2);
+	case KILN_PR_PIDNS_FREEZE:
+		return pidns_freeze(p, (int)a1, (int)a2);
+	case KILN_PR_PIDNS:
+		return pidns_prctl(p, (int)a1); /* (an int: prctl is variadic) */
 	case PR_CAPBSET_READ:
 		return (unsigned long)a1 <= 40 ? 1 : -EINVAL;
 	default:

@@ -7,6 +7,7 @@
 #include <linux/membarrier.h>
 #include <linux/resource.h>
 
+#include "pidns.h"
 #include "proc.h"
 #include "syscall.h"
 #include "uaccess.h"
@@ -14,10 +15,13 @@
 #define NICE_MIN (-20)
 #define NICE_MAX 19
 
-/* The process that thread (or process) id has, or NULL. */
-static struct proc *proc_of_tid(int tid)
+/* The process that thread (or process) id utid (the caller's number) has,
+ * or NULL. */
+static struct proc *proc_of_tid(int utid)
 {
-	for (struct proc *p = proc_first(); p; p = p->next_all)
+	int tid = pid_from_user(cur_proc(), utid);
+
+	for (struct proc *p = proc_first(); p && tid; p = p->next_all)
 		for (struct thread *t = p->threads; t; t = t->next_in_proc)
 			if (t->tid == tid)
 				return p;
@@ -35,7 +39,7 @@ static bool prio_match(const struct proc *p, int which, int who)
 	case PRIO_PROCESS:
 		return p == (who ? proc_of_tid(who) : me);
 	case PRIO_PGRP:
-		return p->pgid == (who ? who : me->pgid);
+		return p->pgid == (who ? pid_from_user(me, who) : me->pgid);
 	default: /* PRIO_USER: everyone is root */
 		return who == 0;
 	}

@@ -3,6 +3,7 @@
 #include <asm/signal.h>
 
 #include "errno_k.h"
+#include "pidns.h"
 #include "proc.h"
 #include "signal_k.h"
 #include "syscall.h"
@@ -130,49 +131,59 @@ SYSCALL_DEFINE(sigaltstack)
 	return 0;
 }
 
-static void kill_info(struct siginfo_k *info, int sig)
+/* The sender's pid as the receiver sees it (0 from outside its namespace). */
+static void kill_info(struct siginfo_k *info, int sig, const struct proc *to)
 {
 	memset(info, 0, sizeof(*info));
 	info->signo = sig;
 	info->code = 0; /* SI_USER */
-	info->kill.pid = cur_proc()->pid;
+	info->kill.pid = pid_to_user(to, cur_proc()->pid);
 }
 
-/* kill(2): one process, a group, or everyone but init and ourselves. */
+/* kill(2): one process, a group, or everyone but init and ourselves; of
+ * the caller's PID namespace only. */
 SYSCALL_DEFINE(kill)
 {
-	int pid = (int)a0, sig = (int)a1, found = 0;
+	struct proc *self = cur_proc();
+	int upid = (int)a0, sig = (int)a1, found = 0, pid;
 	struct siginfo_k info;
 
 	if (sig < 0 || sig > NSIG_KILN)
 		return -EINVAL;
-	kill_info(&info, sig);
+	if (!pid_spec_from_user(self, upid, &pid))
+		return -ESRCH;
 	for (struct proc *p = proc_first(); p; p = p->next_all) {
 		bool hit = pid > 0     ? p->pid == pid
-		           : pid == 0  ? p->pgid == cur_proc()->pgid
-		           : pid == -1 ? p->pid != 1 && p != cur_proc()
+		           : pid == 0  ? p->pgid == self->pgid
+		           : pid == -1 ? pid_to_user(self, p->pid) > 1 && p != self
 		                       : p->pgid == -pid;
-		if (!hit || p->zombie)
+		if (!hit || p->zombie || !pid_visible(self, p))
 			continue;
 		found++;
+		kill_info(&info, sig, p);
 		if (sig)
 			signal_send_proc(p, sig, &info);
 	}
 	return found ? 0 : -ESRCH;
 }
 
-static long thread_kill(int tgid, int tid, int sig)
+static long thread_kill(int utgid, int utid, int sig)
 {
+	struct proc *self = cur_proc();
+	int tgid = utgid > 0 ? pid_from_user(self, utgid) : utgid;
+	int tid = pid_from_user(self, utid);
 	struct siginfo_k info;
 
 	if (sig < 0 || sig > NSIG_KILN)
 		return -EINVAL;
+	if (!tgid || !tid)
+		return -ESRCH;
 	for (struct proc *p = proc_first(); p; p = p->next_all) {
-		if (p->zombie || (tgid > 0 && p->pid != tgid))
+		if (p->zombie || (tgid > 0 && p->pid != tgid) || !pid_visible(self, p))
 			continue;
 		for (struct thread *t = p->threads; t; t = t->next_in_proc)
 			if (t->tid == tid) {
-				kill_info(&info, sig);
+				kill_info(&info, sig, p);
 				info.code = -6; /* SI_TKILL */
 				if (sig)
 					signal_send_thread(t, sig, &info);

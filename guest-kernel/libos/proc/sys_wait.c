@@ -3,6 +3,7 @@
 #include <linux/wait.h>
 
 #include "errno_k.h"
+#include "pidns.h"
 #include "proc.h"
 #include "syscall.h"
 #include "uaccess.h"
@@ -70,13 +71,20 @@ static int scan(int pid, int options, bool reap, struct wait_result *r)
 	return any ? 0 : -ECHILD;
 }
 
-static long do_wait(int pid, int options, bool reap, struct wait_result *r)
+/* upid, r->pid: numbers of the caller's PID namespace (children always
+ * are in it, or the caller is in the VM's, which sees all). */
+static long do_wait(int upid, int options, bool reap, struct wait_result *r)
 {
 	struct proc *self = cur_proc();
+	int pid;
 
+	if (!pid_spec_from_user(self, upid, &pid))
+		return -ECHILD;
 	for (;;) {
 		int found = scan(pid, options, reap, r);
 		long err;
+		if (found > 0)
+			r->pid = pid_to_user(self, r->pid);
 		if (found)
 			return found < 0 ? found : r->pid;
 		if (options & WNOHANG)

@@ -13,6 +13,7 @@
 #include <linux/poll.h>
 
 #include "errno_k.h"
+#include "pidns.h"
 #include "proc.h"
 #include "tty_impl.h"
 #include "uaccess.h"
@@ -268,6 +269,7 @@ static long set_pgrp(struct tty *tty, unsigned long arg)
 		return -EFAULT;
 	if (pgrp < 0)
 		return -EINVAL;
+	pgrp = pid_from_user(p, pgrp); /* (0: of another namespace) */
 	if (!pgrp_exists(pgrp, &sid))
 		return -ESRCH;
 	if (sid != p->sid)
@@ -351,13 +353,13 @@ long tty_ioctl(struct tty *tty, unsigned int cmd, unsigned long arg, bool as_mas
 	case TIOCGPGRP:
 		if (!as_master && !is_ctty(tty, p))
 			return -ENOTTY;
-		return put_int(arg, tty->pgrp);
+		return put_int(arg, pid_to_user(p, tty->pgrp));
 	case TIOCSPGRP:
 		return set_pgrp(tty, arg);
 	case TIOCGSID:
 		if ((!as_master && !is_ctty(tty, p)) || !tty->session)
 			return -ENOTTY;
-		return put_int(arg, tty->session);
+		return put_int(arg, pid_to_user(p, tty->session));
 	case TIOCSCTTY:
 		return set_ctty(tty, arg);
 	case TIOCNOTTY:
