@@ -63,8 +63,10 @@ void pmem_free_pt(uint64_t pa);
 bool pmem_claim_fresh(uint64_t pa);
 size_t pmem_free_pages(void);
 /* Have the VMM make the host memory behind [pa, pa + len) present (a hint:
- * see pmem.c), for fresh frames in aligned chunks of this many. */
+ * see pmem.c), for fresh frames in aligned chunks of this many (PMEM_POP_SMALL
+ * while the guest has less than 16 MiB in use). Multiples of 64. */
 #define PMEM_POP_CHUNK 256
+#define PMEM_POP_SMALL 64
 void host_populate(uint64_t pa, uint64_t len);
 /* Have the VMM make the RAM past kiln,early-ram-end usable; returns once it
  * is (KILN_PORT_RAM). */

@@ -70,15 +70,17 @@ uint64_t sched_timer_take(void)
 }
 
 /* The VMM's side: the chunks asked for, in order. */
-static uint64_t populated[64];
+static uint64_t populated[64], populated_len[64];
 static unsigned npopulated;
 
 void host_populate(uint64_t pa, uint64_t len)
 {
-	ck_assert_uint_eq(len, PMEM_POP_CHUNK * 4096);
+	ck_assert(len == PMEM_POP_CHUNK * 4096 || len == PMEM_POP_SMALL * 4096);
 	ck_assert_uint_eq(pa % len, 0);
-	if (npopulated < 64)
+	if (npopulated < 64) {
 		populated[npopulated] = pa;
+		populated_len[npopulated] = len;
+	}
 	npopulated++;
 }
 
@@ -231,36 +233,56 @@ START_TEST(contig_first_fit)
 }
 END_TEST
 
-/* Once 16 MiB are in use, the first frame handed out of a chunk of
- * PMEM_POP_CHUNK fresh ones comes with a request to populate the chunk;
- * frames used before, and a guest using less, come without. */
-START_TEST(fresh_chunks_populated_when_busy)
+/* The first frame handed out of an aligned chunk of fresh ones comes with
+ * a request to populate the chunk: of PMEM_POP_SMALL frames while less than
+ * 16 MiB are in use, of PMEM_POP_CHUNK once more are; frames used before
+ * come without. (first_in_chunk: allocate until a frame starts a chunk of
+ * n frames; the requests made until then are the test's to check.) */
+static uint64_t first_in_chunk(uint64_t n)
 {
-	size_t busy = 16 * MIB / PAGE_SIZE;
-	uint64_t pa = 0, reused, chunk = PMEM_POP_CHUNK * PAGE_SIZE;
+	uint64_t pa = 0;
 
-	npopulated = 0;
-	while (pmem_total_pages() - pmem_free_pages() < busy)
-		ck_assert_uint_ne(pmem_alloc(false), 0);
-	ck_assert_uint_eq(npopulated, 0);
-	for (int i = 0; i < PMEM_POP_CHUNK; i++) {
+	for (uint64_t i = 0; i < n; i++) {
 		pa = pmem_alloc(false);
-		if (pa % chunk == 0)
+		if (pa % (n * PAGE_SIZE) == 0)
 			break;
 	}
-	ck_assert_uint_eq(pa % chunk, 0);
-	ck_assert_uint_eq(npopulated, 1);
-	ck_assert_uint_eq(populated[0], pa);
-	for (int i = 1; i < PMEM_POP_CHUNK; i++) /* the rest of the chunk */
+	ck_assert_uint_eq(pa % (n * PAGE_SIZE), 0);
+	return pa;
+}
+
+static void check_chunk(uint64_t n)
+{
+	uint64_t chunk = n * PAGE_SIZE, pa, reused;
+	unsigned before;
+
+	npopulated = 0;
+	pa = first_in_chunk(n);
+	ck_assert_uint_ge(npopulated, 1);
+	ck_assert_uint_eq(populated[npopulated - 1], pa);
+	ck_assert_uint_eq(populated_len[npopulated - 1], chunk);
+	before = npopulated;
+	for (uint64_t i = 1; i < n; i++) /* the rest of the chunk */
 		ck_assert_uint_eq(pmem_alloc(false), pa + i * PAGE_SIZE);
-	ck_assert_uint_eq(npopulated, 1);
+	ck_assert_uint_eq(npopulated, before);
 	pmem_free(pa);
 	reused = pmem_alloc(true);
 	ck_assert_uint_eq(reused, pa);
-	ck_assert_uint_eq(npopulated, 1);
+	ck_assert_uint_eq(npopulated, before);
 	ck_assert_uint_eq(pmem_alloc(false), pa + chunk);
-	ck_assert_uint_eq(npopulated, 2);
-	ck_assert_uint_eq(populated[1], pa + chunk);
+	ck_assert_uint_eq(npopulated, before + 1);
+	ck_assert_uint_eq(populated[before], pa + chunk);
+	ck_assert_uint_eq(populated_len[before], chunk);
+}
+
+START_TEST(fresh_chunks_populated)
+{
+	size_t busy = 16 * MIB / PAGE_SIZE;
+
+	check_chunk(PMEM_POP_SMALL);
+	while (pmem_total_pages() - pmem_free_pages() < busy)
+		ck_assert_uint_ne(pmem_alloc(false), 0);
+	check_chunk(PMEM_POP_CHUNK);
 }
 END_TEST
 
@@ -1152,7 +1174,7 @@ static Suite *vm_suite(void)
 	tcase_add_test(t, huge_block_reuse_is_zeroed);
 	tcase_add_test(t, huge_blocks_only_while_plentiful);
 	tcase_add_test(t, contig_first_fit);
-	tcase_add_test(t, fresh_chunks_populated_when_busy);
+	tcase_add_test(t, fresh_chunks_populated);
 	suite_add_tcase(s, t);
 
 	t = tcase_create("late RAM");

@@ -99,11 +99,20 @@ def startup(a):
 
 
 def pss_kib(pid):
-    with open("/proc/%d/smaps_rollup" % pid) as f:
-        for line in f:
-            if line.startswith("Pss:"):
-                return int(line.split()[1])
-    return 0
+    """PSS of pid and its descendants: kiln-vmm runs the VM in a child of
+    its own (the jail), and the parent holds next to nothing."""
+    total = 0
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+                    break
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            children = [int(c) for c in f.read().split()]
+    except OSError:  # gone meanwhile
+        return total
+    return total + sum(pss_kib(c) for c in children)
 
 
 IDLE = "import sys; print('ready', flush=True); sys.stdin.read()"
