@@ -16,7 +16,7 @@
  * templates. 3: a sandbox's own timeout (auto-resume re-arms it), its count
  * of resumes, and a template's warm pool size. An older database is
  * upgraded in place. */
-#define SCHEMA_VERSION 7
+#define SCHEMA_VERSION 8
 
 struct store {
 	sqlite3 *db;
@@ -93,6 +93,11 @@ static const char upgrade6[] = "ALTER TABLE sandboxes ADD COLUMN secrets TEXT;" 
  * restarted kilnd lets it reach what its lookups returned before. */
 static const char upgrade7[] = STORE_PINS_SCHEMA;
 
+/* 8: the file a pause under way may append to, as it was when the pause
+ * started (pause_base.h): a restarted kilnd tells a finished pause from
+ * the older generation by it. */
+static const char upgrade8[] = "ALTER TABLE sandboxes ADD COLUMN pause_base TEXT;";
+
 static int fail(struct store *s, const char *what)
 {
 	log_err("store: %s: %s", what, sqlite3_errmsg(s->db));
@@ -141,6 +146,8 @@ static int migrate(struct store *s, int version)
 		goto rollback;
 	if (version < 7 && sqlite3_exec(s->db, upgrade7, NULL, NULL, NULL) != SQLITE_OK)
 		goto rollback;
+	if (version < 8 && sqlite3_exec(s->db, upgrade8, NULL, NULL, NULL) != SQLITE_OK)
+		goto rollback;
 	if (sqlite3_exec(s->db, "PRAGMA user_version = " STR(SCHEMA_VERSION) "; COMMIT", NULL, NULL,
 	                 NULL) != SQLITE_OK)
 		goto rollback;
@@ -154,7 +161,7 @@ rollback:
 #define SB_COLS                                                                                \
 	"id, template, state, reason, pid, pid_start, created_ms, end_ms, died_ms, memory_mb," \
 	" cpu_count, env, metadata, kernel, initrd, image, flags, paused_ms, snap_bytes,"      \
-	" timeout_s, resumes, net, tenant, secrets"
+	" timeout_s, resumes, net, tenant, secrets, pause_base"
 #define TMPL_COLS                                                                         \
 	"name, image_name, kernel, initrd, image, warmup, snap_id, memory_mb, cpu_count," \
 	" snap_bytes, created_ms, build_ms, pool, net, tenant"
@@ -190,7 +197,7 @@ int store_open(struct store **out, const char *path)
 		goto fail_quiet;
 	if (sqlite3_prepare_v2(s->db,
 	                       "INSERT OR REPLACE INTO sandboxes (" SB_COLS ") VALUES"
-	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &s->put, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM sandboxes WHERE id = ?", -1, &s->del, NULL) !=
 	        SQLITE_OK ||
@@ -284,6 +291,7 @@ int store_put(struct store *s, const struct sb_record *r)
 	bind_text(st, 22, r->net_json);
 	bind_text(st, 23, r->tenant);
 	bind_text(st, 24, r->secrets_json);
+	bind_text(st, 25, r->pause_base);
 	return step_once(s, st, "put");
 }
 
@@ -339,6 +347,7 @@ int store_load(struct store *s, int (*cb)(void *ctx, struct sb_record *r), void 
 		r.net_json = col_text(st, 21);
 		r.tenant = col_text(st, 22);
 		r.secrets_json = col_text(st, 23);
+		r.pause_base = col_text(st, 24);
 		if (!r.template_id || !r.state) {
 			sb_record_free(&r);
 			continue;
@@ -363,7 +372,8 @@ void sb_record_free(struct sb_record *r)
 	free(r->net_json);
 	free(r->tenant);
 	free(r->secrets_json);
-	r->net_json = r->tenant = r->secrets_json = NULL;
+	free(r->pause_base);
+	r->net_json = r->tenant = r->secrets_json = r->pause_base = NULL;
 	free(r->kernel);
 	free(r->initrd);
 	free(r->image);

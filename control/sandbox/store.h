@@ -39,6 +39,7 @@ struct sb_record {
 	int64_t timeout_s;  /* its lifetime as created (auto-resume re-arms it) */
 	int64_t resumes;    /* times it was resumed */
 	char *tenant;       /* the tenant that owns it (auth/keys.h), NULL: the operator */
+	char *pause_base;   /* while pausing: the file it may append to, as it was (pause_base.h) */
 };
 
 /* A template: a snapshot of a warmed-up sandbox that clones start from. */
