@@ -273,7 +273,7 @@ pause_kill_case() { # WHAT (kilnd, vmm, both) MODE: kill it mid-pause of a resum
 }
 
 t_pause_kill() {
-	local mode what i id st
+	local mode what i id st=
 	if [ $FAKE = 1 ]; then
 		export FAKE_VMM_SNAPSHOT_DELAY_MS=1500
 		for mode in plain jailed; do

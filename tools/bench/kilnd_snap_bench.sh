@@ -12,11 +12,14 @@
 #
 # Environment: KILND_SNAP_RUNS, KILND_BENCH_KERNEL, KILND_BENCH_INITRD,
 # KILND_BENCH_IMAGES (default build/images; the python figures need
-# base.erofs from make images).
+# base.erofs from make images), KILND_BENCH_KILND (default build/bin/kilnd:
+# another build to compare), KILND_SNAP_ONLY=pause (only pause, resume and
+# fork of an idle busybox and base sandbox: A/B runs of kilnd's pause).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
-KILND=build/bin/kilnd
+KILND=${KILND_BENCH_KILND:-build/bin/kilnd}
+ONLY=${KILND_SNAP_ONLY:-}
 VMM=build/bin/kiln-vmm
 KERNEL=${KILND_BENCH_KERNEL:-build/guest/kiln-kernel}
 INITRD=${KILND_BENCH_INITRD:-build/initramfs/agent.cpio}
@@ -81,6 +84,10 @@ template() { # NAME IMAGE WARMUP_JSON [POOL]
 
 TRUE='{"cmd":["true"]}'
 echo "kilnd_snap_bench: VMM $VMM (kilnd, real VMs; medians of $RUNS)"
+have_base=0
+[ -f "$IMAGES/base.erofs" ] && have_base=1
+[ "$ONLY" = pause ] && have_base=0
+[ "$ONLY" = pause ] || {
 template bb busybox null
 create_exec '{}' "$TRUE" "$RUNS"
 line "create -> first exec, busybox, cold boot" "$T/times"
@@ -90,9 +97,8 @@ template bbpool busybox null 2
 create_exec '{"templateID":"bbpool"}' "$TRUE" "$RUNS" bbpool
 line "create -> first exec, busybox, warm pool" "$T/times"
 curl -s --unix-socket "$SOCK" -X DELETE -o /dev/null http://k/templates/bbpool
+}
 
-have_base=0
-[ -f "$IMAGES/base.erofs" ] && have_base=1
 if [ $have_base = 1 ]; then
 	template py base '["python3","-c","import numpy, pandas"]'
 	create_exec '{"image":"base"}' "$TRUE" "$RUNS"
@@ -189,4 +195,5 @@ pause_resume() {
 }
 pause_resume "busybox, idle" '{}'
 [ $have_base = 1 ] && pause_resume "pandas interpreter" '{"templateID":"pyrepl"}'
+[ "$ONLY" = pause ] && [ -f "$IMAGES/base.erofs" ] && pause_resume "base image, idle" '{"image":"base"}'
 echo "(pause: snapshot written and VMM gone; resume: $(sed -n 's/.*, \([a-z]*\) resumes).*/\1/p' "$T/kilnd.log" | head -1) restore until the agent answers)"
