@@ -259,7 +259,7 @@ static char *record_base(struct sandbox *sb, const char *target)
 	if (strcmp(target, sb->snap_path) && !access(sb->snap_path, F_OK) &&
 	    sb_give_snapshot(sb, why, sizeof(why)))
 		log_warn("sandbox %s: %s", sb->rec.id, why);
-	pause_base_read(target, &base);
+	pause_base_read(target, PAUSE_BASE_MAX(sb->rec.memory_mb), &base);
 	free(sb->rec.pause_base);
 	return sb->rec.pause_base = pause_base_dump(&base);
 }

@@ -10,7 +10,7 @@
 #include "../../snapshot/snap.h"
 #include "pause_base.h"
 
-void pause_base_read(const char *path, struct pause_base *b)
+void pause_base_read(const char *path, uint64_t max_size, struct pause_base *b)
 {
 	/* The VMM's uid owns a jailed VMM's output directory: what is there
 	 * may be a link or a fifo; only a regular file is opened by name. */
@@ -31,7 +31,7 @@ void pause_base_read(const char *path, struct pause_base *b)
 	b->dev = st.st_dev;
 	b->ino = st.st_ino;
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	if (!snap_open(self, &s, &err)) {
+	if ((uint64_t)st.st_size <= max_size && !snap_open(self, &s, &err)) {
 		b->id = snap_id(s);
 		snap_close(s);
 	}
@@ -67,11 +67,11 @@ bool pause_base_load(const char *text, struct pause_base *b)
 	return true;
 }
 
-bool pause_base_passed(const char *path, const struct pause_base *base)
+bool pause_base_passed(const char *path, uint64_t max_size, const struct pause_base *base)
 {
 	struct pause_base now;
 
-	pause_base_read(path, &now);
+	pause_base_read(path, max_size, &now);
 	if (!now.file)
 		return false;
 	if (!base->file || now.dev != base->dev || now.ino != base->ino)

@@ -45,16 +45,17 @@ static unsigned pid_file_jail(const struct sandbox *sb, int pid)
 static bool pause_finished(struct sandbox *sb)
 {
 	char *target = sb_vmm_snap_target(sb, sb->snap_path), why[1200];
+	uint64_t max = PAUSE_BASE_MAX(sb->rec.memory_mb);
 	struct pause_base base;
 
 	if (!pause_base_load(sb->rec.pause_base, &base) && sb->rec.pause_base)
 		log_warn("sandbox %s: its pause's base '%.80s' is unreadable", sb->rec.id,
 		         sb->rec.pause_base);
-	if (target && strcmp(target, sb->snap_path) && pause_base_passed(target, &base) &&
+	if (target && strcmp(target, sb->snap_path) && pause_base_passed(target, max, &base) &&
 	    sb_take_snapshot(sb, sb->snap_path, why, sizeof(why)))
 		log_warn("sandbox %s: %s", sb->rec.id, why);
 	free(target);
-	return pause_base_passed(sb->snap_path, &base);
+	return pause_base_passed(sb->snap_path, max, &base);
 }
 
 /* A sandbox that was pausing or resuming when kilnd stopped, whose VMM is
