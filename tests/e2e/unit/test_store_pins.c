@@ -137,19 +137,28 @@ static int check_base(void *ctx, struct sb_record *r)
 	return 0;
 }
 
+/* A record of sandbox id in state (its strings are the caller's). */
+static struct sb_record record(const char *id, char *state)
+{
+	struct sb_record r = {.template_id = "base",
+	                      .state = state,
+	                      .created_ms = 1,
+	                      .end_ms = 2,
+	                      .memory_mb = 256,
+	                      .cpu_count = 1};
+
+	snprintf(r.id, sizeof(r.id), "%s", id);
+	return r;
+}
+
 /* A pausing sandbox's pause base (sandbox/pause_base.h) is kept. */
 START_TEST(pause_base_kept)
 {
 	char base[] = "2049 77 00000000deadbeef";
-	struct sb_record r = {.id = "pb1",
-	                      .template_id = "base",
-	                      .state = "pausing",
-	                      .created_ms = 1,
-	                      .end_ms = 2,
-	                      .memory_mb = 256,
-	                      .cpu_count = 1,
-	                      .pause_base = base};
+	struct sb_record r = record("pb1", "pausing");
 	int ok = 0;
+
+	r.pause_base = base;
 
 	ck_assert_int_eq(store_put(s, &r), 0);
 	store_close(s);
@@ -162,13 +171,7 @@ END_TEST
 
 START_TEST(upgrade_from_schema_6)
 {
-	struct sb_record r = {.id = "old1",
-	                      .template_id = "base",
-	                      .state = "running",
-	                      .created_ms = 1,
-	                      .end_ms = 2,
-	                      .memory_mb = 256,
-	                      .cpu_count = 1};
+	struct sb_record r = record("old1", "running");
 	struct got g = {0};
 	uint8_t a[16];
 	int n = 0;
