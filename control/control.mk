@@ -5,9 +5,11 @@
 KILND_SRCS := $(wildcard control/*.c control/*/*.c)
 KILND_OBJS := $(KILND_SRCS:%.c=$(BUILD)/host/%.o)
 
-KILND_LDLIBS := -lev -lhttp_parser -ljansson -lsqlite3 -lnettle -lcares
+# libkilnsnap: a pause's snapshot is told from the older generation it
+# was appended to by reading the file (sandbox/pause_base.c).
+KILND_LDLIBS := -lev -lhttp_parser -ljansson -lsqlite3 -lnettle -lcares $(SNAP_LDLIBS)
 
-$(BIN)/kilnd: $(KILND_OBJS)
+$(BIN)/kilnd: $(KILND_OBJS) $(SNAP_LIB)
 	@mkdir -p $(dir $@)
 	$(V)$(CC) -o $@ $^ $(KILND_LDLIBS)
 
@@ -35,7 +37,7 @@ $(BUILD)/san/control/%.o: control/%.c | $(DEPS_STAMP)
 	$(V)$(CC) $(HOST_CFLAGS) -iquote control -O1 $(SAN_FLAGS) -c $< -o $@
 $(BUILD)/san/control/envd/codeint.o: $(CODEINT_KERNEL_H)
 $(BUILD)/san/control/envd/codeint.o: HOST_CFLAGS += -I$(BUILD)/host/control/gen
-$(KILND_SAN): $(KILND_SAN_OBJS)
+$(KILND_SAN): $(KILND_SAN_OBJS) $(SNAP_LIB)
 	@mkdir -p $(dir $@)
 	$(V)$(CC) $(SAN_FLAGS) -o $@ $^ $(KILND_LDLIBS)
 

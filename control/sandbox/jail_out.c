@@ -12,6 +12,14 @@
 #include "util.h"
 
 #define OUT_SNAP SB_OUT_DIR "/snapshot"
+/* Other snapshots (forks, templates): never the pause's, which a later
+ * pause appends to (pause_base.h). */
+#define OUT_OTHER SB_OUT_DIR "/other-snapshot"
+
+static const char *out_name(const struct sandbox *sb, const char *dest)
+{
+	return strcmp(dest, sb->snap_path) ? OUT_OTHER : OUT_SNAP;
+}
 
 int sb_out_dir_make(const char *dir)
 {
@@ -38,7 +46,7 @@ char *sb_vmm_snap_target(const struct sandbox *sb, const char *dest)
 
 	if (!sb->jail_id)
 		return strdup(dest);
-	return asprintf(&p, "%s/" OUT_SNAP, sb->dir) < 0 ? NULL : p;
+	return asprintf(&p, "%s/%s", sb->dir, out_name(sb, dest)) < 0 ? NULL : p;
 }
 
 int sb_take_snapshot(const struct sandbox *sb, const char *dest, char *why, size_t n)
@@ -49,7 +57,7 @@ int sb_take_snapshot(const struct sandbox *sb, const char *dest, char *why, size
 
 	if (!sb->jail_id)
 		return 0;
-	snprintf(src, sizeof(src), "%s/" OUT_SNAP, sb->dir);
+	snprintf(src, sizeof(src), "%s/%s", sb->dir, out_name(sb, dest));
 	/* The VMM's uid owns the directory: anything but a file it wrote
 	 * (a link, a hard link to another file, a fifo) is refused. Root's
 	 * files are a VMM's that wrote before it dropped root, or a test
@@ -90,4 +98,26 @@ int sb_take_snapshot(const struct sandbox *sb, const char *dest, char *why, size
 		return err;
 	}
 	return 0;
+}
+
+int sb_give_snapshot(const struct sandbox *sb, char *why, size_t n)
+{
+	char dst[4200];
+	int fd, err = 0;
+
+	if (!sb->jail_id)
+		return 0; /* the VMM writes to snap_path itself */
+	snprintf(dst, sizeof(dst), "%s/" OUT_SNAP, sb->dir);
+	/* By descriptor: the name is kilnd's, but the uid given may be
+	 * another VMM's by now than the one that wrote the file. */
+	fd = open(sb->snap_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchown(fd, sb->jail_id, sb->jail_id) < 0 || rename(sb->snap_path, dst) < 0) {
+		err = -errno;
+		snprintf(why, n, "cannot give %s to the VMM as %s: %s", sb->snap_path, dst,
+		         strerror(errno));
+		unlink(sb->snap_path);
+	}
+	if (fd >= 0)
+		close(fd);
+	return err;
 }

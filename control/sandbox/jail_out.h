@@ -5,7 +5,8 @@
  * directory itself stays kilnd's, so that the VMM cannot put a link where
  * kilnd writes as root (console.log, vmm.pid, the snapshot). A snapshot the
  * VMM wrote there is taken into place by kilnd once the VMM answers, if it
- * is a plain file of its own.
+ * is a plain file of its own. Other snapshots than the pause's (forks,
+ * templates) are written under another name there.
  */
 #ifndef KILND_JAIL_OUT_H
 #define KILND_JAIL_OUT_H
@@ -25,5 +26,10 @@ char *sb_vmm_snap_target(const struct sandbox *sb, const char *dest);
 /* Move what the VMM wrote for dest into place (nothing to do unless
  * jailed). 0, or -errno with why filled in. */
 int sb_take_snapshot(const struct sandbox *sb, const char *dest, char *why, size_t n);
+/* The reverse once a resume is complete: the snapshot the VMM runs on
+ * goes where it writes, as its uid's, for a later pause to append to
+ * (pause_base.h). Unjailed, it stays where it is. 0, or -errno with why
+ * filled in and the snapshot removed (the next pause writes a new one). */
+int sb_give_snapshot(const struct sandbox *sb, char *why, size_t n);
 
 #endif

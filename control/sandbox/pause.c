@@ -9,7 +9,8 @@
  *            default: the guest runs at once and all of its memory is in a
  *            decompression time later; lazy loads it mostly as it is
  *            touched), with the files the sandbox was booted with; once its
- *            agent answers, the snapshot is deleted (the VMM keeps it open).
+ *            agent answers, the snapshot is given to the VMM (jail_out.h):
+ *            its next pause appends a generation to it (pause_base.h).
  *   snapshot of a running sandbox for fork and templates.
  *
  * One transition at a time per sandbox: a request that arrives while one
@@ -27,6 +28,7 @@
 #include "api/procs.h"
 #include "envd/envd.h"
 #include "jail_out.h"
+#include "pause_base.h"
 #include "sandbox_int.h"
 #include "agent/spare.h"
 #include "template.h"
@@ -246,12 +248,30 @@ static int call_snapshot(struct sandbox *sb, const char *path, bool keep_running
 	return 0;
 }
 
+/* Record what the VMM's output file is before it is asked to write
+ * (pause_base.h). A jailed VMM's snapshot left at snap_path (kilnd stopped
+ * between a resume and giving it) is given now: only the VMM's own file
+ * may hold an older generation. */
+static char *record_base(struct sandbox *sb, const char *target)
+{
+	struct pause_base base;
+	char why[600];
+
+	if (strcmp(target, sb->snap_path) && !access(sb->snap_path, F_OK) &&
+	    sb_give_snapshot(sb, why, sizeof(why)))
+		log_warn("sandbox %s: %s", sb->rec.id, why);
+	pause_base_read(target, PAUSE_BASE_MAX(sb->rec.memory_mb), &base);
+	free(sb->rec.pause_base);
+	return sb->rec.pause_base = pause_base_dump(&base);
+}
+
 static int start_pause(struct sandbox *sb, char *msg, size_t n)
 {
 	char *target = sb_vmm_snap_target(sb, sb->snap_path);
 	int rc;
 
-	if (!target) {
+	if (!target || !record_base(sb, target)) {
+		free(target);
 		snprintf(msg, n, "out of memory");
 		return 500;
 	}
@@ -281,8 +301,12 @@ static void on_pause_reply(void *ctx, json_t *reply, const char *err)
 	if (!err) {
 		sb->snap_done = true;
 		sb->rec.snap_bytes = json_integer_value(json_object_get(reply, "file_size"));
-		log_info("sandbox %s: snapshot written (%lld bytes in %.1f ms), stopping its VMM",
+		log_info("sandbox %s: snapshot written (%lld bytes, generation %lld %s, in %.1f "
+		         "ms), stopping its VMM",
 		         sb->rec.id, (long long)sb->rec.snap_bytes,
+		         (long long)json_integer_value(json_object_get(reply, "generation")),
+		         json_is_true(json_object_get(reply, "appended")) ? "appended"
+		                                                          : "in a new file",
 		         json_number_value(json_object_get(reply, "total_ms")));
 		/* Paused once the VMM is gone (pause_vmm_exited). */
 		sb_kill_vmm(sb);
@@ -337,6 +361,8 @@ static int start_resume(struct sandbox *sb, long long timeout_s, char *msg, size
 /* The resume is complete once envd's processes are attached again. */
 static void pause_reattached(struct sandbox *sb)
 {
+	char why[600];
+
 	if (sb->state != SB_RESUMING)
 		return; /* (the resume failed meanwhile: envd_reattach_cancel) */
 	sb->state = SB_RUNNING;
@@ -348,9 +374,10 @@ static void pause_reattached(struct sandbox *sb)
 	sb->rec.reason = NULL;
 	sb_save(sb);
 	sb_arm_lifetime(sb);
-	/* The VMM has it open (a lazy restore reads it on): the name can go. */
-	if (unlink(sb->snap_path))
-		log_warn("sandbox %s: removing %s: %s", sb->rec.id, sb->snap_path, strerror(errno));
+	/* The VMM has it open (a lazy restore reads it on), and a later pause
+	 * appends to it where the VMM writes (pause_base.h). */
+	if (sb_give_snapshot(sb, why, sizeof(why)))
+		log_warn("sandbox %s: %s", sb->rec.id, why);
 	log_info("sandbox %s: running again (agent %s, pid %d)", sb->rec.id, sb->agent_version,
 	         sb->rec.pid);
 	settle_result(sb, 201, NULL, NULL);

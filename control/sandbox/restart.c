@@ -19,17 +19,61 @@
 #include "net/net.h"
 #include "sandbox_int.h"
 #include "jail_out.h"
+#include "pause_base.h"
 #include "util.h"
 #include "vmm_proc.h"
 
+/* The jail id in the sandbox's pid file if it names pid, else 0. */
+static unsigned pid_file_jail(const struct sandbox *sb, int pid)
+{
+	char *pf = read_small_file(sb->pid_path, 64, NULL);
+	unsigned long long st;
+	unsigned id = 0;
+	int p;
+
+	if (!pf || sscanf(pf, "%d %llu %u", &p, &st, &id) != 3 || p != pid)
+		id = 0;
+	free(pf);
+	return id;
+}
+
+/* Whether the pause under way when kilnd stopped is complete: the VMM's
+ * file, or the one the last kilnd took from it, has passed the file as it
+ * was when the pause started (pause_base.h). A file still at that base is
+ * the state of the last resume, which the VM has left: never the pause's.
+ * A jailed VMM's finished snapshot is taken into place. */
+static bool pause_finished(struct sandbox *sb)
+{
+	char *target = sb_vmm_snap_target(sb, sb->snap_path), why[1200];
+	uint64_t max = PAUSE_BASE_MAX(sb->rec.memory_mb);
+	struct pause_base base;
+
+	if (!pause_base_load(sb->rec.pause_base, &base) && sb->rec.pause_base)
+		log_warn("sandbox %s: its pause's base '%.80s' is unreadable", sb->rec.id,
+		         sb->rec.pause_base);
+	if (target && strcmp(target, sb->snap_path) && pause_base_passed(target, max, &base) &&
+	    sb_take_snapshot(sb, sb->snap_path, why, sizeof(why)))
+		log_warn("sandbox %s: %s", sb->rec.id, why);
+	free(target);
+	return pause_base_passed(sb->snap_path, max, &base);
+}
+
 /* A sandbox that was pausing or resuming when kilnd stopped, whose VMM is
- * gone: paused if its snapshot is complete (written atomically), else
- * lost. */
+ * gone: paused if its snapshot is complete (pause_finished(); a resume's
+ * is untouched), else lost. */
 static void settle_without_vmm(struct sandbox *sb, int pid)
 {
+	bool snap, pausing = sb->state == SB_PAUSING;
 	char what[160];
 
-	if (sb->state != SB_STARTING && sb->state != SB_RUNNING && !access(sb->snap_path, F_OK)) {
+	if (pausing) {
+		sb->jail_id = pid_file_jail(sb, pid); /* (whose file is in its directory) */
+		snap = pause_finished(sb);
+		sb->jail_id = 0;
+	} else {
+		snap = sb->state == SB_RESUMING && !access(sb->snap_path, F_OK);
+	}
+	if (snap) {
 		log_info("sandbox %s: %s when kilnd stopped; paused", sb->rec.id,
 		         sb_state_name(sb->state));
 		sb->state = SB_PAUSED;
@@ -40,8 +84,9 @@ static void settle_without_vmm(struct sandbox *sb, int pid)
 	sb->state = SB_ERROR;
 	sb->rec.died_ms = now_ms();
 	if (pid) {
-		snprintf(what, sizeof(what), "kiln-vmm (pid %d) exited while kilnd was not running",
-		         pid);
+		snprintf(what, sizeof(what),
+		         "kiln-vmm (pid %d) exited while kilnd was not running%s", pid,
+		         sb->state == SB_PAUSING ? ", before its pause was complete" : "");
 		sb_set_reason_console(sb, what);
 	} else {
 		sb_set_reason_console(sb, "kilnd stopped before the sandbox's VMM was started");
@@ -65,19 +110,10 @@ static void readopt(struct sandbox *sb, int pid)
 	struct kilnd *kd = sb->kd;
 
 	kd->nsandboxes++;
-	{
-		/* Its jail's id stays taken while it runs. */
-		char *pf = read_small_file(sb->pid_path, 64, NULL);
-		int p;
-		unsigned long long st;
-		unsigned id = 0;
-
-		if (pf && sscanf(pf, "%d %llu %u", &p, &st, &id) == 3 && p == pid) {
-			jail_id_mark(kd, id);
-			sb->jail_id = id;
-		}
-		free(pf);
-	}
+	/* Its jail's id stays taken while it runs. */
+	sb->jail_id = pid_file_jail(sb, pid);
+	if (sb->jail_id)
+		jail_id_mark(kd, sb->jail_id);
 	if (!sb->rec.pid_start) {
 		char state;
 
@@ -87,20 +123,14 @@ static void readopt(struct sandbox *sb, int pid)
 	         sb_state_name(sb->state));
 	procs_load(sb); /* the commands the last kilnd listed */
 	switch (sb->state) {
-	case SB_PAUSING: {
-		char why[1200];
-
-		/* The snapshot is complete: stop the VMM (paused on its exit). A
-		 * jailed VMM's is in its own directory still. */
-		if (sb->jail_id && sb_take_snapshot(sb, sb->snap_path, why, sizeof(why)))
-			log_debug("sandbox %s: %s", sb->rec.id, why);
-		if (!access(sb->snap_path, F_OK)) {
+	case SB_PAUSING:
+		/* The snapshot is complete: stop the VMM (paused on its exit). */
+		if (pause_finished(sb)) {
 			sb->snap_done = true;
 			sb_kill_vmm(sb);
 			break;
 		}
 		sb->state = SB_RUNNING;
-	}
 		/* fall through */
 	case SB_RUNNING:
 		/* A snapshot cut short by kilnd's end may have left the VM paused. */

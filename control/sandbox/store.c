@@ -14,9 +14,9 @@
 
 /* 1: sandboxes. 2: the files a sandbox runs on, flags, pause data, and
  * templates. 3: a sandbox's own timeout (auto-resume re-arms it), its count
- * of resumes, and a template's warm pool size. 4 to 8: see upgrade4...
+ * of resumes, and a template's warm pool size. 4 to 9: see upgrade4...
  * below. An older database is upgraded in place. */
-#define SCHEMA_VERSION 8
+#define SCHEMA_VERSION 9
 
 struct store {
 	sqlite3 *db;
@@ -100,6 +100,11 @@ static const char upgrade8[] = "ALTER TABLE sandboxes ADD COLUMN agent_flags INT
                                "ALTER TABLE sandboxes ADD COLUMN agent_no_users INTEGER NOT NULL"
                                " DEFAULT 0;";
 
+/* 9: the file a pause under way may append to, as it was when the pause
+ * started (pause_base.h): a restarted kilnd tells a finished pause from
+ * the older generation by it. */
+static const char upgrade9[] = "ALTER TABLE sandboxes ADD COLUMN pause_base TEXT;";
+
 static int fail(struct store *s, const char *what)
 {
 	log_err("store: %s: %s", what, sqlite3_errmsg(s->db));
@@ -150,6 +155,8 @@ static int migrate(struct store *s, int version)
 		goto rollback;
 	if (version < 8 && sqlite3_exec(s->db, upgrade8, NULL, NULL, NULL) != SQLITE_OK)
 		goto rollback;
+	if (version < 9 && sqlite3_exec(s->db, upgrade9, NULL, NULL, NULL) != SQLITE_OK)
+		goto rollback;
 	if (sqlite3_exec(s->db, "PRAGMA user_version = " STR(SCHEMA_VERSION) "; COMMIT", NULL, NULL,
 	                 NULL) != SQLITE_OK)
 		goto rollback;
@@ -163,7 +170,7 @@ rollback:
 #define SB_COLS                                                                                \
 	"id, template, state, reason, pid, pid_start, created_ms, end_ms, died_ms, memory_mb," \
 	" cpu_count, env, metadata, kernel, initrd, image, flags, paused_ms, snap_bytes,"      \
-	" timeout_s, resumes, net, tenant, secrets, agent_flags, agent_no_users"
+	" timeout_s, resumes, net, tenant, secrets, agent_flags, agent_no_users, pause_base"
 #define TMPL_COLS                                                                         \
 	"name, image_name, kernel, initrd, image, warmup, snap_id, memory_mb, cpu_count," \
 	" snap_bytes, created_ms, build_ms, pool, net, tenant"
@@ -199,7 +206,7 @@ int store_open(struct store **out, const char *path)
 		goto fail_quiet;
 	if (sqlite3_prepare_v2(s->db,
 	                       "INSERT OR REPLACE INTO sandboxes (" SB_COLS ") VALUES"
-	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	                       " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	                       -1, &s->put, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM sandboxes WHERE id = ?", -1, &s->del, NULL) !=
 	        SQLITE_OK ||
@@ -295,6 +302,7 @@ int store_put(struct store *s, const struct sb_record *r)
 	bind_text(st, 24, r->secrets_json);
 	sqlite3_bind_int64(st, 25, r->agent_flags);
 	sqlite3_bind_int(st, 26, r->agent_no_users);
+	bind_text(st, 27, r->pause_base);
 	return step_once(s, st, "put");
 }
 
@@ -354,6 +362,7 @@ int store_load(struct store *s, int (*cb)(void *ctx, struct sb_record *r), void 
 		if (r.agent_flags < -1 || r.agent_flags > UINT32_MAX)
 			r.agent_flags = -1; /* not a value kilnd writes: unknown */
 		r.agent_no_users = sqlite3_column_int(st, 25) != 0;
+		r.pause_base = col_text(st, 26);
 		if (!r.template_id || !r.state) {
 			sb_record_free(&r);
 			continue;
@@ -378,7 +387,8 @@ void sb_record_free(struct sb_record *r)
 	free(r->net_json);
 	free(r->tenant);
 	free(r->secrets_json);
-	r->net_json = r->tenant = r->secrets_json = NULL;
+	free(r->pause_base);
+	r->net_json = r->tenant = r->secrets_json = r->pause_base = NULL;
 	free(r->kernel);
 	free(r->initrd);
 	free(r->image);

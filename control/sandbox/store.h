@@ -46,6 +46,7 @@ struct sb_record {
 	 * answers requests for a paused sandbox as its agent will. */
 	int64_t agent_flags;
 	bool agent_no_users;
+	char *pause_base; /* while pausing: the file it may append to, as it was (pause_base.h) */
 };
 
 /* A template: a snapshot of a warmed-up sandbox that clones start from. */

@@ -6,7 +6,7 @@
 # also for running processes and a Python interpreter's memory.
 
 # shellcheck disable=SC2034 # run.sh runs them
-SNAPSHOT_TESTS="t_images t_pause t_pause_races t_pause_restart t_pause_python t_auto_resume
+SNAPSHOT_TESTS="t_images t_pause t_pause_races t_pause_restart t_pause_kill t_pause_python t_auto_resume
 t_auto_resume_races t_auto_resume_errors t_envd_keep t_snapshot_inspect t_templates t_pool t_run_template t_fork t_snap_errors t_auto_pause
 t_store_upgrade"
 
@@ -128,8 +128,16 @@ t_pause() {
 	st=$(api POST "/sandboxes/$id/connect" -d '{"timeout":60}')
 	[ "$st" = 201 ] && grep -q '"state":"running"' "$T/body" && grep -q envdAccessToken "$T/body"
 	check $? "connect resumes a paused sandbox: 201 with the sandbox"
-	[ ! -e "$DATA/sandboxes/$id/snapshot" ]
-	check $? "the snapshot is deleted once it runs again"
+	# kept for the next pause to append to, where the VMM writes (jailed:
+	# its vmm-out, as its own uid's)
+	if [ $FAKE = 1 ]; then
+		[ -s "$DATA/sandboxes/$id/snapshot" ]
+	else
+		[ ! -e "$DATA/sandboxes/$id/snapshot" ] && [ -s "$DATA/sandboxes/$id/vmm-out/snapshot" ] &&
+			[ "$(stat -c %u "$DATA/sandboxes/$id/vmm-out/snapshot")" = \
+				"$(cut -d' ' -f3 "$DATA/sandboxes/$id/vmm.pid")" ]
+	fi
+	check $? "the snapshot is the VMM's once it runs again, for its next pause"
 	[ "$("$KILN" exec "$id" -- cat "$G/p1")" = before-pause ]
 	check $? "its files survive"
 	if [ $FAKE = 0 ]; then
@@ -152,6 +160,10 @@ t_pause() {
 	done
 	[ "$("$KILN" exec "$id" -- cat "$G/cycles" | tr '\n' ' ')" = "$(seq -s ' ' $cycles) " ]
 	check $? "$cycles pause/resume cycles in a row, files intact"
+	if [ $FAKE = 0 ]; then
+		grep -q "sandbox $id: snapshot written (.*generation [2-9][0-9]* appended" "$T/kilnd.log"
+		check $? "a later pause appends a generation to the file it was resumed from"
+	fi
 	if [ $FAKE = 0 ]; then
 		c2=$("$KILN" exec "$id" -- cat /tmp/count)
 		[ "$c2" -gt "$c1" ]
@@ -215,6 +227,91 @@ t_pause_restart() {
 	"$KILN" resume "$id" >/dev/null && [ "$("$KILN" exec "$id" -- cat "$G/r1")" = across-restart ]
 	check $? "and resumes after it, files intact"
 	"$KILN" rm "$id"
+}
+
+# kill -9 of kilnd, of the VMM or of both while a later pause writes to
+# the file the sandbox was resumed from (pause_base.h): a restarted kilnd
+# never takes that file's older generation for the pause. With the fake
+# VMM a pause takes 1.5 s (unjailed, then jailed); on real VMs it takes a
+# few ms, so kilnd is killed at points of it.
+start_kilnd_mode() { # plain (run.sh's) or jailed (the fake VMM jailed, jail.sh)
+	if [ "$1" = jailed ]; then start_kilnd_jailed_fake; else start_kilnd; fi
+}
+
+pause_kill_case() { # WHAT (kilnd, vmm, both) MODE: kill it mid-pause of a resumed sandbox
+	local id pid st want=error
+	id=$("$KILN" create) || { not_ok "create for pause-kill $1"; return; }
+	"$KILN" exec "$id" -- sh -c "mkdir -p $G && echo k-$1 >$G/k-$1"
+	"$KILN" pause "$id" >/dev/null && "$KILN" resume "$id" >/dev/null
+	pid=$(sb_field "$id" pid)
+	api POST "/sandboxes/$id/pause" >"$T/pk.st" &
+	sleep 0.5
+	case $1 in
+	vmm) kill -9 "$pid" ;;
+	kilnd) kill -9 "$KILND_PID" ;;
+	both) kill -9 "$KILND_PID" "$pid" ;;
+	esac
+	wait $! 2>/dev/null
+	if [ "$1" != vmm ]; then
+		wait "$KILND_PID" 2>/dev/null
+		start_kilnd_mode "$2" 2>/dev/null # (jailed: its kill of the old one fails)
+	fi
+	for _ in $(seq 40); do
+		st=$(sb_field "$id" state)
+		[ "$st" != pausing ] && break
+		sleep 0.1
+	done
+	[ "$1" = kilnd ] && want=running
+	[ "$st" = $want ]
+	check $? "kill -9 of $1 mid-pause of a resumed sandbox ($2): $want, not paused at the resume's state ($st; $(sb_field "$id" reason | head -c 100))"
+	if [ $want = running ]; then
+		"$KILN" pause "$id" >/dev/null && "$KILN" resume "$id" >/dev/null &&
+			[ "$("$KILN" exec "$id" -- cat "$G/k-$1")" = "k-$1" ]
+		check $? "and it pauses and resumes after ($2), files intact"
+	fi
+	"$KILN" rm "$id" >/dev/null
+}
+
+t_pause_kill() {
+	local mode what i id st=
+	if [ $FAKE = 1 ]; then
+		export FAKE_VMM_SNAPSHOT_DELAY_MS=1500
+		for mode in plain jailed; do
+			[ $mode = jailed ] && [ "$(id -u)" != 0 ] && continue
+			kill "$KILND_PID"
+			wait "$KILND_PID" 2>/dev/null
+			start_kilnd_mode $mode
+			for what in kilnd vmm both; do
+				pause_kill_case $what $mode
+			done
+		done
+		unset FAKE_VMM_SNAPSHOT_DELAY_MS
+		kill "$KILND_PID"
+		wait "$KILND_PID" 2>/dev/null
+		start_kilnd
+		return
+	fi
+	# real VMs: kilnd killed 5-50 ms into a later pause: paused (it was
+	# complete) or running (it was not), and either way whole
+	id=$("$KILN" create) || { not_ok "create for pause-kill"; return; }
+	"$KILN" exec "$id" -- sh -c "mkdir -p $G && echo k-real >$G/k-real"
+	for i in 1 2 3 4 5 6; do
+		[ "$st" = paused ] || "$KILN" pause "$id" >/dev/null || break
+		"$KILN" resume "$id" >/dev/null || break
+		"$KILN" exec "$id" -- sh -c "echo $i >>$G/k-real-n"
+		api POST "/sandboxes/$id/pause" >/dev/null &
+		sleep "0.0$((i * 5))"
+		kill -9 "$KILND_PID"
+		wait "$KILND_PID" $! 2>/dev/null
+		start_kilnd
+		st=$(sb_field "$id" state)
+		echo "# pause-kill $i: $st"
+		[ "$st" = running ] || [ "$st" = paused ] || break
+	done
+	[ "$st" = running ] || "$KILN" resume "$id" >/dev/null
+	[ "$("$KILN" exec "$id" -- cat "$G/k-real-n" | tr '\n' ' ')" = "1 2 3 4 5 6 " ]
+	check $? "kill -9 of kilnd at points of six later pauses: paused or running, files intact ($st)"
+	"$KILN" rm "$id" >/dev/null
 }
 
 t_pause_python() {
@@ -966,7 +1063,8 @@ t_store_upgrade() {
 	st=$(curl -sS --unix-socket "$d5/kilnd.sock" -o "$T/body" -w '%{http_code}' \
 		http://k/sandboxes/oldsandbox0000000000)
 	[ "$st" = 200 ] && grep -q '"state":"killed"' "$T/body" &&
-		[ "$(sqlite3 "$d5/kilnd.db" 'PRAGMA user_version')" = 8 ] &&
+		[ "$(sqlite3 "$d5/kilnd.db" 'PRAGMA user_version')" = 9 ] &&
+		[ "$(sqlite3 "$d5/kilnd.db" 'SELECT count(pause_base) FROM sandboxes')" = 0 ] &&
 		[ "$(sqlite3 "$d5/kilnd.db" 'SELECT count(*) >= 0 FROM events')" = 1 ] &&
 		[ "$(sqlite3 "$d5/kilnd.db" 'SELECT count(*) FROM net_pins')" = 0 ]
 	check $? "a schema 1 store is upgraded, its sandboxes kept"

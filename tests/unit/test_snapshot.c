@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../../snapshot/snap.h"
+#include "../../control/sandbox/pause_base.h"
 
 #define MIB       (1ULL << 20)
 #define MEM_SIZE  (256 * MIB)
@@ -1540,6 +1541,82 @@ START_TEST(append_generations)
 }
 END_TEST
 
+/* kilnd's pause base (control/sandbox/pause_base.h): a file still at the
+ * generation it held when a pause started is not that pause's, also with
+ * the next generation's bytes appended and its header slot torn; the
+ * generation appended, or another file renamed into place, is. */
+START_TEST(pause_base_of_generations)
+{
+	const uint64_t max = PAUSE_BASE_MAX(MEM_SIZE >> 20);
+	struct snap_write_stats st;
+	struct pause_base b, again;
+	struct image cur;
+	struct snap_save sv;
+	struct snap *ref;
+	char path[160], other[160], *text;
+	unsigned slot;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/pb.snap", dir);
+	snprintf(other, sizeof(other), "%s/pb-other.snap", dir);
+	copy_file(base_path, path);
+	pause_base_read(path, max, &b);
+	ck_assert(b.file && b.id);
+	ck_assert(!pause_base_passed(path, max, &b));
+	/* the store's text, back */
+	text = pause_base_dump(&b);
+	ck_assert(text && pause_base_load(text, &again));
+	ck_assert(again.file && again.dev == b.dev && again.ino == b.ino && again.id == b.id);
+	free(text);
+	ck_assert(!pause_base_load("12 x 34", &again) && !again.file);
+	ck_assert(pause_base_load("none", &again) && !again.file);
+	ck_assert(pause_base_passed(path, max, &again)); /* no base: any file */
+	/* Bytes of a next generation and a torn slot for it: still the base. */
+	ref = open_ok(path);
+	slot = snap_slot(ref);
+	snap_close(ref);
+	fd = open(path, O_WRONLY | O_APPEND);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, path, 100), 100);
+	ck_assert_int_eq(pwrite(fd, path, 64, (1 - slot) * SNAP_SLOT_SIZE), 64);
+	close(fd);
+	ck_assert(!pause_base_passed(path, max, &b));
+	/* Too large to be this VM's: not read, so never taken for newer. */
+	ck_assert(!pause_base_passed(path, 4096, &b));
+	/* The generation appended to the same file: passed. */
+	copy_file(base_path, path);
+	pause_base_read(path, max, &b);
+	image_new(&cur, MEM_SIZE);
+	copy_image(&cur, &img);
+	memset(cur.mem + 5 * CHUNK, 0x5a, 4096); /* (not rnd(): later tests' sequence stays) */
+	ref = open_ok(path);
+	sv = save_of(&cur);
+	sv.ref = ref;
+	sv.append = true;
+	write_ok(path, &sv, &st);
+	snap_close(ref);
+	ck_assert(st.appended);
+	pause_base_read(path, max, &again);
+	ck_assert(again.ino == b.ino && again.id != b.id);
+	ck_assert(pause_base_passed(path, max, &b));
+	/* Another file renamed over it (a new one written whole): passed. */
+	pause_base_read(path, max, &b);
+	copy_file(base_path, other);
+	ck_assert_int_eq(rename(other, path), 0);
+	ck_assert(pause_base_passed(path, max, &b));
+	/* Gone, a link, a fifo: not a pause's file. */
+	unlink(path);
+	ck_assert(!pause_base_passed(path, max, &b));
+	ck_assert_int_eq(symlink(base_path, path), 0);
+	ck_assert(!pause_base_passed(path, max, &b));
+	unlink(path);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	ck_assert(!pause_base_passed(path, max, &b));
+	unlink(path);
+	image_free(&cur);
+}
+END_TEST
+
 /* A small guest whose memory after k snapshots is known: random bytes
  * (stored as they are: the live bytes that generations are held against),
  * the first 8 bytes k, and part of chunk i % 32 set to i for i <= k. */
@@ -1813,6 +1890,7 @@ static void add_corrupt_tests(TCase *tc)
 	tcase_add_test(tc, random_damage);
 	tcase_add_test(tc, write_failures);
 	tcase_add_test(tc, random_damage_generations);
+	tcase_add_test(tc, pause_base_of_generations);
 }
 
 int main(void)

@@ -63,7 +63,7 @@ UNIT_SRCS_test_vm := guest-kernel/libos/mm/vm.c guest-kernel/libos/mm/vm_move.c 
 	guest-kernel/libos/mm/vm_huge.c guest-kernel/libos/mm/pmem.c
 
 UNIT_TESTS += test_snapshot
-UNIT_SRCS_test_snapshot := $(wildcard snapshot/*.c)
+UNIT_SRCS_test_snapshot := $(wildcard snapshot/*.c) control/sandbox/pause_base.c
 $(BUILD)/tests/unit/test_snapshot $(BUILD)/tests/unit-san/test_snapshot: UNIT_LDLIBS += -lzstd
 
 UNIT_TESTS += test_imageid

@@ -12,11 +12,14 @@
 #
 # Environment: KILND_SNAP_RUNS, KILND_BENCH_KERNEL, KILND_BENCH_INITRD,
 # KILND_BENCH_IMAGES (default build/images; the python figures need
-# base.erofs from make images).
+# base.erofs from make images), KILND_BENCH_KILND (default build/bin/kilnd:
+# another build to compare), KILND_SNAP_ONLY=pause (only pause, resume and
+# fork of an idle busybox and base sandbox: A/B runs of kilnd's pause).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
-KILND=build/bin/kilnd
+KILND=${KILND_BENCH_KILND:-build/bin/kilnd}
+ONLY=${KILND_SNAP_ONLY:-}
 VMM=build/bin/kiln-vmm
 KERNEL=${KILND_BENCH_KERNEL:-build/guest/kiln-kernel}
 INITRD=${KILND_BENCH_INITRD:-build/initramfs/agent.cpio}
@@ -81,6 +84,10 @@ template() { # NAME IMAGE WARMUP_JSON [POOL]
 
 TRUE='{"cmd":["true"]}'
 echo "kilnd_snap_bench: VMM $VMM (kilnd, real VMs; medians of $RUNS)"
+have_base=0
+[ -f "$IMAGES/base.erofs" ] && have_base=1
+[ "$ONLY" = pause ] && have_base=0
+[ "$ONLY" = pause ] || {
 template bb busybox null
 create_exec '{}' "$TRUE" "$RUNS"
 line "create -> first exec, busybox, cold boot" "$T/times"
@@ -90,9 +97,8 @@ template bbpool busybox null 2
 create_exec '{"templateID":"bbpool"}' "$TRUE" "$RUNS" bbpool
 line "create -> first exec, busybox, warm pool" "$T/times"
 curl -s --unix-socket "$SOCK" -X DELETE -o /dev/null http://k/templates/bbpool
+}
 
-have_base=0
-[ -f "$IMAGES/base.erofs" ] && have_base=1
 if [ $have_base = 1 ]; then
 	template py base '["python3","-c","import numpy, pandas"]'
 	create_exec '{"image":"base"}' "$TRUE" "$RUNS"
@@ -155,13 +161,15 @@ while True:
 	del "$id"
 fi
 
-# pause_resume NAME CREATE_BODY: pause and resume one sandbox RUNS times
+# pause_resume NAME CREATE_BODY [EXEC_BODY [GAP_S]]: pause and resume one
+# sandbox RUNS times (EXEC first; GAP_S between a resume and the pause)
 pause_resume() {
 	local id t
 	post /sandboxes "$2" >/dev/null
 	id=$(new_id)
 	[ -n "$id" ] || fail "create $2"
-	post "/sandboxes/$id/exec" "$TRUE" >/dev/null
+	post "/sandboxes/$id/exec" "${3:-$TRUE}" >/dev/null
+	grep -q '"exitCode":0' "$BODY" || fail "exec ${3:-$TRUE}"
 	: >"$T/pause"
 	: >"$T/resume"
 	for _ in $(seq "$RUNS"); do
@@ -173,8 +181,15 @@ pause_resume() {
 			sed -n 's/.*"snapshotBytes":\([0-9]*\).*/\1/p')
 		post "/sandboxes/$id/resume" '{}' >>"$T/resume"
 		grep -q '"state":"running"' "$BODY" || fail "resume"
+		sleep "${4:-0}"
 	done
 	line "pause, $1" "$T/pause"
+	# the VMM's own time for the snapshot (kilnd logs it), the first pause
+	# (a new file) left out: the later ones append to the file resumed from
+	sed -n "s/.*sandbox $id: snapshot written (.* in \([0-9.]*\) ms), stopping.*/\1/p" \
+		"$T/kilnd.log" | tail -n +2 | awk '{ print $1 / 1000 }' >"$T/snapms"
+	printf '%-44s %s (%s appended)\n' "  its snapshot (the VMM's, later pauses)" \
+		"$(stats <"$T/snapms")" "$(grep -c "sandbox $id: snapshot written (.* appended" "$T/kilnd.log")"
 	printf '%-44s %s (snapshot %.1f MiB)\n' "resume, $1" "$(stats <"$T/resume")" \
 		"$(awk -v b="${bytes:-0}" 'BEGIN { print b / 1048576 }')"
 	: >"$T/fork"
@@ -189,4 +204,8 @@ pause_resume() {
 }
 pause_resume "busybox, idle" '{}'
 [ $have_base = 1 ] && pause_resume "pandas interpreter" '{"templateID":"pyrepl"}'
+[ "$ONLY" = pause ] && [ -f "$IMAGES/base.erofs" ] && pause_resume "base image, idle" '{"image":"base"}'
+# 40 MiB of random bytes in the guest's tmpfs, paused 0.3 s after each resume
+[ "$ONLY" = pause ] && pause_resume "busybox, 40 MiB used" '{}' \
+	'{"cmd":["sh","-c","head -c 41943040 /dev/urandom >/tmp/fill"]}' 0.3
 echo "(pause: snapshot written and VMM gone; resume: $(sed -n 's/.*, \([a-z]*\) resumes).*/\1/p' "$T/kilnd.log" | head -1) restore until the agent answers)"

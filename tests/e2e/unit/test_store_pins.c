@@ -129,30 +129,66 @@ static int count_old1(void *ctx, struct sb_record *rec)
 	return 0;
 }
 
-START_TEST(upgrade_from_schema_6)
+static int check_base(void *ctx, struct sb_record *r)
 {
-	struct sb_record r = {.id = "old1",
-	                      .template_id = "base",
-	                      .state = "running",
+	if (!strcmp(r->id, "pb1"))
+		*(int *)ctx = r->pause_base && !strcmp(r->pause_base, "2049 77 00000000deadbeef");
+	sb_record_free(r);
+	return 0;
+}
+
+/* A record of sandbox id in state (its strings are the caller's). */
+static struct sb_record record(const char *id, char *state)
+{
+	struct sb_record r = {.template_id = "base",
+	                      .state = state,
 	                      .created_ms = 1,
 	                      .end_ms = 2,
 	                      .memory_mb = 256,
 	                      .cpu_count = 1};
+
+	snprintf(r.id, sizeof(r.id), "%s", id);
+	return r;
+}
+
+/* A pausing sandbox's pause base (sandbox/pause_base.h) is kept. */
+START_TEST(pause_base_kept)
+{
+	char base[] = "2049 77 00000000deadbeef";
+	struct sb_record r = record("pb1", "pausing");
+	int ok = 0;
+
+	r.pause_base = base;
+
+	ck_assert_int_eq(store_put(s, &r), 0);
+	store_close(s);
+	s = NULL;
+	ck_assert_int_eq(store_open(&s, path), 0);
+	ck_assert_int_eq(store_load(s, check_base, &ok), 0);
+	ck_assert_int_eq(ok, 1);
+}
+END_TEST
+
+START_TEST(upgrade_from_schema_6)
+{
+	struct sb_record r = record("old1", "running");
 	struct got g = {0};
 	uint8_t a[16];
 	int n = 0;
 
 	/* a version 6 file: this one, as it was before the pins table (and
-	 * the agent's facts of schema 8) */
+	 * the agent's facts of schema 8 and the pause base of 9) */
 	ck_assert_int_eq(store_put(s, &r), 0);
 	ck_assert_int_eq(sqlite3_exec(store_db(s),
 	                              "DROP TABLE net_pins;"
 	                              " ALTER TABLE sandboxes DROP COLUMN agent_flags;"
 	                              " ALTER TABLE sandboxes DROP COLUMN agent_no_users;"
+	                              " ALTER TABLE sandboxes DROP COLUMN pause_base;"
 	                              " PRAGMA user_version = 6",
 	                              NULL, NULL, NULL),
 	                 SQLITE_OK);
 	store_close(s);
+	s = NULL; /* (a failed open leaves it closed) */
 	ck_assert_int_eq(store_open(&s, path), 0);
 	ip(a, 1);
 	ck_assert_int_eq(store_pin_put(s, "old1", a, "public.test", 5000), 0);
@@ -174,6 +210,7 @@ int main(void)
 	tcase_add_test(tc, put_replace_delete_expire);
 	tcase_add_test(tc, load_is_bounded_and_skips_bad_rows);
 	tcase_add_test(tc, upgrade_from_schema_6);
+	tcase_add_test(tc, pause_base_kept);
 	suite_add_tcase(su, tc);
 	sr = srunner_create(su);
 	srunner_run_all(sr, CK_NORMAL);

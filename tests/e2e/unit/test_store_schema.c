@@ -35,8 +35,8 @@ static void teardown(void)
  * sandbox (only the columns of schema 1). */
 static void make_old(int v)
 {
-	static const char *const steps[] = {NULL,     schema1,  upgrade2, upgrade3,
-	                                    upgrade4, upgrade5, upgrade6, upgrade7};
+	static const char *const steps[] = {NULL,     schema1,  upgrade2, upgrade3, upgrade4,
+	                                    upgrade5, upgrade6, upgrade7, upgrade8};
 	char sql[128];
 	sqlite3 *db;
 
