@@ -27,8 +27,9 @@ PROGS_PLAIN    += lazymem hugemem firsttouch
 PROGS_PLAIN    += protnone
 PROGS_VARIANTS := hello auxv
 PROGS_MUSL     := $(PROGS_VARIANTS) fileio memtouch
-# Pipes, poll/select, epoll, eventfd, timerfd and interval timers.
-PROGS_PLAIN    += pipes polltest epolltest timers
+# Pipes, poll/select, epoll, eventfd, timerfd and interval timers (and
+# SIGALRM ending a blocking call: alarmjmp).
+PROGS_PLAIN    += pipes polltest epolltest timers alarmjmp
 PROGS_MUSL     += polltest epolltest
 # procfs (/proc/self, maps, stat, status, a child's /proc/<pid>).
 PROGS_PLAIN    += proctest
