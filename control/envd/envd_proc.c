@@ -506,7 +506,7 @@ static void proc_suspend(struct envd_proc *p)
 		if (s->streaming) {
 			sub_end(s, CRPC_UNAVAILABLE, why);
 		} else {
-			crpc_stream_fail(s->c, CRPC_UNAVAILABLE, why);
+			crpc_stream_fail(s->c, CRPC_UNAVAILABLE, "%s", why);
 			sub_free(s);
 		}
 	}

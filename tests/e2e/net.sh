@@ -311,17 +311,24 @@ if want dns; then
 	out=$(sbx "$S_HOSTPY" -- python3 /tmp/bypass.py dns-tcp,host.kiln.internal)
 	expect_eq dns-tcp "$out" "dns-tcp,host.kiln.internal rcode=0 answers=1"
 	expect_in dns-busybox "$(sbx "$S_HOST" -- busybox nslookup host.kiln.internal 2>&1)" "10.0.2.2"
-	# A burst past the limit is refused, and that is logged.
-	sbx "$S_DEFPY" -- python3 -c "
+	# A burst past the limit is refused, and that is logged. The guest
+	# sends in batches until an answer says REFUSED (rcode 5), at most 50
+	# batches: on a loaded host 300 queries in a row can take longer than
+	# the burst lasts at 50 a second.
+	out=$(sbx "$S_DEFPY" -- python3 -c "
 import socket, struct
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(5)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 q = struct.pack('!HHHHHH', 7, 0x100, 1, 0, 0, 0) + b'\x06public\x04test\x00' + struct.pack('!HH', 1, 1)
-for i in range(300): s.sendto(q, ('10.0.2.3', 53))
 codes = set()
-try:
-    while True: codes.add(s.recv(512)[3] & 15)
-except OSError: pass
-print(sorted(codes))" >/dev/null
+for batch in range(50):
+    for i in range(100): s.sendto(q, ('10.0.2.3', 53))
+    s.settimeout(0.5)
+    try:
+        while True: codes.add(s.recv(512)[3] & 15)
+    except OSError: pass
+    if 5 in codes: break
+print('refused' if 5 in codes else 'not refused: %s' % sorted(codes))")
+	expect_eq dns-rate-refused "$out" refused
 	expect_in dns-rate-logged "$(console "$S_DEFPY")" "kiln-net: DNS: lookup refused: more than"
 fi
 if want pip; then
@@ -557,14 +564,21 @@ if want udp-rate; then
 		curl -s --unix-socket "$SOCK" "http://k/sandboxes/$S_UDP/metrics" |
 			python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["network"]["udpDatagramsOut"])'
 	}
-	before=$(udp_out)
-	expect_eq udp-rate-sent "$(sbx "$S_UDP" -- python3 /tmp/udp.py "flood,host.kiln.internal,$HU,400,60000")" \
-		"flood,host.kiln.internal,$HU,400,60000 sent 400"
+	# On a loaded host the guest may send slower than the limit: flood again,
+	# at most 5 times, until kilnd logs the drop.
+	before=$(udp_out) sent=0
+	for _ in 1 2 3 4 5; do
+		out=$(sbx "$S_UDP" -- python3 /tmp/udp.py "flood,host.kiln.internal,$HU,400,60000")
+		[ "$out" = "flood,host.kiln.internal,$HU,400,60000 sent 400" ] || break
+		sent=$((sent + 400))
+		console "$S_UDP" | grep -q "kiln-net: UDP: datagrams dropped" && break
+	done
+	expect_eq udp-rate-sent "$out" "flood,host.kiln.internal,$HU,400,60000 sent 400"
 	expect_in udp-rate-logged "$(console "$S_UDP")" \
 		"kiln-net: UDP: datagrams dropped: more than 5000 a second or 16 MiB a second"
 	got=$(($(udp_out) - before))
-	if [ "$got" -gt 0 ] && [ "$got" -lt 400 ]; then ok "udp-rate-limited ($got of 400 sent)"; else
-		notok udp-rate-limited "kilnd sent $got of 400 datagrams"; fi
+	if [ "$got" -gt 0 ] && [ "$got" -lt "$sent" ]; then ok "udp-rate-limited ($got of $sent sent)"; else
+		notok udp-rate-limited "kilnd sent $got of $sent datagrams"; fi
 fi
 if want udp-update; then
 	# A new policy holds for the next datagram of a socket open across it.

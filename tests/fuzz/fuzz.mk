@@ -44,8 +44,9 @@ FUZZ_SRCS_fuzz_net_policy  := control/net/policy.c
 FUZZ_SRCS_fuzz_dns_msg     := control/net/dns_msg.c control/net/policy.c
 FUZZ_SRCS_fuzz_udp_frame   := control/net/udp_frame.c
 # kilnd whole but its main(), behind the router (the generated code
-# interpreter kernel comes from control.mk's rule)
-FUZZ_SRCS_fuzz_http_router := $(filter-out control/main.c,$(KILND_SRCS))
+# interpreter kernel comes from control.mk's rule), with the snapshot
+# library it reads pauses with (sandbox/pause_base.c) built in
+FUZZ_SRCS_fuzz_http_router := $(filter-out control/main.c,$(KILND_SRCS)) $(wildcard snapshot/*.c)
 FUZZ_LIBS_fuzz_http_router := $(KILND_LDLIBS)
 FUZZ_XFLAGS_fuzz_http_router := -I$(BUILD)/host/control/gen
 $(FUZZ_DIR)/fuzz_http_router: $(CODEINT_KERNEL_H)
