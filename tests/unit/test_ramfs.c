@@ -221,30 +221,6 @@ void wake_all(struct waitq *wq)
 {
 }
 
-struct ktimer;
-
-/* (pidns.c's freeze and CPU bound, not exercised here) */
-void wake_thread(struct thread *t)
-{
-}
-
-uint64_t sched_ran_ns(void)
-{
-	return 0;
-}
-
-void ktimer_add(struct ktimer *kt, uint64_t deadline, void (*fn)(struct ktimer *kt))
-{
-}
-
-void ktimer_del(struct ktimer *kt)
-{
-}
-
-void schedule(void)
-{
-}
-
 long wait_block(struct waitq *wq, uint64_t deadline_ns)
 {
 	return -EINTR;
