@@ -136,6 +136,29 @@ static const char *sec_name(const struct snap_section *e, uint32_t i, char *buf,
 }
 
 /* Extent, order, type, version and multiplicity of every section. */
+
+/* The VM state's flags, and where late RAM starts: inside the first RAM
+ * range, 2 MiB aligned, with RAM past it (version 1: never late). */
+static int check_vm(const struct snap_vm_state *v, uint32_t version, const struct snap_vm_config *c,
+                    struct snap_err *err)
+{
+	uint64_t late = (uint64_t)v->late_ram_mib << 20;
+	bool bad;
+
+	if ((v->flags & ~SNAP_VM_F_ALL) ||
+	    (version == SNAP_VM_STATE_V1 && (v->flags & SNAP_VM_LATE_RAM)))
+		return snap_errf(err, -EINVAL, "vm state: unknown flags 0x%x", v->flags);
+	if (!(v->flags & SNAP_VM_LATE_RAM))
+		bad = late != 0;
+	else
+		bad = !late || late % (2ULL << 20) || late > c->mem_low_size || late >= c->mem_size;
+	if (bad)
+		return snap_errf(err, -EINVAL,
+		                 "vm state: late RAM from %u MiB does not fit %llu MiB of RAM",
+		                 v->late_ram_mib, U(c->mem_size >> 20));
+	return 0;
+}
+
 static int check_table(struct snap *s, struct snap_err *err)
 {
 	const struct snap_vm_config *c = &s->hdr.config;
@@ -179,7 +202,8 @@ static int check_table(struct snap *s, struct snap_err *err)
 			goto out;
 		}
 		prev_end = e->offset + e->length;
-		if (e->type != SNAP_SEC_DEVICE && e->version != versions[e->type]) {
+		if (e->type != SNAP_SEC_DEVICE && e->version != versions[e->type] &&
+		    !(e->type == SNAP_SEC_VM && e->version == SNAP_VM_STATE_V1)) {
 			ret = snap_errf(err, -EPROTONOSUPPORT,
 			                "%s: version %u not supported (this build reads %u)", nm,
 			                e->version, versions[e->type]);
@@ -316,9 +340,8 @@ static int load_state(struct snap *s, struct snap_err *err)
 			break;
 		case SNAP_SEC_VM:
 			ret = read_payload(s, i, &s->vm, err);
-			if (!ret && ((s->vm.flags & ~SNAP_VM_F_ALL) || s->vm.reserved))
-				ret = snap_errf(err, -EINVAL, "vm state: unknown flags 0x%x",
-				                s->vm.flags);
+			if (!ret)
+				ret = check_vm(&s->vm, e->version, &s->hdr.config, err);
 			break;
 		case SNAP_SEC_DEVICE:
 			d = &s->devs[s->ndevs++];

@@ -88,6 +88,20 @@ static int check_result(struct vm *vm, struct snap_err *err)
 	return ret;
 }
 
+/* RAM the guest had not asked for when the snapshot was taken: registered
+ * with KVM only when it does, as in the boot it came from (vm.h: a slot's
+ * metadata costs KVM ~1 ms per GiB up front). The guest's own count of it
+ * is in the restored memory. Past this VM's RAM (another --mem): all of it
+ * now, and the guest's later ask finds it done. */
+static void late_ram(struct vm *vm, const struct snap_vm_state *st)
+{
+	uint64_t end = (uint64_t)st->late_ram_mib << 20;
+
+	vm->late.early_end = 0;
+	if ((st->flags & SNAP_VM_LATE_RAM) && end <= vm->mem.low_size && end < vm->mem.size)
+		vm->late.early_end = end;
+}
+
 int vm_restore_open(struct vm *vm, char *why, size_t len)
 {
 	const struct vm_config *cfg = &vm->cfg;
@@ -137,6 +151,7 @@ int vm_restore_open(struct vm *vm, char *why, size_t len)
 		vm->cfg.mem_size = c->mem_size;
 	vm->mem.size = vm->cfg.mem_size;
 	vm->mem.low_size = vm->mem.size < KILN_GPA_HOLE_START ? vm->mem.size : KILN_GPA_HOLE_START;
+	late_ram(vm, snap_vm(s));
 	vm->nr_vcpus = cfg->nr_cpus;
 	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm->kvm_fd < 0) {

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <linux/kvm.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,13 +216,21 @@ int vm_save_kvm_state(struct vm *vm, struct snap_vm_state *s)
 			return -errno;
 		memcpy(s->irqchip[i], &chip, sizeof(chip));
 	}
-	/* kiln creates no PIT. */
+	/* kiln creates no PIT. The late RAM, if the guest never asked for
+	 * it: a restore registers it only when the guest asks (vm.h). All
+	 * vCPUs are parked: none is registering it. */
+	pthread_mutex_lock(&vm->late.lock);
+	if (vm->late.early_end && !vm->late.done) {
+		s->flags |= SNAP_VM_LATE_RAM;
+		s->late_ram_mib = (uint32_t)(vm->late.early_end >> 20);
+	}
+	pthread_mutex_unlock(&vm->late.lock);
 	return 0;
 }
 
 int vm_state_check(const struct snap_vm_state *s, char *why, size_t len)
 {
-	if (s->flags & ~SNAP_VM_F_ALL || s->reserved) {
+	if (s->flags & ~SNAP_VM_F_ALL) {
 		snprintf(why, len, "VM state: unknown flags %#x", s->flags);
 		return -EINVAL;
 	}

@@ -204,7 +204,8 @@ enum snap_section_type {
 
 /* Payload layout versions of the sections this header defines. */
 #define SNAP_VCPU_STATE_VERSION 1
-#define SNAP_VM_STATE_VERSION   1
+#define SNAP_VM_STATE_VERSION   2 /* 1: late_ram_mib was reserved (0) */
+#define SNAP_VM_STATE_V1        1 /* the oldest a reader takes */
 #define SNAP_MEM_INDEX_VERSION  2
 #define SNAP_MEM_DATA_VERSION   1
 
@@ -265,11 +266,15 @@ struct snap_vcpu_state {
 
 /* snap_vm_state.flags */
 #define SNAP_VM_HAS_PIT2 0x1u /* pit2[] is valid (the VM has an in-kernel PIT) */
-#define SNAP_VM_F_ALL    SNAP_VM_HAS_PIT2
+/* The guest never asked for its late RAM (KILN_PORT_RAM, kiln/boot.h): RAM
+ * from late_ram_mib MiB up was not registered with KVM when the snapshot
+ * was taken, and a restore registers it only when the guest asks. */
+#define SNAP_VM_LATE_RAM 0x2u
+#define SNAP_VM_F_ALL    (SNAP_VM_HAS_PIT2 | SNAP_VM_LATE_RAM)
 
 struct snap_vm_state {
-	uint32_t flags; /* SNAP_VM_* */
-	uint32_t reserved;
+	uint32_t flags;        /* SNAP_VM_* */
+	uint32_t late_ram_mib; /* SNAP_VM_LATE_RAM: where late RAM starts (2 MiB aligned); else 0 */
 	uint8_t clock[SNAP_KVM_CLOCK_SIZE];
 	uint8_t irqchip[3][SNAP_KVM_IRQCHIP_SIZE]; /* chip_id 0 PIC master, 1 PIC slave, 2 IOAPIC */
 	uint8_t pit2[SNAP_KVM_PIT2_SIZE];

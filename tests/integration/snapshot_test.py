@@ -39,7 +39,8 @@ Cases (all by default; each prints ok/FAIL):
              restores (eager) into either backing go on where it stopped
   lateram    a guest snapshotted before it asked for the RAM past its early
              part (kiln,early-ram-end) gets it after restores (eager,
-             template) at once: a program touching 100 MiB of 256 runs;
+             template), which register it only when it asks, as after its
+             boot: a program touching 100 MiB of 256 runs;
              100 MiB of tmpfs data written then survives another snapshot
              and restore
   abi        a kernel whose boot note says KILN_BOOT_VERSION_MIN (as one
@@ -459,7 +460,7 @@ def case_lateram():
         return fail(name, "the guest had its late RAM before the snapshot", vm.err)
     for mode in ("eager", "template"):
         r, w = os.pipe()
-        rvm = restore(path("late.snap"), mode, stdin=r)
+        rvm = restore(path("late.snap"), mode, ["--stats"], stdin=r)
         os.close(r)
         os.write(w, b"go\n")
         t = rvm.wait_for(lambda t: "sum1 " in t, 60)
@@ -470,10 +471,14 @@ def case_lateram():
             return fail(name, "%s restore: no memtouch-ok and sum1" % mode, rvm.out, rvm.err)
         res = rvm.api({"op": "snapshot", "path": path("late2.snap"), "resume": False,
                        "no_fsync": True})
-        rvm.kill()
+        rvm.stop()
         os.close(w)
         if not res.get("ok"):
             return fail(name, "%s restore: snapshot: %s" % (mode, res), rvm.err)
+        # Registered when the restored guest asked, as after a boot.
+        if not re.search(r"late RAM \(from \d+ MiB\): asked for at", open(rvm.err).read()):
+            return fail(name, "%s restore: the late RAM was not left for the guest to ask"
+                        % mode, rvm.err)
         r, w = os.pipe()
         rvm = restore(path("late2.snap"), "eager", stdin=r)
         os.close(r)

@@ -165,7 +165,7 @@ static void make_state(void)
 	}
 	fill_random(&vmst, sizeof(vmst));
 	vmst.flags = SNAP_VM_HAS_PIT2;
-	vmst.reserved = 0;
+	vmst.late_ram_mib = 0;
 }
 
 static struct snap_save save_of(const struct image *im)
@@ -1201,6 +1201,45 @@ START_TEST(damaged)
 }
 END_TEST
 
+/* Late RAM the guest never asked for (SNAP_VM_LATE_RAM): kept as written
+ * where it fits the RAM, refused where it does not, or when the VM state
+ * is of version 1, which had no such flag. */
+enum { L_OK, L_ZERO, L_ODD, L_ALL, L_NOFLAG, L_V1, L_COUNT };
+
+START_TEST(late_ram)
+{
+	static const uint32_t mib[L_COUNT] = {68, 0, 67, MEM_SIZE / MIB, 68, 68};
+	struct snap_vm_state keep = vmst;
+	struct snap_save in = save_of(&img);
+	char path[160];
+	struct fbuf f;
+	struct snap *s;
+
+	vmst.flags = _i == L_NOFLAG ? 0 : SNAP_VM_LATE_RAM;
+	vmst.late_ram_mib = mib[_i];
+	in.format = SNAP_FORMAT_V2;
+	snprintf(path, sizeof(path), "%s/late-%d.snap", dir, _i);
+	write_ok(path, &in, NULL);
+	if (_i == L_V1) {
+		f = load_file(path);
+		sec_of(&f, SNAP_SEC_VM, 0)->version = SNAP_VM_STATE_V1;
+		reseal(&f, NULL);
+		store_file(path, f.p, f.len);
+		free(f.p);
+	}
+	if (_i == L_OK) {
+		s = open_ok(path);
+		ck_assert_uint_eq(snap_vm(s)->flags, SNAP_VM_LATE_RAM);
+		ck_assert_uint_eq(snap_vm(s)->late_ram_mib, 68);
+		snap_close(s);
+	} else {
+		expect_refused(path, _i == L_V1 ? "unknown flags" : "late RAM");
+	}
+	unlink(path);
+	vmst = keep;
+}
+END_TEST
+
 /* A flipped chunk byte passes open (chunks are read lazily) but nothing
  * that reads the chunk accepts it. */
 START_TEST(damaged_chunk)
@@ -1886,6 +1925,7 @@ static void add_corrupt_tests(TCase *tc)
 {
 	tcase_add_loop_test(tc, damaged, 0, D_COUNT);
 	tcase_add_test(tc, damaged_chunk);
+	tcase_add_loop_test(tc, late_ram, 0, L_COUNT);
 	tcase_add_test(tc, written_damaged_ref);
 	tcase_add_test(tc, random_damage);
 	tcase_add_test(tc, write_failures);
