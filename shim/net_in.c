@@ -30,7 +30,7 @@
 #include "shim.h"
 
 #define IN_PORTS_MAX 256        /* announced listeners per VM */
-#define IN_CONNS_MAX 1024       /* connections carried at once */
+#define IN_CONNS_MAX 256        /* connections carried at once */
 #define IN_OUT_HIGH  (1u << 20) /* bytes held for a client: pause the guest */
 #define IN_OUT_LOW   (256u << 10)
 
@@ -63,6 +63,7 @@ struct net_in {
 static void conn_free(struct inconn *c)
 {
 	struct ev_loop *loop = c->ni->ns->loop;
+	struct inport *ip;
 
 	ev_io_stop(loop, &c->rd);
 	ev_io_stop(loop, &c->wr);
@@ -71,6 +72,10 @@ static void conn_free(struct inconn *c)
 	buf_free(&c->out);
 	LIST_REMOVE(c, link);
 	c->ni->nconns--;
+	LIST_FOREACH(ip, &c->ni->ports, link)
+	{
+		ev_io_start(loop, &ip->lw); /* if EMFILE stopped it */
+	}
 	free(c);
 }
 
@@ -233,8 +238,13 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	for (int i = 0; i < 16; i++) {
 		int fd = accept4(ip->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (fd < 0)
+		if (fd < 0) {
+			/* out of descriptors: wait for a connection's end,
+			 * not spin on a listener that stays readable */
+			if (errno == EMFILE || errno == ENFILE)
+				ev_io_stop(loop, w);
 			return;
+		}
 		conn_new(ip, fd);
 	}
 }
