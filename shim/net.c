@@ -17,6 +17,9 @@
  * kiln host here), the resolver stand-in on other ports than 53, more
  * connections or UDP sockets than kilnd allows a sandbox.
  *
+ * Inbound: the guest's wildcard TCP listeners, announced on the same
+ * listener, are served at the pod's addresses by net_in.c, on this thread.
+ *
  * DNS: the resolver stand-in asks the servers of the pod's resolv.conf
  * (the spec's bind at /etc/resolv.conf, which binds.c also copies into the
  * guest; else the host's /etc/resolv.conf), from the namespace.
@@ -45,7 +48,8 @@ enum { NETNS_OWN = -2, NETNS_NEW = -1 };
 struct shim_net {
 	pthread_t thread;
 	int nsfd; /* the namespace to join, or NETNS_OWN / NETNS_NEW */
-	char *conf, lpath[160];
+	char *conf, lpath[160], agent[128];
+	struct net_in *in; /* inbound ports (net_in.c) */
 	struct ev_loop *loop;
 	ev_async stop;
 	struct net_ctx nc;
@@ -178,6 +182,10 @@ static void *net_thread(void *arg)
 		started(sn, err, sn->conf ? sn->conf : "the resolver");
 		goto out;
 	}
+	if (!(sn->in = net_in_new(&sn->ns, sn->agent))) {
+		started(sn, -ENOMEM, "inbound ports");
+		goto out;
+	}
 	if ((err = net_listen(&sn->ns, sn->lpath))) {
 		started(sn, err, sn->lpath);
 		goto out;
@@ -189,6 +197,8 @@ static void *net_thread(void *arg)
 	net_unlisten(&sn->ns);
 	unlink(sn->lpath);
 out:
+	net_in_free(sn->in);
+	sn->in = NULL;
 	resolver_free(sn->nc.res);
 	sn->nc.res = NULL;
 	free(sn->nc.host);
@@ -228,6 +238,7 @@ int net_start(struct shim *s, const char *bundle, const struct spec_binds *b, ch
 			return -ENOMEM;
 		}
 	snprintf(sn->lpath, sizeof(sn->lpath), "%s_%u", s->vm.vsock, KILN_NET_PORT);
+	snprintf(sn->agent, sizeof(sn->agent), "%s", s->vm.vsock);
 	sn->pol.internet = sn->pol.any = true;
 	sn->ns.nc = &sn->nc;
 	sn->ns.id = s->id;

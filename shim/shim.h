@@ -229,6 +229,12 @@ int jail_take_snapshot(const struct shim *s, char *msg, size_t n);
  * b for its resolver; once the VM is booted (its vsock socket named). */
 int net_start(struct shim *s, const char *bundle, const struct spec_binds *b, char *msg, size_t n);
 void net_stop(struct shim *s);
+/* net_in.c: the guest's listeners at the pod's addresses, from the network
+ * thread (ns->listen, set here; agent: the VM's vsock socket). */
+struct net_sb;
+struct net_in;
+struct net_in *net_in_new(struct net_sb *ns, const char *agent);
+void net_in_free(struct net_in *ni);
 
 /* cgroup.c: the CPU limits r on the VMM's cgroup leaf, once it runs. */
 int cgroup_apply(struct shim *s, const struct spec_res *r, char *msg, size_t n);

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent_client.h"
 #include "agent_port.h"
 #include "agent_proto.h"
-#include "spare.h"
 #include "util.h"
 
 enum aport_phase { AP_HELLO, AP_CONNECTING, AP_OPEN };
@@ -20,7 +20,7 @@ struct aport {
 	enum aport_phase phase;
 	bool eof, shut; /* DONE received / sent */
 	unsigned port;
-	char sb_id[SB_ID_LEN + 1];
+	char sb_id[80]; /* the sandbox's id, or the shim's task's */
 };
 
 static void aport_free(struct aport *p)
@@ -142,7 +142,8 @@ static const struct agent_conn_ops agent_ops = {
     .on_drain = on_drain,
 };
 
-struct aport *aport_open(struct sandbox *sb, unsigned port, const struct aport_ops *ops, void *ctx)
+struct aport *aport_open_with(aport_dial_fn *dial, void *arg, const char *name, unsigned port,
+                              const struct aport_ops *ops, void *ctx)
 {
 	struct agent_wr w;
 	struct aport *p;
@@ -158,8 +159,8 @@ struct aport *aport_open(struct sandbox *sb, unsigned port, const struct aport_o
 	p->ops = ops;
 	p->ctx = ctx;
 	p->port = port;
-	snprintf(p->sb_id, sizeof(p->sb_id), "%s", sb->rec.id);
-	p->a = spare_take(sb, &agent_ops, p);
+	snprintf(p->sb_id, sizeof(p->sb_id), "%s", name);
+	p->a = dial(arg, &agent_ops, p);
 	if (!p->a) {
 		int err = errno;
 

@@ -34,8 +34,18 @@ struct aport_ops {
 };
 
 /* Open a stream to port (1..65535) of sb, which must be running. NULL with
- * errno set if the agent cannot be reached. */
+ * errno set if the agent cannot be reached. (spare.c: kilnd's.) */
 struct aport *aport_open(struct sandbox *sb, unsigned port, const struct aport_ops *ops, void *ctx);
+
+struct agent_conn;
+struct agent_conn_ops;
+/* A new agent stream owned by ops/ctx (as agent_open()'s), or NULL with
+ * errno set. */
+typedef struct agent_conn *aport_dial_fn(void *arg, const struct agent_conn_ops *ops, void *ctx);
+/* The same over the stream dial(arg) gives (the shim: agent_open() to its
+ * VM's socket); name, the sandbox's, is for the messages. */
+struct aport *aport_open_with(aport_dial_fn *dial, void *arg, const char *name, unsigned port,
+                              const struct aport_ops *ops, void *ctx);
 /* Queue bytes for the guest; 0 or -ENOMEM. */
 int aport_write(struct aport *p, const void *data, size_t n);
 /* Half-close: no more bytes for the guest. */

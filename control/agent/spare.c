@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "agent_port.h"
 #include "spare.h"
 #include "util.h"
 
@@ -215,4 +216,14 @@ struct agent_conn *spare_take(struct sandbox *sb, const struct agent_conn_ops *o
 	snprintf(t->id, sizeof(t->id), "%s", sb->rec.id);
 	agent_on_free(a, released, t);
 	return a;
+}
+
+static struct agent_conn *dial_spare(void *arg, const struct agent_conn_ops *ops, void *ctx)
+{
+	return spare_take(arg, ops, ctx);
+}
+
+struct aport *aport_open(struct sandbox *sb, unsigned port, const struct aport_ops *ops, void *ctx)
+{
+	return aport_open_with(dial_spare, sb, sb->rec.id, port, ops, ctx);
 }

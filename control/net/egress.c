@@ -277,6 +277,7 @@ static void decide(struct econn *ec)
 {
 	static const uint8_t lo4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
 	static const uint8_t lo6[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+	static const uint8_t none[16];
 	const struct kiln_net_hello *h = &ec->hello;
 	struct net_sb *ns = ec->ns;
 	const uint8_t(*host)[16];
@@ -287,10 +288,21 @@ static void decide(struct econn *ec)
 	enum net_verdict v;
 
 	if (h->magic != KILN_NET_MAGIC || h->version != KILN_NET_VERSION || h->reserved ||
-	    (h->flags & ~(KILN_NET_F_DATAGRAM | KILN_NET_F_UDP)) ||
-	    h->flags == (KILN_NET_F_DATAGRAM | KILN_NET_F_UDP) || !port ||
-	    (h->family != KILN_NET_IPV4 && h->family != KILN_NET_IPV6)) {
+	    (h->flags & ~(KILN_NET_F_DATAGRAM | KILN_NET_F_UDP | KILN_NET_F_LISTEN)) ||
+	    h->flags == (KILN_NET_F_DATAGRAM | KILN_NET_F_UDP) ||
+	    ((h->flags & KILN_NET_F_LISTEN) &&
+	     (h->flags != KILN_NET_F_LISTEN || memcmp(h->addr, none, sizeof(none)) ||
+	      !ns->listen)) ||
+	    !port || (h->family != KILN_NET_IPV4 && h->family != KILN_NET_IPV6)) {
 		refuse(ec, KILN_NET_EPROTO);
+		return;
+	}
+	if (h->flags & KILN_NET_F_LISTEN) { /* the owner's inbound ports */
+		int gfd = ec->gfd;
+
+		ec->gfd = -1;
+		econn_free(ec);
+		ns->listen(ns, gfd, h->family == KILN_NET_IPV6 ? 6 : 4, port);
 		return;
 	}
 	if (h->flags & KILN_NET_F_UDP) { /* every datagram is judged by udp.c */

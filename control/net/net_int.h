@@ -54,6 +54,11 @@ struct net_sb {
 	const char *console;               /* the guest's log file, for refusals */
 	const struct net_policy *policy;   /* judges every destination */
 	const struct net_pin_store *store; /* or NULL: pins in memory only */
+	/* Or NULL (kilnd): a guest's wildcard TCP listener on port (family 4
+	 * or 6) announced itself on the stream gfd (KILN_NET_F_LISTEN), which
+	 * is the callee's from here on, the reply too. */
+	void (*listen)(struct net_sb *ns, int gfd, int family, uint16_t port);
+	void *listen_ctx;
 	int lfd;
 	ev_io lw;
 	char *lpath;

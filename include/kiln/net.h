@@ -57,6 +57,20 @@
  * version 1: a kilnd without it answers such a hello KILN_NET_EPROTO, and
  * the guest's datagrams are lost, as before it.)
  *
+ * Listeners (KILN_NET_F_LISTEN): a TCP socket of the guest that listens
+ * on the wildcard address opens a stream whose hello names the family
+ * (KILN_NET_IPV6: ::, which takes IPv4 too unless IPV6_V6ONLY), addr all
+ * zero, and the listening port. The host replies as to any hello; with
+ * status 0 the stream then carries nothing and stays open for as long as
+ * the socket listens: its end (the guest closed the socket, or the VM is
+ * gone) is the end of the listener. A host that serves inbound ports (the
+ * containerd shim: the pod's IP, as runc's container has it) listens on
+ * that port and carries each connection to the guest's loopback as an
+ * agent port stream (include/kiln/agent.h). kilnd has no use for it and
+ * replies KILN_NET_EPROTO (its ports are reached by name, control/net/
+ * ports.h). Loopback listeners are never announced. (KILN_NET_F_LISTEN
+ * came within version 1, as KILN_NET_F_UDP did.)
+ *
  * host.kiln.internal resolves (only when a rule names it) to
  * KILN_NET_HOST4 and KILN_NET_HOST6, which kilnd maps to the host's own
  * 127.0.0.1 and ::1. These stand-in addresses and the guest's own address
@@ -115,6 +129,7 @@ enum kiln_net_family {
 /* Hello flags. */
 #define KILN_NET_F_DATAGRAM 1u /* DNS over UDP, framed (see above) */
 #define KILN_NET_F_UDP      2u /* UDP datagrams, struct kiln_net_dgram frames */
+#define KILN_NET_F_LISTEN   4u /* a wildcard TCP listener of the guest (above) */
 
 /* IN (guest -> host): the first bytes of a stream. */
 struct kiln_net_hello {

@@ -116,6 +116,68 @@ out2=$($C run --rm $RT "$IMG" n8 sh -c "wget -O - http://$HOSTIP:$HPORT/hello.tx
 [ $rc = 0 ] && [ "$out" = "served in $SRV" ] && grep -q "rc=1" <<<"$out2"
 check $? "--net-host: the shim's own namespace reaches the host's $HOSTIP:$HPORT ($rc: $out), a task of its own namespace does not ($(tr '\n' ' ' <<<"$out2"))"
 
+# ---- inbound: a guest's wildcard listener is at the pod's address, as
+# with runc; one on the guest's loopback is not; closed with its socket
+reach() {
+	ip netns exec "$SRV" python3 -c "import socket, sys
+s = socket.create_connection(('203.0.113.2', $1), 2)
+s.sendall(b'GET /i.html HTTP/1.0\r\n\r\n')
+sys.stdout.write(s.makefile('rb').read().decode(errors='replace'))" 2>&1
+}
+refused() { grep -q "ConnectionRefusedError" <<<"$1"; }
+$C run -d $RT $NS "$IMG" n9 sh -c 'echo served in the guest >/tmp/i.html
+	httpd -f -p 127.0.0.1:8091 -h /tmp & httpd -f -p 8092 -h /tmp & echo $! >/tmp/p8092
+	nc -l -p 8093 >/tmp/up &
+	exec httpd -f -p 8090 -h /tmp' >/dev/null
+out=
+for _ in $(seq 100); do
+	out=$(reach 8090) && grep -q "served in the guest" <<<"$out" && break
+	sleep 0.2
+done
+grep -q "served in the guest" <<<"$out" && grep -q "served in the guest" <<<"$(reach 8092)"
+check $? "guest servers on 0.0.0.0:8090 and :8092 answer at the pod's 203.0.113.2 from $SRV ($(tail -1 <<<"$out"))"
+$C task exec --exec-id i0 n9 sh -c 'yes 0123456789abcdef | head -c 8388608 >/tmp/big'
+t0=$(date +%s%N)
+n=$(ip netns exec "$SRV" python3 -c "import socket
+s = socket.create_connection(('203.0.113.2', 8090), 5)
+s.sendall(b'GET /big HTTP/1.0\r\n\r\n')
+print(len(s.makefile('rb').read().split(b'\r\n\r\n', 1)[1]))" 2>&1)
+t1=$(date +%s%N)
+[ "$n" = 8388608 ]
+check $? "8 MiB from the guest's server through the pod's port, whole ($n bytes, $(((t1 - t0) / 1000000)) ms)"
+ip netns exec "$SRV" python3 -c "import socket
+s = socket.create_connection(('203.0.113.2', 8093), 5)
+s.sendall(b'u' * 4194304)
+s.shutdown(socket.SHUT_WR)
+s.recv(1)"
+for _ in $(seq 50); do
+	n=$($C task exec --exec-id "u$_" n9 sh -c 'wc -c </tmp/up')
+	[ "$n" = 4194304 ] && break
+	sleep 0.1
+done
+[ "$n" = 4194304 ]
+check $? "4 MiB to a guest's nc -l through the pod's port, whole ($n bytes)"
+out=$($C task exec --exec-id i1 n9 wget -q -O - http://127.0.0.1:8091/i.html 2>&1)
+out2=$(reach 8091)
+[ "$out" = "served in the guest" ] && refused "$out2"
+check $? "a guest server on 127.0.0.1:8091 answers in the guest ($out), not at the pod's address ($(tail -1 <<<"$out2"))"
+$C task exec --exec-id i2 n9 sh -c 'kill $(cat /tmp/p8092)'
+for _ in $(seq 50); do refused "$(reach 8092)" && break; sleep 0.1; done
+out=$(reach 8092)
+refused "$out" && grep -q "served in the guest" <<<"$(reach 8090)"
+check $? "the guest's server on 8092 ends: the pod's port closes, 8090 stays ($(tail -1 <<<"$out"))"
+$C task kill -s SIGKILL n9
+for _ in $(seq 50); do
+	[ "$($C task ls | awk '$1 == "n9" {print $3}')" = STOPPED ] && break
+	sleep 0.1
+done
+for _ in $(seq 50); do refused "$(reach 8090)" && break; sleep 0.1; done
+out=$(reach 8090)
+refused "$out"
+check $? "the task ended: the pod's port 8090 is closed ($(tail -1 <<<"$out"))"
+$C task delete n9 >/dev/null 2>&1
+$C container rm n9 >/dev/null 2>&1
+
 # ---- a path that is no network namespace
 out=$($C run --rm $RT --with-ns "network:$T/resolv.conf" "$IMG" n6 true 2>&1)
 rc=$?

@@ -263,6 +263,7 @@ if want hostile-hello; then
 		"v4-host-standin status=0" "bad-magic status=71" "bad-version status=71" \
 		"bad-family status=71" "port-zero status=71" "bad-flags status=71" \
 		"datagram-elsewhere status=71" "reserved-set status=71" "short-hello closed" \
+		"listen-kilnd status=71" "listen-with-udp status=71" \
 		"udp-both-flags status=71" "udp-refused-loopback status=0 frame=13" \
 		"udp-refused-mapped status=0 frame=13" "udp-bad-family status=0 closed" \
 		"udp-too-long status=0 closed" "udp-v4-junk-addr status=0 closed" \

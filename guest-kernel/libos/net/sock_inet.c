@@ -374,6 +374,7 @@ static int inet_listen(struct socket *s, int backlog)
 	if (is->e.state != SP_LISTEN && !port_free(is, &is->laddr, is->lport, true))
 		return -EADDRINUSE;
 	sp_listen(&is->e, backlog);
+	listen_announce(is, is_any(&is->laddr));
 	return 0;
 }
 
@@ -693,6 +694,7 @@ static void inet_release(struct socket *s)
 
 	if (!is)
 		return;
+	listen_release(is);
 	is->sock = NULL;
 	if (is->eg)
 		egress_release(is);

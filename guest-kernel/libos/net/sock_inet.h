@@ -14,6 +14,8 @@
 #define IPPROTO_IPV6 41
 
 /* An address as an IPv6 socket sees it: IPv4 ones are ::ffff:a.b.c.d. */
+struct vsock_sk;
+
 struct inet_addr {
 	uint8_t b[16];
 };
@@ -37,7 +39,8 @@ struct inet_sk {
 	struct inet_sk *bnext; /* in its protocol's table of bound sockets */
 	struct inet_opt opts[INET_NOPTS];
 	int nopts;
-	struct egress *eg; /* TCP: a connection to elsewhere (sock_inet_egress.c) */
+	struct egress *eg;         /* TCP: a connection to elsewhere (sock_inet_egress.c) */
+	struct vsock_sk *announce; /* TCP: a wildcard listener told to the host */
 	/* UDP off the guest (sock_inet_udp.c): to the resolver, elsewhere */
 	struct udp_relay *dns, *udp;
 };
@@ -67,6 +70,11 @@ int egress_inq(struct inet_sk *is);
 /* Catch up with the stream (the pending SO_ERROR lands in is->e.err). */
 void egress_update(struct inet_sk *is);
 void egress_release(struct inet_sk *is);
+
+/* sock_inet_listen.c: tell the host of a listener (any: it is bound to the
+ * wildcard address; else nothing is done), and that it is gone. */
+void listen_announce(struct inet_sk *is, bool any);
+void listen_release(struct inet_sk *is);
 
 /* sock_inet_udp.c: UDP to addresses off the guest, carried to kilnd (to
  * the resolver address, KILN_NET_RESOLVER4/6 port 53, kilnd's own DNS);

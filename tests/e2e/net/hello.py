@@ -41,6 +41,10 @@ ask("port-zero", hello(4, v4("8.8.8.8"), 0))
 ask("bad-flags", hello(4, v4("8.8.8.8"), 80, flags=0x80))
 ask("datagram-elsewhere", hello(4, v4("8.8.8.8"), 53, flags=1))
 ask("reserved-set", hello(4, v4("8.8.8.8"), 80, reserved=7))
+# A guest's listener announcement: kilnd has no inbound ports of its own
+# (the containerd shim does), so it refuses the hello.
+ask("listen-kilnd", hello(4, v4("0.0.0.0"), 8000, flags=4))
+ask("listen-with-udp", hello(4, v4("0.0.0.0"), 8000, flags=6))
 ask("dns-garbage", hello(4, v4("10.0.2.3"), 53) + b"\x00\x00junk")
 ask("short-hello", hello(4, v4("8.8.8.8"), 80, cut=10), wait=15)
 
