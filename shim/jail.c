@@ -57,6 +57,19 @@ static bool uid_in_use(unsigned uid)
 	return used;
 }
 
+/* uid no longer in use, waiting up to a second for it: on a loaded host
+ * the ended VMM's uid was seen in /proc just after its exit was reaped, and
+ * its lock file was left behind. */
+static bool uid_gone(unsigned uid)
+{
+	for (int i = 0; i < 100; i++) {
+		if (!uid_in_use(uid))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
 /* The lock we hold is still the file at path: a lock file is unlinked by
  * the shim that held it (jail_release), and one opened before that is no
  * lock any more. */
@@ -180,7 +193,7 @@ static void release_id(unsigned id, int lock_fd)
 		close(fd); /* another shim's now */
 		return;
 	}
-	if (fd >= 0 && still_there(fd, path) && !uid_in_use(id))
+	if (fd >= 0 && still_there(fd, path) && uid_gone(id))
 		unlink(path);
 	if (fd >= 0)
 		close(fd);
