@@ -141,17 +141,29 @@ static void become_user(void)
 	}
 }
 
-/* A child that runs "procperm ARGS..." (exec: dumpable again). */
+/* A child that runs "procperm ARGS..." (exec: dumpable again), returned
+ * once it has exec'd: until then a child that changed its user is not
+ * dumpable, and a probe of it would race its exec. */
 static pid_t spawn(int as_user, char *const argv[], int keep_fd)
 {
-	pid_t pid = fork();
+	int execd[2];
+	pid_t pid;
+	char c;
 
+	if (pipe2(execd, O_CLOEXEC))
+		return -1;
+	pid = fork();
 	if (pid == 0) {
+		close(execd[0]);
 		if (as_user)
 			become_user();
 		execv("/proc/self/exe", argv);
 		_exit(127);
 	}
+	close(execd[1]);
+	while (read(execd[0], &c, 1) > 0) /* EOF: exec'd (or gone) */
+		;
+	close(execd[0]);
 	(void)keep_fd;
 	return pid;
 }
