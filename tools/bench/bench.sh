@@ -259,6 +259,7 @@ if [ -x build/bin/kilnd ] && [ -f build/initramfs/agent.cpio ]; then
 	echo
 	bash tools/bench/kilnd_snap_bench.sh 2>&1 | sed 's/^/  /'
 	echo
+	[ -f build/images/base.erofs ] && bash tools/bench/kilnd_burst.sh 2>&1 | sed 's/^/  /' && echo
 	bash tools/bench/run_bench.sh 2>&1 | sed 's/^/  /'
 	echo
 	bash tools/bench/kilnd_ports_bench.sh 2>&1 | sed 's/^/  /'

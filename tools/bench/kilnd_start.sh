@@ -2,7 +2,7 @@
 # with the socket $SOCK, kills it and every VMM it spawned on exit, and
 # waits for its health check. Arguments: extra kilnd flags.
 # shellcheck shell=bash
-T=$(mktemp -d /tmp/kilnd-bench.XXXXXX)
+T=$(mktemp -d "${KILND_BENCH_TMP:-/tmp}"/kilnd-bench.XXXXXX)
 SOCK=$T/kilnd.sock
 # Where the benchmarks' curl writes answer bodies: on tmpfs when there is one.
 # Creating and truncating a file on the data disk (ext4 here) costs curl ~0.5
