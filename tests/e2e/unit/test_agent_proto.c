@@ -279,6 +279,23 @@ START_TEST(exit_and_error)
 }
 END_TEST
 
+/* A START of one argv and no env, read up to its trailers. */
+static void start_head(struct agent_rd *r, struct buf *b)
+{
+	const char *s;
+	uint32_t n;
+
+	agent_rd_init(r, buf_head(b) + 8, hdr_of(b, 0).len);
+	agent_get_u32(r);
+	agent_get_str(r, &s, &n);
+	agent_get_u32(r);
+	agent_get_str(r, &s, &n);
+	agent_get_u32(r);
+	agent_get_u32(r);
+	agent_get_u16(r);
+	agent_get_u16(r);
+}
+
 /* START's tag trailer: after (empty) user, rlimits and root trailers. */
 START_TEST(tag_trailer)
 {
@@ -290,15 +307,7 @@ START_TEST(tag_trailer)
 	uint32_t n;
 
 	ck_assert_int_eq(agent_msg_start(&b, &st), 0);
-	agent_rd_init(&r, buf_head(&b) + 8, hdr_of(&b, 0).len);
-	agent_get_u32(&r);
-	agent_get_str(&r, &s, &n);
-	agent_get_u32(&r);
-	agent_get_str(&r, &s, &n);
-	agent_get_u32(&r);
-	agent_get_u32(&r);
-	agent_get_u16(&r);
-	agent_get_u16(&r);
+	start_head(&r, &b);
 	agent_get_str(&r, &s, &n);
 	ck_assert_uint_eq(n, 0); /* no user */
 	ck_assert_uint_eq(agent_get_u32(&r), 0);
@@ -327,15 +336,7 @@ START_TEST(pidns_trailer)
 	uint32_t n;
 
 	ck_assert_int_eq(agent_msg_start(&b, &st), 0);
-	agent_rd_init(&r, buf_head(&b) + 8, hdr_of(&b, 0).len);
-	agent_get_u32(&r);
-	agent_get_str(&r, &s, &n);
-	agent_get_u32(&r);
-	agent_get_str(&r, &s, &n);
-	agent_get_u32(&r);
-	agent_get_u32(&r);
-	agent_get_u16(&r);
-	agent_get_u16(&r);
+	start_head(&r, &b);
 	agent_get_str(&r, &s, &n); /* no user */
 	agent_get_u32(&r);
 	ck_assert_uint_eq(agent_get_u32(&r), 0); /* no rlimits */
