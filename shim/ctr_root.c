@@ -264,17 +264,30 @@ int ctr_read_file(struct shim *s, const char *path, char *buf, size_t cap, char 
 	return err;
 }
 
+/* op on c's own PID namespace, which one that shares the pod's has not. */
+static int ns_op(struct shim *s, struct ctr *c, uint32_t op, uint32_t arg, const char *what,
+                 char *msg, size_t n)
+{
+	if (c->pid_shared) {
+		snprintf(msg, n,
+		         "%s: the container shares the pod's PID namespace, it has none of its own",
+		         what);
+		return -ENOTSUP;
+	}
+	return root_op(s, op, c->guest_root, arg, what, msg, n);
+}
+
 int ctr_limit(struct shim *s, struct ctr *c, uint32_t mib, char *msg, size_t n)
 {
-	return root_op(s, KILN_FILE_LIMIT, c->guest_root, mib, "bounding its memory", msg, n);
+	return ns_op(s, c, KILN_FILE_LIMIT, mib, "bounding its memory", msg, n);
 }
 
 int ctr_cpu(struct shim *s, struct ctr *c, uint32_t milli, char *msg, size_t n)
 {
-	return root_op(s, KILN_FILE_CPU, c->guest_root, milli, "bounding its CPU", msg, n);
+	return ns_op(s, c, KILN_FILE_CPU, milli, "bounding its CPU", msg, n);
 }
 
 int ctr_freeze(struct shim *s, struct ctr *c, bool on, char *msg, size_t n)
 {
-	return root_op(s, KILN_FILE_FREEZE, c->guest_root, on, on ? "freezing" : "thawing", msg, n);
+	return ns_op(s, c, KILN_FILE_FREEZE, on, on ? "freezing" : "thawing", msg, n);
 }

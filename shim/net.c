@@ -37,7 +37,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <jansson.h>
 #include <kiln/net.h>
 
 #include "net/net_int.h"
@@ -63,60 +62,42 @@ struct shim_net {
 	char msg[512];
 };
 
+/* One network entry of the spec: *fd the namespace it opens, or NETNS_NEW. */
+static int netns_entry(void *arg, size_t i, const char *path, char *msg, size_t n)
+{
+	int *fd = arg;
+
+	if (*fd >= 0)
+		close(*fd);
+	*fd = NETNS_NEW;
+	if (!path)
+		return 0;
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0 || ioctl(*fd, NS_GET_NSTYPE) != CLONE_NEWNET) {
+		int err = *fd < 0 ? -errno : -EINVAL;
+
+		snprintf(msg, n, "linux.namespaces[%zu].path %s is not a network namespace%s%s", i,
+		         path, *fd < 0 ? ": " : "", *fd < 0 ? strerror(-err) : "");
+		if (*fd >= 0)
+			close(*fd);
+		*fd = NETNS_OWN;
+		return err;
+	}
+	return 0;
+}
+
 /* The spec's network namespace: *fd the open namespace, or NETNS_OWN /
  * NETNS_NEW. Anything else than a network namespace is refused. */
 static int spec_netns(const char *bundle, int *fd, char *msg, size_t n)
 {
-	char path[4200];
-	json_error_t je;
-	json_t *j, *nss, *e, *p;
-	size_t i;
-	int err = 0;
+	int err;
 
 	*fd = NETNS_OWN;
-	snprintf(path, sizeof(path), "%s/config.json", bundle);
-	j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!j) {
-		snprintf(msg, n, "%s: %s", path, je.text);
-		return -EINVAL;
+	err = spec_each_ns(bundle, "network", netns_entry, fd, msg, n);
+	if (err && *fd >= 0) {
+		close(*fd);
+		*fd = NETNS_OWN;
 	}
-	nss = json_object_get(json_object_get(j, "linux"), "namespaces");
-	if (nss && !json_is_array(nss)) {
-		snprintf(msg, n, "linux.namespaces is not a list");
-		err = -EINVAL;
-	}
-	json_array_foreach(nss, i, e)
-	{
-		if (err || !json_is_object(e) ||
-		    strcmp(json_string_value(json_object_get(e, "type")) ?: "", "network"))
-			continue;
-		p = json_object_get(e, "path");
-		if (!p || (json_is_string(p) && !json_string_length(p))) {
-			*fd = NETNS_NEW;
-			continue;
-		}
-		if (!json_is_string(p) || json_string_value(p)[0] != '/' ||
-		    json_string_length(p) >= 4096 ||
-		    strlen(json_string_value(p)) != json_string_length(p)) {
-			snprintf(msg, n, "linux.namespaces[%zu].path is not an absolute path", i);
-			err = -EINVAL;
-			continue;
-		}
-		if (*fd >= 0)
-			close(*fd);
-		*fd = open(json_string_value(p), O_RDONLY | O_CLOEXEC);
-		if (*fd < 0 || ioctl(*fd, NS_GET_NSTYPE) != CLONE_NEWNET) {
-			err = *fd < 0 ? -errno : -EINVAL;
-			snprintf(msg, n,
-			         "linux.namespaces[%zu].path %s is not a network namespace%s%s", i,
-			         json_string_value(p), *fd < 0 ? ": " : "",
-			         *fd < 0 ? strerror(errno) : "");
-			if (*fd >= 0)
-				close(*fd);
-			*fd = NETNS_OWN;
-		}
-	}
-	json_decref(j);
 	return err;
 }
 

@@ -126,8 +126,9 @@ struct ctr {
 	char *root_path;  /* the spec's root.path */
 	char *guest_root; /* NULL: the VM's "/" (the owner); else its root in the guest */
 	bool rootfs_mounted;
-	bool owner;  /* the VM is its */
-	bool paused; /* an app container frozen in the guest (ctr_freeze) */
+	bool owner;      /* the VM is its */
+	bool paused;     /* an app container frozen in the guest (ctr_freeze) */
+	bool pid_shared; /* its processes join the owner's guest PID namespace (pidshare.c) */
 	/* an app container's memory bound, its PID namespace's in the guest
 	 * (ctr_limit; 0: none, the pod's VM's) */
 	uint32_t mem_mb;
@@ -223,6 +224,19 @@ void jail_cleanup(const char *bundle);
  * what it wrote to BUNDLE/pause.snap. 0 or -errno (msg filled in). */
 int jail_snap_target(const struct shim *s, char *out, size_t len);
 int jail_take_snapshot(const struct shim *s, char *msg, size_t n);
+
+/* spec_ns.c: fn called for each linux.namespaces entry of type in
+ * bundle/config.json, with its index and path (NULL: none, or ""), which
+ * is checked to be absolute first; stops at the first error (-errno, msg
+ * filled in), which it returns. */
+typedef int (*spec_ns_fn)(void *arg, size_t i, const char *path, char *msg, size_t n);
+int spec_each_ns(const char *bundle, const char *type, spec_ns_fn fn, void *arg, char *msg,
+                 size_t n);
+
+/* pidshare.c: whether the spec (bundle/config.json) has the container join
+ * its pod's PID namespace (linux.namespaces' pid path /proc/VMM/ns/pid);
+ * vmm 0 (the pod's first container) has none to join. 0 or -EINVAL. */
+int pidshare_spec(const char *bundle, pid_t vmm, bool *share, char *msg, size_t n);
 
 /* net.c: the guest's egress and DNS served from the network namespace of
  * the owner's spec (bundle/config.json), the pod's resolv.conf bind among

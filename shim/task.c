@@ -173,7 +173,8 @@ static int create_owner(struct shim *s, struct ctr *c, struct proc *p,
 	pthread_t t;
 	int err;
 
-	if (spec_load_bundle(c->bundle, &p->spec, &s->res, &c->binds, &c->root_path, msg, n))
+	if (spec_load_bundle(c->bundle, &p->spec, &s->res, &c->binds, &c->root_path, msg, n) ||
+	    pidshare_spec(c->bundle, 0, &c->pid_shared, msg, n))
 		return RPC_INVALID_ARGUMENT;
 	p->spec.terminal = rq->terminal;
 	for (size_t i = 0; i < rq->n_rootfs; i++)
@@ -236,11 +237,19 @@ static int create_in_pod(struct shim *s, struct ctr *c, struct proc *p,
 	if (rq->n_rootfs > 1)
 		return FAIL(RPC_INVALID_ARGUMENT, "the rootfs is %zu mounts; kiln's shim takes one",
 		            rq->n_rootfs);
-	if (spec_load_bundle(c->bundle, &p->spec, &res, &c->binds, &c->root_path, msg, n))
+	if (spec_load_bundle(c->bundle, &p->spec, &res, &c->binds, &c->root_path, msg, n) ||
+	    pidshare_spec(c->bundle, s->vm.pid, &c->pid_shared, msg, n))
 		return RPC_INVALID_ARGUMENT;
 	p->spec.terminal = rq->terminal;
 	c->mem_mb = res.mem_set ? res.mem_mb : 0;
 	c->cpu_milli = spec_res_millicpus(&res);
+	if (c->pid_shared && (c->mem_mb || c->cpu_milli)) {
+		/* its bounds would be its own namespace's: the pod VM's hold it */
+		shim_log("%s: shares the pod's PID namespace: its memory limit and CPU quota are "
+		         "not applied",
+		         c->id);
+		c->mem_mb = c->cpu_milli = 0;
+	}
 	if (asprintf(&c->guest_root, "/run/kiln/containers/%s", c->id) < 0) {
 		c->guest_root = NULL;
 		return FAIL(RPC_INTERNAL, "out of memory");

@@ -406,6 +406,8 @@ int vm_proc_start(struct shim *s, struct proc *p, char *msg, size_t n)
 	    /* a root trailer, "/" too, gives the container a PID namespace of
 	     * its own in the guest (initramfs/agent/pidns.c) */
 	    .root = p->ctr && p->ctr->guest_root ? p->ctr->guest_root : "/",
+	    /* or the pod's first container's (shareProcessNamespace) */
+	    .pidns = p->ctr && p->ctr->pid_shared ? "/" : NULL,
 	};
 	struct agent_rlimit lim[SHIM_MAX_RLIMITS];
 	struct kiln_frame f;

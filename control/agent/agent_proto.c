@@ -245,13 +245,13 @@ int agent_msg_start(struct buf *b, const struct agent_start *s)
 	agent_put_u16(&w, s->rows);
 	if (s->n_rlimits > KILN_MAX_RLIMITS)
 		return -E2BIG;
-	if (s->user || s->n_rlimits || s->root || s->tag) {
+	if (s->user || s->n_rlimits || s->root || s->tag || s->pidns) {
 		const char *user = s->user ? s->user : "";
 
 		agent_put_str(&w, user, strlen(user));
 		agent_put_u32(&w, s->user ? s->user_flags : 0);
 	}
-	if (s->n_rlimits || s->root || s->tag) {
+	if (s->n_rlimits || s->root || s->tag || s->pidns) {
 		agent_put_u32(&w, s->n_rlimits);
 		for (uint32_t i = 0; i < s->n_rlimits; i++) {
 			agent_put_u32(&w, s->rlimits[i].resource);
@@ -259,10 +259,12 @@ int agent_msg_start(struct buf *b, const struct agent_start *s)
 			agent_put_u64(&w, s->rlimits[i].hard);
 		}
 	}
-	if (s->root || s->tag)
+	if (s->root || s->tag || s->pidns)
 		agent_put_str(&w, s->root ? s->root : "", s->root ? strlen(s->root) : 0);
-	if (s->tag)
+	if (s->tag || s->pidns)
 		agent_put_u64(&w, s->tag);
+	if (s->pidns)
+		agent_put_str(&w, s->pidns, strlen(s->pidns));
 	if (agent_end(&w))
 		return w.err;
 	if (s->keep)

@@ -75,8 +75,10 @@ struct agent_start {
 	uint32_t user_flags;                /* KILN_USER_* */
 	const struct agent_rlimit *rlimits; /* n_rlimits of them: the rlimits trailer */
 	uint32_t n_rlimits;
-	const char *root; /* NULL: no root trailer (the guest's "/") */
-	uint64_t tag;     /* 0: no tag trailer (KILN_HELLO_PROCS agents only) */
+	const char *root;  /* NULL: no root trailer (the guest's "/") */
+	uint64_t tag;      /* 0: no tag trailer (KILN_HELLO_PROCS agents only) */
+	const char *pidns; /* NULL: no pidns trailer; else the START root whose
+	                    * PID namespace the command joins */
 };
 int agent_msg_start(struct buf *b, const struct agent_start *s);
 /* FILE_REQUEST; `arg` is the u32 (WRITE/MKDIR mode, REMOVE recursive) and

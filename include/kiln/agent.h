@@ -167,6 +167,14 @@ enum kiln_msg {
 	 * that never read the STARTED (a pause, or its own restart, came
 	 * between) can tell which of its commands started, and as what pid.
 	 * Only agents that say KILN_HELLO_PROCS take it.
+	 * Then, optionally (after a tag trailer, which may be 0), the pidns
+	 * trailer: string root, a START root (absolute; empty: none) whose
+	 * PID namespace the command joins instead of its own root's (a pod's
+	 * app container that shares its sandbox's, Kubernetes'
+	 * shareProcessNamespace: shim/pidshare.c). That namespace must be
+	 * alive (its pid 1 running), else ERROR ESRCH; a kernel without
+	 * namespaces (Linux) runs the command in the agent's. Older agents
+	 * ignore it (the command gets its own root's namespace).
 	 * Test hook: a START whose env has KILN_TEST_STARTED_DELAY_MS=N
 	 * (1..10000) holds its STARTED N ms after the command has started (the
 	 * command runs meanwhile), so that tests can pause a sandbox or

@@ -181,6 +181,7 @@ struct spawn_req {
 	uint32_t n_rlimits;
 	const char *root;  /* NULL: the guest's; else chroot(2) into it */
 	const char *ns_of; /* NULL, else the root (maybe "/") naming its PID namespace */
+	bool ns_join;      /* ns_of's namespace must be alive (START's pidns trailer) */
 };
 /* The most a child writes to its status pipe: one atomic pipe write. */
 #define SPAWN_STATUS_MAX 512
@@ -189,6 +190,9 @@ pid_t spawn(const struct spawn_req *r);
  * agent's next child (0 if none: root NULL, or a kernel without them);
  * and the agent's own again after the fork. */
 int pidns_enter(const char *root);
+/* The same for a root's namespace that must be alive: -ESRCH if none of
+ * root's is (START's pidns trailer). */
+int pidns_join(const char *root);
 void pidns_leave(int ns);
 /* FREEZE: root's namespace frozen (on) or thawed; 0 or -errno. */
 int pidns_freeze(const char *root, bool on);

@@ -420,12 +420,18 @@ static void exec_start(struct conn *c, const uint8_t *buf, uint32_t len)
 		s.root = rd_str(&r);
 	if (r.left && !r.why) /* the tag trailer */
 		s.tag = rd_u64(&r);
+	if (r.left && !r.why) /* the pidns trailer */
+		s.pidns = rd_str(&r);
 	if (!rd_ok(&r)) {
 		conn_fail(c, EPROTO, "bad START: %s", r.why);
 		goto out;
 	}
 	if (s.root && *s.root && s.root[0] != '/') {
 		conn_fail(c, EINVAL, "START's root '%s' is not an absolute path", s.root);
+		goto out;
+	}
+	if (s.pidns && *s.pidns && s.pidns[0] != '/') {
+		conn_fail(c, EINVAL, "START's pidns '%s' is not an absolute path", s.pidns);
 		goto out;
 	}
 	if (user_name && *user_name) {
@@ -463,6 +469,7 @@ out:
 	strv_free(s.env);
 	free(s.cwd);
 	free(s.root);
+	free(s.pidns);
 	free(user_name);
 }
 

@@ -51,6 +51,7 @@ struct start_req {
 	struct spawn_rlimit rlimits[KILN_MAX_RLIMITS];
 	char *root;   /* the root trailer's, or NULL */
 	uint64_t tag; /* the tag trailer's, or 0 */
+	char *pidns;  /* the pidns trailer's (a START root), or NULL */
 };
 
 /* What KILN_MSG_PROC says of the process of an exec or pty stream. */

@@ -10,6 +10,9 @@
  * container id that comes back after its delete). On a kernel without
  * them (Linux, agent-test's host agent) the prctl is EINVAL and commands
  * run in the agent's namespace, as before.
+ * A START with a pidns trailer joins the namespace of another root (a
+ * pod's app container that shares its sandbox's, shareProcessNamespace):
+ * that one must be alive, as a Linux namespace a process joins.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -75,6 +78,19 @@ int pidns_enter(const char *root)
 	}
 	e->ns = ns;
 	return ns;
+}
+
+int pidns_join(const char *root)
+{
+	struct root_ns *e = find(root);
+	int ns;
+
+	if (!e)
+		return prctl(KILN_PR_PIDNS, 0, 0, 0, 0) < 0 && errno == EINVAL ? 0 : -ESRCH;
+	ns = prctl(KILN_PR_PIDNS, e->ns, 0, 0, 0);
+	if (ns > 0)
+		return ns;
+	return errno == EINVAL ? 0 : -ESRCH;
 }
 
 /* prctl op on root's namespace, with arg. */

@@ -48,7 +48,8 @@ static int spawn_with(struct proc *p, const struct start_req *s, struct spawn_re
 	r->rlimits = s->rlimits;
 	r->n_rlimits = s->n_rlimits;
 	r->root = s->root && *s->root && strcmp(s->root, "/") ? s->root : NULL;
-	r->ns_of = s->root && *s->root ? s->root : NULL;
+	r->ns_join = s->pidns && *s->pidns;
+	r->ns_of = r->ns_join ? s->pidns : s->root && *s->root ? s->root : NULL;
 	r->envp = spawn_env(s->env, p->pty, s->user);
 	if (!r->envp)
 		return -ENOMEM;

@@ -210,7 +210,11 @@ pid_t spawn(const struct spawn_req *r)
 
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, &old);
-	ns = pidns_enter(r->ns_of);
+	ns = r->ns_join ? pidns_join(r->ns_of) : pidns_enter(r->ns_of);
+	if (ns < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return ns;
+	}
 	pid = vfork();
 	if (pid == 0)
 		child(r);

@@ -102,6 +102,30 @@ sleep 0.5
 [ "$(state a2)" = RUNNING ] && [ "$(state pod1)" = RUNNING ] &&
 	[ "$($C task exec --exec-id e2m a2 cat /proc/1/comm 2>&1)" = sleep ]
 check $? "kill -9 -1 in the sandbox does not reach the app container (a2 $(state a2), pod1 $(state pod1))"
+# shareProcessNamespace: the CRI gives an app container the sandbox task's
+# /proc/PID/ns/pid (the pod's VMM here): it joins the sandbox's namespace
+# (whose init is pid 1), the other app container keeps its own
+$C run -d $RT $(member pod1) --with-ns "pid:/proc/$vmm/ns/pid" "$APPIMG" a3 sleep 601 >/dev/null
+out=$($C task exec --exec-id e3a a3 sh -c 'cat /proc/1/comm; ps' 2>&1)
+own=$($C task exec --exec-id e3b pod1 ps 2>&1)
+other=$($C task exec --exec-id e3c a2 ps 2>&1)
+[ "$(state a3)" = RUNNING ] && [ "$(sed -n 1p <<<"$out")" = sleep ] &&
+	grep -q '^ *1 .*sleep 600' <<<"$out" && grep -q 'sleep 601' <<<"$out" &&
+	grep -q 'sleep 601' <<<"$own" && ! grep -q 'sleep 601' <<<"$other" &&
+	[ "$(grep -c 'sleep 600' <<<"$other")" = 1 ]
+check $? "an app container given the sandbox's PID namespace (--with-ns pid:/proc/$vmm/ns/pid) shares it: the sandbox's init is its pid 1, ps in either lists both, the other app container sees neither ($(tr '\n' ' ' <<<"$out"))"
+out=$($C task pause a3 2>&1)
+[ $? != 0 ] && grep -q "shares the pod's PID namespace" <<<"$out" && [ "$(state a3)" = RUNNING ]
+check $? "its pause is refused (it has no namespace of its own to freeze): $out"
+$C task kill -s SIGKILL a3
+for _ in $(seq 100); do [ "$(state a3)" = STOPPED ] && break; sleep 0.05; done
+[ "$(state a3)" = STOPPED ] && $C task delete a3 >/dev/null && $C container rm a3 &&
+	[ "$(state pod1)" = RUNNING ]
+check $? "the sharing container ends and deletes, the sandbox runs on ($(state pod1))"
+out=$($C run --rm $RT $(member pod1) --with-ns pid:/proc/1/ns/pid "$APPIMG" a3 true 2>&1)
+[ $? != 0 ] && grep -q "names no PID namespace of this pod" <<<"$out"
+check $? "a PID namespace outside the pod (/proc/1/ns/pid) is refused ($(tail -1 <<<"$out"))"
+$C container rm a3 >/dev/null 2>&1
 # pause of one app container: its processes frozen in the guest (its PID
 # namespace), the sandbox running on; resume; SIGKILL ends it paused
 $C run -d $RT $(member pod1) "$APPIMG" a4 sh -c 'i=0; while :; do i=$((i+1)); echo $i >/tmp/n; sleep 0.05; done' >/dev/null

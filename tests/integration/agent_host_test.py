@@ -77,9 +77,11 @@ def slist(items):
 
 
 def start_payload(argv, env=(), cwd="", uid=0, timeout_ms=0, cols=0, rows=0, user=None,
-                  user_flags=0, rlimits=None, root=None, tag=None):
+                  user_flags=0, rlimits=None, root=None, tag=None, pidns=None):
     p = (slist(argv) + slist(list(env)) + sstr(cwd) + u32(uid) + u32(timeout_ms)
          + u16(cols) + u16(rows))
+    if pidns is not None:  # after a tag trailer, which may be 0
+        tag = tag or 0
     if tag is not None:  # after a root trailer, which may be empty
         root = root or ""
     if root is not None:  # after an rlimits trailer, which may have none
@@ -95,6 +97,8 @@ def start_payload(argv, env=(), cwd="", uid=0, timeout_ms=0, cols=0, rows=0, use
         p += sstr(root)
     if tag is not None:
         p += struct.pack("<Q", tag)
+    if pidns is not None:
+        p += sstr(pidns)
     return p
 
 
@@ -782,6 +786,22 @@ def case_start_tag_malformed(a, d):
         c.send(KILN_MSG_START, start_payload(["true"], root="") + extra)
         expect_error(c, errno.EPROTO, "START")
     eq(a.run(["true"], tag=0).exit, (0, 0, 0), "tag 0")
+
+
+def case_start_pidns(a, d):
+    # the pidns trailer: a relative root is refused, one cut short is
+    # malformed; on Linux (no kiln namespaces) a command that joins a root's
+    # namespace runs in the agent's, as one with its own root's does
+    c = a.conn(KILN_STREAM_EXEC)
+    c.send(KILN_MSG_START, start_payload(["true"], pidns="rel"))
+    expect_error(c, errno.EINVAL, "pidns")
+    c = a.conn(KILN_STREAM_EXEC)
+    c.send(KILN_MSG_START, start_payload(["true"], tag=0) + b"\x05\x00\x00\x00/")
+    expect_error(c, errno.EPROTO, "START")
+    r = a.run(["sh", "-c", "echo $$"], root="/", pidns="/")
+    eq(r.exit, (0, 0, 0), "a pidns trailer naming a root")
+    check(int(bytes(r.out)) > 1, "its pid is the agent's namespace's (%r)" % bytes(r.out))
+    eq(a.run(["true"], tag=7, pidns="").exit, (0, 0, 0), "an empty pidns trailer")
 
 
 def case_exec_backpressure(a, d):

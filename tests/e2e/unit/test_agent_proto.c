@@ -279,6 +279,23 @@ START_TEST(exit_and_error)
 }
 END_TEST
 
+/* A START of one argv and no env, read up to its trailers. */
+static void start_head(struct agent_rd *r, struct buf *b)
+{
+	const char *s;
+	uint32_t n;
+
+	agent_rd_init(r, buf_head(b) + 8, hdr_of(b, 0).len);
+	agent_get_u32(r);
+	agent_get_str(r, &s, &n);
+	agent_get_u32(r);
+	agent_get_str(r, &s, &n);
+	agent_get_u32(r);
+	agent_get_u32(r);
+	agent_get_u16(r);
+	agent_get_u16(r);
+}
+
 /* START's tag trailer: after (empty) user, rlimits and root trailers. */
 START_TEST(tag_trailer)
 {
@@ -290,15 +307,7 @@ START_TEST(tag_trailer)
 	uint32_t n;
 
 	ck_assert_int_eq(agent_msg_start(&b, &st), 0);
-	agent_rd_init(&r, buf_head(&b) + 8, hdr_of(&b, 0).len);
-	agent_get_u32(&r);
-	agent_get_str(&r, &s, &n);
-	agent_get_u32(&r);
-	agent_get_str(&r, &s, &n);
-	agent_get_u32(&r);
-	agent_get_u32(&r);
-	agent_get_u16(&r);
-	agent_get_u16(&r);
+	start_head(&r, &b);
 	agent_get_str(&r, &s, &n);
 	ck_assert_uint_eq(n, 0); /* no user */
 	ck_assert_uint_eq(agent_get_u32(&r), 0);
@@ -312,6 +321,31 @@ START_TEST(tag_trailer)
 	st.tag = 0;
 	ck_assert_int_eq(agent_msg_start(&b, &st), 0);
 	ck_assert_uint_eq(hdr_of(&b, 0).len, 4 + 4 + 4 + 4 + 4 + 4 + 4 + 2 + 2);
+	buf_free(&b);
+}
+END_TEST
+
+/* START's pidns trailer: after a (zero) tag trailer. */
+START_TEST(pidns_trailer)
+{
+	const char *argv[] = {"true", NULL};
+	struct agent_start st = {.argv = argv, .root = "/run/x", .pidns = "/"};
+	struct buf b = {0};
+	struct agent_rd r;
+	const char *s;
+	uint32_t n;
+
+	ck_assert_int_eq(agent_msg_start(&b, &st), 0);
+	start_head(&r, &b);
+	agent_get_str(&r, &s, &n); /* no user */
+	agent_get_u32(&r);
+	ck_assert_uint_eq(agent_get_u32(&r), 0); /* no rlimits */
+	agent_get_str(&r, &s, &n);
+	ck_assert(n == 6 && !memcmp(s, "/run/x", 6));
+	ck_assert(agent_get_u64(&r) == 0); /* no tag */
+	agent_get_str(&r, &s, &n);
+	ck_assert(n == 1 && s[0] == '/');
+	ck_assert_int_eq(agent_rd_done(&r), 0);
 	buf_free(&b);
 }
 END_TEST
@@ -396,6 +430,7 @@ int main(void)
 	tcase_add_test(tc, exit_and_error);
 	tcase_add_test(tc, frame_size_cap);
 	tcase_add_test(tc, tag_trailer);
+	tcase_add_test(tc, pidns_trailer);
 	tcase_add_test(tc, proc_parsing);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
