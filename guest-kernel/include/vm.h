@@ -124,6 +124,10 @@ int vm_map_anon(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, 
  * pmem window), mapped in place, shared by fork, never freed or written; a
  * write to a writable mapping of it copies it first (vm_fault). */
 typedef uint64_t (*vm_page_fn)(void *ctx, uint64_t i);
+/* What a vm_page_fn answers for a page to leave unmapped: one past the end
+ * of a file, which vm_map_file would cut at once (a page made and dropped,
+ * and a TLB flush for it: a supervisor call). */
+#define VM_NO_PAGE (~0ULL)
 int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot, uint32_t flags,
                  vm_page_fn page, void *ctx);
 /* Map [start, start+len) to the pages of obj from page pgoff on, shared

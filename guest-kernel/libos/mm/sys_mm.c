@@ -80,6 +80,7 @@ SYSCALL_DEFINE(brk)
 struct file_pages {
 	struct inode *ip;
 	uint64_t first; /* page index in the file */
+	uint64_t end;   /* page index past its end, where the mapping gets none */
 	uint32_t prot;
 };
 
@@ -88,14 +89,20 @@ struct file_pages {
 static uint64_t file_page(void *ctx, uint64_t i)
 {
 	struct file_pages *fp = ctx;
-	uint64_t pa = vfs_inode_page(fp->ip, fp->first + i);
+	uint64_t pa;
 
+	if (fp->first + i >= fp->end)
+		return VM_NO_PAGE;
+	pa = vfs_inode_page(fp->ip, fp->first + i);
 	return pa && (fp->prot & PROT_EXEC) ? vm_text_page(pa) : pa;
 }
 
+/* A fresh page for the file's bytes (a writable private mapping). */
 static uint64_t no_page(void *ctx, uint64_t i)
 {
-	return 0;
+	struct file_pages *fp = ctx;
+
+	return fp->first + i >= fp->end ? VM_NO_PAGE : 0;
 }
 
 /* A shared mapping of tmpfs file ip's pages from byte off. Pages made now
@@ -139,7 +146,14 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t pr
 	if (shared && vfs_inode_shareable(ip))
 		return map_shared(as, addr, len, prot,
 		                  (f->flags & O_ACCMODE) != O_RDWR ? VMA_NOWRITE : 0, ip, off);
-	fp = (struct file_pages){ip, off / PAGE_SIZE, prot};
+	/* A file that the mapping knows (vm_map_file below) has no pages past
+	 * its end: none are made. ld.so's first mmap of a library spans all of
+	 * its segments, bss included, and so ends past the file's end. */
+	fp = (struct file_pages){ip, off / PAGE_SIZE,
+	                         vfs_inode_shareable(ip)
+	                             ? ALIGN_UP(vfs_inode_size(ip), PAGE_SIZE) / PAGE_SIZE
+	                             : UINT64_MAX,
+	                         prot};
 	/* A writable private mapping of a library is its data segment, which
 	 * the loader's relocations write nearly all of: copies now cost less
 	 * than a copy-on-write fault per page later. */
@@ -153,6 +167,8 @@ static long map_file(struct aspace *as, uint64_t addr, uint64_t len, uint32_t pr
 		uint64_t pa = vm_translate_own(as, addr + done);
 		long got;
 
+		if (pa == ~0ULL)
+			break; /* past the end of the file (VM_NO_PAGE) */
 		if (!pa)
 			continue;
 		got = vfs_inode_read_batch(ip, phys_to_virt(pa), PAGE_SIZE, off + done, &hc);

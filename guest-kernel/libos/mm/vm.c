@@ -489,9 +489,20 @@ int vm_map_pages(struct aspace *as, uint64_t start, uint64_t len, uint32_t prot,
 	 * reservation), and the same page with no right taken needs no flush. */
 	for (va = start; !lazy && va < end; va += PAGE_SIZE) {
 		uint64_t *pte = pt_walk(as, va, true), want;
-		uint64_t pa =
-		    page && pte && vm_borrow_pages ? page(ctx, (va - start) / PAGE_SIZE) : 0;
+		uint64_t pa = page && pte ? page(ctx, (va - start) / PAGE_SIZE) : 0;
 
+		if (pa == VM_NO_PAGE) {
+			/* As unmap_pages: a stale entry stays as it is. */
+			if ((*pte & PTE_P) && !pte_stale(*pte)) {
+				flush = true;
+				put_page(*pte);
+				*pte = 0;
+				as->nr_pages--;
+			}
+			continue;
+		}
+		if (!vm_borrow_pages)
+			pa = 0;
 		if (pa)
 			want = pte_make(pa | PTE_BORROWED, prot);
 		else if (pte && (want = zeroed_page(as, va, prot, *pte)))
