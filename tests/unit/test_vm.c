@@ -500,6 +500,35 @@ START_TEST(munmap_part_splits)
 }
 END_TEST
 
+/* A page function's VM_NO_PAGE (a file's end inside the mapping) leaves
+ * the page unmapped, taking away what was mapped there before. */
+static uint64_t two_then_none(void *ctx, uint64_t i)
+{
+	return i < 2 ? 0 : VM_NO_PAGE;
+}
+
+START_TEST(no_page_past_the_end)
+{
+	ck_assert_int_eq(vm_map_anon(as, BASE, 4 * PAGE_SIZE, RW, VMA_ANON), 0);
+	poke(BASE + PAGE_SIZE, 'a');
+	poke(BASE + 3 * PAGE_SIZE, 'b');
+	ck_assert_uint_eq(as->nr_pages, 4);
+	ck_assert_int_eq(vm_map_pages(as, BASE, 4 * PAGE_SIZE, RW, VMA_ANON, two_then_none, NULL),
+	                 0);
+	ck_assert_int_eq(peek(as, BASE), 0);
+	ck_assert_int_eq(peek(as, BASE + PAGE_SIZE), 0); /* a page of its own, zeroed */
+	ck_assert_int_eq(peek(as, BASE + 2 * PAGE_SIZE), -1);
+	ck_assert_int_eq(peek(as, BASE + 3 * PAGE_SIZE), -1);
+	ck_assert_uint_eq(as->nr_pages, 2);
+	ck_assert_ptr_nonnull(vm_find_vma(as, BASE + 3 * PAGE_SIZE)); /* the mapping is whole */
+	ck_assert_int_eq(vm_unmap(as, BASE, 4 * PAGE_SIZE), 0);
+	ck_assert_uint_eq(as->nr_pages, 0);
+	aspace_release(as);
+	as = NULL;
+	ck_assert_uint_eq(pmem_free_pages(), free_at_start);
+}
+END_TEST
+
 START_TEST(mprotect_whole_and_part)
 {
 	map_and_fill(0, 4 * MIB, 4 * MIB);
@@ -1202,6 +1231,7 @@ static Suite *vm_suite(void)
 	t = tcase_create("split");
 	tcase_add_checked_fixture(t, setup, teardown);
 	tcase_add_test(t, munmap_part_splits);
+	tcase_add_test(t, no_page_past_the_end);
 	tcase_add_test(t, mprotect_whole_and_part);
 	tcase_add_test(t, dontneed_part_and_whole);
 	tcase_add_test(t, mremap_moves_whole_or_split);
