@@ -214,6 +214,11 @@ int ctr_cpu(struct shim *s, struct ctr *c, uint32_t milli, char *msg, size_t n);
 /* linux.resources' CPU quota as thousandths of a CPU (0: none). */
 uint32_t spec_res_millicpus(const struct spec_res *r);
 
+/* rwlayer.c: what the container changed in the VM's root replayed onto
+ * its mounted rootfs (containerd's snapshot); 0 or -errno with msg.
+ * Unlocked (an agent stream). */
+int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n);
+
 /* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */
 int jail_prepare(struct shim *s, char *msg, size_t n);
 /* The VMM has ended: its lock file and cgroup leaves go. */
