@@ -97,8 +97,13 @@ void *io_reader(void *arg)
 	 * containerd hears of the exit (rwlayer.c) */
 	if (exited && !p->exec_id[0] && p->ctr->owner && p->ctr->rootfs_mounted) {
 		char msg[1600];
+		bool save;
 
-		if (rwlayer_save(s, p->ctr, msg, sizeof(msg) - 8)) {
+		pthread_mutex_lock(&s->lock);
+		save = !s->vm.dead && p->state != P_STOPPED;
+		p->ctr->rw_saving = save; /* a SIGKILL's Kill waits for it */
+		pthread_mutex_unlock(&s->lock);
+		if (save && rwlayer_save(s, p->ctr, msg, sizeof(msg) - 8)) {
 			strcat(msg, "\n");
 			put(err_fd >= 0 ? err_fd : out, (const uint8_t *)"kiln: ", 6);
 			put(err_fd >= 0 ? err_fd : out, (const uint8_t *)msg, strlen(msg));
@@ -116,6 +121,7 @@ void *io_reader(void *arg)
 	if (p->has_pump && write(p->wake[1], "", 1) < 0)
 		shim_log("cannot wake the stdin pump: %s", strerror(errno));
 	pthread_mutex_lock(&s->lock);
+	p->ctr->rw_saving = false;
 	proc_exited(s, p, status);
 	pthread_mutex_unlock(&s->lock);
 	return NULL;

@@ -134,6 +134,7 @@ struct ctr {
 	uint32_t mem_mb;
 	uint32_t cpu_milli; /* its CPU bound in 1/1000 of the vCPU (0: none), the same way */
 	bool deleted;       /* its init was deleted: only Wait and State still see it */
+	bool rw_saving;     /* its writes are being saved to its snapshot (rwlayer.c) */
 };
 
 struct shim {

@@ -79,6 +79,17 @@ up=$(upper w2)
 check $? "a renamed image directory is copied whole, the old name and a removed tree whited out ($out)"
 $C c rm w2 >/dev/null 2>&1
 
+# a task killed (SIGKILL, as `docker stop` after its grace period) keeps
+# what it wrote: the guest ends it and its writes are saved first
+$C run -d $RT "$IMG" k1 sh -c 'echo before-kill > /k; exec sleep 600' >/dev/null 2>&1
+for _ in $(seq 50); do $C task exec --exec-id e1 k1 test -e /k 2>/dev/null && break; sleep 0.2; done
+$C task kill -s SIGKILL k1 >/dev/null 2>&1
+for _ in $(seq 50); do $C task ls 2>/dev/null | grep -q '^k1 .*STOPPED' && break; sleep 0.2; done
+$C task rm k1 >/dev/null 2>&1
+[ "$(cat "$(upper k1)/k" 2>/dev/null)" = before-kill ]
+check $? "a SIGKILLed task's writes reach its snapshot"
+$C c rm k1 >/dev/null 2>&1
+
 # the cost: a container writing N MiB, the replay's time from the shim's log,
 # against the host copying the same bytes onto the same file system
 for mib in 64; do

@@ -97,7 +97,8 @@ e2e-net: $(BIN)/kilnd $(BIN)/kiln $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
 # test builds, ctr run/exec/kill/pause/resume/metrics, a terminal, a VM and
 # a shim that die; then pods (tests/e2e/containerd_pod.sh): a sandbox and app
 # containers in one VM; then networking (tests/e2e/containerd_net.sh): a
-# task in a network namespace with a veth pair, and one without. Needs root
+# task in a network namespace with a veth pair, and one without; then the
+# container's writes reaching its snapshot (tests/e2e/containerd_rwlayer.sh). Needs root
 # and /dev/kvm (and iproute2).
 .PHONY: e2e-containerd
 e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
@@ -105,6 +106,7 @@ e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/ki
 	$(V)bash tests/e2e/containerd.sh
 	$(V)bash tests/e2e/containerd_pod.sh
 	$(V)bash tests/e2e/containerd_net.sh
+	$(V)bash tests/e2e/containerd_rwlayer.sh
 
 # kiln image import --docker against a dockerd of the test's own
 # (tests/e2e/docker_import.sh). Needs root and Debian's docker.io.
