@@ -216,7 +216,6 @@ int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n)
 	nx += spec_dests(c->bundle, excl + nx, RW_MAX_EXCL - nx, &spec);
 	snprintf(root, sizeof(root), "%s/rootfs", c->bundle);
 	err = rwl_begin(&w, root, 0, env_u64("KILN_SHIM_RW_MAX_ENTRIES", 1u << 20), excl, nx);
-	json_decref(spec);
 	if (err)
 		goto out;
 	w.max_bytes = max_bytes(w.root);
@@ -239,6 +238,7 @@ int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n)
 out:
 	if (fd >= 0)
 		close(fd);
+	json_decref(spec); /* (excl's strings are its) */
 	free(names);
 	if (err)
 		snprintf(msg, n, "the container's writes were not all saved to its snapshot: %s",

@@ -382,7 +382,7 @@ int rwl_names(struct rwl *w, const char *path, const char **names, size_t n)
 	int pd, fd, err = count_entry(w);
 	DIR *d;
 
-	if (err)
+	if (err || excluded(w, path))
 		return err;
 	if ((why = open_parent(w, path, &pd, name))) {
 		refuse(w, path, why);

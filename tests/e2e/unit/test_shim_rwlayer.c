@@ -200,6 +200,7 @@ START_TEST(setid_dropped_excluded_kept)
 	file(&w, "proc/1/x", 0644, "skipped");
 	file(&w, "etc/hosts", 0644, "skipped");
 	ck_assert_int_eq(rwl_names(&w, "", names, 3), 0); /* proc is not removed */
+	ck_assert_int_eq(rwl_names(&w, "proc", names, 0), 0); /* nor what is in it */
 	ck_assert_int_eq(rwl_end(&w), 0);
 	ck_assert_int_eq(lst("root/etc/suid", &st), 0);
 	ck_assert_int_eq(st.st_mode & 07777, 0755);
