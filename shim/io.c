@@ -65,6 +65,7 @@ void *io_reader(void *arg)
 	int out = open_out(p->stdout_path), err_fd = -1;
 	uint32_t status = 255;
 	bool exited = false;
+	char msg[1600]; /* the root saved to, then why not */
 
 	if (!p->spec.terminal)
 		err_fd = open_out(p->stderr_path);
@@ -95,8 +96,8 @@ void *io_reader(void *arg)
 	}
 	/* the container's root is the VM's: its writes to its snapshot, before
 	 * containerd hears of the exit (rwlayer.c) */
-	if (exited && !p->exec_id[0] && p->ctr->owner && p->ctr->rootfs_mounted) {
-		char msg[1600];
+
+	if (exited && !p->exec_id[0] && rwlayer_root(p->ctr, msg, sizeof(msg))) {
 		bool save;
 
 		pthread_mutex_lock(&s->lock);

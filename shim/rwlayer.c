@@ -6,7 +6,8 @@
  * include/kiln/agent.h: the guest kernel notes changed inodes,
  * include/kiln/rootchg.h) and replays it onto BUNDLE/rootfs
  * (rwlayer_apply.c), containerd's overlay, so its upper dir holds the
- * files and whiteouts as after runc: `docker start` / `ctr task start`
+ * files and whiteouts as after runc (or onto an absolute root.path given
+ * without mounts, which runc would write in: Docker's own layer store): `docker start` / `ctr task start`
  * of the same container, `ctr snapshots diff`, `docker commit` see them.
  *
  * Left out: the guest's mounts (/proc, /dev, /sys, every destination of
@@ -187,7 +188,8 @@ static int pump(struct rwl *w, int fd, const char **names)
 			const char *m = "";
 
 			agent_parse_error(pl, f.len, &e, &m, &ml);
-			snprintf(w->msg, sizeof(w->msg), "the guest could not list its changes: %.*s",
+			snprintf(w->msg, sizeof(w->msg),
+			         "the guest could not list its changes: %.*s",
 			         (int)(ml < 1000 ? ml : 1000), m);
 			err = -(int)(e ? e : EPROTO);
 		} else {
@@ -199,6 +201,19 @@ static int pump(struct rwl *w, int fd, const char **names)
 		if (err)
 			return err;
 	}
+}
+
+bool rwlayer_root(const struct ctr *c, char *out, size_t n)
+{
+	if (!c->owner)
+		return false;
+	if (c->rootfs_mounted)
+		snprintf(out, n, "%s/rootfs", c->bundle);
+	else if (c->root_path && c->root_path[0] == '/')
+		snprintf(out, n, "%s", c->root_path); /* what runc would write in */
+	else
+		return false;
+	return true;
 }
 
 int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n)
@@ -214,7 +229,11 @@ int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n)
 	for (size_t i = 0; i < sizeof(fixed_excl) / sizeof(fixed_excl[0]); i++)
 		excl[nx++] = fixed_excl[i];
 	nx += spec_dests(c->bundle, excl + nx, RW_MAX_EXCL - nx, &spec);
-	snprintf(root, sizeof(root), "%s/rootfs", c->bundle);
+	if (!rwlayer_root(c, root, sizeof(root))) {
+		snprintf(msg, n, "the container has no rootfs of its own on the host");
+		json_decref(spec);
+		return -ENOENT;
+	}
 	err = rwl_begin(&w, root, 0, env_u64("KILN_SHIM_RW_MAX_ENTRIES", 1u << 20), excl, nx);
 	if (err)
 		goto out;
@@ -246,8 +265,7 @@ out:
 	shim_log("%s: %llu changes (%llu bytes, %u removed, %u set-id bits dropped) saved to the "
 	         "snapshot in %lld ms%s%s",
 	         c->id, (unsigned long long)w.entries, (unsigned long long)w.bytes, w.removed,
-	         w.setid, (long long)((now_ns() - t0) / 1000000), err ? "; " : "",
-	         err ? msg : "");
+	         w.setid, (long long)((now_ns() - t0) / 1000000), err ? "; " : "", err ? msg : "");
 	rwl_free(&w);
 	return err;
 }

@@ -76,8 +76,8 @@ static const char *open_parent(struct rwl *w, const char *path, int *pd, char *n
 	size_t depth = 0;
 	struct open_how how = {
 	    .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-	               RESOLVE_NO_XDEV,
+	    .resolve =
+	        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
 
 	*pd = -1;

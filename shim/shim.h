@@ -219,6 +219,8 @@ uint32_t spec_res_millicpus(const struct spec_res *r);
  * its mounted rootfs (containerd's snapshot); 0 or -errno with msg.
  * Unlocked (an agent stream). */
 int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n);
+/* Whether c's writes are saved, and where to (its rootfs on the host). */
+bool rwlayer_root(const struct ctr *c, char *out, size_t n);
 
 /* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */
 int jail_prepare(struct shim *s, char *msg, size_t n);

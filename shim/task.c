@@ -416,7 +416,9 @@ int do_kill(struct shim *s, struct proc *p, uint32_t sig, char *msg, size_t n)
 		/* the pod's last init killed: the pod ends with its VM, whatever
 		 * the guest (frozen, or not answering) would do with the signal;
 		 * a guest that answers ends it itself first, saving its writes */
-		if (!s->vm.dead && !s->vm.paused && p->ctr->owner && p->ctr->rootfs_mounted &&
+		char root[4096];
+
+		if (!s->vm.dead && !s->vm.paused && rwlayer_root(p->ctr, root, sizeof(root)) &&
 		    !vm_proc_signal(p, SIGKILL))
 			wait_own_end(s, p);
 		proc_exited(s, p, 128 + SIGKILL);

@@ -51,8 +51,12 @@ static void teardown(void)
 
 static struct rwl_attr attr(uint32_t mode, uint64_t size)
 {
-	return (struct rwl_attr){.mode = mode, .uid = 1000, .gid = 1001, .mtime_s = 1000000,
-	                         .mtime_ns = 5, .size = size};
+	return (struct rwl_attr){.mode = mode,
+	                         .uid = 1000,
+	                         .gid = 1001,
+	                         .mtime_s = 1000000,
+	                         .mtime_ns = 5,
+	                         .size = size};
 }
 
 static void file(struct rwl *w, const char *path, uint32_t mode, const char *text)
@@ -135,9 +139,9 @@ START_TEST(types_replace_each_other)
 	struct stat st;
 
 	ck_assert_int_eq(rwl_begin(&w, root, 1 << 20, 100, NULL, 0), 0);
-	file(&w, "usr", 0644, "was a tree\n");  /* a directory becomes a file */
+	file(&w, "usr", 0644, "was a tree\n");              /* a directory becomes a file */
 	ck_assert_int_eq(rwl_node(&w, "etc/a", &d, ""), 0); /* a file, a dir */
-	file(&w, "lib", 0644, "no link\n");     /* a link becomes a file */
+	file(&w, "lib", 0644, "no link\n");                 /* a link becomes a file */
 	ck_assert_int_eq(rwl_node(&w, "etc/b", &l, "/x"), 0);
 	ck_assert_int_eq(rwl_end(&w), 0);
 	ck_assert_str_eq(slurp("root/usr"), "was a tree\n");
@@ -152,8 +156,10 @@ END_TEST
 
 START_TEST(hostile_paths_stay_inside)
 {
-	static const char *const bad[] = {"../outside/x", "etc/../../outside/x", "/etc/abs",
-	                                  "etc//a", "etc/./a", "lib/evil", "esc/x", ".."};
+	static const char *const bad[] = {"../outside/x", "etc/../../outside/x",
+	                                  "/etc/abs",     "etc//a",
+	                                  "etc/./a",      "lib/evil",
+	                                  "esc/x",        ".."};
 	struct rwl w;
 	struct rwl_attr l = attr(S_IFLNK | 0777, 0), dev = attr(S_IFCHR | 0666, 0);
 	const char *none[] = {"z"};
@@ -199,7 +205,7 @@ START_TEST(setid_dropped_excluded_kept)
 	file(&w, "etc/suid", 04755, "x");
 	file(&w, "proc/1/x", 0644, "skipped");
 	file(&w, "etc/hosts", 0644, "skipped");
-	ck_assert_int_eq(rwl_names(&w, "", names, 3), 0); /* proc is not removed */
+	ck_assert_int_eq(rwl_names(&w, "", names, 3), 0);     /* proc is not removed */
 	ck_assert_int_eq(rwl_names(&w, "proc", names, 0), 0); /* nor what is in it */
 	ck_assert_int_eq(rwl_end(&w), 0);
 	ck_assert_int_eq(lst("root/etc/suid", &st), 0);
