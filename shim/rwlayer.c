@@ -10,7 +10,8 @@
  * without mounts, which runc would write in: Docker's own layer store): `docker start` / `ctr task start`
  * of the same container, `ctr snapshots diff`, `docker commit` see them.
  *
- * Left out: the guest's mounts (/proc, /dev, /sys, every destination of
+ * Nothing is saved for a root.readonly spec (runc would have refused the
+ * writes; the guest's are in its memory only). Left out: the guest's mounts (/proc, /dev, /sys, every destination of
  * the spec's mounts, the copied binds among them) and the agent's own
  * /run/kiln. Bounded by KILN_SHIM_RW_MAX_MB (default 10240) and 90% of the
  * free space of the snapshot's disk, and KILN_SHIM_RW_MAX_ENTRIES (default
@@ -229,6 +230,12 @@ int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n)
 	for (size_t i = 0; i < sizeof(fixed_excl) / sizeof(fixed_excl[0]); i++)
 		excl[nx++] = fixed_excl[i];
 	nx += spec_dests(c->bundle, excl + nx, RW_MAX_EXCL - nx, &spec);
+	if (json_is_true(json_object_get(json_object_get(spec, "root"), "readonly"))) {
+		/* runc would have refused the writes */
+		shim_log("%s: root.readonly: the guest's writes to its root are not saved", c->id);
+		json_decref(spec);
+		return 0;
+	}
 	if (!rwlayer_root(c, root, sizeof(root))) {
 		snprintf(msg, n, "the container has no rootfs of its own on the host");
 		json_decref(spec);

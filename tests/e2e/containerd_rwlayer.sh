@@ -79,6 +79,23 @@ up=$(upper w2)
 check $? "a renamed image directory is copied whole, the old name and a removed tree whited out ($out)"
 $C c rm w2 >/dev/null 2>&1
 
+# a root.path without mounts (ctr run --rootfs) gets the writes itself, as
+# with runc; a readonly one none
+mkdir -p "$T/rd" && $C image mount --rw "$IMG" "$T/rd" >/dev/null
+out=$($C run --rm $RT --rootfs "$T/rd" rf1 sh -c 'echo r > /rootfile; rm /etc/gone; echo ok' 2>&1)
+[ "$out" = ok ] && [ "$(cat "$T/rd/rootfile" 2>/dev/null)" = r ] && [ ! -e "$T/rd/etc/gone" ]
+check $? "ctr run --rootfs DIR: the writes land in DIR ($out)"
+$C oci spec | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+d['root'] = {'path': '$T/rd', 'readonly': True}
+d['process']['args'] = ['sh', '-c', 'echo ro > /rofile; echo ok']
+json.dump(d, open('$T/ro.json', 'w'))"
+out=$($C run --rm $RT --config "$T/ro.json" rf2 2>&1)
+[ "$out" = ok ] && [ ! -e "$T/rd/rofile" ] && grep -q "rf2: root.readonly" "$T/containerd.log"
+check $? "a root.readonly spec's guest writes are not saved ($out)"
+$C image unmount "$T/rd" >/dev/null 2>&1
+
 # a task killed (SIGKILL, as `docker stop` after its grace period) keeps
 # what it wrote: the guest ends it and its writes are saved first
 $C run -d $RT "$IMG" k1 sh -c 'echo before-kill > /k; exec sleep 600' >/dev/null 2>&1
