@@ -31,6 +31,7 @@
 #include "shim.h"
 
 #define RW_FRAME_MS  30000
+#define RW_TOTAL_S   600
 #define RW_MAX_EXCL  (SPEC_MAX_MOUNTS + 8)
 #define RW_MAX_NAMES (KILN_FRAME_MAX / 4)
 
@@ -164,14 +165,23 @@ bad:
 	return -EPROTO;
 }
 
-/* Frames until DONE: 0, or -errno with w->msg. */
+/* Frames until DONE: 0, or -errno with w->msg. A guest that trickles
+ * frames is held to RW_TOTAL_S in all. */
 static int pump(struct rwl *w, int fd, const char **names)
 {
+	int64_t end = now_ns() + (int64_t)RW_TOTAL_S * 1000000000;
+
 	for (;;) {
 		struct kiln_frame f;
 		uint8_t *pl;
-		int err = agent_read_frame(fd, &f, &pl, RW_FRAME_MS);
+		int err = now_ns() > end ? -ETIMEDOUT : agent_read_frame(fd, &f, &pl, RW_FRAME_MS);
 
+		if (err == -ETIMEDOUT && now_ns() > end) {
+			snprintf(w->msg, sizeof(w->msg),
+			         "the agent's change set took more than %d s: left unfinished",
+			         RW_TOTAL_S);
+			return err;
+		}
 		if (err) {
 			snprintf(w->msg, sizeof(w->msg), "the agent's change set broke off: %s",
 			         strerror(-err));
