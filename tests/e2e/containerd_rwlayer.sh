@@ -74,7 +74,7 @@ $C c rm w1 >/dev/null 2>&1
 out=$($C run $RT "$IMG" w2 sh -c 'mv /srv/data /srv/moved && rm -rf /etc && echo done' 2>&1)
 $C task rm w2 >/dev/null 2>&1
 up=$(upper w2)
-[ "$out" = done ] && [ "$(cat "$up/srv/moved/motd" 2>/dev/null)" = 'from the image' ] &&
+[ "$out" = 'done' ] && [ "$(cat "$up/srv/moved/motd" 2>/dev/null)" = 'from the image' ] &&
 	[ "$(stat -c %t:%T "$up/srv/data" 2>/dev/null)" = 0:0 ] && [ "$(stat -c %t:%T "$up/etc" 2>/dev/null)" = 0:0 ]
 check $? "a renamed image directory is copied whole, the old name and a removed tree whited out ($out)"
 $C c rm w2 >/dev/null 2>&1
