@@ -109,13 +109,14 @@ $C c rm k1 >/dev/null 2>&1
 
 # the cost: a container writing N MiB, the replay's time from the shim's log,
 # against the host copying the same bytes onto the same file system
-for mib in 64; do
+for mib in 8 64; do
+	rm -f "$T/guest_ms" "$T/host_ms"
 	for i in 1 2 3; do
-		$C run $RT "$IMG" c$i sh -c "dd if=/dev/urandom of=/big bs=1M count=$mib 2>/dev/null" >/dev/null 2>&1
-		$C task rm c$i >/dev/null 2>&1
-		echo "$(saved_ms c$i)" >>"$T/guest_ms"
-		[ "$(stat -c %s "$(upper c$i)/big" 2>/dev/null)" = $((mib << 20)) ] || echo bad >>"$T/guest_ms"
-		$C c rm c$i >/dev/null 2>&1
+		$C run $RT "$IMG" c$mib-$i sh -c "dd if=/dev/urandom of=/big bs=1M count=$mib 2>/dev/null" >/dev/null 2>&1
+		$C task rm c$mib-$i >/dev/null 2>&1
+		echo "$(saved_ms c$mib-$i)" >>"$T/guest_ms"
+		[ "$(stat -c %s "$(upper c$mib-$i)/big" 2>/dev/null)" = $((mib << 20)) ] || echo bad >>"$T/guest_ms"
+		$C c rm c$mib-$i >/dev/null 2>&1
 		dd if=/dev/urandom of="$T/src.big" bs=1M count=$mib 2>/dev/null
 		t0=$(ms)
 		cp "$T/src.big" "$T/host.big"
