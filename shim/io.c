@@ -64,6 +64,8 @@ void *io_reader(void *arg)
 	struct shim *s = &g_shim;
 	int out = open_out(p->stdout_path), err_fd = -1;
 	uint32_t status = 255;
+	bool exited = false;
+	char msg[1600]; /* the root saved to, then why not */
 
 	if (!p->spec.terminal)
 		err_fd = open_out(p->stderr_path);
@@ -86,10 +88,27 @@ void *io_reader(void *arg)
 		         !agent_parse_exit(pl, f.len, &code, &sig, &flags)) {
 			/* as a shell reports it: 128+N for a signal */
 			status = sig ? 128 + sig : (uint32_t)code & 0xff;
+			exited = true;
 			free(pl);
 			break;
 		}
 		free(pl);
+	}
+	/* the container's root is the VM's: its writes to its snapshot, before
+	 * containerd hears of the exit (rwlayer.c) */
+
+	if (exited && !p->exec_id[0] && rwlayer_root(p->ctr, msg, sizeof(msg))) {
+		bool save;
+
+		pthread_mutex_lock(&s->lock);
+		save = !s->vm.dead && p->state != P_STOPPED;
+		p->ctr->rw_saving = save; /* a SIGKILL's Kill waits for it */
+		pthread_mutex_unlock(&s->lock);
+		if (save && rwlayer_save(s, p->ctr, msg, sizeof(msg) - 8)) {
+			strcat(msg, "\n");
+			put(err_fd >= 0 ? err_fd : out, (const uint8_t *)"kiln: ", 6);
+			put(err_fd >= 0 ? err_fd : out, (const uint8_t *)msg, strlen(msg));
+		}
 	}
 	if (out >= 0)
 		close(out);
@@ -103,6 +122,7 @@ void *io_reader(void *arg)
 	if (p->has_pump && write(p->wake[1], "", 1) < 0)
 		shim_log("cannot wake the stdin pump: %s", strerror(errno));
 	pthread_mutex_lock(&s->lock);
+	p->ctr->rw_saving = false;
 	proc_exited(s, p, status);
 	pthread_mutex_unlock(&s->lock);
 	return NULL;

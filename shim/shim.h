@@ -134,6 +134,7 @@ struct ctr {
 	uint32_t mem_mb;
 	uint32_t cpu_milli; /* its CPU bound in 1/1000 of the vCPU (0: none), the same way */
 	bool deleted;       /* its init was deleted: only Wait and State still see it */
+	bool rw_saving;     /* its writes are being saved to its snapshot (rwlayer.c) */
 };
 
 struct shim {
@@ -213,6 +214,13 @@ int ctr_limit(struct shim *s, struct ctr *c, uint32_t mib, char *msg, size_t n);
 int ctr_cpu(struct shim *s, struct ctr *c, uint32_t milli, char *msg, size_t n);
 /* linux.resources' CPU quota as thousandths of a CPU (0: none). */
 uint32_t spec_res_millicpus(const struct spec_res *r);
+
+/* rwlayer.c: what the container changed in the VM's root replayed onto
+ * its mounted rootfs (containerd's snapshot); 0 or -errno with msg.
+ * Unlocked (an agent stream). */
+int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n);
+/* Whether c's writes are saved, and where to (its rootfs on the host). */
+bool rwlayer_root(const struct ctr *c, char *out, size_t n);
 
 /* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */
 int jail_prepare(struct shim *s, char *msg, size_t n);

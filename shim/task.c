@@ -388,6 +388,21 @@ int do_start(struct shim *s, struct proc *p, char *msg, size_t n)
 	return 0;
 }
 
+/* Until the guest reports p's exit (locked): KILL_GRACE_MS, or longer
+ * while its writes are being saved (rwlayer.c's own time limits). */
+#define KILL_GRACE_MS 2000
+static void wait_own_end(struct shim *s, struct proc *p)
+{
+	int64_t end = now_ns() + (int64_t)KILL_GRACE_MS * 1000000;
+
+	while (p->state != P_STOPPED && !s->vm.dead && (p->ctr->rw_saving || now_ns() < end)) {
+		int64_t at = p->ctr->rw_saving ? now_ns() + 100000000 : end;
+		struct timespec ts = {at / 1000000000, at % 1000000000};
+
+		pthread_cond_timedwait(&s->changed, &s->lock, &ts);
+	}
+}
+
 int do_kill(struct shim *s, struct proc *p, uint32_t sig, char *msg, size_t n)
 {
 	if (p->state == P_STOPPED)
@@ -399,7 +414,13 @@ int do_kill(struct shim *s, struct proc *p, uint32_t sig, char *msg, size_t n)
 	}
 	if (sig == SIGKILL && !p->exec_id[0] && (!pod_busy(s, p->ctr) || s->vm.dead)) {
 		/* the pod's last init killed: the pod ends with its VM, whatever
-		 * the guest (frozen, or not answering) would do with the signal */
+		 * the guest (frozen, or not answering) would do with the signal;
+		 * a guest that answers ends it itself first, saving its writes */
+		char root[4096];
+
+		if (!s->vm.dead && !s->vm.paused && rwlayer_root(p->ctr, root, sizeof(root)) &&
+		    !vm_proc_signal(p, SIGKILL))
+			wait_own_end(s, p);
 		proc_exited(s, p, 128 + SIGKILL);
 		return 0;
 	}

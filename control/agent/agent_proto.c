@@ -428,7 +428,7 @@ const char *agent_msg_name(uint16_t type)
 	    [KILN_MSG_STAT] = "STAT",       [KILN_MSG_ENTRY] = "ENTRY",
 	    [KILN_MSG_INFO] = "INFO",       [KILN_MSG_ATTACH] = "ATTACH",
 	    [KILN_MSG_CONNECT] = "CONNECT", [KILN_MSG_CONNECTED] = "CONNECTED",
-	    [KILN_MSG_PROC] = "PROC",
+	    [KILN_MSG_PROC] = "PROC",       [KILN_MSG_CHANGE] = "CHANGE",
 	};
 
 	return type < KILN_MSG_MAX && names[type] ? names[type] : "?";

@@ -48,6 +48,9 @@ int vfs_unpack_initramfs(const void *buf, size_t len, const void *index, size_t 
  * forever. Call before vfs_unpack_initramfs, whose files then win. Returns
  * 0, or -errno with *err set to a message. */
 int vfs_mount_image(const void *img, size_t len, const char **err);
+/* changes.c: prctl KILN_PR_ROOTCHG_TRACK and _GET (kiln/rootchg.h) */
+long vfs_rootchg_track(void);
+long vfs_rootchg_get(int dirfd, const char *upath);
 
 /* ---------------------------------------------------------------- inodes */
 

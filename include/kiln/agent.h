@@ -255,6 +255,22 @@ enum kiln_msg {
 	 *   CPU:    u32 millicpus -> DONE
 	 *           the same for its CPU: at most millicpus / 1000 of the vCPU
 	 *           (0: no bound; KILN_PR_PIDNS_CPU).
+	 *   CHANGES: list of strings excluded -> CHANGE [DATA...]..., DONE
+	 *           path is a START root ("/": the VM's, the container whose
+	 *           rootfs the image is); what its processes changed in the
+	 *           image's tree since the agent booted (include/kiln/rootchg.h),
+	 *           for the host to replay onto the container's snapshot
+	 *           (shim/rwlayer.c). excluded: absolute paths under path
+	 *           (mount points, copied binds) whose subtrees are left out.
+	 *           One CHANGE per changed node, parents before children; a
+	 *           regular file's CHANGE is followed by exactly its size in
+	 *           DATA frames. A directory whose names changed (or that is
+	 *           new) has a NAMES change listing all its names now: the
+	 *           host removes the others. ERROR ENOSYS: the guest kernel
+	 *           does not note changes (Linux); ELOOP: deeper than
+	 *           KILN_CHANGES_DEPTH; E2BIG: a directory's names exceed one
+	 *           frame. Older agents answer ERROR EINVAL (a compatible
+	 *           addition). No user trailer.
 	 * Then, optionally, the user trailer (as on START): the operation runs
 	 * with that user's effective ids and groups, so the file system's
 	 * permissions apply to it, and what it creates is that user's; without
@@ -325,6 +341,17 @@ enum kiln_msg {
 	 * At most AGENT_MAX_STREAMS entries (one stream each). */
 	KILN_MSG_PROC,
 
+	/* ---- file streams, continued: CHANGES ---- */
+	/* Agent: u32 kind (KILN_CHANGE_*), string path (relative to the
+	 * request's root, no leading '/', "" for the root itself), then
+	 *   NODE:  u32 mode (st_mode), u32 uid, u32 gid, i64 mtime (seconds),
+	 *          u32 mtime nanoseconds, u64 size, string symlink target
+	 *          (empty if not a symlink). A directory is made if missing,
+	 *          a node of another type at path replaced.
+	 *   NAMES: list of strings, the directory's names (no "." or "..").
+	 * Paths have no "." or ".." components and no empty ones. */
+	KILN_MSG_CHANGE,
+
 	KILN_MSG_MAX,
 };
 
@@ -341,8 +368,14 @@ enum kiln_file_op {
 	KILN_FILE_FREEZE,
 	KILN_FILE_LIMIT,
 	KILN_FILE_CPU,
+	KILN_FILE_CHANGES,
 	KILN_FILE_MAX,
 };
+
+/* CHANGE's kinds */
+#define KILN_CHANGE_NODE   1
+#define KILN_CHANGE_NAMES  2
+#define KILN_CHANGES_DEPTH 128 /* directory levels under the root */
 
 /* UNTAR's flags */
 #define KILN_UNTAR_DEV  0x1

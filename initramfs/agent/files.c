@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "changes.h"
 #include "fsops.h"
 #include "untar.h"
 #include "users.h"
@@ -36,6 +37,7 @@ struct fop {
 	struct agent_user *user;  /* the request's, or NULL: root */
 	struct agent_user *owner; /* KILN_USER_GIVE: who gets what root makes */
 	struct untar *untar;      /* UNTAR */
+	struct changes *changes;  /* CHANGES */
 };
 
 static void file_open(struct conn *c)
@@ -302,7 +304,7 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 {
 	char where[4096]; /* what REMOVE failed on */
 	uint32_t arg = 0, user_flags = 0;
-	char *to = NULL, *user_name = NULL;
+	char *to = NULL, *user_name = NULL, **excl = NULL;
 	bool entered = false;
 	struct rd r;
 	int err = 0;
@@ -316,7 +318,9 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 		arg = rd_u32(&r);
 	else if (f->op == KILN_FILE_RENAME)
 		to = rd_str(&r);
-	if (r.left && !r.why) { /* the user trailer */
+	else if (f->op == KILN_FILE_CHANGES)
+		excl = rd_strlist(&r, 0, NULL);
+	if (r.left && !r.why && f->op != KILN_FILE_CHANGES) { /* the user trailer */
 		user_name = rd_str(&r);
 		user_flags = rd_u32(&r);
 	}
@@ -384,6 +388,12 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 	case KILN_FILE_CPU:
 		file_pidns(c, f, arg);
 		break;
+	case KILN_FILE_CHANGES:
+		err = changes_start(&f->changes, &c->out, f->path, excl, where, sizeof(where));
+		excl = NULL; /* taken over */
+		if (err)
+			conn_fail(c, -err, "%s", where);
+		break;
 	case KILN_FILE_RENAME:
 		if (rename(f->path, to) < 0)
 			conn_fail(c, errno, "cannot rename '%s' to '%s': %s", f->path, to,
@@ -400,6 +410,7 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 out:
 	if (entered)
 		user_leave(f->user);
+	strv_free(excl);
 	free(to);
 	free(user_name);
 }
@@ -487,11 +498,28 @@ static void file_pump_list(struct conn *c, struct fop *f)
 	}
 }
 
+static void file_pump_changes(struct conn *c, struct fop *f)
+{
+	while (c->state == CONN_OPEN && conn_has_room(c)) {
+		int r = changes_step(f->changes, &c->out);
+
+		if (r == 1) {
+			file_done(c);
+		} else if (r == -ENOMEM) {
+			conn_nomem(c);
+		} else if (r < 0) {
+			conn_fail(c, -r, "%s", changes_why(f->changes));
+		}
+	}
+}
+
 static void file_pump(struct conn *c)
 {
 	struct fop *f = c->priv;
 
-	if (f && f->op == KILN_FILE_READ && f->fd >= 0) {
+	if (f && f->op == KILN_FILE_CHANGES && f->changes) {
+		file_pump_changes(c, f);
+	} else if (f && f->op == KILN_FILE_READ && f->fd >= 0) {
 		file_pump_read(c, f);
 	} else if (f && f->op == KILN_FILE_LIST && f->dir) {
 		int err = user_enter(f->user);
@@ -520,6 +548,7 @@ static void file_destroy(struct conn *c)
 	if (f->dir)
 		closedir(f->dir);
 	untar_free(f->untar);
+	changes_free(f->changes);
 	free(f->tmp);
 	free(f->path);
 	free(f->user);

@@ -11,10 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <kiln/net.h>
+#include <kiln/rootchg.h>
 
 #include "agent.h"
 
@@ -157,4 +159,7 @@ void init_pid1(void)
 	setenv("LANG", "C.UTF-8", 1);
 	load_image_env();
 	init_stdio();
+	/* What changes in the root from here on is the container's (the
+	 * CHANGES operation); a kernel without it (Linux) says EINVAL. */
+	prctl(KILN_PR_ROOTCHG_TRACK, 0, 0, 0, 0);
 }

@@ -31,13 +31,15 @@ e2e: $(E2E_PROGS)
 # to tests/unit: UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c, and
 # UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c.)
 E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names test_shim_spec test_img_defaults \
-	test_metrics_ring test_wh_sign test_events_db test_store_pins test_shim_cache test_store_schema
+	test_metrics_ring test_wh_sign test_events_db test_store_pins test_shim_cache test_store_schema \
+	test_shim_rwlayer
 E2E_UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c
 E2E_UNIT_SRCS_test_ws_scan := control/browser/ws_scan.c control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_names := control/util.c control/http/buf.c
 E2E_UNIT_SRCS_test_shim_spec := shim/spec.c shim/spec_res.c shim/spec_mounts.c shim/rlimits.c
 E2E_UNIT_SRCS_test_shim_cache := shim/cache.c
+E2E_UNIT_SRCS_test_shim_rwlayer := shim/rwlayer_apply.c
 E2E_UNIT_SRCS_test_img_defaults := control/sandbox/image_defaults.c control/util.c control/http/buf.c
 E2E_UNIT_SRCS_test_metrics_ring := control/api/metrics_ring.c
 E2E_UNIT_SRCS_test_wh_sign := control/events/wh_sign.c
@@ -95,7 +97,8 @@ e2e-net: $(BIN)/kilnd $(BIN)/kiln $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
 # test builds, ctr run/exec/kill/pause/resume/metrics, a terminal, a VM and
 # a shim that die; then pods (tests/e2e/containerd_pod.sh): a sandbox and app
 # containers in one VM; then networking (tests/e2e/containerd_net.sh): a
-# task in a network namespace with a veth pair, and one without. Needs root
+# task in a network namespace with a veth pair, and one without; then the
+# container's writes reaching its snapshot (tests/e2e/containerd_rwlayer.sh). Needs root
 # and /dev/kvm (and iproute2).
 .PHONY: e2e-containerd
 e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
@@ -103,6 +106,7 @@ e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/ki
 	$(V)bash tests/e2e/containerd.sh
 	$(V)bash tests/e2e/containerd_pod.sh
 	$(V)bash tests/e2e/containerd_net.sh
+	$(V)bash tests/e2e/containerd_rwlayer.sh
 
 # kiln image import --docker against a dockerd of the test's own
 # (tests/e2e/docker_import.sh). Needs root and Debian's docker.io.

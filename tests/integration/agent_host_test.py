@@ -1121,6 +1121,14 @@ def case_file_freeze(a, d):
     expect_error(file_req(a, KILN_FILE_CPU, "/", u32(500)), errno.ESRCH, "bound")
 
 
+def case_file_changes(a, d):
+    """CHANGES: a kernel that does not note changes (Linux) is ENOSYS, saying
+    so; a malformed excluded list is EPROTO."""
+    expect_error(file_req(a, KILN_FILE_CHANGES, "/", u32(1) + u32(4) + b"/dev"), errno.ENOSYS,
+                 "does not note")
+    expect_error(file_req(a, KILN_FILE_CHANGES, "/", u32(5)), errno.EPROTO)
+
+
 def case_file_remove(a, d):
     t = os.path.join(d, "t")
     os.makedirs(os.path.join(t, "b/c/d/e"))

@@ -908,6 +908,45 @@ START_TEST(links)
 }
 END_TEST
 
+/* KILN_CHG_* of a name (changes.c, include/kiln/rootchg.h) */
+static uint32_t chg_of(const char *path)
+{
+	struct inode *ip;
+	uint32_t bits;
+
+	ck_assert_int_eq(vfs_lookup(path, false, &ip), 0);
+	bits = ip->chg;
+	inode_put(ip);
+	return bits;
+}
+
+START_TEST(change_marks)
+{
+	struct ts t[2] = {{5, 0}, {6, 0}};
+
+	enter("chg");
+	put_file("pre", "before tracking");
+	put_file("ro", "read only");
+	ck_assert_int_eq(SYS(mkdir, "d", 0755), 0);
+	ck_assert_uint_eq(chg_of("pre"), 0);
+	ck_assert_uint_eq(chg_of("."), 0);
+	vfs_chg_on = true;
+	put_file("new", "N");
+	ck_assert_uint_eq(chg_of("new"), KILN_CHG_NEW | KILN_CHG_SELF);
+	ck_assert_uint_eq(chg_of("."), KILN_CHG_ENTRIES | KILN_CHG_SELF);
+	ck_assert_str_eq(get_file("ro"), "read only");
+	ck_assert_uint_eq(chg_of("ro"), 0); /* reading is no change */
+	ck_assert_int_eq(SYS(chmod, "pre", 0600), 0);
+	ck_assert_uint_eq(chg_of("pre"), KILN_CHG_SELF);
+	ck_assert_int_eq(SYS(utimensat, AT_FDCWD, "d", t, 0), 0);
+	ck_assert_uint_eq(chg_of("d"), KILN_CHG_SELF);
+	ck_assert_int_eq(SYS(rename, "ro", "d/ro"), 0);
+	ck_assert_uint_eq(chg_of("d/ro") & KILN_CHG_NEW, KILN_CHG_NEW);
+	ck_assert_uint_eq(chg_of("d") & KILN_CHG_ENTRIES, KILN_CHG_ENTRIES);
+	vfs_chg_on = false;
+}
+END_TEST
+
 START_TEST(cwd)
 {
 	char buf[128];
@@ -1516,6 +1555,7 @@ static Suite *ramfs_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, walk_basic);
+	tcase_add_test(tc, change_marks);
 	tcase_add_test(tc, walk_symlinks);
 	tcase_add_test(tc, walk_limits);
 	tcase_add_test(tc, open_flags);

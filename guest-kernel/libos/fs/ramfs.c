@@ -59,6 +59,7 @@ static void dir_attach(struct inode *dir, struct inode *ip)
 		if (old)
 			inode_put(old);
 	}
+	vfs_chg_mark(ip, KILN_CHG_NEW);
 	inode_touch(ip, false);
 }
 
@@ -107,6 +108,7 @@ int ramfs_add(struct inode *dir, const char *name, size_t len, struct inode *ip)
 	dir->dir.count++;
 	dir_attach(dir, ip);
 	inode_touch(dir, true);
+	vfs_chg_mark(dir, KILN_CHG_ENTRIES);
 	return 0;
 }
 
@@ -125,6 +127,7 @@ void ramfs_unlink(struct inode *dir, struct dentry *de)
 	dir->dir.count--;
 	kfree(de);
 	inode_touch(dir, true);
+	vfs_chg_mark(dir, KILN_CHG_ENTRIES);
 	dir_detach(dir, ip);
 }
 
@@ -135,6 +138,7 @@ void ramfs_relink(struct inode *dir, struct dentry *de, struct inode *ip)
 	de->ip = ip;
 	dir_attach(dir, ip);
 	inode_touch(dir, true);
+	vfs_chg_mark(dir, KILN_CHG_ENTRIES);
 	dir_detach(dir, old);
 }
 
@@ -449,6 +453,7 @@ uint64_t ramfs_page(struct inode *ip, uint64_t idx, bool create)
 		return *slot;
 	if (!create || !(page = page_for_write(&ip->reg, idx)))
 		return 0;
+	vfs_chg_mark(ip, KILN_CHG_SELF); /* a shared mapping writes it */
 	return (uint64_t)(uintptr_t)page - DIRECT_MAP_BASE;
 }
 

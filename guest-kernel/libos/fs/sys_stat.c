@@ -385,6 +385,7 @@ static void set_times(struct inode *ip, const struct ts t[2])
 	if (t[1].nsec != UTIME_OMIT)
 		ip->mtime = t[1].nsec == UTIME_NOW ? now : ts_to_ns(t[1]);
 	ip->ctime = now;
+	vfs_chg_mark(ip, KILN_CHG_SELF);
 }
 
 SYSCALL_DEFINE(utimensat)

@@ -235,6 +235,7 @@ static int fill_one(void *ctx, const char *name, size_t len, uint64_t nid, unsig
 	err = ramfs_add(c->dir, name, len, ip);
 	if (!err)
 		set_attrs(ip, &ei); /* the image's times, not the time of adding */
+	ip->chg = 0;                /* the image's, no change (changes.c) */
 	inode_put(ip);
 	return err == -ENOMEM ? (c->oom = err) : 0;
 }
@@ -243,6 +244,7 @@ static void fill_dir(struct inode *dir, uint64_t nid)
 {
 	struct fill_ctx c = {.dir = dir, .dir_nid = nid, .had_entries = dir->dir.head != NULL};
 	int64_t mtime = dir->mtime, ctime = dir->ctime;
+	uint32_t chg = dir->chg;
 	struct erofs_inode ei;
 	int err = erofs_iget(&un.fs, nid, &ei);
 
@@ -250,6 +252,7 @@ static void fill_dir(struct inode *dir, uint64_t nid)
 		err = erofs_readdir(&un.fs, &ei, fill_one, &c);
 	dir->mtime = mtime; /* filling is no change */
 	dir->ctime = ctime;
+	dir->chg = chg;
 	if (c.bad > BAD_REPORTED)
 		kprintf("kiln: image: %u more entries of directory nid %lu left out\n",
 		        c.bad - BAD_REPORTED, (unsigned long)nid);
@@ -282,6 +285,11 @@ static void lower_evict(struct inode *ip)
 {
 	kfree(container_of(ip->synth, struct lower_dir, synth));
 	ip->synth = NULL;
+}
+
+bool unionfs_pristine(const struct inode *ip)
+{
+	return ip->synth && ip->synth->ops == &lower_ops;
 }
 
 static const struct inode_ops lower_ops = {

@@ -28,6 +28,8 @@ struct inode *vfs_root(void)
 	return vfs.root;
 }
 
+bool vfs_chg_on; /* changes.c */
+
 int64_t vfs_now(void)
 {
 	return (int64_t)time_realtime_ns();
@@ -75,6 +77,7 @@ void inode_put(struct inode *ip)
 
 void inode_touch(struct inode *ip, bool mtime)
 {
+	vfs_chg_mark(ip, KILN_CHG_SELF);
 	ip->ctime = vfs_now();
 	if (mtime)
 		ip->mtime = ip->ctime;

@@ -11,6 +11,7 @@
 #include <linux/fcntl.h>
 #include <linux/stat.h>
 
+#include "kiln/rootchg.h"
 #include "vfs.h"
 
 /* <linux/stat.h> leaves these to glibc's <sys/stat.h> when glibc is
@@ -76,6 +77,7 @@ struct inode {
 	int refs;       /* open files, working directories, walks, subdirectories, mappings */
 	uint32_t maps;  /* S_IFREG: shared mappings of its pages (vm.h VMA_SHARED) */
 	uint32_t pmaps; /* S_IFREG: private mappings of it (vm.h VMA_FILE) */
+	uint32_t chg;   /* KILN_CHG_* since tracking began (changes.c) */
 	uint64_t size;
 	int64_t atime, mtime, ctime, btime; /* ns since the epoch */
 	union {
@@ -144,6 +146,18 @@ int vfs_may_delete(struct inode *dir, const struct inode *victim);
 /* A new inode's owner: the caller's file-system ids (the group of a
  * set-group-ID directory dir, which a new directory inherits). */
 void vfs_new_owner(struct inode *ip, const struct inode *dir);
+
+/* changes.c: what changed in the root since KILN_PR_ROOTCHG_TRACK
+ * (include/kiln/rootchg.h). vfs_chg_mark sets bits while tracking. */
+extern bool vfs_chg_on;
+static inline void vfs_chg_mark(struct inode *ip, uint32_t bits)
+{
+	if (vfs_chg_on)
+		ip->chg |= bits;
+}
+
+/* unionfs.c: an image directory not filled yet */
+bool unionfs_pristine(const struct inode *ip);
 
 /* vfs.c */
 struct inode *vfs_root(void);

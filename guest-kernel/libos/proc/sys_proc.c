@@ -11,6 +11,7 @@
 #include "syscall.h"
 #include "uaccess.h"
 #include "vfs.h"
+#include "kiln/rootchg.h"
 
 /* Limits as a default Linux login would have them, for init. */
 static const struct klimit limits_default[RLIM_NLIMITS] = {
@@ -295,6 +296,10 @@ SYSCALL_DEFINE(prctl)
 		return pidns_freeze(p, (int)a1, (int)a2);
 	case KILN_PR_PIDNS:
 		return pidns_prctl(p, (int)a1); /* (an int: prctl is variadic) */
+	case KILN_PR_ROOTCHG_TRACK:
+		return vfs_rootchg_track();
+	case KILN_PR_ROOTCHG_GET:
+		return vfs_rootchg_get((int)a1, (const char *)a2);
 	case PR_CAPBSET_READ:
 		return (unsigned long)a1 <= 40 ? 1 : -EINVAL;
 	default:
