@@ -75,7 +75,7 @@ t_auth() {
 	[ "$st" = 401 ] && [ "$(sb_field "$id" state)" = paused ]
 	check $? "an unauthenticated runCode does not resume a paused sandbox ($st)"
 	"$KILN" resume "$id" >/dev/null
-	pid=$(cut -d' ' -f1 "$DATA/sandboxes/$id/vmm.pid")
+	pid=$(cut -d' ' -f1 "$DATA/sandboxes/$id/run/vmm.pid")
 	[ -n "$pid" ] && ! tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$id" &&
 		tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- '--vsock'
 	check $? "the VMM's command line does not name the sandbox ($(tr '\0' ' ' <"/proc/$pid/cmdline"))"

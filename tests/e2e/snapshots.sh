@@ -135,7 +135,7 @@ t_pause() {
 	else
 		[ ! -e "$DATA/sandboxes/$id/snapshot" ] && [ -s "$DATA/sandboxes/$id/vmm-out/snapshot" ] &&
 			[ "$(stat -c %u "$DATA/sandboxes/$id/vmm-out/snapshot")" = \
-				"$(cut -d' ' -f3 "$DATA/sandboxes/$id/vmm.pid")" ]
+				"$(cut -d' ' -f3 "$DATA/sandboxes/$id/run/vmm.pid")" ]
 	fi
 	check $? "the snapshot is the VMM's once it runs again, for its next pause"
 	[ "$("$KILN" exec "$id" -- cat "$G/p1")" = before-pause ]
