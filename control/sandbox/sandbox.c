@@ -279,7 +279,6 @@ int sb_spawn(struct sandbox *sb, const char *restore, const char *mode, const ch
 	    /* through the link (run_dir.h): no id in its command line */
 	    .vsock_path = SB_RUN_DIR "/vsock.sock",
 	    .api_path = sb->rec.flags & SB_F_API ? SB_RUN_DIR "/api.sock" : NULL,
-	    .console_path = sb->console_path,
 	    .dir = sb->dir,
 	    .memory_mb = sb->rec.memory_mb,
 	    .cpu_count = sb->rec.cpu_count,
@@ -305,6 +304,8 @@ int sb_spawn(struct sandbox *sb, const char *restore, const char *mode, const ch
 		         sb->dir, strerror(-rc));
 		return rc;
 	}
+	/* (after the switch above, which replaces the path) */
+	args.console_path = sb->console_path;
 	sb->console_mark = stat(sb->console_path, &st) ? 0 : st.st_size;
 	jail_id_put(sb->kd, sb->jail_id);
 	args.jail_id = sb->jail_id = jail_id_take(sb->kd);
