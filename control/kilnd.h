@@ -27,6 +27,7 @@ struct kilnd_cfg {
 	unsigned browser_port;
 	char *vmm, *kernel, *initrd;
 	char *images_dir;        /* IMAGES_DIR/NAME.erofs (image.h) */
+	char *run_dir;           /* --run-dir (sandbox/run_dir.h), or NULL */
 	char *image_initrd;      /* the agent alone, booted over an image */
 	char *run_template;      /* --run-template: plain creates clone it (api_create.c) */
 	const char *resume_mode; /* "lazy" (userfaultfd) or "eager" */
@@ -91,6 +92,7 @@ struct kilnd {
 	struct kilnd_cfg cfg;
 	struct jail_ids jail_ids; /* sandbox/jail_ids.h */
 	char *sandboxes_dir;
+	char *run_root; /* the sandboxes' run files (sandbox/run_dir.h), or NULL */
 	struct store *store;
 	struct http_server *http;
 	struct sandbox *sandboxes; /* live list, newest first */

@@ -37,6 +37,7 @@
 #include "net/net.h"
 #include "kilnd.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/run_dir.h"
 #include "sandbox/store.h"
 #include "sandbox/template.h"
 #include "util.h"
@@ -75,6 +76,10 @@ static void usage(FILE *f)
 	        "                        from kilnd)\n"
 	        "  --images DIR          images by name: DIR/NAME.erofs (default: ../images\n"
 	        "                        from kilnd, where make images puts them)\n"
+	        "  --run-dir DIR         the sandboxes' sockets, console.log and vmm.pid, which\n"
+	        "                        last as long as their VMM: a tmpfs is cheapest\n"
+	        "                        (default: /run/kilnd-HASH or /dev/shm/kilnd-HASH\n"
+	        "                        when the data directory is not on a tmpfs)\n"
 	        "  --image-initrd PATH   initramfs booted over an image, the agent alone\n"
 	        "                        (default: ../initramfs/agent-image.cpio from kilnd)\n"
 	        "  --run-template NAME   a create that names no image or template (kiln run's)\n"
@@ -357,6 +362,7 @@ static void cfg_free(struct kilnd_cfg *cfg)
 	free(cfg->kernel);
 	free(cfg->initrd);
 	free(cfg->images_dir);
+	free(cfg->run_dir);
 	free(cfg->image_initrd);
 	free(cfg->run_template);
 	free(cfg->dns_servers);
@@ -391,6 +397,7 @@ enum {
 	OPT_KERNEL,
 	OPT_INITRD,
 	OPT_IMAGES,
+	OPT_RUN_DIR,
 	OPT_IMAGE_INITRD,
 	OPT_RUN_TEMPLATE,
 	OPT_RESUME_MODE,
@@ -438,6 +445,7 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 	    {"kernel", required_argument, NULL, OPT_KERNEL},
 	    {"initrd", required_argument, NULL, OPT_INITRD},
 	    {"images", required_argument, NULL, OPT_IMAGES},
+	    {"run-dir", required_argument, NULL, OPT_RUN_DIR},
 	    {"image-initrd", required_argument, NULL, OPT_IMAGE_INITRD},
 	    {"run-template", required_argument, NULL, OPT_RUN_TEMPLATE},
 	    {"resume-mode", required_argument, NULL, OPT_RESUME_MODE},
@@ -531,6 +539,10 @@ static void parse_args(struct kilnd_cfg *cfg, int argc, char **argv)
 		case OPT_IMAGES:
 			free(cfg->images_dir);
 			cfg->images_dir = strdup(optarg);
+			break;
+		case OPT_RUN_DIR:
+			free(cfg->run_dir);
+			cfg->run_dir = strdup(optarg);
 			break;
 		case OPT_IMAGE_INITRD:
 			free(cfg->image_initrd);
@@ -778,6 +790,12 @@ int main(int argc, char **argv)
 		die("out of memory");
 	if (mkdir_p(kd.sandboxes_dir, 0700))
 		die("cannot create %s: %s", kd.sandboxes_dir, strerror(errno));
+	{
+		char why[4400];
+
+		if (run_root_init(&kd, cfg->run_dir, why, sizeof(why)))
+			die("%s", why);
+	}
 	if (cfg->tcp_listen && !cfg->api_key)
 		cfg->api_key = load_api_key(cfg->data_dir);
 	rc = envd_load_secret(&kd);
@@ -861,6 +879,7 @@ int main(int argc, char **argv)
 	ev_loop_destroy(kd.loop);
 	close(lock_fd);
 	free(kd.sandboxes_dir);
+	free(kd.run_root);
 	free(kd.envd_secret);
 	cfg_free(cfg);
 	return 0;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/procs.h"
@@ -20,8 +21,23 @@
 #include "sandbox_int.h"
 #include "jail_out.h"
 #include "pause_base.h"
+#include "run_dir.h"
 #include "util.h"
 #include "vmm_proc.h"
+
+/* Files of a kilnd from before run directories (run_dir.h): in the
+ * sandbox's directory itself, where its VMM still serves them. */
+static bool legacy_layout(const struct sandbox *sb)
+{
+	char path[4200];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/" SB_RUN_DIR, sb->dir);
+	if (!lstat(path, &st) || errno != ENOENT)
+		return false;
+	snprintf(path, sizeof(path), "%s/console.log", sb->dir);
+	return !access(path, F_OK);
+}
 
 /* The jail id in the sandbox's pid file if it names pid, else 0. */
 static unsigned pid_file_jail(const struct sandbox *sb, int pid)
@@ -171,6 +187,9 @@ static int restore_one(void *ctx, struct sb_record *r)
 	}
 	sb->rec = *r;
 	sb->state = sb_state_from_name(r->state);
+	if (legacy_layout(sb) && sb_run_paths(sb, true))
+		log_warn("sandbox %s: out of memory: its VMM's files in %s are not looked for",
+		         sb->rec.id, sb->dir);
 	sb->env = r->env_json ? json_loads(r->env_json, 0, NULL) : NULL;
 	sb->metadata = r->metadata_json ? json_loads(r->metadata_json, 0, NULL) : NULL;
 	sb->secrets = r->secrets_json ? json_loads(r->secrets_json, 0, NULL) : NULL;
@@ -248,9 +267,17 @@ static void stop_unknown_vmm(struct kilnd *kd, const char *id)
 	int pid = 0, fd;
 
 	if (asprintf(&dir, "%s/%s", kd->sandboxes_dir, id) < 0 ||
-	    asprintf(&vsock, "%s/vsock.sock", dir) < 0 || asprintf(&pidf, "%s/vmm.pid", dir) < 0)
+	    asprintf(&vsock, "%s/vsock.sock", dir) < 0 ||
+	    asprintf(&pidf, "%s/" SB_RUN_DIR "/vmm.pid", dir) < 0)
 		goto out;
 	pf = read_small_file(pidf, 64, NULL);
+	if (!pf) { /* an older kilnd's (run_dir.h) */
+		free(pidf);
+		pidf = NULL;
+		if (asprintf(&pidf, "%s/vmm.pid", dir) < 0)
+			goto out;
+		pf = read_small_file(pidf, 64, NULL);
+	}
 	if (!pf || sscanf(pf, "%d %llu", &pid, &start) < 1)
 		pid = 0;
 	free(pf);
@@ -309,7 +336,9 @@ int sb_restore_all(struct kilnd *kd)
 {
 	int rc = store_load(kd->store, restore_one, kd);
 
-	if (!rc)
+	if (!rc) {
 		remove_orphans(kd);
+		run_remove_orphans(kd);
+	}
 	return rc;
 }

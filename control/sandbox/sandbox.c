@@ -21,6 +21,7 @@
 #include "agent/spare.h"
 #include "console.h"
 #include "jail_out.h"
+#include "run_dir.h"
 #include "template.h"
 #include "util.h"
 #include "vmm_api.h"
@@ -130,16 +131,9 @@ struct sandbox *sb_alloc(struct kilnd *kd, const char *id)
 	snprintf(sb->rec.id, sizeof(sb->rec.id), "%s", id);
 	sb->rec.agent_flags = -1;
 	if (asprintf(&sb->dir, "%s/%s", kd->sandboxes_dir, id) < 0 ||
-	    asprintf(&sb->vsock_path, "%s/vsock.sock", sb->dir) < 0 ||
-	    asprintf(&sb->console_path, "%s/console.log", sb->dir) < 0 ||
-	    asprintf(&sb->pid_path, "%s/vmm.pid", sb->dir) < 0 ||
-	    asprintf(&sb->api_path, "%s/api.sock", sb->dir) < 0 ||
-	    asprintf(&sb->snap_path, "%s/snapshot", sb->dir) < 0) {
+	    asprintf(&sb->snap_path, "%s/snapshot", sb->dir) < 0 || sb_run_paths(sb, false)) {
 		free(sb->dir);
-		free(sb->vsock_path);
-		free(sb->console_path);
-		free(sb->pid_path);
-		free(sb->api_path);
+		free(sb->snap_path);
 		free(sb);
 		return NULL;
 	}
@@ -148,6 +142,13 @@ struct sandbox *sb_alloc(struct kilnd *kd, const char *id)
 	ev_init(&sb->boot, NULL);
 	sb->life.data = sb->boot.data = sb;
 	return sb;
+}
+
+/* Everything of it on disk and in the run root. */
+static void sb_remove_dirs(struct sandbox *sb)
+{
+	rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
+	run_remove(sb->kd, sb->rec.id);
 }
 
 static void sb_free(struct sandbox *sb)
@@ -179,6 +180,7 @@ static void sb_free(struct sandbox *sb)
 	free(sb->pid_path);
 	free(sb->api_path);
 	free(sb->snap_path);
+	free(sb->run_dir);
 	free(sb);
 }
 
@@ -274,9 +276,9 @@ int sb_spawn(struct sandbox *sb, const char *restore, const char *mode, const ch
 	    .kernel = sb->rec.kernel ? sb->rec.kernel : cfg->kernel,
 	    .initrd = sb->rec.initrd ? sb->rec.initrd : cfg->initrd,
 	    .image = sb->rec.image,
-	    .vsock_path = sb->vsock_path,
-	    .api_path = sb->rec.flags & SB_F_API ? sb->api_path : NULL,
-	    .console_path = sb->console_path,
+	    /* through the link (run_dir.h): no id in its command line */
+	    .vsock_path = SB_RUN_DIR "/vsock.sock",
+	    .api_path = sb->rec.flags & SB_F_API ? SB_RUN_DIR "/api.sock" : NULL,
 	    .dir = sb->dir,
 	    .memory_mb = sb->rec.memory_mb,
 	    .cpu_count = sb->rec.cpu_count,
@@ -291,6 +293,19 @@ int sb_spawn(struct sandbox *sb, const char *restore, const char *mode, const ch
 	char state;
 	int rc;
 
+	/* A VMM of an older kilnd had its files in the directory itself. */
+	if (!strcmp(sb->run_dir, sb->dir) && (rc = sb_run_paths(sb, false))) {
+		snprintf(msg, msglen, "out of memory");
+		return rc;
+	}
+	rc = sb_run_make(sb);
+	if (rc) {
+		snprintf(msg, msglen, "cannot create %s and %s/" SB_RUN_DIR ": %s", sb->run_dir,
+		         sb->dir, strerror(-rc));
+		return rc;
+	}
+	/* (after the switch above, which replaces the path) */
+	args.console_path = sb->console_path;
 	sb->console_mark = stat(sb->console_path, &st) ? 0 : st.st_size;
 	jail_id_put(sb->kd, sb->jail_id);
 	args.jail_id = sb->jail_id = jail_id_take(sb->kd);
@@ -584,7 +599,7 @@ static void on_vmm_exit(struct ev_loop *loop, ev_io *w, int revents)
 	sb->jail_id = 0;
 	if (sb->deleted) {
 		/* Only now: a dying VMM may still have been writing there. */
-		rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
+		sb_remove_dirs(sb);
 		list_remove(&sb->kd->dying, sb);
 		sb_free(sb);
 		return;
@@ -724,7 +739,7 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 fail:
 	log_warn("sandbox %s: %s", id, msg);
 	store_delete(kd->store, id);
-	rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
+	sb_remove_dirs(sb);
 	sb_free(sb);
 	return status;
 }
@@ -788,7 +803,7 @@ void sb_delete(struct sandbox *sb)
 		sb_kill_vmm(sb);
 		return;
 	}
-	rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
+	sb_remove_dirs(sb);
 	sb_free(sb);
 }
 

@@ -57,6 +57,7 @@ struct sandbox {
 	struct net_policy policy; /* egress (net/policy.h), persisted as rec.net_json */
 	struct net_sb *net;       /* net/net.c: its listener, connections, counters */
 	char *dir, *vsock_path, *console_path, *pid_path, *api_path, *snap_path;
+	char *run_dir; /* where the first four are (run_dir.h) */
 
 	int pidfd;
 	unsigned jail_id; /* its VMM's uid and gid (jail_ids.h), or 0 */

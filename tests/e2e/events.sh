@@ -95,7 +95,7 @@ t_events_lifecycle() {
 	b=$("$KILN" create | tail -n 1)
 	c=$("$KILN" create | tail -n 1)
 	clone=$("$KILN" fork "$c" | tail -n 1)
-	pid=$(cut -d' ' -f1 "$DATA/sandboxes/$b/vmm.pid")
+	pid=$(cut -d' ' -f1 "$DATA/sandboxes/$b/run/vmm.pid")
 	kill -9 "$pid"
 	sleep 2
 	api GET "/sandboxes/$a/events" >/dev/null

@@ -75,7 +75,7 @@ t_auth() {
 	[ "$st" = 401 ] && [ "$(sb_field "$id" state)" = paused ]
 	check $? "an unauthenticated runCode does not resume a paused sandbox ($st)"
 	"$KILN" resume "$id" >/dev/null
-	pid=$(cut -d' ' -f1 "$DATA/sandboxes/$id/vmm.pid")
+	pid=$(cut -d' ' -f1 "$DATA/sandboxes/$id/run/vmm.pid")
 	[ -n "$pid" ] && ! tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$id" &&
 		tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- '--vsock'
 	check $? "the VMM's command line does not name the sandbox ($(tr '\0' ' ' <"/proc/$pid/cmdline"))"
@@ -162,7 +162,7 @@ t_console_cap() {
 	p=$!
 	wait_socket "$d/kilnd.sock"
 	id=$(KILN_DATA_DIR=$d "$KILN" create) || { not_ok "create for the console"; kill "$p"; return; }
-	dir=$d/sandboxes/$id
+	dir=$d/sandboxes/$id/run/ # its console.log: on the run root (kilnd --run-dir)
 	for i in $(seq 150); do # 15 s at most; the flood takes about 2
 		size=$(du -sk "$dir" | cut -f1)
 		[ "$size" -gt $max ] && max=$size

@@ -19,7 +19,7 @@ jail_runs() {
 # namespace (kilnd made it: no waiting parent in between).
 vmm_pid() {
 	local p
-	p=$(cut -d' ' -f1 "$DATA/sandboxes/$1/vmm.pid")
+	p=$(cut -d' ' -f1 "$DATA/sandboxes/$1/run/vmm.pid")
 	awk '/^NSpid:/ && $3 == 1 { print $2 }' "/proc/$p/status"
 }
 vmm_uid() { awk '/^Uid:/ { print $2 }' "/proc/$(vmm_pid "$1")/status" 2>/dev/null; }
@@ -51,15 +51,17 @@ t_jail_ids() {
 	[ -n "$ua" ] && [ -n "$ub" ] && [ "$ua" != "$ub" ] && [ "$ua" -gt 900000 ] &&
 		[ "$ub" -gt 900000 ] && [ "$(stat -c %u "$DATA/sandboxes/$a/vmm-out")" = "$ua" ] &&
 		[ "$(stat -c %u "$DATA/sandboxes/$a")" = 0 ] &&
-		[ "$(cut -d' ' -f3 "$DATA/sandboxes/$a/vmm.pid")" = "$ua" ]
+		[ "$(cut -d' ' -f3 "$DATA/sandboxes/$a/run/vmm.pid")" = "$ua" ]
 	check $? "two sandboxes' VMMs run as uids of their own ($ua, $ub), each owning its vmm-out"
-	# What kilnd writes as root in the sandbox's directory is not the VMM's
-	# to replace; kilnd's own files are out of its sight.
+	# What kilnd writes as root in the sandbox's directory and its run
+	# directory is not the VMM's to replace (the sandbox's directory is only
+	# the jail's read-only root there: the run directory and vmm-out are
+	# what is bound in it); kilnd's own files are out of its sight.
 	python3 tests/integration/jail_probe.py "$(vmm_pid "$a")" "$ua" \
-		"w:$DATA/sandboxes/$a/console.log" "w:$DATA/sandboxes/$a/vmm.pid" \
-		"c:$DATA/sandboxes/$a/x" "c:$DATA/sandboxes/$a/vmm-out/x" "$DATA/kilnd.db" "$DATA/sandboxes/$b/console.log" \
+		"w:$DATA/sandboxes/$a/run/console.log" "w:$DATA/sandboxes/$a/run/vmm.pid" \
+		"c:$DATA/sandboxes/$a/x" "c:$DATA/sandboxes/$a/run/x" "c:$DATA/sandboxes/$a/vmm-out/x" "$DATA/kilnd.db" "$DATA/sandboxes/$b/run/console.log" \
 		>"$T/probe" 2>&1
-	[ "$(tr '\n' ' ' <"$T/probe")" = "$DATA/sandboxes/$a/console.log EACCES $DATA/sandboxes/$a/vmm.pid EACCES $DATA/sandboxes/$a/x EACCES $DATA/sandboxes/$a/vmm-out/x ok $DATA/kilnd.db ENOENT $DATA/sandboxes/$b/console.log ENOENT " ]
+	[ "$(tr '\n' ' ' <"$T/probe")" = "$DATA/sandboxes/$a/run/console.log EACCES $DATA/sandboxes/$a/run/vmm.pid EACCES $DATA/sandboxes/$a/x EROFS $DATA/sandboxes/$a/run/x EACCES $DATA/sandboxes/$a/vmm-out/x ok $DATA/kilnd.db ENOENT $DATA/sandboxes/$b/run/console.log ENOENT " ]
 	check $? "its VMM cannot write kilnd's files in the sandbox's directory, nor see the store or other sandboxes ($(tr '\n' ' ' <"$T/probe"))"
 	# Every thread of the VMM is in its cgroup leaf (the join is made on a
 	# thread of its own, vmm/jail/jail.c): the v2 one, or the memory, pids

@@ -52,7 +52,7 @@ KPID=
 
 cleanup() {
 	[ -n "$KPID" ] && kill "$KPID" 2>/dev/null && wait "$KPID" 2>/dev/null
-	for p in "$DATA"/sandboxes/*/vmm.pid; do
+	for p in "$DATA"/sandboxes/*/run/vmm.pid; do
 		[ -f "$p" ] && kill -9 -- "-$(cut -d' ' -f1 "$p")" 2>/dev/null
 	done
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
@@ -150,7 +150,7 @@ start_kilnd() {
 start_kilnd
 kiln() { "$KILN" --socket "$SOCK" "$@"; }
 sbx() { kiln exec "$@" 2>&1; } # sbx ID -- CMD...: its output
-console() { cat "$DATA/sandboxes/$1/console.log" 2>/dev/null; }
+console() { cat "$DATA/sandboxes/$1/run/console.log" 2>/dev/null; }
 new() { kiln create "$@" | tail -1; }
 
 # Sandboxes: busybox ones and base (python3) ones, under four policies.
@@ -258,7 +258,7 @@ if want bypass; then
 	expect_in bypass-nul-logged "$(console "$S_DEFPY")" "kiln-net: DNS: lookup refused: the name has bytes"
 fi
 if want hostile-hello; then
-	out=$(python3 "$ROOT/tests/e2e/net/hello.py" "$DATA/sandboxes/$S_HOST/vsock.sock_1025" "$P4")
+	out=$(python3 "$ROOT/tests/e2e/net/hello.py" "$DATA/sandboxes/$S_HOST/run/vsock.sock_1025" "$P4")
 	for l in "v4-loopback status=13" "v6-mapped-loopback status=13" "v6-loopback status=13" \
 		"v4-host-standin status=0" "bad-magic status=71" "bad-version status=71" \
 		"bad-family status=71" "port-zero status=71" "bad-flags status=71" \

@@ -71,7 +71,7 @@ KILND_PID=
 cleanup() {
 	[ -n "$KILND_PID" ] && kill "$KILND_PID" 2>/dev/null
 	# the VMMs outlive kilnd by design: end them by their recorded pids
-	for p in "$T"/data*/sandboxes/*/vmm.pid; do
+	for p in "$T"/data*/sandboxes/*/run/vmm.pid; do
 		[ -f "$p" ] && kill -9 -- "-$(cut -d' ' -f1 "$p")" 2>/dev/null
 	done
 	rm -rf "$T" "$G"
@@ -530,7 +530,7 @@ t_restart() {
 	wait "$KILND_PID" 2>/dev/null
 	KILND_PID=
 	# one VM dies while kilnd is away
-	pa=$(cut -d' ' -f1 "$DATA/sandboxes/$c/vmm.pid")
+	pa=$(cut -d' ' -f1 "$DATA/sandboxes/$c/run/vmm.pid")
 	kill -9 "$pa"
 	sleep 0.2
 	"$KILN" ls >/dev/null 2>"$T/err"
@@ -548,7 +548,7 @@ t_restart() {
 	 grep -q '"state":"error"' "$T/body" && grep -q 'while kilnd was not running' "$T/body"
 	check $? "a VM that died meanwhile is reported as error, not lost"
 	# an adopted VM (no longer kilnd's child) is still watched
-	pa=$(cut -d' ' -f1 "$DATA/sandboxes/$b/vmm.pid")
+	pa=$(cut -d' ' -f1 "$DATA/sandboxes/$b/run/vmm.pid")
 	kill -9 "$pa"
 	sleep 0.5
 	api GET "/sandboxes/$b" >/dev/null

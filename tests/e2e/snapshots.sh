@@ -34,8 +34,14 @@ sb_field() { # ID FIELD: a number or string field of GET /sandboxes/ID
 		sed -n "s/.*\"$2\":\"\{0,1\}\([^\",}]*\).*/\1/p"
 }
 
-vmm_alive() { # ID: is a VMM serving the sandbox?
-	pgrep -f -- "$DATA/sandboxes/$1/vsock.sock" >/dev/null
+vmm_alive() { # ID: is a VMM working in the sandbox's directory (removed or not)?
+	local c
+	for c in /proc/[0-9]*/cwd; do
+		case $(readlink "$c" 2>/dev/null) in
+		"$DATA/sandboxes/$1" | "$DATA/sandboxes/$1 (deleted)") return 0 ;;
+		esac
+	done
+	return 1
 }
 
 # median of the numbers on stdin
@@ -135,7 +141,7 @@ t_pause() {
 	else
 		[ ! -e "$DATA/sandboxes/$id/snapshot" ] && [ -s "$DATA/sandboxes/$id/vmm-out/snapshot" ] &&
 			[ "$(stat -c %u "$DATA/sandboxes/$id/vmm-out/snapshot")" = \
-				"$(cut -d' ' -f3 "$DATA/sandboxes/$id/vmm.pid")" ]
+				"$(cut -d' ' -f3 "$DATA/sandboxes/$id/run/vmm.pid")" ]
 	fi
 	check $? "the snapshot is the VMM's once it runs again, for its next pause"
 	[ "$("$KILN" exec "$id" -- cat "$G/p1")" = before-pause ]
@@ -179,6 +185,8 @@ t_pause() {
 t_pause_races() {
 	local id i pids=()
 	id=$("$KILN" create) || { not_ok "create for races"; return; }
+	vmm_alive "$id"
+	check $? "a running sandbox's VMM is seen working in its directory (what the checks below rule out)"
 	for i in 1 2 3; do
 		curl -s --unix-socket "$SOCK" -X POST -o /dev/null -w '%{http_code}\n' \
 			"http://k/sandboxes/$id/pause" >"$T/race.$i" &

@@ -28,7 +28,7 @@ BODY=$T/body
 PIDS=
 cleanup() {
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
-	for p in "$T"/*/sandboxes/*/vmm.pid; do
+	for p in "$T"/*/sandboxes/*/run/vmm.pid; do
 		[ -f "$p" ] && kill -9 -- "-$(cut -d' ' -f1 "$p")" 2>/dev/null
 	done
 	rm -rf "$T"

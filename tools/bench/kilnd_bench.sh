@@ -106,7 +106,7 @@ awk -v e0="${med[exec0]}" -v e1="${med[exec10]}" -v h0="${med[health0]}" -v h1="
 		e1 / e0, h1 / h0, s1 / s0 }'
 # What a kept-alive exec costs the host (tools/bench/host_events.sh): the
 # events of the sandbox's VMM during $EXECS execs, less those of as long idle.
-vmm_pid=$(cut -d' ' -f1 "$T/sandboxes/$ID/vmm.pid" 2>/dev/null)
+vmm_pid=$(cut -d' ' -f1 "$T/sandboxes/$ID/run/vmm.pid" 2>/dev/null)
 if [ -n "$vmm_pid" ]; then
 	sh tools/bench/host_events.sh --attach "$vmm_pid" "$EXECS" "host events per kept-alive exec:" -- \
 		python3 tools/bench/http_rtt.py "$SOCK" POST "/sandboxes/$ID/exec" '{"cmd":["true"]}' \

@@ -16,7 +16,7 @@ KPID=$!
 cleanup() {
 	kill $KPID 2>/dev/null
 	wait $KPID 2>/dev/null
-	for p in "$T"/sandboxes/*/vmm.pid; do
+	for p in "$T"/sandboxes/*/run/vmm.pid; do
 		[ -f "$p" ] && kill -9 -- "-$(cut -d' ' -f1 "$p")" 2>/dev/null
 	done
 	rm -rf "$T"
@@ -40,14 +40,14 @@ line() {
 }
 
 # per_op N LABEL CMD...: the host's cost of N operations of CMD on the one
-# sandbox's VMM ($T/sandboxes/*/vmm.pid) and on kilnd, counted with perf:
+# sandbox's VMM ($T/sandboxes/*/run/vmm.pid) and on kilnd, counted with perf:
 # CMD runs once with 0 and once with N in place of its argument @N@, and
 # each count is (N - 0) / N, so what CMD costs anyway cancels out.
 per_op() {
 	local n=$1 label=$2 k w vpid
 	shift 2
 	command -v perf >/dev/null || { echo "no perf: no counts"; return 0; }
-	vpid=$(cut -d' ' -f1 "$T"/sandboxes/*/vmm.pid)
+	vpid=$(cut -d' ' -f1 "$T"/sandboxes/*/run/vmm.pid)
 	for k in 0 "$n"; do
 		perf stat -x, -e 'kvm:*,context-switches,task-clock' -p "$vpid" -o "$T/vmm.$k" -- \
 			perf stat -x, -e context-switches,task-clock -p "$KPID" -o "$T/kilnd.$k" -- \
