@@ -88,7 +88,10 @@ const podConfig = (name) => ({
   log_directory: path.join(LOGS, name),
   labels: { app: 'kiln-cri' },
   annotations: { 'example.com/note': 'kept as given' },
-  linux: { security_context: { namespace_options: ns } },
+  // as the kubelet's cgroupfs driver gives it (kiln's shim keeps the VMM
+  // in a cgroup of its own, see README "Kubernetes (CRI)")
+  linux: { cgroup_parent: `/kubepods/besteffort/pod${name}-uid-${process.pid}`,
+    security_context: { namespace_options: ns } },
 });
 const ctrConfig = (name, command, extra = {}) => ({
   metadata: { name, attempt: 0 },
@@ -139,7 +142,16 @@ async function main() {
   const nShims = shims();
 
   // ---- a long-running container of the pod
-  const c1cfg = ctrConfig('c1', ['sh', '-c', 'echo started $WHO $ROLE; exec sleep 600']);
+  // with what the kubelet mounts: a volume (read-only, as a ConfigMap's)
+  // and the termination log
+  const vol = path.join(LOGS, 'vol');
+  fs.mkdirSync(vol, { recursive: true });
+  fs.writeFileSync(path.join(vol, 'config.txt'), 'from the host\n');
+  fs.writeFileSync(path.join(LOGS, 'termination-log'), '');
+  const c1cfg = ctrConfig('c1', ['sh', '-c', 'echo started $WHO $ROLE; exec sleep 600'], {
+    mounts: [{ container_path: '/etc/config', host_path: vol, readonly: true },
+      { container_path: '/dev/termination-log', host_path: path.join(LOGS, 'termination-log') }],
+  });
   const cr = await must(rt, 'CreateContainer',
     { pod_sandbox_id: sid, config: c1cfg, sandbox_config: pod }, 'CreateContainer c1');
   const tCreate = Date.now();
@@ -171,6 +183,16 @@ async function main() {
   const hostRel = fs.readFileSync('/proc/sys/kernel/osrelease', 'utf8').trim();
   check(out.split('\n')[2] === '6.1.0-kiln' && hostRel !== '6.1.0-kiln',
     `ExecSync's uname -r is the guest kernel's (${out.split('\n')[2]}), not the host's (${hostRel})`);
+  const exm = await must(rt, 'ExecSync', {
+    container_id: c1, timeout: 30,
+    cmd: ['sh', '-c', 'cat /etc/config/config.txt; cat /etc/hostname; ls /dev/termination-log; cat /etc/hosts'],
+  }, 'ExecSync of the mounts');
+  const m = exm ? exm.stdout.toString().split('\n') : [];
+  const hostName = fs.readFileSync('/proc/sys/kernel/hostname', 'utf8').trim();
+  // (a host-network pod's /etc/hosts is the CRI's copy of the host's)
+  check(exm && exm.exit_code === 0 && m[0] === 'from the host' && m[1] === hostName &&
+    m[2] === '/dev/termination-log' && m.slice(3).join('\n') === fs.readFileSync('/etc/hosts', 'utf8'),
+  `the volume, the CRI's /etc/hostname and /etc/hosts and the termination log are in c1 (${JSON.stringify(m.slice(0, 4))})`);
   const ex0 = await must(rt, 'ExecSync', { container_id: c1, cmd: ['true'], timeout: 10 }, 'ExecSync true');
   check(ex0 && ex0.exit_code === 0 && ex0.stdout.length === 0, `ExecSync true: exit code ${ex0 && ex0.exit_code}`);
 
@@ -197,6 +219,48 @@ async function main() {
   const ls = await must(rt, 'ListContainers', { filter: { pod_sandbox_id: sid } }, 'ListContainers');
   const ids = ls ? ls.containers.map((c) => `${c.metadata.name}:${c.state}`).sort() : [];
   check(ids.join(' ') === 'c1:CONTAINER_RUNNING c2:CONTAINER_EXITED', `ListContainers of the pod: ${ids.join(' ')}`);
+
+
+  // shareProcessNamespace: a container of the pod's PID namespace (the CRI
+  // names the sandbox task's, the VMM's) sees the pause process
+  const c3cfg = ctrConfig('c3', ['sleep', '601']);
+  c3cfg.linux.security_context.namespace_options = { ...ns, pid: 'POD' };
+  const cr3 = await must(rt, 'CreateContainer',
+    { pod_sandbox_id: sid, config: c3cfg, sandbox_config: pod }, 'CreateContainer c3 (pid POD)');
+  const c3 = cr3 && cr3.container_id;
+  if (c3 && await must(rt, 'StartContainer', { container_id: c3 }, 'StartContainer c3')) {
+    const p3 = await must(rt, 'ExecSync', { container_id: c3, cmd: ['ps'], timeout: 30 }, 'ExecSync ps in c3');
+    const p1 = await must(rt, 'ExecSync', { container_id: c1, cmd: ['ps'], timeout: 30 }, 'ExecSync ps in c1');
+    const o3 = p3 ? p3.stdout.toString() : '';
+    const o1 = p1 ? p1.stdout.toString() : '';
+    check(/sleep 2147483647/.test(o3) && /sleep 601/.test(o3) && !/sleep 2147483647|sleep 601/.test(o1),
+      `a container with the pod's PID namespace sees the sandbox's pause process, c1 sees neither (${o3.trim().split('\n').length - 1} processes)`);
+  }
+
+  // a second pod at the same time: a VM of its own
+  const pod2 = podConfig('db');
+  const run2 = await must(rt, 'RunPodSandbox', { config: pod2, runtime_handler: 'kiln' }, 'RunPodSandbox db');
+  if (run2) {
+    const vmm2 = readPid(run2.pod_sandbox_id);
+    check(vmm2 > 0 && vmm2 !== vmm && comm(vmm2) === 'kiln-vmm' && comm(vmm) === 'kiln-vmm',
+      `a second pod is a second kiln VM (${vmm2}, the first ${vmm})`);
+    await must(rt, 'StopPodSandbox', { pod_sandbox_id: run2.pod_sandbox_id }, 'StopPodSandbox db');
+    const rm2 = await must(rt, 'RemovePodSandbox', { pod_sandbox_id: run2.pod_sandbox_id }, 'RemovePodSandbox db');
+    for (let i = 0; i < 100 && alive(vmm2) && comm(vmm2) === 'kiln-vmm'; i++) await sleep(100);
+    check(rm2 && !(alive(vmm2) && comm(vmm2) === 'kiln-vmm') && (await status(c1)).state === 'CONTAINER_RUNNING',
+      'its stop and remove end its VM only; the first pod runs on');
+  }
+
+  // Exec (kubectl exec) hands out the CRI's streaming URL; its stream
+  // (SPDY or WebSocket from the kubelet) is not driven here
+  const exs = await must(rt, 'Exec', { container_id: c1, cmd: ['sh'], stdin: true, stdout: true }, 'Exec');
+  check(exs && /^http:\/\/127\.0\.0\.1:\d+\/exec\//.test(exs.url), `Exec: a streaming URL (${exs && exs.url})`);
+  try {
+    const ps = await call(rt, 'PodSandboxStats', { pod_sandbox_id: sid });
+    console.log(`# PodSandboxStats: ${JSON.stringify(ps.stats.linux)}`);
+  } catch (e) {
+    console.log(`# PodSandboxStats is not served: ${e.details}`);
+  }
 
   // ContainerStats: the shim's metrics as the CRI reads them
   const cs = await must(rt, 'ContainerStats', { container_id: c1 }, 'ContainerStats');
@@ -225,7 +289,8 @@ async function main() {
   check(s1.state === 'CONTAINER_EXITED' && [137, 143].includes(s1.exit_code),
     `StopContainer c1 (timeout 2 s): ${s1.state}, exit code ${s1.exit_code} (${Date.now() - tStop} ms)`);
   await must(rt, 'StopContainer', { container_id: c1, timeout: 2 }, 'StopContainer c1 again');
-  for (const id of [c1, c2].filter(Boolean)) {
+  if (c3) await must(rt, 'StopContainer', { container_id: c3, timeout: 0 }, 'StopContainer c3');
+  for (const id of [c1, c2, c3].filter(Boolean)) {
     const rm = await must(rt, 'RemoveContainer', { container_id: id }, `RemoveContainer ${id.slice(0, 12)}`);
     check(rm && await notFound(status(id)), `RemoveContainer ${id.slice(0, 12)}: its ContainerStatus is NotFound`);
   }
