@@ -5,34 +5,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import grpc from '@grpc/grpc-js';
-import loader from '@grpc/proto-loader';
-
-const env = (k) => {
-  if (!process.env[k]) throw new Error(`${k} is not set: run tests/e2e/containerd_cri.sh`);
-  return process.env[k];
-};
-const SOCK = env('CRI_SOCK');
-const TASKS = env('CRI_TASKS');
-const LOGS = env('CRI_LOGS');
-const PAUSE = env('CRI_PAUSE');
-const APP = env('CRI_APP');
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const def = loader.loadSync(path.join(here, 'cri_v1.proto'), {
-  keepCase: true, longs: Number, enums: String, defaults: true,
-});
-const v1 = grpc.loadPackageDefinition(def).runtime.v1;
-const rt = new v1.RuntimeService(`unix://${SOCK}`, grpc.credentials.createInsecure());
-const img = new v1.ImageService(`unix://${SOCK}`, grpc.credentials.createInsecure());
-
-function call(svc, method, req, secs = 120) {
-  return new Promise((resolve, reject) => {
-    svc[method](req, { deadline: Date.now() + secs * 1000 }, (err, res) =>
-      (err ? reject(err) : resolve(res)));
-  });
-}
+import {
+  grpc, rt, img, call, SOCK, TASKS, LOGS, PAUSE, APP, ns, podConfig, ctrConfig,
+} from './cri_client.mjs';
 
 let passed = 0;
 let failed = 0;
@@ -79,29 +54,6 @@ async function waitFile(file, re, secs) {
   return false;
 }
 const notFound = async (p) => { try { await p; return false; } catch (e) { return e.code === grpc.status.NOT_FOUND; } };
-
-// host network (no CNI), a PID namespace per container as the kubelet
-// asks for v1 pods, the pod's IPC
-const ns = { network: 'NODE', pid: 'CONTAINER', ipc: 'POD' };
-const podConfig = (name) => ({
-  metadata: { name, uid: `${name}-uid-${process.pid}`, namespace: 'default', attempt: 0 },
-  log_directory: path.join(LOGS, name),
-  labels: { app: 'kiln-cri' },
-  annotations: { 'example.com/note': 'kept as given' },
-  // as the kubelet's cgroupfs driver gives it (kiln's shim keeps the VMM
-  // in a cgroup of its own, see README "Kubernetes (CRI)")
-  linux: { cgroup_parent: `/kubepods/besteffort/pod${name}-uid-${process.pid}`,
-    security_context: { namespace_options: ns } },
-});
-const ctrConfig = (name, command, extra = {}) => ({
-  metadata: { name, attempt: 0 },
-  image: { image: APP },
-  command,
-  envs: [{ key: 'WHO', value: name }],
-  log_path: `${name}/0.log`,
-  linux: { security_context: { namespace_options: ns } },
-  ...extra,
-});
 
 async function main() {
   const ver = await must(rt, 'Version', { version: 'v1' }, 'Version');
