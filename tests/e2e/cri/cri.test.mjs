@@ -91,6 +91,10 @@ async function main() {
   `PodSandboxStatus: ${pst && pst.status.state}, handler ${pst && pst.status.runtime_handler}`);
   check(vmm > 0 && comm(vmm) === 'kiln-vmm' && infoPid(pst) === vmm,
     `the sandbox is a kiln VM: its task's pid ${infoPid(pst)} is kiln-vmm (${vmm}: ${comm(vmm)})`);
+  const lp = await must(rt, 'ListPodSandbox', { filter: { id: sid } }, 'ListPodSandbox');
+  const item = lp && lp.items[0];
+  check(lp && lp.items.length === 1 && item.state === 'SANDBOX_READY' && item.runtime_handler === 'kiln',
+    `ListPodSandbox: ${item && `${item.metadata.name} ${item.state} ${item.runtime_handler}`}`);
   const nShims = shims();
 
   // ---- a long-running container of the pod
@@ -220,6 +224,12 @@ async function main() {
   const cpu = cs && cs.stats.cpu && cs.stats.cpu.usage_core_nano_seconds;
   check(cs && cs.stats.attributes.id === c1 && mem && mem.value > 0 && cpu,
     `ContainerStats c1: working set ${mem && mem.value} bytes, CPU ${cpu && cpu.value} ns`);
+
+  const lcs = await must(rt, 'ListContainerStats', { filter: { pod_sandbox_id: sid } }, 'ListContainerStats');
+  const named = lcs ? lcs.stats.filter((x) => x.memory && x.memory.working_set_bytes && x.memory.working_set_bytes.value > 0)
+    .map((x) => x.attributes.metadata.name).sort() : [];
+  check(named.join(' ') === (c3 ? 'c1 c3' : 'c1'),
+    `ListContainerStats of the pod: figures for its running containers (${named.join(' ')})`);
 
   // UpdateContainerResources: a memory limit the guest holds
   const dd = async (bs) => (await call(rt, 'ExecSync', {
