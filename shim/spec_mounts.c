@@ -6,7 +6,10 @@
  * docker -v) becomes a struct shim_bind that binds.c copies into the
  * guest before the process starts. What a copy cannot give is refused
  * here, naming the mount: propagation both ways (shared, slave), noexec,
- * destinations in the guest's kernel file systems, relative or ".." paths. */
+ * destinations in the guest's kernel file systems, relative or ".." paths.
+ * The CRI's bind of a pod's shm directory to /dev/shm is passed over too:
+ * the guest's own /dev/shm (a tmpfs of the VM, which is the pod's) is what
+ * it stands for, shared by the pod's containers as the CRI's is. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,6 +164,23 @@ static int parse_bind(json_t *m, size_t i, struct shim_bind *b, char *msg, size_
 	return 0;
 }
 
+/* containerd's CRI: SANDBOX_STATE_DIR/io.containerd.grpc.v1.cri/sandboxes/
+ * ID/shm on /dev/shm, in the sandbox's spec and its containers'. A pod with
+ * the host's IPC (its source the host's /dev/shm) is not passed over. */
+static bool cri_pod_shm(json_t *m)
+{
+	static const char dir[] = "/io.containerd.grpc.v1.cri/sandboxes/";
+	const char *src = json_string_value(json_object_get(m, "source"));
+	const char *dst = json_string_value(json_object_get(m, "destination"));
+	const char *id, *end;
+
+	if (!src || !dst || strcmp(dst, "/dev/shm") || !(id = strstr(src, dir)))
+		return false;
+	id += sizeof(dir) - 1;
+	end = strchr(id, '/');
+	return end && end > id && !strcmp(end, "/shm") && !strstr(src, "/../");
+}
+
 int spec_parse_mounts(json_t *mounts, struct spec_binds *b, char *msg, size_t n)
 {
 	size_t i, k;
@@ -189,7 +209,7 @@ int spec_parse_mounts(json_t *mounts, struct spec_binds *b, char *msg, size_t n)
 
 			bind |= opt && (!strcmp(opt, "bind") || !strcmp(opt, "rbind"));
 		}
-		if (!bind)
+		if (!bind || cri_pod_shm(m))
 			continue;
 		if (b->n == SPEC_MAX_BINDS) {
 			snprintf(msg, n,

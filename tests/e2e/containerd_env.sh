@@ -6,7 +6,9 @@
 # exit everything it started goes: shims, VMMs, containerd, mounts, $T.
 # Sets ROOT, BIN, T, SOCK, STATE, TASKS, C (ctr with our socket), RT (the
 # --runtime option), CTRD, JAIL_BASE; calls extra_cleanup first if the caller defines
-# it. $1 names the caller in messages.
+# it. $1 names the caller in messages. With CTRD_CRI set (TOML of the CRI
+# plugin's section, @T@ standing for $T), containerd's CRI plugin runs too,
+# so configured.
 WHO=$1
 ROOT=$PWD
 BIN=$ROOT/build/bin
@@ -49,7 +51,7 @@ cat >"$T/config.toml" <<EOF
 version = 2
 root = "$T/root"
 state = "$STATE"
-disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.btrfs",
+disabled_plugins = [$([ -n "${CTRD_CRI:-}" ] || echo '"io.containerd.grpc.v1.cri",') "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
   "io.containerd.snapshotter.v1.aufs", "io.containerd.internal.v1.tracing",
   "io.containerd.tracing.processor.v1.otlp"]
@@ -59,6 +61,7 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.snapshotter.v1.b
   address = "$SOCK.ttrpc"
 [debug]
   level = "info"
+${CTRD_CRI:+${CTRD_CRI//@T@/$T}}
 EOF
 # the shim finds kiln-vmm, the kernel and the initramfs beside itself; its
 # VMMs' jail uids are a range of this run's own (JAIL_BASE + 1...65535), so

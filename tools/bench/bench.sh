@@ -275,6 +275,7 @@ if [ -x build/bin/containerd-shim-kiln-v2 ] && command -v containerd >/dev/null 
 	[ "$(id -u)" = 0 ]; then
 	echo
 	bash tools/bench/shim_bench.sh 2>&1 | sed 's/^/  /'
+	command -v node >/dev/null && bash tools/bench/cri_bench.sh 2>&1 | sed 's/^/  /'
 fi
 # Egress (issue 20): guest -> host.kiln.internal beside the host's own loopback.
 if [ -x build/bin/kilnd ] && [ -e build/images/base.erofs ]; then

@@ -9,14 +9,5 @@
 set -eu
 cd "$(dirname "$0")"
 command -v node >/dev/null || { echo "e2b: node is required"; exit 1; }
-# every pinned package at its version, else npm ci
-want=$(node -p 'JSON.stringify(require("./package.json").dependencies)')
-have=$(node -p 'const d = require("./package.json").dependencies; JSON.stringify(Object.fromEntries(
-	Object.keys(d).map((k) => { try { return [k, require(`./node_modules/${k}/package.json`).version] }
-	                           catch { return [k, ""] } })))')
-if [ "$have" != "$want" ]; then
-	echo "e2b: installing $want into $(pwd)/node_modules"
-	npm ci --no-audit --no-fund --loglevel=error >/dev/null ||
-		npm install --no-audit --no-fund --loglevel=error >/dev/null
-fi
+bash ../npm_pinned.sh . e2b
 exec node sdk.test.mjs "$@"

@@ -194,7 +194,11 @@ START_TEST(bind_mounts)
 	           "{\"destination\":\"/etc/hosts\",\"source\":\"/var/lib/k/hosts\","
 	           "\"options\":[\"bind\",\"rw\",\"nosuid\",\"nodev\"]},"
 	           "{\"destination\":\"/dev/termination-log\",\"type\":\"bind\","
-	           "\"source\":\"/var/lib/k/t\"}]",
+	           "\"source\":\"/var/lib/k/t\"},"
+	           /* the CRI's pod shm: the guest's own /dev/shm stands for it */
+	           "{\"destination\":\"/dev/shm\",\"type\":\"bind\",\"source\":"
+	           "\"/run/c/io.containerd.grpc.v1.cri/sandboxes/ab12/shm\","
+	           "\"options\":[\"rbind\",\"ro\",\"nosuid\",\"nodev\",\"noexec\"]}]",
 	           &b, msg),
 	    0);
 	ck_assert_uint_eq(b.n, 3);
@@ -229,6 +233,15 @@ START_TEST(bad_bind_mounts)
 	    {"[{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"//sys\"}]",
 	     "inside the guest kernel's own /sys"},
 	    {"[{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"/dev/sda\"}]",
+	     "inside the guest kernel's own /dev"},
+	    /* a pod with the host's IPC: the host's /dev/shm cannot be shared */
+	    {"[{\"type\":\"bind\",\"source\":\"/dev/shm\",\"destination\":\"/dev/shm\"}]",
+	     "inside the guest kernel's own /dev"},
+	    {"[{\"type\":\"bind\",\"source\":\"/x/io.containerd.grpc.v1.cri/sandboxes//shm\","
+	     "\"destination\":\"/dev/shm\"}]",
+	     "inside the guest kernel's own /dev"},
+	    {"[{\"type\":\"bind\",\"source\":\"/x/io.containerd.grpc.v1.cri/sandboxes/a/shm/b\","
+	     "\"destination\":\"/dev/shm\"}]",
 	     "inside the guest kernel's own /dev"},
 	    {"[{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"/.\"}]", "'/.'"},
 	    {"[{\"type\":\"bind\",\"source\":\"/s\",\"destination\":\"///\"}]",
