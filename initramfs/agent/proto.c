@@ -266,6 +266,11 @@ static const uint8_t *rd_take(struct rd *r, size_t n, const char *why)
 	return p;
 }
 
+const uint8_t *rd_bytes(struct rd *r, size_t n)
+{
+	return rd_take(r, n, "payload too short");
+}
+
 uint16_t rd_u16(struct rd *r)
 {
 	const uint8_t *p = rd_take(r, 2, "payload too short");

@@ -95,6 +95,8 @@ static inline void rd_init(struct rd *r, const uint8_t *p, size_t n)
 	r->why = NULL;
 }
 
+/* n raw bytes in place (NULL on error). */
+const uint8_t *rd_bytes(struct rd *r, size_t n);
 uint16_t rd_u16(struct rd *r);
 uint32_t rd_u32(struct rd *r);
 uint64_t rd_u64(struct rd *r);
