@@ -190,45 +190,12 @@ static void port_dial_result(struct conn *c, int err)
 static bool port_peer(struct conn *c, struct rd *r)
 {
 	struct port *p = c->priv;
-	uint32_t version = rd_u32(r), family = rd_u32(r), port;
-	const uint8_t *a = rd_bytes(r, 16);
-	static const uint8_t zero[12];
+	char why[160];
+	int err = rd_peer(r, &p->peer, &p->peer_len, why, sizeof(why));
 
-	port = rd_u32(r);
-	if (!rd_ok(r)) {
-		conn_fail(c, EPROTO, "bad CONNECT peer trailer: %s", r->why);
-		return false;
-	}
-	if (version != KILN_PEER_V1) {
-		conn_fail(c, EINVAL, "peer trailer version %u (this agent takes %u)", version,
-		          KILN_PEER_V1);
-		return false;
-	}
-	if ((family != 4 && family != 6) || port < 1 || port > 65535 ||
-	    (family == 4 && memcmp(a + 4, zero, sizeof(zero)))) {
-		conn_fail(c, EINVAL,
-		          "bad peer in CONNECT: family %u port %u (want family 4 or 6, port "
-		          "1..65535, an IPv4 address in 4 bytes then zeros)",
-		          family, port);
-		return false;
-	}
-	memset(&p->peer, 0, sizeof(p->peer));
-	if (family == 4) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&p->peer;
-
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)port);
-		memcpy(&sin->sin_addr, a, 4);
-		p->peer_len = sizeof(*sin);
-	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&p->peer;
-
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)port);
-		memcpy(&sin6->sin6_addr, a, 16);
-		p->peer_len = sizeof(*sin6);
-	}
-	return true;
+	if (err)
+		conn_fail(c, err, "%s", why);
+	return !err;
 }
 
 static void port_connect(struct conn *c, const uint8_t *buf, uint32_t len)

@@ -133,7 +133,8 @@ static void errors(void)
 	check_err("short sockaddr_in EINVAL",
 	          setsockopt(c, KILN_SOL_PEER, KILN_SO_PEER, &peer, plen - 1), EINVAL);
 	((struct sockaddr_in *)&peer)->sin_family = AF_UNIX;
-	check_err("AF_UNIX EINVAL", setsockopt(c, KILN_SOL_PEER, KILN_SO_PEER, &peer, plen), EINVAL);
+	check_err("AF_UNIX EINVAL", setsockopt(c, KILN_SOL_PEER, KILN_SO_PEER, &peer, plen),
+	          EINVAL);
 	plen = mkaddr(&peer, AF_INET, "198.51.100.1", 80);
 	check_err("unknown option ENOPROTOOPT",
 	          setsockopt(c, KILN_SOL_PEER, KILN_SO_PEER + 1, &peer, plen), ENOPROTOOPT);
@@ -155,12 +156,13 @@ static void errors(void)
 		if (setuid(1000))
 			_exit(3);
 		errno = 0;
-		_exit(setsockopt(s, KILN_SOL_PEER, KILN_SO_PEER, &peer, plen) == -1 && errno == EPERM
+		_exit(setsockopt(s, KILN_SOL_PEER, KILN_SO_PEER, &peer, plen) == -1 &&
+		              errno == EPERM
 		          ? 0
 		          : 4);
 	}
-	check("uid 1000 EPERM", pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
-	                            WEXITSTATUS(st) == 0);
+	check("uid 1000 EPERM",
+	      pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	close(u);
 	close(c);
 	close(l);
@@ -171,7 +173,8 @@ static void forget(void)
 {
 	struct sockaddr_storage ss, peer, acc;
 	socklen_t plen = mkaddr(&peer, AF_INET, "198.51.100.2", 81), alen = sizeof(acc), len;
-	int lport, l = listener(AF_INET, "127.0.0.1", &lport), c = socket(AF_INET, SOCK_STREAM, 0), a;
+	int lport, l = listener(AF_INET, "127.0.0.1", &lport), c = socket(AF_INET, SOCK_STREAM, 0),
+	           a;
 	sa_family_t unspec = AF_UNSPEC;
 	char b[96];
 
