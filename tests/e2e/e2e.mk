@@ -31,11 +31,10 @@ e2e: $(E2E_PROGS)
 # to tests/unit: UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c, and
 # UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c.)
 E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names test_shim_spec test_img_defaults \
-	test_metrics_ring test_wh_sign test_events_db test_store_pins test_shim_cache test_store_schema \
-	test_agent_peer
+	test_metrics_ring test_wh_sign test_events_db test_store_pins test_shim_cache test_store_schema
 E2E_UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c
-E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c
-E2E_UNIT_SRCS_test_agent_peer := control/agent/agent_proto.c control/http/buf.c initramfs/agent/proto.c
+E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c \
+	initramfs/agent/proto.c
 E2E_UNIT_SRCS_test_ws_scan := control/browser/ws_scan.c control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_names := control/util.c control/http/buf.c
 E2E_UNIT_SRCS_test_shim_spec := shim/spec.c shim/spec_res.c shim/spec_mounts.c shim/rlimits.c

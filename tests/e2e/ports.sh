@@ -111,20 +111,29 @@ t_ports_errors() {
 	"$KILN" rm "$pub" >/dev/null
 }
 
-t_ports_forward() {
-	ports_sandbox || { not_ok "a sandbox with port_server.py"; return; }
-	local lp lt pf pf2 out i
-	# LOCAL 0: a free port, printed
+# kiln port-forward of PORTS_SB's two ports to free local ones, in the
+# background: PF_HTTP and PF_TCP (local ports), PF_PID and PF2_PID (the
+# processes; pf.out and pf2.out their output).
+forward_both() {
+	local i
 	"$KILN" port-forward "$PORTS_SB" "$PORTS_HTTP" 0 >"$T/pf.out" 2>&1 &
-	pf=$!
+	PF_PID=$!
 	"$KILN" port-forward "$PORTS_SB" "$PORTS_TCP" 0 >"$T/pf2.out" 2>&1 &
-	pf2=$!
+	PF2_PID=$!
 	for i in $(seq 50); do
 		grep -q Forwarding "$T/pf.out" && grep -q Forwarding "$T/pf2.out" && break
 		sleep 0.1
 	done
-	lp=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/pf.out")
-	lt=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/pf2.out")
+	PF_HTTP=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/pf.out")
+	PF_TCP=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/pf2.out")
+}
+
+t_ports_forward() {
+	ports_sandbox || { not_ok "a sandbox with port_server.py"; return; }
+	local lp lt pf pf2 out
+	# LOCAL 0: a free port, printed
+	forward_both
+	lp=$PF_HTTP lt=$PF_TCP pf=$PF_PID pf2=$PF2_PID
 	out=$(curl -s "http://127.0.0.1:$lp/bytes?n=4")
 	[ "$out" = xxxx ]
 	check $? "kiln port-forward: GET through 127.0.0.1:$lp ($out; $(cat "$T/pf.out"))"
@@ -160,7 +169,7 @@ peer_is() { # SEEN ADDR PORT
 # agent's own 127.0.0.1 cannot pass for them.
 t_ports_peer() {
 	ports_sandbox || { not_ok "a sandbox with port_server.py"; return; }
-	local id=$PORTS_SB p=$PORTS_HTTP lp lt pf pf2 out lport i tok st
+	local id=$PORTS_SB p=$PORTS_HTTP lp lt pf pf2 out lport tok st
 	lport=$(curl -s -o "$T/peer" -w '%{local_port}' --interface 127.0.0.2 -H "X-API-Key: $(key)" \
 		"http://127.0.0.1:$PORT/sandboxes/$id/ports/$p/peer")
 	out=$(cat "$T/peer")
@@ -200,16 +209,8 @@ t_ports_peer() {
 	[ "$st" = 400 ] && grep -q "Kiln-Peer" "$T/body"
 	check $? "a Kiln-Peer without a port is refused ($st: $(cat "$T/body"))"
 	# kiln port-forward names its own client
-	"$KILN" port-forward "$id" "$p" 0 >"$T/pfp.out" 2>&1 &
-	pf=$!
-	"$KILN" port-forward "$id" "$PORTS_TCP" 0 >"$T/pfp2.out" 2>&1 &
-	pf2=$!
-	for i in $(seq 50); do
-		grep -q Forwarding "$T/pfp.out" && grep -q Forwarding "$T/pfp2.out" && break
-		sleep 0.1
-	done
-	lp=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/pfp.out")
-	lt=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/pfp2.out")
+	forward_both
+	lp=$PF_HTTP lt=$PF_TCP pf=$PF_PID pf2=$PF2_PID
 	lport=$(curl -s -o "$T/peer" -w '%{local_port}' --interface 127.0.0.4 "http://127.0.0.1:$lp/peer")
 	out=$(cat "$T/peer")
 	peer_is "$out" 127.0.0.4 "$lport"

@@ -21,55 +21,16 @@
 
 #include <kiln/sockpeer.h>
 
+#include "inetaddr.h"
 #include "sockcheck.h"
-
-static socklen_t mkaddr(struct sockaddr_storage *ss, int family, const char *ip, int port)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (family == AF_INET) {
-		struct sockaddr_in *a = (struct sockaddr_in *)ss;
-
-		a->sin_family = AF_INET;
-		a->sin_port = htons((uint16_t)port);
-		inet_pton(AF_INET, ip, &a->sin_addr);
-		return sizeof(*a);
-	}
-	struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
-
-	a->sin6_family = AF_INET6;
-	a->sin6_port = htons((uint16_t)port);
-	inet_pton(AF_INET6, ip, &a->sin6_addr);
-	return sizeof(*a);
-}
 
 /* "ADDR PORT" of ss into buf. */
 static const char *text(const struct sockaddr_storage *ss, char *buf)
 {
-	char a[64] = "?";
-	int port;
+	char a[64];
 
-	if (ss->ss_family == AF_INET) {
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, a, sizeof(a));
-		port = ntohs(((const struct sockaddr_in *)ss)->sin_port);
-	} else {
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, a, sizeof(a));
-		port = ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
-	}
-	sprintf(buf, "%s %d", a, port);
+	sprintf(buf, "%s %d", ip_of(ss, a), port_of(ss));
 	return buf;
-}
-
-static int listener(int family, const char *ip, int *port)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = mkaddr(&ss, family, ip, 0);
-	int fd = socket(family, SOCK_STREAM, 0);
-
-	if (fd < 0 || bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 8) ||
-	    getsockname(fd, (struct sockaddr *)&ss, &len))
-		return -1;
-	*port = ntohs(((struct sockaddr_in *)&ss)->sin_port); /* same place in both */
-	return fd;
 }
 
 /* Connect a socket of family to ip:port of l, naming peer (pfam NULL:
