@@ -11,6 +11,8 @@
  * is closed when the announcement's stream ends: the guest closed its
  * socket, or the VM is gone. Connections already accepted carry on, as on
  * Linux. A listener on the guest's loopback is never announced: private.
+ * The guest's server sees each client's own address and port as its peer
+ * (CONNECT's peer trailer), as a runc container's server does.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -58,6 +60,7 @@ struct net_in {
 	LIST_HEAD(, inport) ports;
 	LIST_HEAD(, inconn) conns;
 	unsigned nports, nconns;
+	int64_t agent_flags; /* of the VM's agent's HELLO, -1 until a stream learns them */
 };
 
 static void conn_free(struct inconn *c)
@@ -207,10 +210,12 @@ static struct agent_conn *dial_vm(void *arg, const struct agent_conn_ops *ops, v
 	return agent_open(ni->ns->loop, ni->agent, KILN_AGENT_PORT, ops, ctx);
 }
 
-static void conn_new(struct inport *ip, int fd)
+static void conn_new(struct inport *ip, int fd, const struct sockaddr_storage *peer)
 {
 	struct net_in *ni = ip->ni;
 	struct inconn *c = ni->nconns < IN_CONNS_MAX ? malloc(sizeof(*c)) : NULL;
+	struct aport_from from = {
+	    .peer = peer, .agent_flags = ni->agent_flags, .learn = &ni->agent_flags};
 
 	if (!c) {
 		close(fd);
@@ -220,7 +225,7 @@ static void conn_new(struct inport *ip, int fd)
 	ev_io_init(&c->rd, on_client_read, fd, EV_READ);
 	ev_io_init(&c->wr, on_client_write, fd, EV_WRITE);
 	c->rd.data = c->wr.data = c;
-	c->p = aport_open_with(dial_vm, ni, ni->ns->id, ip->port, &conn_ops, c);
+	c->p = aport_open_with(dial_vm, ni, ni->ns->id, ip->port, &from, &conn_ops, c);
 	if (!c->p) {
 		close(fd);
 		free(c);
@@ -236,7 +241,10 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 	struct inport *ip = w->data;
 
 	for (int i = 0; i < 16; i++) {
-		int fd = accept4(ip->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage peer = {0};
+		socklen_t plen = sizeof(peer);
+		int fd =
+		    accept4(ip->lfd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
 			/* out of descriptors: wait for a connection's end,
@@ -245,7 +253,7 @@ static void on_accept(struct ev_loop *loop, ev_io *w, int revents)
 				ev_io_stop(loop, w);
 			return;
 		}
-		conn_new(ip, fd);
+		conn_new(ip, fd, &peer);
 	}
 }
 
@@ -349,7 +357,7 @@ struct net_in *net_in_new(struct net_sb *ns, const char *agent)
 	struct net_in *ni = malloc(sizeof(*ni));
 
 	if (ni)
-		*ni = (struct net_in){.ns = ns, .agent = agent};
+		*ni = (struct net_in){.ns = ns, .agent = agent, .agent_flags = -1};
 	ns->listen = ni ? net_in_listen : NULL;
 	ns->listen_ctx = ni;
 	return ni;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Port streams over the agent client (agent_port.h). */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +21,19 @@ struct aport {
 	enum aport_phase phase;
 	bool eof, shut; /* DONE received / sent */
 	unsigned port;
+	/* The CONNECT waits for the HELLO answer (the agent's flags are not
+	 * known): what is written meanwhile waits in early. */
+	bool deferred;
+	struct sockaddr_storage peer;
+	int64_t *learn;
+	struct buf early;
 	char sb_id[80]; /* the sandbox's id, or the shim's task's */
 };
 
 static void aport_free(struct aport *p)
 {
 	agent_close(p->a);
+	buf_free(&p->early);
 	free(p);
 }
 
@@ -45,6 +53,43 @@ static void fail_err(struct aport *p, int status, int err, const char *fmt, ...)
 }
 
 #define fail(p, status, ...) fail_err(p, status, 0, __VA_ARGS__)
+
+static bool has_peer(const struct sockaddr_storage *ss)
+{
+	return ss && (ss->ss_family == AF_INET || ss->ss_family == AF_INET6);
+}
+
+/* The CONNECT, with the peer trailer if the agent takes it. */
+static int put_connect(struct aport *p, int64_t agent_flags)
+{
+	bool trailer = has_peer(&p->peer) && agent_flags >= 0 && (agent_flags & KILN_HELLO_PEER);
+
+	return agent_msg_connect(agent_out(p->a), p->port, KILN_PORT_ANY,
+	                         trailer ? &p->peer : NULL);
+}
+
+/* The HELLO answer of a deferred stream: now the CONNECT, then what was
+ * written meanwhile. False if p failed (and is freed). */
+static bool connect_late(struct aport *p, uint32_t flags)
+{
+	p->deferred = false;
+	if (p->learn)
+		*p->learn = flags;
+	if (put_connect(p, flags) ||
+	    buf_append(agent_out(p->a), buf_head(&p->early), buf_avail(&p->early))) {
+		fail(p, 500, "port %u of sandbox %s: out of memory", p->port, p->sb_id);
+		return false;
+	}
+	buf_free(&p->early);
+	agent_flush(p->a);
+	return true;
+}
+
+/* Where the host's frames go: after the CONNECT, or waiting for it. */
+static struct buf *out_of(struct aport *p)
+{
+	return p->deferred ? &p->early : agent_out(p->a);
+}
 
 /* The agent's ERROR frame, as the status and message the user gets. */
 static void agent_error(struct aport *p, const uint8_t *f, uint32_t n)
@@ -90,6 +135,8 @@ static void on_frame(void *ctx, uint16_t type, const uint8_t *f, uint32_t n)
 		    version != KILN_AGENT_VERSION)
 			break;
 		p->phase = AP_CONNECTING;
+		if (p->deferred)
+			connect_late(p, kind);
 		return;
 	case AP_CONNECTING:
 		if (type != KILN_MSG_CONNECTED || agent_parse_u32(f, n, &version))
@@ -143,9 +190,8 @@ static const struct agent_conn_ops agent_ops = {
 };
 
 struct aport *aport_open_with(aport_dial_fn *dial, void *arg, const char *name, unsigned port,
-                              const struct aport_ops *ops, void *ctx)
+                              const struct aport_from *from, const struct aport_ops *ops, void *ctx)
 {
-	struct agent_wr w;
 	struct aport *p;
 	struct buf *out;
 
@@ -160,6 +206,11 @@ struct aport *aport_open_with(aport_dial_fn *dial, void *arg, const char *name, 
 	p->ctx = ctx;
 	p->port = port;
 	snprintf(p->sb_id, sizeof(p->sb_id), "%s", name);
+	if (from && has_peer(from->peer)) {
+		p->peer = *from->peer;
+		p->deferred = from->agent_flags < 0;
+		p->learn = from->learn;
+	}
 	p->a = dial(arg, &agent_ops, p);
 	if (!p->a) {
 		int err = errno;
@@ -174,10 +225,7 @@ struct aport *aport_open_with(aport_dial_fn *dial, void *arg, const char *name, 
 		errno = ENOMEM;
 		return NULL;
 	}
-	agent_begin(&w, out, KILN_MSG_CONNECT);
-	agent_put_u32(&w, port);
-	agent_put_u32(&w, KILN_PORT_ANY);
-	if (agent_end(&w)) {
+	if (!p->deferred && put_connect(p, from ? from->agent_flags : 0)) {
 		aport_free(p);
 		errno = ENOMEM;
 		return NULL;
@@ -192,7 +240,7 @@ int aport_write(struct aport *p, const void *data, size_t n)
 		return -EPIPE;
 	if (!n)
 		return 0;
-	if (agent_msg_data(agent_out(p->a), KILN_MSG_DATA, data, n))
+	if (agent_msg_data(out_of(p), KILN_MSG_DATA, data, n))
 		return -ENOMEM;
 	agent_flush(p->a);
 	return 0;
@@ -203,7 +251,7 @@ int aport_shutdown(struct aport *p)
 	if (p->shut)
 		return 0;
 	p->shut = true;
-	if (agent_msg_empty(agent_out(p->a), KILN_MSG_DONE))
+	if (agent_msg_empty(out_of(p), KILN_MSG_DONE))
 		return -ENOMEM;
 	agent_flush(p->a);
 	return 0;
@@ -211,7 +259,7 @@ int aport_shutdown(struct aport *p)
 
 bool aport_busy(const struct aport *p)
 {
-	return agent_pending(p->a) > AGENT_OUT_HIGH;
+	return agent_pending(p->a) + buf_avail(&p->early) > AGENT_OUT_HIGH;
 }
 
 void aport_pause(struct aport *p, bool paused)

@@ -14,6 +14,7 @@
 
 struct sandbox;
 struct aport;
+struct sockaddr_storage;
 
 struct aport_ops {
 	/* Optional: the agent connected. */
@@ -36,6 +37,23 @@ struct aport_ops {
 /* Open a stream to port (1..65535) of sb, which must be running. NULL with
  * errno set if the agent cannot be reached. (spare.c: kilnd's.) */
 struct aport *aport_open(struct sandbox *sb, unsigned port, const struct aport_ops *ops, void *ctx);
+/* The same for a connection from peer (AF_INET or AF_INET6; NULL or
+ * another family: none), which the guest's server then sees as its client
+ * (CONNECT's peer trailer, if sb's agent takes it: KILN_HELLO_PEER). */
+struct aport *aport_open_from(struct sandbox *sb, unsigned port,
+                              const struct sockaddr_storage *peer, const struct aport_ops *ops,
+                              void *ctx);
+
+/* Whom a stream carries a connection from, for the peer trailer. */
+struct aport_from {
+	const struct sockaddr_storage *peer; /* AF_INET or AF_INET6, else none */
+	/* The agent's HELLO flags, or -1 if unknown: then the CONNECT waits
+	 * for this stream's HELLO answer (the bytes written meanwhile wait
+	 * with it), and its flags are stored in *learn (if not NULL), which
+	 * must outlive the stream. */
+	int64_t agent_flags;
+	int64_t *learn;
+};
 
 struct agent_conn;
 struct agent_conn_ops;
@@ -43,9 +61,11 @@ struct agent_conn_ops;
  * errno set. */
 typedef struct agent_conn *aport_dial_fn(void *arg, const struct agent_conn_ops *ops, void *ctx);
 /* The same over the stream dial(arg) gives (the shim: agent_open() to its
- * VM's socket); name, the sandbox's, is for the messages. */
+ * VM's socket); name, the sandbox's, is for the messages; from may be NULL
+ * (no peer). */
 struct aport *aport_open_with(aport_dial_fn *dial, void *arg, const char *name, unsigned port,
-                              const struct aport_ops *ops, void *ctx);
+                              const struct aport_from *from, const struct aport_ops *ops,
+                              void *ctx);
 /* Queue bytes for the guest; 0 or -ENOMEM. */
 int aport_write(struct aport *p, const void *data, size_t n);
 /* Half-close: no more bytes for the guest. */

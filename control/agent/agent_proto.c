@@ -3,6 +3,8 @@
 #include <ctype.h>
 #include <errno.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include "agent_proto.h"
 
@@ -212,6 +214,41 @@ int agent_msg_resize(struct buf *b, uint16_t cols, uint16_t rows)
 	agent_begin(&w, b, KILN_MSG_RESIZE);
 	agent_put_u16(&w, cols);
 	agent_put_u16(&w, rows);
+	return agent_end(&w);
+}
+
+int agent_msg_connect(struct buf *b, uint32_t port, uint32_t family,
+                      const struct sockaddr_storage *peer)
+{
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	uint8_t addr[16] = {0};
+	uint32_t pfam = 0, pport = 0;
+	struct agent_wr w;
+
+	if (peer && peer->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)peer;
+
+		pfam = 4;
+		memcpy(addr, &sin->sin_addr, 4);
+		pport = ntohs(sin->sin_port);
+	} else if (peer && peer->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)peer;
+		const uint8_t *a = sin6->sin6_addr.s6_addr;
+
+		/* a dual-stack listener's IPv4 client is one to the guest too */
+		pfam = memcmp(a, mapped, sizeof(mapped)) ? 6 : 4;
+		memcpy(addr, pfam == 4 ? a + 12 : a, pfam == 4 ? 4 : 16);
+		pport = ntohs(sin6->sin6_port);
+	}
+	agent_begin(&w, b, KILN_MSG_CONNECT);
+	agent_put_u32(&w, port);
+	agent_put_u32(&w, family);
+	if (pfam && pport) {
+		agent_put_u32(&w, KILN_PEER_V1);
+		agent_put_u32(&w, pfam);
+		agent_put_bytes(&w, addr, sizeof(addr));
+		agent_put_u32(&w, pport);
+	}
 	return agent_end(&w);
 }
 

@@ -57,6 +57,13 @@ int agent_msg_u32(struct buf *b, uint16_t type, uint32_t v);
 /* Data frames (STDIN, DATA): split into frames of at most KILN_DATA_CHUNK. */
 int agent_msg_data(struct buf *b, uint16_t type, const void *p, size_t n);
 int agent_msg_resize(struct buf *b, uint16_t cols, uint16_t rows);
+/* CONNECT of a port stream: port, family (KILN_PORT_*) and, for a peer of
+ * AF_INET or AF_INET6 with a port, the peer trailer (KILN_HELLO_PEER agents
+ * only; a v4-mapped IPv6 address goes as IPv4). NULL or another family:
+ * no trailer. */
+struct sockaddr_storage;
+int agent_msg_connect(struct buf *b, uint32_t port, uint32_t family,
+                      const struct sockaddr_storage *peer);
 
 /* One entry of START's rlimits trailer. */
 struct agent_rlimit {

@@ -225,5 +225,18 @@ static struct agent_conn *dial_spare(void *arg, const struct agent_conn_ops *ops
 
 struct aport *aport_open(struct sandbox *sb, unsigned port, const struct aport_ops *ops, void *ctx)
 {
-	return aport_open_with(dial_spare, sb, sb->rec.id, port, ops, ctx);
+	return aport_open_with(dial_spare, sb, sb->rec.id, port, NULL, ops, ctx);
+}
+
+struct aport *aport_open_from(struct sandbox *sb, unsigned port,
+                              const struct sockaddr_storage *peer, const struct aport_ops *ops,
+                              void *ctx)
+{
+	/* The boot probe read the agent's flags: never a stream that waits. */
+	struct aport_from from = {
+	    .peer = peer,
+	    .agent_flags = sb->rec.agent_flags >= 0 ? sb->rec.agent_flags : 0,
+	};
+
+	return aport_open_with(dial_spare, sb, sb->rec.id, port, &from, ops, ctx);
 }

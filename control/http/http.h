@@ -116,6 +116,9 @@ struct http_req *http_conn_req(struct http_conn *c);
 /* The router authenticated a request on c (API key or sandbox token): it
  * leaves the small budget of unauthenticated TCP connections. */
 void http_conn_trust(struct http_conn *c);
+/* The client's address, if it came over TCP (not the unix socket). */
+struct sockaddr_storage;
+bool http_conn_peer(const struct http_conn *c, struct sockaddr_storage *ss);
 
 /* Install a handler (NULL removes it). body_limit > 0 buffers the body into req->body up to
  * that many bytes (more: 413, and on_abort is called, also when the announced

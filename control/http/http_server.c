@@ -215,6 +215,16 @@ void http_conn_trust(struct http_conn *c)
 	c->trusted = true;
 }
 
+bool http_conn_peer(const struct http_conn *c, struct sockaddr_storage *ss)
+{
+	socklen_t len = sizeof(*ss);
+
+	memset(ss, 0, sizeof(*ss));
+	if (getpeername(c->fd, (struct sockaddr *)ss, &len) || len > sizeof(*ss))
+		return false;
+	return ss->ss_family == AF_INET || ss->ss_family == AF_INET6;
+}
+
 unsigned http_server_conns(const struct http_server *s)
 {
 	return s->nconns;

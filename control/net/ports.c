@@ -22,6 +22,7 @@ struct port_wait {
 	enum port_kind kind;
 	unsigned port;
 	size_t prefix;
+	struct sockaddr_storage peer;
 };
 
 /* E2B's E2B-Traffic-Access-Token, for sandboxes whose ports are not public. */
@@ -123,9 +124,9 @@ static void pw_run(void *ctx, struct sandbox *sb)
 	struct port_wait *w = ctx;
 
 	if (w->kind == PK_TCP)
-		ports_tcp(w->kd, w->c, sb, w->port);
+		ports_tcp(w->kd, w->c, sb, w->port, &w->peer);
 	else
-		ports_http(w->kd, w->c, sb, w->port, w->prefix);
+		ports_http(w->kd, w->c, sb, w->port, w->prefix, &w->peer);
 	free(w);
 }
 
@@ -148,14 +149,17 @@ static void serve(struct kilnd *kd, struct http_conn *c, struct http_req *req, c
                   unsigned port, enum port_kind kind, size_t prefix)
 {
 	struct sandbox *sb = sb_find(kd, id);
+	struct sockaddr_storage peer;
 	struct port_wait *w;
 	char what[32];
+	bool keyed;
 
 	if (!sb || sb->rec.flags & SB_F_POOL) {
 		http_respond_error(c, 404, "sandbox %.64s not found", id);
 		return;
 	}
-	if (!(sb->rec.flags & SB_F_PUBLIC_PORTS) && !api_sb_key_ok(kd, req, sb) &&
+	keyed = api_sb_key_ok(kd, req, sb);
+	if (!(sb->rec.flags & SB_F_PUBLIC_PORTS) && !keyed &&
 	    !traffic_token_ok(kd, req, sb->rec.id)) {
 		static const char body[] = "{\"code\":401,\"message\":\"missing or wrong API key "
 		                           "(the ports of this sandbox are not public)\"}";
@@ -170,12 +174,19 @@ static void serve(struct kilnd *kd, struct http_conn *c, struct http_req *req, c
 		http_respond_error(c, 400, "bad port: want a number from 1 to 65535");
 		return;
 	}
+	if (ports_peer(c, req, keyed, &peer)) {
+		http_respond_error(c, 400,
+		                   "bad Kiln-Peer header: want the client's ADDRESS:PORT (an IPv6 "
+		                   "address in brackets), port 1 to 65535");
+		return;
+	}
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		http_respond_error(c, 500, "out of memory");
 		return;
 	}
-	*w = (struct port_wait){.kd = kd, .c = c, .kind = kind, .port = port, .prefix = prefix};
+	*w = (struct port_wait){
+	    .kd = kd, .c = c, .kind = kind, .port = port, .prefix = prefix, .peer = peer};
 	snprintf(what, sizeof(what), "port %u", port);
 	sb_wake(kd, c, sb, what, WAKE_HOLD, &pw_ops, w);
 }

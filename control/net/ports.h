@@ -12,13 +12,19 @@
  * DOMAIN is kilnd's --domain (default "localhost"). The API key is needed
  * (X-API-Key or Authorization: Bearer, none over the unix socket), or the
  * sandbox's E2B-Traffic-Access-Token, unless the sandbox was created with
- * public ports; neither is passed to the guest.
+ * public ports; neither is passed to the guest. The guest's server sees
+ * the client as the connection's peer (accept, getpeername: CONNECT's
+ * peer trailer): kilnd's TCP client, or the "ADDR:PORT" (IPv6 in
+ * brackets) of a Kiln-Peer header from a client with the API key (`kiln
+ * port-forward` names its own client so); over the unix socket without
+ * one, 127.0.0.1. The HTTP forms also say the address in X-Forwarded-For.
  * A paused sandbox is resumed first. HTTP is relayed as a stream in both
  * directions with bounded buffers, one request per client connection. */
 #ifndef KILND_PORTS_H
 #define KILND_PORTS_H
 
 #include <stdbool.h>
+#include <sys/socket.h>
 
 #include "http/http.h"
 #include "kilnd.h"
@@ -37,9 +43,18 @@ const char *ports_domain(const struct kilnd *kd);
  * the length of the raw URL's part that named the port (path form), 0 for
  * the Host form. */
 void ports_http(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, unsigned port,
-                size_t prefix);
+                size_t prefix, const struct sockaddr_storage *peer);
 /* ports_tcp.c: GET /sandboxes/ID/tcp/PORT, once sb runs. */
-void ports_tcp(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, unsigned port);
+void ports_tcp(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, unsigned port,
+               const struct sockaddr_storage *peer);
+
+/* ports_peer.c: the client the guest is to see into ss (AF_UNSPEC: none):
+ * Kiln-Peer if keyed (the request has the API key), else c's peer.
+ * -EINVAL: a Kiln-Peer that is not ADDR:PORT. */
+int ports_peer(struct http_conn *c, const struct http_req *req, bool keyed,
+               struct sockaddr_storage *ss);
+/* Its address as text (no port); false if it has none. */
+bool ports_peer_text(const struct sockaddr_storage *ss, char *out, size_t n);
 
 /* A request header the guest must not see: kilnd's credentials, and the
  * hop-by-hop headers the proxy sets itself. */

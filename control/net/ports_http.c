@@ -8,6 +8,7 @@
  * close still ends the relay), or is the guest's end of file. A 101 answer
  * to an upgrade request (WebSocket) turns both directions into raw bytes.
  * Each side reads only while the other keeps up (bounded buffers). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,7 @@ bool ports_header_hidden(const struct kilnd *kd, const char *name, const char *v
 	    "X-Forwarded-Proto",
 	    "X-Forwarded-Prefix",
 	    "E2B-Traffic-Access-Token",
+	    "Kiln-Peer",
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(hidden); i++)
@@ -99,9 +101,10 @@ bool ports_header_hidden(const struct kilnd *kd, const char *name, const char *v
 /* The request for the guest: origin-form target, the client's headers but
  * the hidden ones, the proxy's own. */
 static int build_request(struct kilnd *kd, struct hpx *x, struct http_req *req, size_t prefix,
-                         struct buf *b)
+                         const struct sockaddr_storage *peer, struct buf *b)
 {
 	const char *target = req->url + prefix, *host = http_header(req, "Host");
+	char addr[INET6_ADDRSTRLEN];
 	int err = 0;
 
 	if (!prefix && *target != '/') {
@@ -127,6 +130,9 @@ static int build_request(struct kilnd *kd, struct hpx *x, struct http_req *req, 
 	else if (x->chunked)
 		err |= buf_puts(b, "Transfer-Encoding: chunked\r\n");
 	err |= buf_puts(b, "X-Forwarded-Proto: http\r\n");
+	/* the client's own (the client's X-Forwarded-For is not passed on) */
+	if (ports_peer_text(peer, addr, sizeof(addr)))
+		err |= buf_printf(b, "X-Forwarded-For: %s\r\n", addr);
 	if (host)
 		err |= buf_printf(b, "X-Forwarded-Host: %s\r\n", host);
 	if (prefix)
@@ -413,7 +419,7 @@ static const struct http_handler http_ops = {
 };
 
 void ports_http(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, unsigned port,
-                size_t prefix)
+                size_t prefix, const struct sockaddr_storage *peer)
 {
 	struct http_req *req = http_conn_req(c);
 	struct buf head = {0};
@@ -429,13 +435,13 @@ void ports_http(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, unsig
 	x->upgrade = req->upgrade;
 	x->head_req = req->method == HTTP_HEAD;
 	x->chunked = req->has_body && !req->has_content_length;
-	if (build_request(kd, x, req, prefix, &head)) {
+	if (build_request(kd, x, req, prefix, peer, &head)) {
 		buf_free(&head);
 		free(x);
 		http_respond_error(c, 500, "out of memory");
 		return;
 	}
-	x->p = aport_open(sb, port, &port_ops, x);
+	x->p = aport_open_from(sb, port, peer, &port_ops, x);
 	if (!x->p) {
 		http_respond_error(c, 503, "cannot reach the agent of sandbox %s: %s", sb->rec.id,
 		                   strerror(errno));

@@ -177,7 +177,8 @@ static const struct aport_ops port_ops = {
     .on_drain = on_port_drain,
 };
 
-void ports_tcp(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, unsigned port)
+void ports_tcp(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, unsigned port,
+               const struct sockaddr_storage *peer)
 {
 	struct http_req *req = http_conn_req(c);
 	const char *ver = http_header(req, "Sec-WebSocket-Version");
@@ -204,7 +205,7 @@ void ports_tcp(struct kilnd *kd, struct http_conn *c, struct sandbox *sb, unsign
 	s->c = c;
 	ws_init(&s->ws, false, &ws_ops, s);
 	s->ws.max_text = 16;
-	s->p = aport_open(sb, port, &port_ops, s);
+	s->p = aport_open_from(sb, port, peer, &port_ops, s);
 	if (!s->p) {
 		http_respond_error(c, 503, "cannot reach the agent of sandbox %s: %s", sb->rec.id,
 		                   strerror(errno));

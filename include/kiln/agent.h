@@ -98,6 +98,12 @@ struct kiln_frame {
  * without it refuse the tag trailer with ERROR EPROTO "trailing bytes" and
  * the stream kind with ERROR EINVAL: a host sends neither to them. */
 #define KILN_HELLO_PROCS 0x4
+/* In every HELLO answer of an agent that takes CONNECT's peer trailer.
+ * Agents without it refuse the trailer with ERROR EPROTO "trailing bytes":
+ * a host sends it only to an agent that said this (kilnd knows from its
+ * boot probe; the shim waits for the stream's HELLO answer the first
+ * time). */
+#define KILN_HELLO_PEER 0x8
 
 enum kiln_stream {
 	KILN_STREAM_INVALID = 0,
@@ -308,6 +314,15 @@ enum kiln_msg {
 	/* Host, once, after HELLO: u32 port (1..65535), u32 family
 	 * (KILN_PORT_ANY: 127.0.0.1, then ::1 if that is refused; KILN_PORT_V4:
 	 * 127.0.0.1 only; KILN_PORT_V6: ::1 only). Anything else: ERROR EINVAL.
+	 * Then, optionally (KILN_HELLO_PEER agents), the peer trailer: u32
+	 * version (KILN_PEER_V1), u32 family (4 or 6), 16 address bytes
+	 * (network order; IPv4: the first 4, the others zero), u32 port
+	 * (1..65535): the client whose connection the host forwards. Its
+	 * server in the guest sees it as the peer of the connection it accepts
+	 * (accept, getpeername: include/kiln/sockpeer.h; an IPv6 client to an
+	 * IPv4 server, and any on a Linux guest, shows 127.0.0.1 instead).
+	 * Another version, family or port, or nonzero bytes after an IPv4
+	 * address, is ERROR EINVAL; a trailer cut short ERROR EPROTO.
 	 * The agent connects, then answers CONNECTED, or ERROR (ECONNREFUSED:
 	 * nothing listens there; ETIMEDOUT after KILN_PORT_CONNECT_MS).
 	 *
@@ -411,5 +426,7 @@ enum kiln_file_op {
 #define KILN_PORT_V4         4
 #define KILN_PORT_V6         6
 #define KILN_PORT_CONNECT_MS 10000
+#define KILN_PEER_V1         1
+#define KILN_PEER_LEN        28 /* the peer trailer's bytes */
 
 #endif

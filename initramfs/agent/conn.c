@@ -149,7 +149,8 @@ static void conn_hello(struct conn *c, const struct frame_hdr *h, const uint8_t 
 	frame_begin(&c->out, &m, KILN_MSG_HELLO);
 	put_u32(&c->out, &m, KILN_AGENT_VERSION);
 	put_u32(&c->out, &m,
-	        (c->reuse ? KILN_HELLO_REUSE : 0) | KILN_HELLO_USERS | KILN_HELLO_PROCS);
+	        (c->reuse ? KILN_HELLO_REUSE : 0) | KILN_HELLO_USERS | KILN_HELLO_PROCS |
+	            KILN_HELLO_PEER);
 	if (frame_end(&c->out, &m)) {
 		conn_dead(c);
 		return;

@@ -17,6 +17,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <kiln/sockpeer.h>
+
 #include "agent.h"
 
 #define READS_PER_WAKE 4 /* socket reads per readiness, then let others run */
@@ -35,12 +37,14 @@ struct port {
 	enum port_phase phase;
 	int fd;
 	uint16_t port;
-	uint32_t family;   /* as asked (KILN_PORT_*) */
-	int trying;        /* the family being tried: 4 or 6 */
-	bool host_done;    /* the host sent DONE */
-	bool wr_closed;    /* the socket's writing side is shut (or broken) */
-	bool guest_done;   /* read end of file; DONE queued */
-	int64_t deadline;  /* of the connect */
+	uint32_t family;    /* as asked (KILN_PORT_*) */
+	int trying;         /* the family being tried: 4 or 6 */
+	bool host_done;     /* the host sent DONE */
+	bool wr_closed;     /* the socket's writing side is shut (or broken) */
+	bool guest_done;    /* read end of file; DONE queued */
+	int64_t deadline;   /* of the connect */
+	socklen_t peer_len; /* CONNECT's peer trailer (0: none) */
+	struct sockaddr_storage peer;
 	struct kbuf input; /* the host's bytes, not yet written to the socket */
 };
 
@@ -130,6 +134,10 @@ static int port_dial(struct port *p)
 	p->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (p->fd < 0)
 		return -errno;
+	/* Best effort: where the kernel cannot (Linux: ENOPROTOOPT), the
+	 * server sees the agent's loopback address, as before the trailer. */
+	if (p->peer_len)
+		setsockopt(p->fd, KILN_SOL_PEER, KILN_SO_PEER, &p->peer, p->peer_len);
 	if (connect(p->fd, (struct sockaddr *)&ss, len) == 0)
 		return 0;
 	return errno == EINPROGRESS ? 0 : -errno;
@@ -178,6 +186,18 @@ static void port_dial_result(struct conn *c, int err)
 		          port_addr(p->trying), p->port, strerror(-err));
 }
 
+/* CONNECT's peer trailer into p->peer; false if it failed c. */
+static bool port_peer(struct conn *c, struct rd *r)
+{
+	struct port *p = c->priv;
+	char why[160];
+	int err = rd_peer(r, &p->peer, &p->peer_len, why, sizeof(why));
+
+	if (err)
+		conn_fail(c, err, "%s", why);
+	return !err;
+}
+
 static void port_connect(struct conn *c, const uint8_t *buf, uint32_t len)
 {
 	struct port *p = c->priv;
@@ -188,6 +208,8 @@ static void port_connect(struct conn *c, const uint8_t *buf, uint32_t len)
 	rd_init(&r, buf, len);
 	port = rd_u32(&r);
 	family = rd_u32(&r);
+	if (!r.why && r.left && !port_peer(c, &r))
+		return;
 	if (!rd_ok(&r)) {
 		conn_fail(c, EPROTO, "bad CONNECT: %s", r.why);
 		return;

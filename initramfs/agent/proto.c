@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* kiln-agent: buffers, frame encoding, bounds-checked payload parsing. */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,6 +267,11 @@ static const uint8_t *rd_take(struct rd *r, size_t n, const char *why)
 	return p;
 }
 
+const uint8_t *rd_bytes(struct rd *r, size_t n)
+{
+	return rd_take(r, n, "payload too short");
+}
+
 uint16_t rd_u16(struct rd *r)
 {
 	const uint8_t *p = rd_take(r, 2, "payload too short");
@@ -336,6 +342,49 @@ char **rd_strlist(struct rd *r, uint32_t min, uint32_t *count)
 	if (count)
 		*count = n;
 	return v;
+}
+
+int rd_peer(struct rd *r, struct sockaddr_storage *ss, socklen_t *len, char *why, size_t n)
+{
+	static const uint8_t zero[12];
+	uint32_t version = rd_u32(r), family = rd_u32(r), port;
+	const uint8_t *a = rd_bytes(r, 16);
+
+	port = rd_u32(r);
+	if (!rd_ok(r)) {
+		snprintf(why, n, "bad CONNECT peer trailer: %s", r->why);
+		return EPROTO;
+	}
+	if (version != KILN_PEER_V1) {
+		snprintf(why, n, "peer trailer version %u (this agent takes %u)", version,
+		         KILN_PEER_V1);
+		return EINVAL;
+	}
+	if ((family != 4 && family != 6) || port < 1 || port > 65535 ||
+	    (family == 4 && memcmp(a + 4, zero, sizeof(zero)))) {
+		snprintf(why, n,
+		         "bad peer in CONNECT: family %u port %u (want family 4 or 6, port "
+		         "1..65535, an IPv4 address in 4 bytes then zeros)",
+		         family, port);
+		return EINVAL;
+	}
+	memset(ss, 0, sizeof(*ss));
+	if (family == 4) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons((uint16_t)port);
+		memcpy(&sin->sin_addr, a, 4);
+		*len = sizeof(*sin);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons((uint16_t)port);
+		memcpy(&sin6->sin6_addr, a, 16);
+		*len = sizeof(*sin6);
+	}
+	return 0;
 }
 
 bool rd_ok(struct rd *r)

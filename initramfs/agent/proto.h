@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <kiln/agent.h>
@@ -95,6 +96,8 @@ static inline void rd_init(struct rd *r, const uint8_t *p, size_t n)
 	r->why = NULL;
 }
 
+/* n raw bytes in place (NULL on error). */
+const uint8_t *rd_bytes(struct rd *r, size_t n);
 uint16_t rd_u16(struct rd *r);
 uint32_t rd_u32(struct rd *r);
 uint64_t rd_u64(struct rd *r);
@@ -103,6 +106,11 @@ char *rd_str(struct rd *r);
 /* A list of strings as a malloc'd NULL-terminated vector of min..KILN_MAX_ARGS items. */
 char **rd_strlist(struct rd *r, uint32_t min, uint32_t *count);
 bool rd_ok(struct rd *r);
+/* CONNECT's peer trailer (include/kiln/agent.h), the rest of r, into ss
+ * and len: 0, or EPROTO (cut short, or bytes after it) or EINVAL (a bad
+ * version, family, port or IPv4 padding) with why. */
+struct sockaddr_storage;
+int rd_peer(struct rd *r, struct sockaddr_storage *ss, socklen_t *len, char *why, size_t n);
 void strv_free(char **v);
 
 #endif

@@ -128,6 +128,9 @@ refused() { grep -q "ConnectionRefusedError" <<<"$1"; }
 $C run -d $RT $NS "$IMG" n9 sh -c 'echo served in the guest >/tmp/i.html
 	httpd -f -p 127.0.0.1:8091 -h /tmp & httpd -f -p 8092 -h /tmp & echo $! >/tmp/p8092
 	nc -l -p 8093 >/tmp/up &
+	mkdir -p /tmp/w/cgi-bin && printf "#!/bin/sh\necho Content-Type: text/plain\necho\n%s\n" \
+		"echo \$REMOTE_ADDR \$REMOTE_PORT" >/tmp/w/cgi-bin/peer && chmod 755 /tmp/w/cgi-bin/peer &&
+	httpd -f -p 8094 -h /tmp/w &
 	exec httpd -f -p 8090 -h /tmp' >/dev/null
 out=
 for _ in $(seq 100); do
@@ -136,6 +139,30 @@ for _ in $(seq 100); do
 done
 grep -q "served in the guest" <<<"$out" && grep -q "served in the guest" <<<"$(reach 8092)"
 check $? "guest servers on 0.0.0.0:8090 and :8092 answer at the pod's 203.0.113.2 from $SRV ($(tail -1 <<<"$out"))"
+# The guest's server sees each client's own address and port (a CGI's
+# REMOTE_ADDR and REMOTE_PORT: busybox httpd's accepted peer, on a
+# dual-stack :: so IPv4 is [::ffff:a.b.c.d]), the first connection (the
+# shim learns whether the agent takes the peer) and the next.
+peer_seen() {
+	ip netns exec "$SRV" python3 -c "import socket
+s = socket.create_connection(('203.0.113.2', 8094), 5)
+s.sendall(b'GET /cgi-bin/peer HTTP/1.0\r\n\r\n')
+body = s.makefile('rb').read().decode(errors='replace').strip().splitlines()[-1]
+print(body, '/', s.getsockname()[0], s.getsockname()[1])" 2>&1
+}
+for _ in $(seq 50); do
+	out=$(peer_seen) && [[ $out == *" / "* ]] && [[ $out != *Error* ]] && break
+	sleep 0.1
+done
+out2=$(peer_seen)
+same_peer() { [[ $1 =~ ^\[::ffff:([0-9.]+)\]\ ([0-9]+)\ /\ ([0-9.]+)\ ([0-9]+)$ ]] &&
+	[ "${BASH_REMATCH[1]}" = 203.0.113.1 ] && [ "${BASH_REMATCH[3]}" = 203.0.113.1 ] &&
+	[ "${BASH_REMATCH[2]}" = "${BASH_REMATCH[4]}" ]; }
+same_peer "$out" && same_peer "$out2"
+check $? "a guest server at the pod's address sees its client 203.0.113.1 and its port (seen / client: $out; $out2)"
+out=$($C task exec --exec-id p0 n9 wget -q -O - http://127.0.0.1:8094/cgi-bin/peer 2>&1)
+[[ $out =~ ^\[::ffff:127\.0\.0\.1\]\ [0-9]+$ ]]
+check $? "a client in the guest is 127.0.0.1 to it ($out)"
 $C task exec --exec-id i0 n9 sh -c 'yes 0123456789abcdef | head -c 8388608 >/tmp/big'
 t0=$(date +%s%N)
 n=$(ip netns exec "$SRV" python3 -c "import socket

@@ -34,7 +34,8 @@ E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names test_shim_spec test
 	test_metrics_ring test_wh_sign test_events_db test_store_pins test_shim_cache test_store_schema \
 	test_shim_rwlayer
 E2E_UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c
-E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c
+E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c \
+	initramfs/agent/proto.c
 E2E_UNIT_SRCS_test_ws_scan := control/browser/ws_scan.c control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_names := control/util.c control/http/buf.c
 E2E_UNIT_SRCS_test_shim_spec := shim/spec.c shim/spec_res.c shim/spec_mounts.c shim/rlimits.c

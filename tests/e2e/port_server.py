@@ -6,9 +6,11 @@ sandbox with only the standard library:
 
 HTTP_PORT (127.0.0.1): GET /bytes?n=N answers N bytes ('x'), POST /sum
 answers "LENGTH SHA256" of the request body (Content-Length or chunked),
-GET /headers answers the request's headers as JSON, and GET /ws upgrades to
-a WebSocket that echoes every message. TCP_PORT ([::1]): reads until the
-client's half-close, then answers the bytes reversed and closes."""
+GET /headers answers the request's headers as JSON, GET /peer the client's
+address as accept() and getpeername() say it ("ADDR PORT ADDR PORT"), and
+GET /ws upgrades to a WebSocket that echoes every message. TCP_PORT
+([::1]): reads until the client's half-close, then answers the bytes
+reversed (or, to "peer?", getpeername's "ADDR PORT") and closes."""
 import base64
 import hashlib
 import http.server
@@ -85,6 +87,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             while n > 0:
                 self.wfile.write(chunk[:min(n, len(chunk))])
                 n -= min(n, len(chunk))
+        elif self.path == "/peer":
+            acc, peer = self.client_address, self.connection.getpeername()
+            self.answer(("%s %d %s %d" % (acc[0], acc[1], peer[0], peer[1])).encode())
         elif self.path == "/headers":
             self.answer(json.dumps(dict(self.headers.items())).encode(), "application/json")
         elif self.path == "/ws" and self.headers.get("Upgrade", "").lower() == "websocket":
@@ -143,7 +148,10 @@ def reverse_server(port):
             if not x:
                 break
             data += x
-        c.sendall(data[::-1])
+        if data == b"peer?":
+            c.sendall(("%s %d" % c.getpeername()[:2]).encode())
+        else:
+            c.sendall(data[::-1])
         c.close()
 
 

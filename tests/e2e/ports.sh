@@ -7,8 +7,8 @@
 # run.sh, whose helpers and variables they use.
 
 # shellcheck disable=SC2034 # run.sh runs them
-PORT_TESTS="t_ports_http t_ports_ws t_ports_errors t_ports_forward t_ports_backpressure
-t_ports_resume t_ports_old_agent"
+PORT_TESTS="t_ports_http t_ports_ws t_ports_errors t_ports_forward t_ports_peer
+t_ports_backpressure t_ports_resume t_ports_old_agent"
 
 PORTS_SB=
 PORTS_HTTP=
@@ -111,20 +111,29 @@ t_ports_errors() {
 	"$KILN" rm "$pub" >/dev/null
 }
 
-t_ports_forward() {
-	ports_sandbox || { not_ok "a sandbox with port_server.py"; return; }
-	local lp lt pf pf2 out i
-	# LOCAL 0: a free port, printed
+# kiln port-forward of PORTS_SB's two ports to free local ones, in the
+# background: PF_HTTP and PF_TCP (local ports), PF_PID and PF2_PID (the
+# processes; pf.out and pf2.out their output).
+forward_both() {
+	local i
 	"$KILN" port-forward "$PORTS_SB" "$PORTS_HTTP" 0 >"$T/pf.out" 2>&1 &
-	pf=$!
+	PF_PID=$!
 	"$KILN" port-forward "$PORTS_SB" "$PORTS_TCP" 0 >"$T/pf2.out" 2>&1 &
-	pf2=$!
+	PF2_PID=$!
 	for i in $(seq 50); do
 		grep -q Forwarding "$T/pf.out" && grep -q Forwarding "$T/pf2.out" && break
 		sleep 0.1
 	done
-	lp=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/pf.out")
-	lt=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/pf2.out")
+	PF_HTTP=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/pf.out")
+	PF_TCP=$(sed -n 's/^Forwarding from 127.0.0.1:\([0-9]*\) .*/\1/p' "$T/pf2.out")
+}
+
+t_ports_forward() {
+	ports_sandbox || { not_ok "a sandbox with port_server.py"; return; }
+	local lp lt pf pf2 out
+	# LOCAL 0: a free port, printed
+	forward_both
+	lp=$PF_HTTP lt=$PF_TCP pf=$PF_PID pf2=$PF2_PID
 	out=$(curl -s "http://127.0.0.1:$lp/bytes?n=4")
 	[ "$out" = xxxx ]
 	check $? "kiln port-forward: GET through 127.0.0.1:$lp ($out; $(cat "$T/pf.out"))"
@@ -140,6 +149,94 @@ t_ports_forward() {
 	out=$("$KILN" port-forward nosuch 80 2>&1)
 	[ $? = 125 ] && grep -q "not found" <<<"$out"
 	check $? "kiln port-forward to an unknown sandbox ($out)"
+}
+
+# The guest's server's view of a client at ADDR PORT (port_server.py's
+# /peer: accept's, then getpeername's): exactly that on real VMs; the fake
+# VMM's guest is Linux, where the agent cannot pass the address on and the
+# server sees the agent's own 127.0.0.1.
+peer_is() { # SEEN ADDR PORT
+	if [ $FAKE = 1 ]; then
+		[[ $1 =~ ^127\.0\.0\.1\ ([0-9]+)\ 127\.0\.0\.1\ ([0-9]+)$ ]] &&
+			[ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]
+	else
+		[ "$1" = "$2 $3 $2 $3" ]
+	fi
+}
+
+# The client's own address reaches the guest (accept, getpeername and
+# X-Forwarded-For): clients bound to 127.0.0.N other than 1, so that the
+# agent's own 127.0.0.1 cannot pass for them.
+t_ports_peer() {
+	ports_sandbox || { not_ok "a sandbox with port_server.py"; return; }
+	local id=$PORTS_SB p=$PORTS_HTTP lp lt pf pf2 out lport tok st
+	lport=$(curl -s -o "$T/peer" -w '%{local_port}' --interface 127.0.0.2 -H "X-API-Key: $(key)" \
+		"http://127.0.0.1:$PORT/sandboxes/$id/ports/$p/peer")
+	out=$(cat "$T/peer")
+	peer_is "$out" 127.0.0.2 "$lport"
+	check $? "the path form: the guest's server sees the client 127.0.0.2:$lport ($out)"
+	lport=$(curl -s -o "$T/peer" -w '%{local_port}' --interface 127.0.0.3 -H "X-API-Key: $(key)" \
+		"http://$p-$id.localhost:$PORT/peer")
+	out=$(cat "$T/peer")
+	peer_is "$out" 127.0.0.3 "$lport"
+	check $? "the Host form (getHost): the guest's server sees 127.0.0.3:$lport ($out)"
+	curl -s -o "$T/body" --interface 127.0.0.2 -H "X-API-Key: $(key)" \
+		-H 'X-Forwarded-For: 10.9.9.9' "http://127.0.0.1:$PORT/sandboxes/$id/ports/$p/headers"
+	grep -q '"X-Forwarded-For": "127.0.0.2"' "$T/body" && ! grep -q 10.9.9.9 "$T/body"
+	check $? "X-Forwarded-For is the client's, not what it claimed ($(cat "$T/body"))"
+	curl -s -o "$T/body" --unix-socket "$SOCK" "http://k/sandboxes/$id/ports/$p/headers"
+	! grep -q 'X-Forwarded-For' "$T/body"
+	check $? "over the unix socket (no address): no X-Forwarded-For"
+	# Kiln-Peer: believed from a client with the API key ...
+	curl -s -o "$T/peer" -H "X-API-Key: $(key)" -H 'Kiln-Peer: 198.51.100.7:4242' \
+		"http://127.0.0.1:$PORT/sandboxes/$id/ports/$p/peer"
+	out=$(cat "$T/peer")
+	curl -s -o "$T/body" -H "X-API-Key: $(key)" -H 'Kiln-Peer: [2001:db8::7]:4243' \
+		"http://127.0.0.1:$PORT/sandboxes/$id/ports/$p/headers"
+	peer_is "$out" 198.51.100.7 4242 && grep -q '"X-Forwarded-For": "2001:db8::7"' "$T/body" &&
+		! grep -qi '"Kiln-Peer"' "$T/body"
+	check $? "Kiln-Peer from a client with the API key names the peer ($out; $(cat "$T/body"))"
+	# ... not from one with the sandbox's traffic token only
+	tok=$(sb_field "$id" trafficAccessToken)
+	lport=$(curl -s -o "$T/peer" -w '%{local_port}' --interface 127.0.0.2 \
+		-H "E2B-Traffic-Access-Token: $tok" -H 'Kiln-Peer: 198.51.100.7:4242' \
+		"http://127.0.0.1:$PORT/sandboxes/$id/ports/$p/peer")
+	out=$(cat "$T/peer")
+	[ -n "$tok" ] && peer_is "$out" 127.0.0.2 "$lport"
+	check $? "Kiln-Peer without the API key is ignored ($out)"
+	st=$(curl -s -o "$T/body" -w '%{http_code}' -H "X-API-Key: $(key)" -H 'Kiln-Peer: 1.2.3.4' \
+		"http://127.0.0.1:$PORT/sandboxes/$id/ports/$p/peer")
+	[ "$st" = 400 ] && grep -q "Kiln-Peer" "$T/body"
+	check $? "a Kiln-Peer without a port is refused ($st: $(cat "$T/body"))"
+	# kiln port-forward names its own client
+	forward_both
+	lp=$PF_HTTP lt=$PF_TCP pf=$PF_PID pf2=$PF2_PID
+	lport=$(curl -s -o "$T/peer" -w '%{local_port}' --interface 127.0.0.4 "http://127.0.0.1:$lp/peer")
+	out=$(cat "$T/peer")
+	peer_is "$out" 127.0.0.4 "$lport"
+	check $? "kiln port-forward: the guest's server sees 127.0.0.4:$lport ($out)"
+	# an IPv6 server ([::1]) sees an IPv4 client v4-mapped
+	out=$(python3 -c 'import socket, sys
+s = socket.socket()
+s.bind(("127.0.0.5", 0))
+s.connect(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"peer?")
+s.shutdown(socket.SHUT_WR)
+print(s.recv(200).decode(), s.getsockname()[1])' "$lt" 2>&1)
+	if [ $FAKE = 1 ]; then
+		[[ $out =~ ^::1\ [0-9]+\ [0-9]+$ ]]
+	else
+		[[ $out =~ ^::ffff:127\.0\.0\.5\ ([0-9]+)\ ([0-9]+)$ ]] &&
+			[ "${BASH_REMATCH[1]}" = "${BASH_REMATCH[2]}" ]
+	fi
+	check $? "kiln port-forward to a server on [::1]: it sees its client v4-mapped ($out)"
+	kill "$pf" "$pf2"
+	wait "$pf" "$pf2" 2>/dev/null
+	# the guest's own connections are from loopback as ever
+	out=$("$KILN" exec "$id" -- python3 -c "import urllib.request
+print(urllib.request.urlopen('http://127.0.0.1:$p/peer').read().decode())" 2>&1)
+	[[ $out =~ ^127\.0\.0\.1\ ([0-9]+)\ 127\.0\.0\.1\ ([0-9]+)$ ]]
+	check $? "a connection inside the sandbox is from 127.0.0.1 ($out)"
 }
 
 t_ports_backpressure() {

@@ -55,7 +55,7 @@ def load_header():
 
 K = load_header()
 globals().update(K)  # KILN_MSG_HELLO, KILN_STREAM_EXEC, KILN_FRAME_MAX, ...
-HELLO_FLAGS = KILN_HELLO_USERS | KILN_HELLO_PROCS  # what every HELLO answer says
+HELLO_FLAGS = KILN_HELLO_USERS | KILN_HELLO_PROCS | KILN_HELLO_PEER  # what every HELLO answer says
 
 
 def u16(v):

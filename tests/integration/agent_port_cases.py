@@ -178,6 +178,42 @@ def case_port_bad_requests(a, d):
     srv.join()
 
 
+def peer_trailer(family, addr, port, version=None):
+    v = K["KILN_PEER_V1"] if version is None else version
+    return u32(v) + u32(family) + addr.ljust(16, b"\0") + u32(port)
+
+
+def case_port_peer_trailer(a, d):
+    """CONNECT's peer trailer: taken (on Linux the server still sees the
+    agent's 127.0.0.1: the kernel has no KILN_SO_PEER), and refused when
+    malformed, before any connect."""
+    v4 = peer_trailer(4, socket.inet_pton(socket.AF_INET, "203.0.113.7"), 4242)
+    v6 = peer_trailer(6, socket.inet_pton(socket.AF_INET6, "2001:db8::7"), 4243)
+    h.eq(len(v4), K["KILN_PEER_LEN"], "the trailer's length")
+    srv = Server(lambda s: s.getpeername()[0], count=2)
+    for tr in (v4, v6):
+        c = a.conn(K["KILN_STREAM_PORT"])
+        c.send(K["KILN_MSG_CONNECT"], u32(srv.port) + u32(0) + tr)
+        t, p = c.expect_frame()
+        h.check(t == K["KILN_MSG_CONNECTED"], "with a peer trailer: %s" % h.describe(t, p))
+        c.send(K["KILN_MSG_DONE"])
+        h.eq(recv_stream(c), b"", "nothing")
+        c.expect_eof()
+    h.eq(srv.join(), ["127.0.0.1", "127.0.0.1"], "the peer a Linux server sees")
+    bad = ((peer_trailer(4, b"\1\2\3\4", 80, version=2), errno.EINVAL, "version"),
+           (peer_trailer(5, b"\1\2\3\4", 80), errno.EINVAL, "family"),
+           (peer_trailer(4, b"\1\2\3\4", 0), errno.EINVAL, "port"),
+           (peer_trailer(4, b"\1\2\3\4", 65536), errno.EINVAL, "port"),
+           (peer_trailer(4, b"\1\2\3\4\5", 80), errno.EINVAL, "zeros"),
+           (v4[:-1], errno.EPROTO, "peer trailer"),
+           (v4[:8], errno.EPROTO, "peer trailer"),
+           (v4 + b"x", errno.EPROTO, "trailing"))
+    for tr, err, why in bad:
+        c = a.conn(K["KILN_STREAM_PORT"])
+        c.send(K["KILN_MSG_CONNECT"], u32(80) + u32(0) + tr)
+        h.expect_error(c, err, why)
+
+
 def case_port_host_closes(a, d):
     """The host closing the connection closes the guest's socket."""
     srv = Server(read_all)

@@ -44,7 +44,7 @@ PROGS_PLAIN    += ramport
 # pthreads (clone, futex, TLS).
 PROGS_PLAIN    += threads
 # AF_UNIX and loopback AF_INET/AF_INET6 sockets (cases/sockets.sh).
-PROGS_PLAIN    += unixsock inetsock
+PROGS_PLAIN    += unixsock inetsock inetpeer
 # The first run of syscall sites (cases/firstsys.sh).
 PROGS_PLAIN    += firstsys
 # Shared memory: MAP_SHARED, memfd_create, seals (cases/shm.sh).

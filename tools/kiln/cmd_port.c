@@ -3,7 +3,10 @@
  * 127.0.0.1:LOCAL; each connection there becomes a TCP connection to PORT
  * inside the sandbox, carried by kilnd's WebSocket GET
  * /sandboxes/ID/tcp/PORT (binary messages, "eof" for a half-close). One
- * child process per connection, so a slow one never holds up the others. */
+ * child process per connection, so a slow one never holds up the others.
+ * Kiln-Peer names each local client to kilnd: the guest's server sees its
+ * address and port as its peer (control/net/ports.h). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -59,12 +62,24 @@ static const struct ws_ops fwd_ops = {
 };
 
 /* One forwarded connection, in its own process. */
-static int forward(struct kc *k, int local, const char *id, unsigned port)
+/* "Kiln-Peer: ADDR:PORT\r\n" for the local client from, or "". */
+static void peer_header(const struct sockaddr_in *from, char *out, size_t n)
+{
+	char a[INET_ADDRSTRLEN];
+
+	*out = 0;
+	if (from->sin_family == AF_INET && from->sin_port &&
+	    inet_ntop(AF_INET, &from->sin_addr, a, sizeof(a)))
+		snprintf(out, n, "Kiln-Peer: %s:%u\r\n", a, ntohs(from->sin_port));
+}
+
+static int forward(struct kc *k, int local, const struct sockaddr_in *from, const char *id,
+                   unsigned port)
 {
 	struct fwd f = {.local = local};
 	bool local_open = true;
 	uint8_t buf[65536];
-	char path[128];
+	char path[128], peer[64];
 
 	if (kc_connect(k) < 0)
 		return 1;
@@ -73,6 +88,8 @@ static int forward(struct kc *k, int local, const char *id, unsigned port)
 	ws_init(&f.ws, true, &fwd_ops, &f);
 	f.ws.max_frame = 16u << 20;
 	snprintf(path, sizeof(path), "/sandboxes/%.64s/tcp/%u", id, port);
+	peer_header(from, peer, sizeof(peer));
+	k->ws_headers = peer;
 	if (kc_ws_handshake(k, f.remote, &f.ws, path, "kilnd refused the connection"))
 		return 1;
 	while (!f.closed) {
@@ -180,7 +197,9 @@ int cmd_port_forward(struct kc *k, int argc, char **argv)
 	printf("Forwarding from 127.0.0.1:%u -> sandbox %s port %ld\n", bound, argv[1], port);
 	fflush(stdout);
 	for (;;) {
-		int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		struct sockaddr_in from = {0};
+		socklen_t flen = sizeof(from);
+		int c = accept4(lfd, (struct sockaddr *)&from, &flen, SOCK_CLOEXEC);
 		pid_t pid;
 
 		if (c < 0) {
@@ -197,7 +216,7 @@ int cmd_port_forward(struct kc *k, int argc, char **argv)
 		pid = fork();
 		if (pid == 0) {
 			close(lfd);
-			_exit(forward(k, c, argv[1], (unsigned)port));
+			_exit(forward(k, c, &from, argv[1], (unsigned)port));
 		}
 		close(c);
 		if (pid < 0)

@@ -23,6 +23,7 @@ struct kc {
 	char *data_dir; /* NULL: the default */
 	int fd;         /* a kept-alive connection, or -1 */
 	bool quiet_errors;
+	const char *ws_headers; /* more header lines of kc_ws_handshake() ("...\r\n") */
 };
 
 struct kc_resp {

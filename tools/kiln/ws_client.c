@@ -78,9 +78,9 @@ int kc_ws_handshake(struct kc *k, int fd, struct ws *ws, const char *path, const
 	n = snprintf(req, sizeof(req),
 	             "GET %s HTTP/1.1\r\nHost: kilnd\r\n"
 	             "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-	             "Sec-WebSocket-Key: %s\r\n%s%s%s\r\n",
+	             "Sec-WebSocket-Key: %s\r\n%s%s%s%s\r\n",
 	             path, key, k->api_key ? "X-API-Key: " : "", k->api_key ? k->api_key : "",
-	             k->api_key ? "\r\n" : "");
+	             k->api_key ? "\r\n" : "", k->ws_headers ? k->ws_headers : "");
 	if (n < 0 || (size_t)n >= sizeof(req) || kc_send_all(fd, req, (size_t)n))
 		return -1;
 	while (!h.done) {

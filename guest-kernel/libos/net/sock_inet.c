@@ -169,6 +169,25 @@ static int addr_in(const struct inet_sk *is, const void *addr, int len, bool bin
 	return 0;
 }
 
+int inet_addr_in_any(const void *addr, int len, struct inet_addr *a, uint16_t *port)
+{
+	uint16_t family = len >= 2 ? *(const uint16_t *)addr : 0;
+
+	if (family == AF_INET && len >= (int)sizeof(struct sockaddr_in_k)) {
+		const struct sockaddr_in_k *sin = addr;
+
+		*a = v4_addr(sin->addr[0], sin->addr[1], sin->addr[2], sin->addr[3]);
+		*port = swab16(sin->port);
+		return 0;
+	}
+	if (family == AF_INET6 && len >= SIN6_LEN_MIN) {
+		memcpy(a->b, ((const struct sockaddr_in6_k *)addr)->addr, 16);
+		*port = swab16(((const struct sockaddr_in6_k *)addr)->port);
+		return 0;
+	}
+	return -EINVAL;
+}
+
 int inet_addr_out(int family, const struct inet_addr *a, uint16_t port, void *out)
 {
 	if (family == AF_INET) {
@@ -468,6 +487,12 @@ static int tcp_connect(struct socket *s, struct inet_sk *is, const void *addr, i
 	c->lport = port;
 	c->paddr = is->laddr;
 	c->pport = is->lport;
+	/* The client the agent forwards (KILN_SO_PEER), if the listener's
+	 * family can name it. */
+	if (is->as_peer && (l->family == AF_INET6 || is_v4(&is->as_addr))) {
+		c->paddr = is->as_addr;
+		c->pport = is->as_port;
+	}
 	c->v6only = l->v6only;
 	memcpy(c->opts, l->opts, sizeof(c->opts));
 	c->nopts = l->nopts;

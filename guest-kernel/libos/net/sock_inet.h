@@ -41,12 +41,20 @@ struct inet_sk {
 	int nopts;
 	struct egress *eg;         /* TCP: a connection to elsewhere (sock_inet_egress.c) */
 	struct vsock_sk *announce; /* TCP: a wildcard listener told to the host */
+	/* TCP: the peer its loopback connection shows the listener
+	 * (KILN_SO_PEER, include/kiln/sockpeer.h) */
+	bool as_peer;
+	struct inet_addr as_addr;
+	uint16_t as_port;
 	/* UDP off the guest (sock_inet_udp.c): to the resolver, elsewhere */
 	struct udp_relay *dns, *udp;
 };
 
 /* sock_inet.c: addresses, for the files below. */
 bool inet_is_v4(const struct inet_addr *a);
+/* A struct sockaddr_in or sockaddr_in6 (either family) into a and port;
+ * -EINVAL if it is neither or too short. */
+int inet_addr_in_any(const void *addr, int len, struct inet_addr *a, uint16_t *port);
 /* The guest's own address (KILN_NET_GUEST4/6) in d's family. */
 struct inet_addr inet_guest_addr(const struct inet_addr *d);
 /* An address as a socket of this family reports it; returns the length. */

@@ -7,7 +7,10 @@
 #include <asm/ioctls.h>
 #include <asm/socket.h>
 
+#include <kiln/sockpeer.h>
+
 #include "errno_k.h"
+#include "proc.h"
 #include "sock_inet.h"
 #include "uaccess.h"
 
@@ -114,12 +117,40 @@ int inet_getsockopt(struct socket *s, int level, int name, void *val, int *len)
 	return put_int(val, len, o ? o->val : opt_default(level, name));
 }
 
+/* KILN_SO_PEER (include/kiln/sockpeer.h): the agent's, for a connection
+ * it forwards. */
+static int set_peer(struct inet_sk *is, int name, const void *val, int len)
+{
+	const struct proc *p = cur_proc();
+	struct inet_addr a;
+	uint16_t port;
+
+	if (name != KILN_SO_PEER || is->e.type != SOCK_STREAM)
+		return -ENOPROTOOPT;
+	if (p->pidns || p->cred.u.eff != 0)
+		return -EPERM;
+	if (is->e.state != SP_OPEN || is->eg)
+		return -EISCONN;
+	if (len >= 2 && *(const uint16_t *)val == AF_UNSPEC) {
+		is->as_peer = false;
+		return 0;
+	}
+	if (inet_addr_in_any(val, len, &a, &port))
+		return -EINVAL;
+	is->as_peer = true;
+	is->as_addr = a;
+	is->as_port = port;
+	return 0;
+}
+
 int inet_setsockopt(struct socket *s, int level, int name, const void *val, int len)
 {
 	struct inet_sk *is = s->priv;
 	struct inet_opt *o;
 	int v = 0;
 
+	if (level == KILN_SOL_PEER)
+		return set_peer(is, name, val, len);
 	if (level == SOL_SOCKET)
 		return -ENOPROTOOPT; /* all the generic code's */
 	if (level != IPPROTO_IP && level != IPPROTO_IPV6 && level != IPPROTO_TCP)

@@ -8,6 +8,8 @@ expect_same inetsock -- /bin/inetsock
 # Only loopback exists in the guest (the host may route anywhere).
 guest_case inetsock-unreach 0 --out '^inetsock unreach: all ok$' --no-out 'FAIL' \
 	-- /bin/inetsock unreach
+# The peer a connection the agent forwards shows its server (kiln only).
+guest_case inetpeer 0 --out '^inetpeer: all ok$' --no-out 'FAIL' -- /bin/inetpeer
 
 # Ports below the ephemeral range, so as not to meet the host's own sockets,
 # picked by the shell's pid so that test runs side by side do not share one.
