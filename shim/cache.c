@@ -53,7 +53,8 @@ int cache_use(const char *path, int *lock)
 	return 0;
 }
 
-static uint64_t env_num(const char *name, uint64_t def)
+/* NAME's value as a positive decimal number, or DEF (logged when set wrong). */
+uint64_t shim_env_num(const char *name, uint64_t def)
 {
 	const char *v = getenv(name);
 	char *end;
@@ -173,8 +174,8 @@ int cache_prune(const char *dir, uint64_t max_bytes, int64_t max_age_s)
 
 void cache_prune_env(const char *dir)
 {
-	uint64_t mb = env_num("KILN_SHIM_CACHE_MAX_MB", 20480);
-	uint64_t days = env_num("KILN_SHIM_CACHE_MAX_DAYS", 30);
+	uint64_t mb = shim_env_num("KILN_SHIM_CACHE_MAX_MB", 20480);
+	uint64_t days = shim_env_num("KILN_SHIM_CACHE_MAX_DAYS", 30);
 	int r = cache_prune(dir, mb << 20, (int64_t)days * 86400);
 
 	if (r > 0)

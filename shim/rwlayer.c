@@ -57,21 +57,9 @@ static size_t spec_dests(const char *bundle, const char **out, size_t cap, json_
 	return n;
 }
 
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-	const char *v = getenv(name);
-	char *end;
-	unsigned long long x;
-
-	if (!v || !*v)
-		return dflt;
-	x = strtoull(v, &end, 10);
-	return *end || !x ? dflt : (uint64_t)x;
-}
-
 static uint64_t max_bytes(int root)
 {
-	uint64_t cap = env_u64("KILN_SHIM_RW_MAX_MB", 10240) << 20;
+	uint64_t cap = shim_env_num("KILN_SHIM_RW_MAX_MB", 10240) << 20;
 	struct statvfs sv;
 
 	if (!fstatvfs(root, &sv)) {
@@ -251,7 +239,7 @@ int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n)
 		json_decref(spec);
 		return -ENOENT;
 	}
-	err = rwl_begin(&w, root, 0, env_u64("KILN_SHIM_RW_MAX_ENTRIES", 1u << 20), excl, nx);
+	err = rwl_begin(&w, root, 0, shim_env_num("KILN_SHIM_RW_MAX_ENTRIES", 1u << 20), excl, nx);
 	if (err)
 		goto out;
 	w.max_bytes = max_bytes(w.root);

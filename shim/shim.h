@@ -153,6 +153,7 @@ extern struct shim g_shim;
 
 void *shim_exit_soon(void *unused);
 void shim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t shim_env_num(const char *name, uint64_t def); /* cache.c */
 int64_t now_ns(void);
 
 /* spec.c */
