@@ -97,11 +97,12 @@ static int put(const struct leaf *l, const char *file, const char *fmt, ...)
 
 int cgroup_apply(struct shim *s, const struct spec_res *r, char *msg, size_t n)
 {
+	unsigned long long shares = spec_res_shares(r);
 	struct leaf vmm, own;
 	char pid[16];
 	int err = 0;
 
-	if (!r->cpu_quota && !r->cpu_shares && !r->cpu_unlimited)
+	if (!r->cpu_quota && !shares && !r->cpu_unlimited)
 		return 0;
 	snprintf(pid, sizeof(pid), "%d", (int)s->vm.pid);
 	if (!cpu_cgroup(pid, &vmm) || !cpu_cgroup(NULL, &own) || !strcmp(vmm.dir, own.dir)) {
@@ -115,7 +116,7 @@ int cgroup_apply(struct shim *s, const struct spec_res *r, char *msg, size_t n)
 			    s->vm.console);
 			return -ENOTSUP;
 		}
-		if (r->cpu_shares)
+		if (shares)
 			shim_log("linux.resources.cpu.shares is ignored: kiln-vmm has no cgroup of "
 			         "its own");
 		return 0;
@@ -132,11 +133,12 @@ int cgroup_apply(struct shim *s, const struct spec_res *r, char *msg, size_t n)
 		          ?: put(&vmm, "cpu.cfs_quota_us", "%d", JAIL_CPU_QUOTA);
 	else if (r->cpu_unlimited)
 		err = put(&vmm, "cpu.max", "%d %d", JAIL_CPU_QUOTA, JAIL_CPU_PERIOD);
-	if (!err && r->cpu_shares && vmm.version == 1)
-		err = put(&vmm, "cpu.shares", "%llu", (unsigned long long)r->cpu_shares);
-	else if (!err && r->cpu_shares) /* runc's mapping of shares to cpu.weight */
-		err = put(&vmm, "cpu.weight", "%llu",
-		          1 + ((unsigned long long)r->cpu_shares - 2) * 9999 / 262142);
+	if (!err && shares && vmm.version == 1)
+		err = put(&vmm, "cpu.shares", "%llu", shares);
+	else if (!err && r->cpu_weight)
+		err = put(&vmm, "cpu.weight", "%u", r->cpu_weight);
+	else if (!err && shares) /* runc's mapping of shares to cpu.weight */
+		err = put(&vmm, "cpu.weight", "%llu", 1 + (shares - 2) * 9999 / 262142);
 	if (err)
 		snprintf(msg, n, "the CPU limits on %s: %s", vmm.dir, strerror(-err));
 	return err;

@@ -57,6 +57,7 @@ struct spec_res {
 	uint64_t cpu_quota;  /* us of CPU per period for the VMM's leaf; 0: none */
 	uint64_t cpu_period; /* us */
 	uint64_t cpu_shares; /* its weight, as cgroup v1 shares; 0: none */
+	uint32_t cpu_weight; /* unified's cpu.weight (cgroup v2), 0: none */
 	bool cpu_unlimited;  /* quota -1 given: the jail's own bound (Update) */
 	bool mem_set;        /* a memory limit was given (an app container's bound) */
 };
@@ -215,6 +216,9 @@ int ctr_limit(struct shim *s, struct ctr *c, uint32_t mib, char *msg, size_t n);
 int ctr_cpu(struct shim *s, struct ctr *c, uint32_t milli, char *msg, size_t n);
 /* linux.resources' CPU quota as thousandths of a CPU (0: none). */
 uint32_t spec_res_millicpus(const struct spec_res *r);
+/* Its CPU weight as shares (2..262144; unified's cpu.weight, in proportion,
+ * before cpu.shares), 0: none given. */
+uint32_t spec_res_shares(const struct spec_res *r);
 
 /* rwlayer.c: what the container changed in the VM's root replayed onto
  * its mounted rootfs (containerd's snapshot); 0 or -errno with msg.

@@ -3,12 +3,16 @@
  * kiln VM: memory.limit is the VM's RAM; cpu.quota and cpu.period are the
  * CFS bandwidth of the VMM's cgroup leaf (the VM's vCPU and the VMM's own
  * threads together; the guest has one vCPU whatever the quota), cpu.shares
- * its weight (cgroup.c). The rest is ignored, and logged: cpu.cpus and
+ * its weight (cgroup.c), or cgroup v2's cpu.weight from linux.resources.
+ * unified (an app container of a pod: its PID namespace's, in the guest).
+ * The rest is ignored, and logged: cpu.cpus and
  * mems (placement, not a limit), realtime, pids (the guest's processes
  * are the guest kernel's; the VMM's own leaf has pids.max 128), block IO,
  * hugepages, network, devices (the VM has only its virtio devices). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -23,6 +27,10 @@
 #define QUOTA_MIN      1000
 #define SHARES_MIN     2
 #define SHARES_MAX     262144
+#define SHARES_DEFAULT 1024
+#define WEIGHT_MIN     1 /* cgroup v2's cpu.weight */
+#define WEIGHT_MAX     10000
+#define WEIGHT_DEFAULT 100
 #define PERIOD_DEFAULT 100000
 
 static int mem(json_t *m, struct spec_res *r, char *msg, size_t n)
@@ -108,6 +116,57 @@ static int cpu(json_t *c, struct spec_res *r, char *msg, size_t n)
 	return 0;
 }
 
+/* unified's "cpu.weight" (a string, as every unified value), refused out
+ * of the kernel's range; the other unified keys are logged, not applied. */
+static int unified(json_t *u, struct spec_res *r, char *msg, size_t n)
+{
+	const char *key, *v;
+	json_t *j;
+	char *end;
+	long w;
+
+	if (!u || json_is_null(u))
+		return 0;
+	if (!json_is_object(u)) {
+		snprintf(msg, n, "linux.resources.unified is not an object");
+		return -EINVAL;
+	}
+	json_object_foreach(u, key, j)
+	{
+		if (strcmp(key, "cpu.weight")) {
+			shim_log(
+			    "linux.resources.unified's %.100s is ignored: it has no meaning for "
+			    "the VM",
+			    key);
+			continue;
+		}
+		v = json_string_value(j);
+		errno = 0;
+		w = v ? strtol(v, &end, 10) : 0;
+		if (!v || !*v || *end || errno || w < WEIGHT_MIN || w > WEIGHT_MAX) {
+			snprintf(
+			    msg, n,
+			    "linux.resources.unified's cpu.weight is not a number from %d to %d "
+			    "(as a string)",
+			    WEIGHT_MIN, WEIGHT_MAX);
+			return -EINVAL;
+		}
+		r->cpu_weight = (uint32_t)w;
+	}
+	return 0;
+}
+
+uint32_t spec_res_shares(const struct spec_res *r)
+{
+	uint64_t s;
+
+	if (!r->cpu_weight)
+		return (uint32_t)r->cpu_shares;
+	/* in proportion: the default weight is the default shares */
+	s = (uint64_t)r->cpu_weight * SHARES_DEFAULT / WEIGHT_DEFAULT;
+	return s < SHARES_MIN ? SHARES_MIN : s > SHARES_MAX ? SHARES_MAX : (uint32_t)s;
+}
+
 uint32_t spec_res_millicpus(const struct spec_res *r)
 {
 	uint64_t m;
@@ -120,8 +179,8 @@ uint32_t spec_res_millicpus(const struct spec_res *r)
 
 int spec_parse_resources(json_t *res, struct spec_res *r, char *msg, size_t n)
 {
-	static const char *const ignored[] = {"pids",    "blockIO", "hugepageLimits",
-	                                      "network", "rdma",    "unified"};
+	static const char *const ignored[] = {"pids", "blockIO", "hugepageLimits", "network",
+	                                      "rdma"};
 	json_t *c;
 	int err;
 
@@ -137,7 +196,8 @@ int spec_parse_resources(json_t *res, struct spec_res *r, char *msg, size_t n)
 		snprintf(msg, n, "linux.resources.cpu is not an object");
 		return -EINVAL;
 	}
-	if (c && (err = cpu(c, r, msg, n)))
+	if ((c && (err = cpu(c, r, msg, n))) ||
+	    (err = unified(json_object_get(res, "unified"), r, msg, n)))
 		return err;
 	for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
 		if (json_object_get(res, ignored[i]))

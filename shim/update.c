@@ -91,6 +91,8 @@ int do_update(struct shim *s, Containerd__Task__V2__UpdateTaskRequest *rq, char 
 	}
 	if (r.cpu_shares)
 		s->res.cpu_shares = r.cpu_shares;
+	if (r.cpu_weight)
+		s->res.cpu_weight = r.cpu_weight;
 	shim_log("updated: cpu quota %llu/%llu us, shares %llu",
 	         (unsigned long long)s->res.cpu_quota, (unsigned long long)s->res.cpu_period,
 	         (unsigned long long)s->res.cpu_shares);

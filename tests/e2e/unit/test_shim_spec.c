@@ -169,6 +169,61 @@ START_TEST(bundle_memory)
 }
 END_TEST
 
+static int resources(const char *json, struct spec_res *r, char *msg)
+{
+	json_error_t je;
+	json_t *j = json_loads(json, 0, &je);
+	int err;
+
+	ck_assert_msg(j != NULL, "%s: %s", json, je.text);
+	err = spec_parse_resources(j, r, msg, 256);
+	json_decref(j);
+	return err;
+}
+
+/* cpu.shares, and cgroup v2's cpu.weight (unified, a string) in proportion
+ * (100 is 1024), before it; out of the kernel's ranges: refused. */
+START_TEST(cpu_weight)
+{
+	struct spec_res r;
+	char msg[256] = "";
+
+	ck_assert_int_eq(resources("{\"cpu\":{\"shares\":512}}", &r, msg), 0);
+	ck_assert_uint_eq(spec_res_shares(&r), 512);
+	ck_assert_int_eq(resources("{\"memory\":{}}", &r, msg), 0);
+	ck_assert_uint_eq(spec_res_shares(&r), 0);
+	ck_assert_int_eq(resources("{\"unified\":{\"cpu.weight\":\"300\"}}", &r, msg), 0);
+	ck_assert_uint_eq(spec_res_shares(&r), 3072);
+	ck_assert_uint_eq(r.cpu_weight, 300);
+	ck_assert_int_eq(resources("{\"cpu\":{\"shares\":512},\"unified\":{\"cpu.weight\":"
+	                           "\"100\",\"memory.high\":\"max\"}}",
+	                           &r, msg),
+	                 0);
+	ck_assert_uint_eq(spec_res_shares(&r), 1024);
+	ck_assert_int_eq(resources("{\"unified\":{\"cpu.weight\":\"1\"}}", &r, msg), 0);
+	ck_assert_uint_eq(spec_res_shares(&r), 10);
+	ck_assert_int_eq(resources("{\"unified\":{\"cpu.weight\":\"10000\"}}", &r, msg), 0);
+	ck_assert_uint_eq(spec_res_shares(&r), 102400);
+	static const char *const bad[] = {
+	    "{\"cpu\":{\"shares\":1}}",
+	    "{\"cpu\":{\"shares\":262145}}",
+	    "{\"cpu\":{\"shares\":\"512\"}}",
+	    "{\"unified\":{\"cpu.weight\":\"0\"}}",
+	    "{\"unified\":{\"cpu.weight\":\"10001\"}}",
+	    "{\"unified\":{\"cpu.weight\":\"\"}}",
+	    "{\"unified\":{\"cpu.weight\":\"12x\"}}",
+	    "{\"unified\":{\"cpu.weight\":\"99999999999999999999\"}}",
+	    "{\"unified\":{\"cpu.weight\":100}}",
+	    "{\"unified\":[]}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		msg[0] = 0;
+		ck_assert_msg(resources(bad[i], &r, msg) < 0, "%s accepted", bad[i]);
+		ck_assert_msg(strstr(msg, "linux.resources.") != NULL, "%s: %s", bad[i], msg);
+	}
+}
+END_TEST
+
 static int mounts(const char *json, struct spec_binds *b, char *msg)
 {
 	json_error_t je;
@@ -314,6 +369,7 @@ int main(void)
 	tcase_add_test(tc, bad_process);
 	tcase_add_test(tc, too_many_args);
 	tcase_add_test(tc, bundle_memory);
+	tcase_add_test(tc, cpu_weight);
 	tcase_add_test(tc, bind_mounts);
 	tcase_add_test(tc, bad_bind_mounts);
 	tcase_add_test(tc, too_many_binds);
