@@ -28,6 +28,8 @@
 
 #include <ev.h>
 
+#include <kiln/trace.h>
+
 #include "api.h"
 #include "fdt.h"
 #include "imageid.h"
@@ -584,6 +586,8 @@ int main(int argc, char **argv)
 
 	vm.t.start = vm_now_ns();
 	options_parse(argc, argv, &vm.cfg);
+	/* Before the jail's root hides the path (the jail keeps it open). */
+	vm.cfg.trace_fd = kiln_trace_open("kiln-vmm");
 	jail_enter(&vm.cfg);
 	check_host_thp(&vm.cfg);
 	signal(SIGPIPE, SIG_IGN);

@@ -130,6 +130,7 @@ struct vm_config {
 	} restore_mode;
 	const char *template_dir; /* where template memory files live */
 	int mem_fd;               /* template memory handed over, or -1 */
+	int trace_fd;             /* hop timestamps (kiln/trace.h); <= 2 without KILN_TRACE */
 	bool start_paused;        /* a restored VM waits for "resume" */
 	bool mem_size_given;      /* --mem was on the command line */
 	bool no_dirty_log;        /* --no-dirty-log: snapshots read all of RAM */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <kiln/net.h>
+#include <kiln/trace.h>
 
 #include "net/net_int.h"
 #include "util.h"
@@ -47,6 +48,12 @@ struct econn {
 static struct ev_loop *loop_of(struct econn *ec)
 {
 	return ec->ns->loop;
+}
+
+/* Hop timestamps, with KILN_TRACE (kiln/trace.h). */
+static void trace(struct net_sb *ns, enum kiln_trace_point point)
+{
+	kiln_trace(ns->nc ? ns->nc->trace_fd : -1, point);
 }
 
 static void econn_free(struct econn *ec)
@@ -82,7 +89,10 @@ static int reply(struct econn *ec, uint32_t status)
 	struct kiln_net_reply r = {
 	    .magic = KILN_NET_MAGIC, .version = KILN_NET_VERSION, .status = status};
 
-	return send(ec->gfd, &r, sizeof(r), MSG_NOSIGNAL) == (ssize_t)sizeof(r) ? 0 : -1;
+	ssize_t n = send(ec->gfd, &r, sizeof(r), MSG_NOSIGNAL);
+
+	trace(ec->ns, KILN_TRACE_KILND_REPLY);
+	return n == (ssize_t)sizeof(r) ? 0 : -1;
 }
 
 static void refuse(struct econn *ec, uint32_t status)
@@ -374,8 +384,10 @@ static void on_guest_read(struct ev_loop *loop, ev_io *w, int revents)
 			return;
 		}
 		ec->hello_got += (size_t)n;
-		if (ec->hello_got == sizeof(ec->hello))
+		if (ec->hello_got == sizeof(ec->hello)) {
+			trace(ec->ns, KILN_TRACE_KILND_HELLO);
 			decide(ec);
+		}
 		return;
 	}
 	if (relay_fill(&ec->up, ec->gfd) ||
@@ -447,6 +459,7 @@ void egress_accept(struct net_sb *ns)
 	int fd;
 
 	while ((fd = accept4(ns->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		trace(ns, KILN_TRACE_KILND_ACCEPT);
 		if (ns->nconns >= NET_CONNS_MAX || !(ec = calloc(1, sizeof(*ec)))) {
 			struct kiln_net_reply r = {KILN_NET_MAGIC, KILN_NET_VERSION, 0,
 			                           KILN_NET_EAGAIN};

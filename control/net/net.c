@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <kiln/net.h>
+#include <kiln/trace.h>
 
 #include "net/net_int.h"
 #include "sandbox/sandbox.h"
@@ -24,6 +25,7 @@ int net_init(struct kilnd *kd, const char *servers)
 	if (!nc)
 		return -ENOMEM;
 	nc->loop = kd->loop;
+	nc->trace_fd = kiln_trace_open("kilnd");
 	rc = resolver_new(kd->loop, servers, NULL, &nc->res);
 	if (rc) {
 		free(nc);
@@ -40,6 +42,8 @@ void net_fini(struct kilnd *kd)
 	if (!nc)
 		return;
 	resolver_free(nc->res);
+	if (nc->trace_fd >= 0)
+		close(nc->trace_fd);
 	free(nc->host);
 	free(nc);
 	kd->net = NULL;

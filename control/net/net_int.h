@@ -36,6 +36,7 @@ struct net_ctx {
 	uint8_t (*host)[16]; /* the host's own addresses */
 	size_t nhost;
 	ev_tstamp host_at; /* when they were read */
+	int trace_fd;      /* hop timestamps (kiln/trace.h), -1 without KILN_TRACE */
 };
 
 /* Where a net_sb's DNS pins are kept besides memory (kilnd: its store). */

@@ -57,17 +57,24 @@ static void set_limits(bool own_uid)
 		setrlimit(RLIMIT_NPROC, &nproc);
 }
 
-/* Every descriptor but the standard ones and those the options name. */
+/* Every descriptor but the standard ones and those the options name (the
+ * template's memory) or main opened for the VMM (a KILN_TRACE file). */
 static void close_others(const struct vm_config *cfg)
 {
-	int keep = cfg->mem_fd;
+	int keep[2] = {cfg->mem_fd, cfg->trace_fd}, from = 3;
 
-	if (keep < 3) {
-		syscall(SYS_close_range, 3, ~0U, 0);
-		return;
+	if (keep[0] > keep[1]) {
+		keep[0] = cfg->trace_fd;
+		keep[1] = cfg->mem_fd;
 	}
-	syscall(SYS_close_range, 3, keep - 1, 0);
-	syscall(SYS_close_range, keep + 1, ~0U, 0);
+	for (int i = 0; i < 2; i++) {
+		if (keep[i] < from)
+			continue;
+		if (keep[i] > from)
+			syscall(SYS_close_range, from, keep[i] - 1, 0);
+		from = keep[i] + 1;
+	}
+	syscall(SYS_close_range, from, ~0U, 0);
 }
 
 /* Outside the pid namespace: wait for the VMM, pass signals on, say why

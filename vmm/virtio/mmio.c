@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <kiln/trace.h>
+
 #include "virtio.h"
 
 #define MMIO_MAGIC   0x74726976 /* "virt" */
@@ -100,6 +102,7 @@ static void raise_irq(struct virtio_dev *dev, uint32_t why)
 	uint64_t one = 1;
 
 	dev->interrupt_status |= why;
+	kiln_trace(dev->vm->cfg.trace_fd, KILN_TRACE_VMM_IRQ);
 	if (write(dev->irq_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		dev_log(dev, "interrupt eventfd: %s", strerror(errno));
 }

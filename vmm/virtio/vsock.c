@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <kiln/trace.h>
+
 #include "vsock.h"
 
 #define VIRTIO_VSOCK_F_STREAM 0
@@ -317,9 +319,11 @@ static void vsock_notify(struct virtio_dev *dev, unsigned q)
 	struct vsock *v = dev->priv;
 
 	vsock_sync_reset(v);
-	if (q == VSOCK_TXQ)
+	if (q == VSOCK_TXQ) {
+		kiln_trace(dev->vm->cfg.trace_fd, KILN_TRACE_VMM_KICK);
 		vsock_tx(v);
-	else if (q == VSOCK_RXQ)
+		kiln_trace(dev->vm->cfg.trace_fd, KILN_TRACE_VMM_KICKED);
+	} else if (q == VSOCK_RXQ)
 		vsock_rx_pump(v);
 	else
 		event_deliver(v);

@@ -26,6 +26,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <kiln/trace.h>
+
 #include "vsock.h"
 
 static uint32_t peer_free(const struct vsock_conn *c)
@@ -262,6 +264,7 @@ static void guest_data(struct vsock_conn *c, const struct vsock_pkt *p, const st
 			return;
 		}
 		c->fwd_cnt += (uint32_t)w;
+		kiln_trace(c->v->dev->vm->cfg.trace_fd, KILN_TRACE_VMM_FORWARD);
 	}
 	if (w < len) {
 		if (!c->buf && !(c->buf = malloc(c->win))) {
@@ -693,6 +696,7 @@ static void rd_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (c->state == VSOCK_HELLO) {
 			hello_read(c);
 		} else {
+			kiln_trace(v->dev->vm->cfg.trace_fd, KILN_TRACE_VMM_READ);
 			/* Read when a receive buffer is at hand (vsock_rx_pump). */
 			c->readable = true;
 			update(c);

@@ -1,0 +1,44 @@
+#!/bin/bash
+# Where an egress connect's time goes, without images: a sandbox of the
+# initramfs alone runs tools/bench/net_connect.c through host.kiln.internal
+# while kilnd and kiln-vmm write hop timestamps (KILN_TRACE,
+# include/kiln/trace.h); tools/bench/net_connect_hops.py places them inside
+# each connect and prints the median of each hop. The host's own connect is
+# measured in the same run. Each timestamp is a write(2) of its process, so
+# the traced connect is a few us slower than the untraced one of
+# net_connect_events.sh.
+#
+#   bash tools/bench/net_connect_hops.sh [N]     (after make all; default N 1000)
+#
+# KILN_BENCH_BUILD=DIR takes kilnd, kiln-vmm, the kernel and the initramfs
+# from DIR/{bin,guest,initramfs} instead of build/ (A/B of two builds).
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+N=${1:-1000}
+B=${KILN_BENCH_BUILD:-build}
+KILND=$B/bin/kilnd
+VMM=$B/bin/kiln-vmm
+KERNEL=$B/guest/kiln-kernel
+INITRD=$B/initramfs/agent.cpio
+IMG=$(mktemp -d)
+TRACE_FILE=$(mktemp "${TMPDIR:-/tmp}"/kiln-trace.XXXXXX)
+# kilnd and the VMMs it starts (which inherit its environment) write it.
+# shellcheck source=tools/bench/kilnd_start.sh
+export KILN_TRACE=$TRACE_FILE
+. tools/bench/kilnd_start.sh --images "$IMG"
+unset KILN_TRACE
+${CC:-gcc} -O2 -static -o "$T/net_connect" tools/bench/net_connect.c || exit 1
+exec 3< <(exec python3 -u -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(128)
+print(s.getsockname()[1])
+while True: s.accept()[0].close()')
+SPID=$!
+read -r PORT <&3 || { echo "net_connect_hops: the host server did not start"; exit 1; }
+trap 'kill $SPID 2>/dev/null; cleanup; rm -rf "$IMG" "$TRACE_FILE"' EXIT
+kiln() { "$B"/bin/kiln --socket "$SOCK" "$@"; }
+id=$(kiln create --allow-out host.kiln.internal:"$PORT" | tail -1)
+kiln cp "$T/net_connect" "$id:/tmp/net_connect" >/dev/null || exit 1
+echo "host  (127.0.0.1):          $("$T/net_connect" 127.0.0.1 "$PORT" "$N")"
+kiln exec "$id" -- /tmp/net_connect 10.0.2.2 "$PORT" "$N" stamps >"$T/stamps"
+echo "guest (host.kiln.internal): $(grep -m1 '^connect' "$T/stamps") (traced)"
+python3 tools/bench/net_connect_hops.py "$T/stamps" "$TRACE_FILE"
