@@ -15,24 +15,11 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 N=${1:-1000}
-B=${KILN_BENCH_BUILD:-build}
-KILND=$B/bin/kilnd
-VMM=$B/bin/kiln-vmm
-KERNEL=$B/guest/kiln-kernel
-INITRD=$B/initramfs/agent.cpio
-IMG=$(mktemp -d)
-# shellcheck source=tools/bench/kilnd_start.sh
-. tools/bench/kilnd_start.sh --images "$IMG"
+# shellcheck source=tools/bench/net_guest.sh
+. tools/bench/net_guest.sh
 ${CC:-gcc} -O2 -static -o "$T/net_connect" tools/bench/net_connect.c || exit 1
-# The server binds a free port and names it first.
-exec 3< <(exec python3 -u -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(128)
-print(s.getsockname()[1])
-while True: s.accept()[0].close()')
-SPID=$!
-read -r PORT <&3 || { echo "net_connect_events: the host server did not start"; exit 1; }
+accept_server net_connect_events
 trap 'kill $SPID 2>/dev/null; cleanup; rm -rf "$IMG"' EXIT
-kiln() { "$B"/bin/kiln --socket "$SOCK" "$@"; }
 id=$(kiln create --allow-out host.kiln.internal:"$PORT" | tail -1)
 kiln cp "$T/net_connect" "$id:/tmp/net_connect" >/dev/null || exit 1
 for _ in 1 2 3; do

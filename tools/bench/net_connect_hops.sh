@@ -15,27 +15,15 @@
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 N=${1:-1000}
-B=${KILN_BENCH_BUILD:-build}
-KILND=$B/bin/kilnd
-VMM=$B/bin/kiln-vmm
-KERNEL=$B/guest/kiln-kernel
-INITRD=$B/initramfs/agent.cpio
-IMG=$(mktemp -d)
 TRACE_FILE=$(mktemp "${TMPDIR:-/tmp}"/kiln-trace.XXXXXX)
 # kilnd and the VMMs it starts (which inherit its environment) write it.
-# shellcheck source=tools/bench/kilnd_start.sh
 export KILN_TRACE=$TRACE_FILE
-. tools/bench/kilnd_start.sh --images "$IMG"
+# shellcheck source=tools/bench/net_guest.sh
+. tools/bench/net_guest.sh
 unset KILN_TRACE
 ${CC:-gcc} -O2 -static -o "$T/net_connect" tools/bench/net_connect.c || exit 1
-exec 3< <(exec python3 -u -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(128)
-print(s.getsockname()[1])
-while True: s.accept()[0].close()')
-SPID=$!
-read -r PORT <&3 || { echo "net_connect_hops: the host server did not start"; exit 1; }
+accept_server net_connect_hops
 trap 'kill $SPID 2>/dev/null; cleanup; rm -rf "$IMG" "$TRACE_FILE"' EXIT
-kiln() { "$B"/bin/kiln --socket "$SOCK" "$@"; }
 id=$(kiln create --allow-out host.kiln.internal:"$PORT" | tail -1)
 kiln cp "$T/net_connect" "$id:/tmp/net_connect" >/dev/null || exit 1
 echo "host  (127.0.0.1):          $("$T/net_connect" 127.0.0.1 "$PORT" "$N")"

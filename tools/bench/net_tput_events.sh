@@ -16,20 +16,13 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 MIB=${1:-256}
 RUNS=${2:-3}
-B=${KILN_BENCH_BUILD:-build}
-KILND=$B/bin/kilnd
-VMM=$B/bin/kiln-vmm
-KERNEL=$B/guest/kiln-kernel
-INITRD=$B/initramfs/agent.cpio
-IMG=$(mktemp -d)
-# shellcheck source=tools/bench/kilnd_start.sh
-. tools/bench/kilnd_start.sh --images "$IMG"
+# shellcheck source=tools/bench/net_guest.sh
+. tools/bench/net_guest.sh
 ${CC:-gcc} -O2 -static -o "$T/net_tput" tools/bench/net_tput.c || exit 1
 PORT=$((30000 + $$ % 10000))
 python3 tools/bench/net_bench.py server "$PORT" &
 SPID=$!
 trap 'kill $SPID 2>/dev/null; cleanup; rm -rf "$IMG"' EXIT
-kiln() { build/bin/kiln --socket "$SOCK" "$@"; }
 id=$(kiln create --allow-out host.kiln.internal:"$PORT" \
 	--allow-out host.kiln.internal:$((PORT + 1)) | tail -1)
 kiln cp "$T/net_tput" "$id:/tmp/net_tput" >/dev/null || exit 1
