@@ -298,16 +298,21 @@ static void build_fail(struct tmpl_build *b, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void build_fail(struct tmpl_build *b, int status, const char *fmt, ...)
 {
-	char msg[3072];
+	char msg[3072], text[3200];
+	struct http_conn *c;
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	log_warn("template %s: %s", b->name, msg);
-	if (b->c)
-		http_respond_error(b->c, status, "template %s: %s", b->name, msg);
+	/* Undone before the answer: whoever asked finds nothing left of it. */
+	c = b->c;
+	if (c)
+		snprintf(text, sizeof(text), "template %s: %s", b->name, msg);
 	build_end(b, false);
+	if (c)
+		http_respond_error(c, status, "%s", text);
 }
 
 /* The first clone made the memory file: the template is ready. */
@@ -765,8 +770,8 @@ void api_template_create(struct kilnd *kd, struct http_conn *c, json_t *body)
 	free(image_path);
 	if (status) {
 		b->c = NULL;
-		http_respond_error(c, status, "template %s: %s", name, msg);
 		build_end(b, false);
+		http_respond_error(c, status, "template %s: %s", name, msg);
 		return;
 	}
 	snprintf(b->sb_id, sizeof(b->sb_id), "%s", sb->rec.id);

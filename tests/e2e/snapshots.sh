@@ -792,7 +792,7 @@ t_templates() {
 	"$KILN" template create e2e-bad -- sh -c 'echo warm-up-broke >&2; exit 3' 2>"$T/err"
 	[ $? = 1 ] && grep -q 'exited with status 3' "$T/err" && grep -q warm-up-broke "$T/err" &&
 		[ ! -e "$DATA/templates/e2e-bad" ]
-	check $? "a failing warm-up: its status and output, and no template"
+	check $? "a failing warm-up: its status and output, and no template ($(tr '\n' ' ' <"$T/err" | head -c 400))"
 	! "$KILN" ls | grep -q 'e2e-bad'
 	check $? "its build sandbox is gone"
 	id=$("$KILN" create --template e2e-t)
