@@ -152,7 +152,7 @@ class Kiln:
         self.api.json("POST", "/sandboxes/%s/resume" % sid, {})
 
     def pids(self, sid):
-        with open(os.path.join(self.data, "sandboxes", sid, "vmm.pid")) as f:
+        with open(os.path.join(self.data, "sandboxes", sid, "run", "vmm.pid")) as f:
             return [int(f.read().split()[0])]
 
 

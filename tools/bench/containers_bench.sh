@@ -25,16 +25,9 @@ for f in "$KILND" "$VMM" "$KERNEL" "$INITRD" "$IMAGES/base.erofs"; do
 done
 [ -w /dev/kvm ] || { echo "containers bench: skipped: /dev/kvm not available"; exit 0; }
 [ "$(id -u)" = 0 ] || { echo "containers bench: skipped: dockerd and bubblewrap's chroot need root"; exit 0; }
-missing=
-command -v dockerd >/dev/null || missing="$missing docker.io"
-command -v crun >/dev/null || missing="$missing crun"
-command -v bwrap >/dev/null || missing="$missing bubblewrap"
-if [ -n "$missing" ]; then
-	echo "containers bench: installing$missing"
-	# shellcheck disable=SC2086 # one word per package
-	{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing; } >/dev/null 2>&1 ||
-		echo "containers bench: could not install$missing; those columns are left out"
-fi
+# shellcheck source=tools/bench/apt_need.sh
+. tools/bench/apt_need.sh
+apt_need "containers bench" dockerd:docker.io crun:crun bwrap:bubblewrap
 command -v dockerd >/dev/null || { echo "containers bench: skipped: no dockerd (apt-get install docker.io)"; exit 0; }
 ROOT=$(tools/mkimage/extract-root "$IMAGES/base.erofs") || exit 1
 TAG=kiln-bench-base:$(basename "$ROOT" | tr -c 'a-zA-Z0-9_.\n-' _)

@@ -9,7 +9,7 @@
 # from the pool). Medians of KILN_RUN_RUNS
 # (default 20); ratios to bubblewrap's median.
 #
-#   bash tools/bench/run_bench.sh       (bubblewrap from Debian: apt-get install bubblewrap)
+#   bash tools/bench/run_bench.sh       (installs bubblewrap from Debian if missing)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 
@@ -26,6 +26,9 @@ for f in "$KILND" "$KILN" "$VMM" "$KERNEL" "$INITRD"; do
 	[ -e "$f" ] || { echo "run_bench: missing $f (make)"; exit 1; }
 done
 [ -w /dev/kvm ] || { echo "run_bench: skipped: /dev/kvm not available"; exit 0; }
+# shellcheck source=tools/bench/apt_need.sh
+. tools/bench/apt_need.sh
+apt_need run_bench bwrap:bubblewrap
 BWRAP=$(command -v bwrap) || { echo "run_bench: skipped: no bwrap (apt-get install bubblewrap)"; exit 0; }
 
 # shellcheck source=tools/bench/kilnd_start.sh
