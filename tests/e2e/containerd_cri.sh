@@ -5,16 +5,19 @@
 # with the calls the kubelet makes (tests/e2e/cri/cri.test.mjs, a CRI v1
 # client on @grpc/grpc-js). A containerd of the test's own with the CRI
 # plugin on (tests/e2e/cri/cri_env.sh), its sandbox image a pause-like
-# image built here; host-network pods (no CNI).
+# image built here; host-network pods (no CNI). Then, on the same
+# containerd, the streams of Exec, Attach and PortForward that kubectl
+# exec, attach and port-forward use (tests/e2e/cri/streams.test.mjs).
 #
 #   make e2e-containerd   (runs tests/e2e/containerd.sh, ..., then this)
 #
-# Prints "ok"/"not ok" per check and "N passed, N failed".
+# Prints "ok"/"not ok" per check and "N passed, N failed" per test file.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 # shellcheck source=tests/e2e/cri/cri_env.sh
 . tests/e2e/cri/cri_env.sh e2e-containerd-cri
 node tests/e2e/cri/cri.test.mjs
 rc=$?
+node tests/e2e/cri/streams.test.mjs || rc=1
 grep -q "level=error" "$T/containerd.log" && grep "level=error" "$T/containerd.log" | head -8 | sed 's/^/# /'
 exit $rc

@@ -8,24 +8,8 @@ import { execFileSync } from 'node:child_process';
 import {
   grpc, rt, img, call, SOCK, TASKS, LOGS, PAUSE, APP, ns, podConfig, ctrConfig,
 } from './cri_client.mjs';
+import { check, must, sleep, status, waitExited, run } from './cri_checks.mjs';
 
-let passed = 0;
-let failed = 0;
-function check(cond, what) {
-  if (cond) passed++;
-  else failed++;
-  console.log(`${cond ? 'ok' : 'not ok'} - ${what}`);
-}
-// A call that must succeed: its answer, or null after a "not ok" naming it.
-async function must(svc, method, req, what) {
-  try {
-    return await call(svc, method, req);
-  } catch (e) {
-    check(false, `${what}: ${method} failed: ${e.details || e.message}`);
-    return null;
-  }
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 const comm = (pid) => { try { return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim(); } catch { return ''; } };
 const readPid = (id) => { try { return Number(fs.readFileSync(`${TASKS}/${id}/vmm.pid`, 'utf8')); } catch { return 0; } };
@@ -35,17 +19,6 @@ const shims = () => {
     return execFileSync('pgrep', ['-f', `containerd-shim-kiln-v2 .*-address ${SOCK}`]).toString().trim().split('\n').length;
   } catch { return 0; }
 };
-async function status(id) {
-  return (await call(rt, 'ContainerStatus', { container_id: id, verbose: true })).status;
-}
-async function waitExited(id, secs) {
-  for (let i = 0; i < secs * 10; i++) {
-    const s = await status(id);
-    if (s.state === 'CONTAINER_EXITED') return s;
-    await sleep(100);
-  }
-  return status(id);
-}
 async function waitFile(file, re, secs) {
   for (let i = 0; i < secs * 10; i++) {
     try { if (re.test(fs.readFileSync(file, 'utf8'))) return true; } catch { /* not yet */ }
@@ -207,8 +180,8 @@ async function main() {
       'its stop and remove end its VM only; the first pod runs on');
   }
 
-  // Exec (kubectl exec) hands out the CRI's streaming URL; its stream
-  // (SPDY or WebSocket from the kubelet) is not driven here
+  // Exec (kubectl exec) hands out the CRI's streaming URL; its stream is
+  // driven in streams.test.mjs
   const exs = await must(rt, 'Exec', { container_id: c1, cmd: ['sh'], stdin: true, stdout: true }, 'Exec');
   check(exs && /^http:\/\/127\.0\.0\.1:\d+\/exec\//.test(exs.url), `Exec: a streaming URL (${exs && exs.url})`);
   try {
@@ -272,12 +245,4 @@ async function main() {
   check(shims() === 0 && left.length === 0, `nothing is left: shims ${shims()}, task bundles ${left.length}`);
 }
 
-try {
-  await main();
-} catch (e) {
-  check(false, `the test stopped: ${e.details || e.stack}`);
-}
-rt.close();
-img.close();
-console.log(`\n${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+await run(main);

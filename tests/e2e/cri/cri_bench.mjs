@@ -2,10 +2,13 @@
 // same containerd and images (run by tools/bench/cri_bench.sh): per round,
 // one pod of each handler, in turns: RunPodSandbox, CreateContainer and
 // StartContainer of one container (what the kubelet waits on before a pod
-// runs), then ExecSync `true` round trips, then StopPodSandbox and
+// runs), then ExecSync `true` round trips, then streamed Exec `true` (the
+// CRI's Exec, then its URL's WebSocket to the stream's end, as kubectl
+// exec goes after the API server), then StopPodSandbox and
 // RemovePodSandbox. Prints medians of $CRI_BENCH_RUNS rounds (default 7)
 // and kiln's ratios to runc.
 import { rt, call, podConfig, ctrConfig } from './cri_client.mjs';
+import { open } from './stream_client.mjs';
 
 const RUNS = Math.max(3, Number(process.env.CRI_BENCH_RUNS || 7));
 const median = (v) => {
@@ -30,11 +33,19 @@ async function round(handler, i) {
     if (r.exit_code !== 0) throw new Error(`ExecSync true in a ${handler} pod: exit code ${r.exit_code}`);
     execs.push(performance.now() - e0);
   }
+  const streams = [];
+  for (let k = 0; k < 5; k++) {
+    const e0 = performance.now();
+    const { url } = await call(rt, 'Exec', { container_id: cid, cmd: ['true'], stdout: true });
+    const d = await (await open(url)).done(30);
+    if (d.code !== 0) throw new Error(`streamed Exec true in a ${handler} pod: ${JSON.stringify(d.status)}`);
+    streams.push(performance.now() - e0);
+  }
   const t3 = performance.now();
   await call(rt, 'StopPodSandbox', { pod_sandbox_id: sid });
   await call(rt, 'RemovePodSandbox', { pod_sandbox_id: sid });
   const t4 = performance.now();
-  return { run: t1 - t0, start: t2 - t0, exec: median(execs), down: t4 - t3 };
+  return { run: t1 - t0, start: t2 - t0, exec: median(execs), stream: median(streams), down: t4 - t3 };
 }
 
 const got = { kiln: [], runc: [] };
@@ -56,5 +67,6 @@ console.log(`CRI (containerd's CRI plugin, handler kiln vs runc), medians of ${R
 line('  RunPodSandbox -> StartContainer of one container', 'start');
 line('    of which RunPodSandbox', 'run');
 line('  ExecSync true (median of 5 per pod)', 'exec');
+line('  Exec true streamed: Exec + WebSocket to its status (median of 5 per pod)', 'stream');
 line('  StopPodSandbox + RemovePodSandbox', 'down');
 process.exit(0);
