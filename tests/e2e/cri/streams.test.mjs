@@ -286,7 +286,7 @@ async function main() {
   const sid = r.pod_sandbox_id;
   const cr = await must(rt, 'CreateContainer', {
     pod_sandbox_id: sid, sandbox_config: pod, config: ctrConfig('srv', ['sh', '-c',
-      'mkdir -p /srv/www && head -c 262144 /dev/urandom > /srv/www/blob && ' +
+      'mkdir -p /srv/www && head -c 262144 /dev/urandom > /srv/www/blob || exit 1; ' +
       `{ nc -l -p ${up} > /tmp/up; touch /tmp/up.done; } & exec busybox httpd -f -p ${web} -h /srv/www`]),
   }, 'CreateContainer srv');
   const cid = cr && cr.container_id;
