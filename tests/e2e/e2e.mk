@@ -102,7 +102,8 @@ e2e-net: $(BIN)/kilnd $(BIN)/kiln $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
 # container's writes reaching its snapshot (tests/e2e/containerd_rwlayer.sh), and
 # CRI (tests/e2e/containerd_cri.sh): containerd's CRI plugin with a runtime
 # handler "kiln", driven as the kubelet drives it (a gRPC client on node,
-# @grpc/grpc-js installed with npm into tests/e2e/cri). Needs root and
+# @grpc/grpc-js installed with npm into tests/e2e/cri), with the streams of
+# Exec, Attach and PortForward (WebSocket, npm's ws). Needs root and
 # /dev/kvm (and iproute2, node and npm).
 .PHONY: e2e-containerd
 e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
