@@ -265,6 +265,20 @@ async function portTests(sid, cid, ports) {
   check(f.tag && f.closed && new RegExp(`${closed}`).test(f.err) && f.data.length === 0,
     `PortForward to a closed port ${closed}: an error, not a hang (${Date.now() - t0} ms): ${show(f.err, 200)}`);
 
+  // two ports in one stream (channels 0-1 and 2-3): one answers, the
+  // other's error comes on its own error channel
+  const r2 = await call(rt, 'PortForward', { pod_sandbox_id: sid, port: [web, closed] });
+  const s2 = await open(r2.url);
+  await s2.waitFor(0, (b) => b.length >= 2, 10);
+  s2.send(0, 'GET /blob HTTP/1.0\r\n\r\n');
+  const d2 = await s2.done(20);
+  const two = s2.bytes(0).subarray(2);
+  check(d2.closed && two.length > 256 << 10 && /^HTTP\/1\.[01] 200/.test(two.toString('latin1')) &&
+    s2.bytes(1).length === 2 && s2.bytes(2).readUInt16LE(0) === closed && s2.bytes(2).length === 2 &&
+    new RegExp(`${closed}`).test(s2.bytes(3).subarray(2).toString()),
+  `PortForward of ${web} and ${closed} in one stream: ${two.length} bytes from the first, ` +
+    `the second's error on channel 3 (${s2.bytes(3).length} bytes)`);
+
   try {
     await call(rt, 'PortForward', { pod_sandbox_id: 'nope', port: [web] });
     check(false, 'PortForward to a sandbox that does not exist is refused');
