@@ -274,6 +274,8 @@ static int create_in_pod(struct shim *s, struct ctr *c, struct proc *p,
 	err = ctr_root_copy(s, c, dir, msg, n);
 	if (!err)
 		err = binds_copy(s, &c->binds, msg, n);
+	if (!err)
+		err = ctr_root_base(s, c, msg, n);
 	if (err)
 		ctr_root_remove(s, c->guest_root);
 	pthread_mutex_lock(&s->lock);
