@@ -33,15 +33,21 @@ long vfs_rootchg_track(void)
 	return 0;
 }
 
+/* The node at upath (a final symlink not followed), for the root of
+ * namespace 0 only: 0 and a reference in *ip, or -errno. */
+static int node_at(int dirfd, const char *upath, struct inode **ip)
+{
+	if (!may())
+		return -EPERM;
+	return user_path_inode(dirfd, upath, LOOKUP_EMPTY, ip);
+}
+
 long vfs_rootchg_get(int dirfd, const char *upath)
 {
 	struct inode *ip;
 	long bits;
-	int err;
+	int err = node_at(dirfd, upath, &ip);
 
-	if (!may())
-		return -EPERM;
-	err = user_path_inode(dirfd, upath, LOOKUP_EMPTY, &ip);
 	if (err)
 		return err;
 	bits = ip->chg;
@@ -56,11 +62,8 @@ long vfs_rootchg_get(int dirfd, const char *upath)
 long vfs_rootchg_clear(int dirfd, const char *upath)
 {
 	struct inode *ip;
-	int err;
+	int err = node_at(dirfd, upath, &ip);
 
-	if (!may())
-		return -EPERM;
-	err = user_path_inode(dirfd, upath, LOOKUP_EMPTY, &ip);
 	if (err)
 		return err;
 	if (!ip->synth)
