@@ -368,7 +368,8 @@ enum kiln_msg {
 	 *          an earlier NODE of this stream named target (a hard
 	 *          link; no DATA follows). At most KILN_CHANGES_LINKS files
 	 *          are sent as links; the names of those beyond go as NODEs
-	 *          of their own (their bytes each time).
+	 *          of their own (their bytes each time). A compatible
+	 *          addition: older agents never send it.
 	 * Paths have no "." or ".." components and no empty ones. */
 	KILN_MSG_CHANGE,
 
@@ -394,7 +395,8 @@ enum kiln_file_op {
 	 * (KILN_PR_ROOTCHG_CLEAR, include/kiln/rootchg.h), so that a later
 	 * CHANGES of it holds the container's own changes only. Answered by
 	 * DONE, or ERROR (ENOSYS: the guest kernel does not note changes;
-	 * ELOOP: deeper than KILN_CHANGES_DEPTH). */
+	 * ELOOP: deeper than KILN_CHANGES_DEPTH). A compatible addition: an
+	 * older agent answers ERROR EINVAL "unknown file operation". */
 	KILN_FILE_BASE = 13,
 	KILN_FILE_MAX = 15,
 };
