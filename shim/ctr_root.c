@@ -9,7 +9,9 @@
  * at /run/kiln/containers/ID, with the guest's device nodes linked into
  * its dev/ and a procfs of its own on its proc/. The container's processes
  * are chrooted there (START's root trailer). The copy lives in guest memory: it is bounded by half of the
- * VM's, and removed at delete.
+ * VM's, and removed at delete. Once it and the binds are in, BASE clears
+ * its nodes' change bits: at the container's end its own changes are
+ * replayed onto its snapshot (rwlayer.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -223,6 +225,20 @@ void ctr_root_remove(struct shim *s, const char *guest_root)
 	            sizeof(msg)) &&
 	    !s->vm.dead)
 		shim_log("%s: %s", guest_root, msg);
+}
+
+int ctr_root_base(struct shim *s, struct ctr *c, char *msg, size_t n)
+{
+	int err = root_op(s, KILN_FILE_BASE, c->guest_root, 0,
+	                  "telling the container's copied root from its own changes", msg, n);
+
+	c->rw_base = !err;
+	if (err == -ENOSYS || err == -EINVAL) {
+		/* an older guest: the container runs, its writes stay in the VM */
+		shim_log("%s: %s: its writes to its root will not reach its snapshot", c->id, msg);
+		return 0;
+	}
+	return err;
 }
 
 int ctr_read_file(struct shim *s, const char *path, char *buf, size_t cap, char *msg, size_t n)

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The container's writes reach its snapshot: when the init of the
- * container whose rootfs is the VM's root ends, and before the VM goes,
+ * container whose rootfs is the VM's root ends, and before the VM goes
+ * (or, for a further container of a pod, whose root ctr_root.c copied
+ * into the VM and then had its change bits cleared, BASE: at its init's
+ * end, its root in the guest asked),
  * the shim asks the agent for what changed in the guest's root (CHANGES,
  * include/kiln/agent.h: the guest kernel notes changed inodes,
  * include/kiln/rootchg.h) and replays it onto BUNDLE/rootfs
@@ -71,7 +74,7 @@ static uint64_t max_bytes(int root)
 	return cap;
 }
 
-static int send_request(int fd, const char *const *excl, size_t n)
+static int send_request(int fd, const char *root, const char *const *excl, size_t n)
 {
 	struct buf b = {0};
 	struct agent_wr w;
@@ -79,7 +82,7 @@ static int send_request(int fd, const char *const *excl, size_t n)
 
 	agent_begin(&w, &b, KILN_MSG_FILE_REQUEST);
 	agent_put_u32(&w, KILN_FILE_CHANGES);
-	agent_put_str(&w, "/", 1);
+	agent_put_str(&w, root, strlen(root));
 	agent_put_u32(&w, (uint32_t)n);
 	for (size_t i = 0; i < n; i++)
 		agent_put_str(&w, excl[i], strlen(excl[i]));
@@ -119,6 +122,14 @@ static int apply_change(struct rwl *w, const uint8_t *pl, uint32_t len, const ch
 		memcpy(link, s, n);
 		link[n] = 0;
 		return rwl_node(w, path, &a, link);
+	}
+	if (kind == KILN_CHANGE_LINK) {
+		agent_get_str(&r, &s, &n);
+		if (agent_rd_done(&r) || n >= sizeof(link))
+			goto bad;
+		memcpy(link, s, n);
+		link[n] = 0;
+		return rwl_link(w, path, link);
 	}
 	if (kind == KILN_CHANGE_NAMES) {
 		uint32_t count = agent_get_u32(&r);
@@ -204,8 +215,10 @@ static int pump(struct rwl *w, int fd, const char **names)
 
 bool rwlayer_root(const struct ctr *c, char *out, size_t n)
 {
-	if (!c->owner)
+	if (!c->owner && !c->guest_root)
 		return false;
+	if (c->guest_root && !c->rw_base)
+		return false; /* its root's base was not told from its changes */
 	if (c->rootfs_mounted)
 		snprintf(out, n, "%s/rootfs", c->bundle);
 	else if (c->root_path && c->root_path[0] == '/')
@@ -243,6 +256,7 @@ int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n)
 	if (err)
 		goto out;
 	w.max_bytes = max_bytes(w.root);
+	w.keep_special = c->guest_root != NULL; /* ctr_root.c copied none in */
 	names = malloc(RW_MAX_NAMES * sizeof(*names));
 	fd = names ? vm_dial(s, KILN_STREAM_FILE, RW_FRAME_MS) : -ENOMEM;
 	if (fd < 0) {
@@ -254,7 +268,7 @@ int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n)
 		snprintf(w.msg, sizeof(w.msg), "the VM's agent: %s", why);
 		goto out;
 	}
-	if ((err = send_request(fd, excl, nx))) {
+	if ((err = send_request(fd, c->guest_root ? c->guest_root : "/", excl, nx))) {
 		snprintf(w.msg, sizeof(w.msg), "asking the agent: %s", strerror(-err));
 		goto out;
 	}
@@ -267,10 +281,11 @@ out:
 	if (err)
 		snprintf(msg, n, "the container's writes were not all saved to its snapshot: %s",
 		         w.msg);
-	shim_log("%s: %llu changes (%llu bytes, %u removed, %u set-id bits dropped) saved to the "
-	         "snapshot in %lld ms%s%s",
+	shim_log("%s: %llu changes (%llu bytes, %u removed, %u hard links, %u set-id bits "
+	         "dropped) saved to the snapshot in %lld ms%s%s",
 	         c->id, (unsigned long long)w.entries, (unsigned long long)w.bytes, w.removed,
-	         w.setid, (long long)((now_ns() - t0) / 1000000), err ? "; " : "", err ? msg : "");
+	         w.links, w.setid, (long long)((now_ns() - t0) / 1000000), err ? "; " : "",
+	         err ? msg : "");
 	rwl_free(&w);
 	return err;
 }

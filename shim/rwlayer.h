@@ -35,7 +35,10 @@ struct rwl {
 	char tmp[64], name[NAME_MAX + 1], path[PATH_MAX];
 	struct rwl_dir *dirs; /* times to set at the end */
 	size_t ndirs, cap_dirs;
-	unsigned refused, setid, removed;
+	unsigned refused, setid, removed, links;
+	/* the guest never had the root's device nodes, fifos and sockets (a
+	 * pod container's copied root): a NAMES without them keeps them */
+	bool keep_special;
 	char first[1100]; /* the first refusal */
 	char msg[1400];   /* why the replay failed */
 };
@@ -47,6 +50,8 @@ int rwl_begin(struct rwl *w, const char *root, uint64_t max_bytes, uint64_t max_
               const char *const *excl, size_t nexcl);
 int rwl_node(struct rwl *w, const char *path, const struct rwl_attr *a, const char *link);
 int rwl_data(struct rwl *w, const void *p, size_t n);
+/* path: a new name of the regular file at target (a hard link). */
+int rwl_link(struct rwl *w, const char *path, const char *target);
 /* names: the directory's names now (sorted here); the others go. */
 int rwl_names(struct rwl *w, const char *path, const char **names, size_t n);
 /* Directory times, then -EPERM if changes were refused (w->msg). */

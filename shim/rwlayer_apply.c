@@ -11,7 +11,8 @@
  * RESOLVE_NO_XDEV from the root (so a symlink the guest wrote, or the
  * image has, is never followed), and the last name only acted on with
  * *at calls that do not follow it. Device nodes, fifos and sockets are
- * refused, set-id bits dropped (as binds.c does the other way), and the
+ * refused, set-id bits dropped (as binds.c does the other way; a hard
+ * link to a set-id file is refused), and the
  * total bytes and entries bounded (the upper dir's disk). A refused change
  * is skipped and counted (rwl_end reports them); what breaks the stream
  * (bounds, bytes beyond a file's size, I/O errors of the root) ends it.
@@ -369,6 +370,53 @@ int rwl_data(struct rwl *w, const void *p, size_t n)
 	return 0;
 }
 
+int rwl_link(struct rwl *w, const char *path, const char *target)
+{
+	char name[NAME_MAX + 1], tname[NAME_MAX + 1];
+	struct stat st, ts;
+	const char *why;
+	int pd = -1, tpd = -1, err = count_entry(w);
+
+	if (err || excluded(w, path))
+		return err;
+	if (excluded(w, target)) {
+		refuse(w, path, "a hard link to a file not in the snapshot");
+		return 0;
+	}
+	if ((why = open_parent(w, path, &pd, name)) || (why = open_parent(w, target, &tpd, tname)))
+		refuse(w, path, why);
+	else if (!name[0] || !tname[0])
+		refuse(w, path, "a hard link of or to the root");
+	else if (fstatat(tpd, tname, &ts, AT_SYMLINK_NOFOLLOW) || !S_ISREG(ts.st_mode))
+		refuse(w, path, "a hard link to what is not a file");
+	else if (ts.st_mode & (S_ISUID | S_ISGID))
+		refuse(w, path, "a hard link to a set-id file");
+	else if (!fstatat(pd, name, &st, AT_SYMLINK_NOFOLLOW) && st.st_dev == ts.st_dev &&
+	         st.st_ino == ts.st_ino)
+		; /* the same file already */
+	else if ((err = remove_at(pd, name, 0)))
+		refuse(w, path, strerror(-err));
+	else if (linkat(tpd, tname, pd, name, 0))
+		refuse(w, path, strerror(errno));
+	else
+		w->links++;
+	if (pd >= 0)
+		close(pd);
+	if (tpd >= 0)
+		close(tpd);
+	return 0;
+}
+
+/* what the guest of a copied root never had */
+static bool special(int dfd, const char *name)
+{
+	struct stat st;
+
+	return !fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+	       (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISFIFO(st.st_mode) ||
+	        S_ISSOCK(st.st_mode));
+}
+
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -405,7 +453,7 @@ int rwl_names(struct rwl *w, const char *path, const char **names, size_t n)
 		    bsearch(&key, names, n, sizeof(*names), cmp_str))
 			continue;
 		snprintf(child, sizeof(child), "%s%s%s", path, *path ? "/" : "", key);
-		if (excluded(w, child))
+		if (excluded(w, child) || (w->keep_special && special(dirfd(d), key)))
 			continue;
 		if ((err = remove_at(dirfd(d), key, 0)))
 			refuse(w, child, strerror(-err));

@@ -136,6 +136,7 @@ struct ctr {
 	uint32_t cpu_milli; /* its CPU bound in 1/1000 of the vCPU (0: none), the same way */
 	bool deleted;       /* its init was deleted: only Wait and State still see it */
 	bool rw_saving;     /* its writes are being saved to its snapshot (rwlayer.c) */
+	bool rw_base;       /* an app container's copied root is its base (ctr_root_base) */
 };
 
 struct shim {
@@ -203,6 +204,9 @@ int binds_copy(struct shim *s, const struct spec_binds *b, char *msg, size_t n);
  * removing it again at delete. Unlocked (agent streams). */
 int ctr_root_copy(struct shim *s, struct ctr *c, const char *dir, char *msg, size_t n);
 void ctr_root_remove(struct shim *s, const char *guest_root);
+/* The copied root's change bits cleared (the agent's BASE): c->rw_base.
+ * An older guest that cannot is logged, not an error. */
+int ctr_root_base(struct shim *s, struct ctr *c, char *msg, size_t n);
 /* Pause (on) or Resume of a pod's app container: the guest freezes or
  * thaws its processes (its PID namespace, include/kiln/pidns.h); 0 or
  * -errno with msg. */

@@ -364,6 +364,12 @@ enum kiln_msg {
 	 *          (empty if not a symlink). A directory is made if missing,
 	 *          a node of another type at path replaced.
 	 *   NAMES: list of strings, the directory's names (no "." or "..").
+	 *   LINK:  string target: path is a new name of the regular file
+	 *          an earlier NODE of this stream named target (a hard
+	 *          link; no DATA follows). At most KILN_CHANGES_LINKS files
+	 *          are sent as links; the names of those beyond go as NODEs
+	 *          of their own (their bytes each time). A compatible
+	 *          addition: older agents never send it.
 	 * Paths have no "." or ".." components and no empty ones. */
 	KILN_MSG_CHANGE,
 
@@ -383,14 +389,24 @@ enum kiln_file_op {
 	KILN_FILE_FREEZE,
 	KILN_FILE_LIMIT,
 	KILN_FILE_CPU,
-	KILN_FILE_CHANGES,
-	KILN_FILE_MAX,
+	KILN_FILE_CHANGES = 12,
+	/* path: a directory the agent made (a pod container's root, copied
+	 * in, and its binds): its nodes' change bits are cleared
+	 * (KILN_PR_ROOTCHG_CLEAR, include/kiln/rootchg.h), so that a later
+	 * CHANGES of it holds the container's own changes only. Answered by
+	 * DONE, or ERROR (ENOSYS: the guest kernel does not note changes;
+	 * ELOOP: deeper than KILN_CHANGES_DEPTH). A compatible addition: an
+	 * older agent answers ERROR EINVAL "unknown file operation". */
+	KILN_FILE_BASE = 13,
+	KILN_FILE_MAX = 15,
 };
 
 /* CHANGE's kinds */
 #define KILN_CHANGE_NODE   1
 #define KILN_CHANGE_NAMES  2
-#define KILN_CHANGES_DEPTH 128 /* directory levels under the root */
+#define KILN_CHANGE_LINK   3
+#define KILN_CHANGES_LINKS 16384 /* files with several names sent as links */
+#define KILN_CHANGES_DEPTH 128   /* directory levels under the root */
 
 /* UNTAR's flags */
 #define KILN_UNTAR_DEV  0x1

@@ -24,6 +24,14 @@
  * followed). Root of namespace 0 only. */
 #define KILN_PR_ROOTCHG_GET 0x4b500006
 
+/* prctl(KILN_PR_ROOTCHG_CLEAR, dirfd, path): the node at path (as for
+ * _GET) has its KILN_CHG_* bits cleared: what the agent made there is the
+ * container's base, not its change (a pod container's root, copied in:
+ * the agent's BASE file operation clears each node of it). A node of
+ * procfs or devfs is left as it is. Root of namespace 0 only. Returns 0.
+ * A compatible addition (no new version): an older kernel says EINVAL. */
+#define KILN_PR_ROOTCHG_CLEAR 0x4b500007
+
 #define KILN_CHG_SELF    0x1 /* its bytes, mode, owner or times changed */
 #define KILN_CHG_NEW     0x2 /* given a name since: made, renamed or linked here */
 #define KILN_CHG_ENTRIES 0x4 /* a directory whose names changed */

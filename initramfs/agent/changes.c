@@ -10,6 +10,13 @@
  * CHANGE. The container's processes have ended when the shim asks (its
  * init's end), so nothing moves under the walk; a file that shrinks all
  * the same ends the stream with an error rather than a short file.
+ * A changed file with several names is sent whole once, at the first of
+ * them the walk meets, and as a LINK to it at the others (a table of at
+ * most KILN_CHANGES_LINKS such files; beyond it, each name's bytes go).
+ *
+ * BASE (changes_base) walks a tree the agent made, a pod container's
+ * copied root, and clears each node's bits: only the container's own
+ * changes count afterwards.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -33,8 +40,18 @@ struct level {
 	bool all;    /* a new directory: everything beneath is sent */
 };
 
+/* a file with several names, sent at path */
+struct linked {
+	ino_t ino;
+	char *path; /* NULL: a free slot */
+};
+
+#define LINK_SLOTS (2 * KILN_CHANGES_LINKS) /* open addressing, half full at most */
+
 struct changes {
 	struct level lv[KILN_CHANGES_DEPTH + 1];
+	struct linked *links; /* LINK_SLOTS of them, made at the first */
+	size_t nlinks;
 	int depth; /* levels in use */
 	char path[PATH_MAX];
 	char **excl; /* relative paths */
@@ -47,6 +64,11 @@ struct changes {
 static long bits_of(int dirfd, const char *name)
 {
 	return prctl(KILN_PR_ROOTCHG_GET, (unsigned long)dirfd, (unsigned long)name, 0, 0);
+}
+
+static long clear_of(int dirfd, const char *name)
+{
+	return prctl(KILN_PR_ROOTCHG_CLEAR, (unsigned long)dirfd, (unsigned long)name, 0, 0);
 }
 
 static int fail(struct changes *w, int err, const char *what)
@@ -70,6 +92,35 @@ static void put_node(struct kbuf *out, const char *path, const struct stat *st, 
 	put_u64(out, &m, S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0);
 	put_str(out, &m, link);
 	frame_end(out, &m);
+}
+
+static void put_link(struct kbuf *out, const char *path, const char *target)
+{
+	struct frame_mark m;
+
+	frame_begin(out, &m, KILN_MSG_CHANGE);
+	put_u32(out, &m, KILN_CHANGE_LINK);
+	put_str(out, &m, path);
+	put_str(out, &m, target);
+	frame_end(out, &m);
+}
+
+/* The path an earlier name of ino was sent at, or NULL (then it is noted
+ * as sent at path, while the table has room). */
+static const char *linked_at(struct changes *w, ino_t ino, const char *path)
+{
+	size_t i = (size_t)(ino * 0x9e3779b97f4a7c15ull) % LINK_SLOTS;
+
+	if (!w->links && !(w->links = calloc(LINK_SLOTS, sizeof(*w->links))))
+		return NULL; /* (no memory: its names go as files of their own) */
+	for (; w->links[i].path; i = (i + 1) % LINK_SLOTS)
+		if (w->links[i].ino == ino)
+			return w->links[i].path;
+	if (w->nlinks < KILN_CHANGES_LINKS && (w->links[i].path = strdup(path))) {
+		w->links[i].ino = ino;
+		w->nlinks++;
+	}
+	return NULL;
 }
 
 /* NAMES: every name of d now (then d is read again for the walk). */
@@ -148,18 +199,27 @@ static bool excluded(const struct changes *w)
 	return false;
 }
 
+/* w->path: the top directory's path and name */
+static int name_path(struct changes *w, const struct level *l, const char *name)
+{
+	if (l->plen + 1 + strlen(name) >= sizeof(w->path))
+		return fail(w, ENAMETOOLONG, "a name too long in");
+	snprintf(w->path + l->plen, sizeof(w->path) - l->plen, "%s%s", l->plen ? "/" : "", name);
+	return 0;
+}
+
 /* One name of the top directory. */
 static int visit(struct changes *w, struct kbuf *out, struct level *l, const char *name)
 {
 	int dfd = dirfd(l->d), fd;
 	char link[PATH_MAX] = "";
+	const char *first;
 	struct stat st;
 	long bits;
 	bool changed;
 
-	if (l->plen + 1 + strlen(name) >= sizeof(w->path))
-		return fail(w, ENAMETOOLONG, "a name too long in");
-	snprintf(w->path + l->plen, sizeof(w->path) - l->plen, "%s%s", l->plen ? "/" : "", name);
+	if (name_path(w, l, name))
+		return -ENAMETOOLONG;
 	if (excluded(w))
 		return 0;
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
@@ -176,6 +236,11 @@ static int visit(struct changes *w, struct kbuf *out, struct level *l, const cha
 		if (n < 0)
 			return fail(w, errno, "cannot read the link");
 		link[n] = 0;
+	}
+	if (S_ISREG(st.st_mode) && changed && st.st_nlink > 1 &&
+	    (first = linked_at(w, st.st_ino, w->path))) {
+		put_link(out, w->path, first);
+		return 0;
 	}
 	if (changed)
 		put_node(out, w->path, &st, link);
@@ -212,29 +277,102 @@ static int send_data(struct changes *w, struct kbuf *out)
 	return 0;
 }
 
+/* The top directory's next name (1, *l and *name), or its end (0: the
+ * level is left), or -errno. */
+static int next_name(struct changes *w, struct level **l, const char **name)
+{
+	struct dirent *e;
+
+	*l = &w->lv[w->depth - 1];
+	errno = 0;
+	e = readdir((*l)->d);
+	if (!e) {
+		int err = errno;
+
+		w->path[(*l)->plen] = 0;
+		closedir((*l)->d);
+		w->depth--;
+		return err ? fail(w, err, "cannot list") : 0;
+	}
+	*name = e->d_name;
+	return strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+}
+
 int changes_step(struct changes *w, struct kbuf *out)
 {
 	struct level *l;
-	struct dirent *e;
+	const char *name;
+	int r;
 
 	if (w->fd >= 0)
 		return send_data(w, out);
 	if (!w->depth)
 		return 1;
-	l = &w->lv[w->depth - 1];
-	errno = 0;
-	e = readdir(l->d);
-	if (!e) {
-		int err = errno;
+	r = next_name(w, &l, &name);
+	return r <= 0 ? r : visit(w, out, l, name);
+}
 
-		w->path[l->plen] = 0;
-		closedir(l->d);
-		w->depth--;
-		return err ? fail(w, err, "cannot list") : 0;
-	}
-	if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+/* BASE: one name of the top directory cleared, a directory entered. */
+static int base_visit(struct changes *w, struct level *l, const char *name)
+{
+	int dfd = dirfd(l->d), fd;
+	struct stat st;
+
+	if (name_path(w, l, name))
+		return -ENAMETOOLONG;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return errno == ENOENT ? 0 : fail(w, errno, "cannot stat");
+	if (st.st_dev != w->dev)
+		return 0; /* a mount of its own (its proc) */
+	if (clear_of(dfd, name) < 0)
+		return fail(w, errno, "cannot clear the changes of");
+	if (!S_ISDIR(st.st_mode) || (bits_of(dfd, name) & KILN_CHG_OTHER))
 		return 0;
-	return visit(w, out, l, e->d_name);
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return fail(w, errno, "cannot open the directory");
+	return push(w, NULL, fd, 0, false);
+}
+
+int changes_base(const char *root, char *why, size_t n)
+{
+	struct changes *w = calloc(1, sizeof(*w));
+	struct level *l;
+	const char *name;
+	struct stat st;
+	int fd, err = 0;
+
+	if (!w)
+		return -ENOMEM;
+	w->fd = -1;
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st)) {
+		err = errno;
+		snprintf(why, n, "cannot open the root '%s': %s", root, strerror(err));
+		if (fd >= 0)
+			close(fd);
+		changes_free(w);
+		return -err;
+	}
+	w->dev = st.st_dev;
+	if (clear_of(fd, "") < 0) {
+		err = errno == EINVAL ? ENOSYS : errno;
+		snprintf(why, n, "this guest kernel does not note what changes in its root (%s)",
+		         strerror(errno));
+		close(fd);
+		changes_free(w);
+		return -err;
+	}
+	err = push(w, NULL, fd, 0, false);
+	while (!err && w->depth) {
+		int r = next_name(w, &l, &name);
+
+		err = r <= 0 ? r : base_visit(w, l, name);
+	}
+	if (err)
+		snprintf(why, n, "%s", w->why);
+	changes_free(w);
+	return err;
 }
 
 const char *changes_why(const struct changes *w)
@@ -304,6 +442,9 @@ void changes_free(struct changes *w)
 		closedir(w->lv[--w->depth].d);
 	if (w->fd >= 0)
 		close(w->fd);
+	for (size_t i = 0; w->links && i < LINK_SLOTS; i++)
+		free(w->links[i].path);
+	free(w->links);
 	strv_free(w->excl);
 	free(w);
 }

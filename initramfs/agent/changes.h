@@ -15,5 +15,8 @@ int changes_start(struct changes **w, struct kbuf *out, const char *root, char *
 int changes_step(struct changes *w, struct kbuf *out);
 const char *changes_why(const struct changes *w);
 void changes_free(struct changes *w);
+/* BASE: the change bits of every node of the tree at root, on its file
+ * system, cleared. 0 or -errno with why. */
+int changes_base(const char *root, char *why, size_t n);
 
 #endif

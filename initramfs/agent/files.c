@@ -394,6 +394,14 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 		if (err)
 			conn_fail(c, -err, "%s", where);
 		break;
+	case KILN_FILE_BASE:
+		if (f->user)
+			conn_fail(c, EINVAL, "BASE takes no user");
+		else if ((err = changes_base(f->path, where, sizeof(where))))
+			conn_fail(c, -err, "%s", where);
+		else
+			file_done(c);
+		break;
 	case KILN_FILE_RENAME:
 		if (rename(f->path, to) < 0)
 			conn_fail(c, errno, "cannot rename '%s' to '%s': %s", f->path, to,

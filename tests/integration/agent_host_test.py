@@ -1129,6 +1129,21 @@ def case_file_changes(a, d):
     expect_error(file_req(a, KILN_FILE_CHANGES, "/", u32(5)), errno.EPROTO)
 
 
+def case_file_base(a, d):
+    """BASE: a kernel that does not note changes (Linux) is ENOSYS, saying
+    so; a root that is missing or not a directory says which; a user
+    trailer is EINVAL; operation 14 (not defined) is an unknown one."""
+    os.makedirs(os.path.join(d, "root/a/b"))
+    open(os.path.join(d, "root/f"), "w").close()
+    expect_error(file_req(a, KILN_FILE_BASE, os.path.join(d, "root")), errno.ENOSYS,
+                 "does not note")
+    expect_error(file_req(a, KILN_FILE_BASE, os.path.join(d, "none")), errno.ENOENT, "none")
+    expect_error(file_req(a, KILN_FILE_BASE, os.path.join(d, "root/f")), errno.ENOTDIR, "root/f")
+    expect_error(file_req(a, KILN_FILE_BASE, d, sstr("root") + u32(0)), errno.EINVAL, "no user")
+    expect_error(file_req(a, 14, d), errno.EINVAL, "unknown file operation 14")
+    assert KILN_FILE_BASE == 13 and KILN_FILE_CHANGES == 12 and KILN_FILE_MAX == 15
+
+
 def case_file_remove(a, d):
     t = os.path.join(d, "t")
     os.makedirs(os.path.join(t, "b/c/d/e"))

@@ -10,7 +10,9 @@
  * puts the bits back. The agent then walks the tree and asks each name's
  * bits (its walk skips what is pristine) instead of comparing the tree
  * with the image: the cost is what changed plus what programs looked
- * into, not the image's size.
+ * into, not the image's size. A pod container's root, which the agent
+ * copies in while tracking, has its bits cleared node by node
+ * (KILN_PR_ROOTCHG_CLEAR) once copied: its base, not its change.
  */
 #include "pidns.h"
 #include "proc.h"
@@ -31,15 +33,21 @@ long vfs_rootchg_track(void)
 	return 0;
 }
 
+/* The node at upath (a final symlink not followed), for the root of
+ * namespace 0 only: 0 and a reference in *ip, or -errno. */
+static int node_at(int dirfd, const char *upath, struct inode **ip)
+{
+	if (!may())
+		return -EPERM;
+	return user_path_inode(dirfd, upath, LOOKUP_EMPTY, ip);
+}
+
 long vfs_rootchg_get(int dirfd, const char *upath)
 {
 	struct inode *ip;
 	long bits;
-	int err;
+	int err = node_at(dirfd, upath, &ip);
 
-	if (!may())
-		return -EPERM;
-	err = user_path_inode(dirfd, upath, LOOKUP_EMPTY, &ip);
 	if (err)
 		return err;
 	bits = ip->chg;
@@ -49,4 +57,17 @@ long vfs_rootchg_get(int dirfd, const char *upath)
 		bits |= KILN_CHG_OTHER;
 	inode_put(ip);
 	return bits;
+}
+
+long vfs_rootchg_clear(int dirfd, const char *upath)
+{
+	struct inode *ip;
+	int err = node_at(dirfd, upath, &ip);
+
+	if (err)
+		return err;
+	if (!ip->synth)
+		ip->chg = 0;
+	inode_put(ip);
+	return 0;
 }

@@ -3,7 +3,9 @@
  * rootfs lands as written (files, modes, times, dirs, symlinks, removals)
  * and never outside it: "..", absolute and empty names, symlinked parents
  * (the image's or the guest's own), symlinks in the way, device nodes,
- * set-id bits, excluded mounts and the byte and entry bounds. */
+ * set-id bits, excluded mounts and the byte and entry bounds; hard links
+ * (LINK) made beneath the root only, to files only; a pod container's
+ * root keeps the fifos and device nodes its guest never had. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -251,6 +253,78 @@ START_TEST(bounds_and_broken_streams)
 }
 END_TEST
 
+START_TEST(hard_links)
+{
+	static const char *const excl[] = {"/proc"};
+	struct rwl w;
+	struct rwl_attr l = attr(S_IFLNK | 0777, 0), d = attr(S_IFDIR | 0755, 0);
+	struct stat a, b;
+	char out[128];
+
+	snprintf(out, sizeof(out), "%s", outside);
+	sh("echo s > @/root/etc/suid && chmod 4755 @/root/etc/suid");
+	ck_assert_int_eq(rwl_begin(&w, root, 1 << 20, 100, excl, 1), 0);
+	file(&w, "etc/first", 0640, "shared\n");
+	ck_assert_int_eq(rwl_node(&w, "data", &d, ""), 0);
+	ck_assert_int_eq(rwl_link(&w, "data/second", "etc/first"), 0);
+	ck_assert_int_eq(rwl_link(&w, "etc/b", "etc/first"), 0); /* a file in the way goes */
+	ck_assert_int_eq(rwl_link(&w, "etc/b", "etc/first"), 0); /* the same again: a no-op */
+	ck_assert_int_eq(rwl_node(&w, "esc", &l, out), 0);
+	/* refused: out of the root, through a symlink, to a directory, a
+	 * set-id file, the root, an excluded file; a missing target */
+	ck_assert_int_eq(rwl_link(&w, "etc/o1", "../outside/x"), 0);
+	ck_assert_int_eq(rwl_link(&w, "etc/o2", "esc/x"), 0);
+	ck_assert_int_eq(rwl_link(&w, "esc/o3", "etc/first"), 0);
+	ck_assert_int_eq(rwl_link(&w, "etc/o4", "usr"), 0);
+	ck_assert_int_eq(rwl_link(&w, "etc/o5", "etc/suid"), 0);
+	ck_assert_int_eq(rwl_link(&w, "etc/o6", ""), 0);
+	ck_assert_int_eq(rwl_link(&w, "etc/o7", "proc/1"), 0);
+	ck_assert_int_eq(rwl_link(&w, "etc/o8", "etc/none"), 0);
+	ck_assert_int_eq(rwl_link(&w, "proc/o9", "etc/first"), 0); /* excluded: left alone */
+	ck_assert_int_eq(rwl_end(&w), -EPERM);
+	ck_assert_uint_eq(w.refused, 8);
+	ck_assert_uint_eq(w.links, 2);
+	ck_assert_int_eq(lst("root/etc/first", &a), 0);
+	ck_assert_int_eq(lst("root/data/second", &b), 0);
+	ck_assert_int_eq(a.st_ino, b.st_ino);
+	ck_assert_int_eq(a.st_nlink, 3);
+	ck_assert_int_eq(lst("root/etc/b", &b), 0);
+	ck_assert_int_eq(a.st_ino, b.st_ino);
+	ck_assert_str_eq(slurp("root/data/second"), "shared\n");
+	ck_assert_int_eq(lst("outside/x", &b), 0);
+	ck_assert_int_eq(b.st_nlink, 1);
+	sh("test \"$(ls @/root/etc | grep -c '^o')\" = 0 && test \"$(ls @/outside)\" = x");
+	ck_assert_int_ne(lst("root/proc/o9", &b), 0);
+	rwl_free(&w);
+	/* a bound on entries holds for links too */
+	ck_assert_int_eq(rwl_begin(&w, root, 1 << 20, 1, NULL, 0), 0);
+	ck_assert_int_eq(rwl_link(&w, "etc/l1", "etc/a"), 0);
+	ck_assert_int_eq(rwl_link(&w, "etc/l2", "etc/a"), -E2BIG);
+	rwl_free(&w);
+}
+END_TEST
+
+START_TEST(copied_roots_keep_special_files)
+{
+	struct rwl w;
+	const char *names[] = {"a"};
+
+	sh("mkfifo @/root/etc/fifo @/root/usr/fifo");
+	ck_assert_int_eq(rwl_begin(&w, root, 1 << 20, 100, NULL, 0), 0);
+	w.keep_special = true; /* a pod container's: its guest never had them */
+	ck_assert_int_eq(rwl_names(&w, "etc", names, 1), 0);
+	ck_assert_int_eq(rwl_end(&w), 0);
+	sh("test -p @/root/etc/fifo && test -f @/root/etc/a && test ! -e @/root/etc/b");
+	rwl_free(&w);
+	/* the VM's own root had them: a name gone is a removal */
+	ck_assert_int_eq(rwl_begin(&w, root, 1 << 20, 100, NULL, 0), 0);
+	ck_assert_int_eq(rwl_names(&w, "usr", names, 0), 0);
+	ck_assert_int_eq(rwl_end(&w), 0);
+	sh("test ! -e @/root/usr/fifo && test ! -e @/root/usr/lib");
+	rwl_free(&w);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("shim_rwlayer");
@@ -264,6 +338,8 @@ int main(void)
 	tcase_add_test(tc, hostile_paths_stay_inside);
 	tcase_add_test(tc, setid_dropped_excluded_kept);
 	tcase_add_test(tc, bounds_and_broken_streams);
+	tcase_add_test(tc, hard_links);
+	tcase_add_test(tc, copied_roots_keep_special_files);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
