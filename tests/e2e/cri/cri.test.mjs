@@ -53,6 +53,23 @@ async function waitFile(file, re, secs) {
   }
   return false;
 }
+// every mounted cgroup hierarchy (v1's and the v2 tree), by mount point
+const cgroupMounts = () => [...new Set(fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
+  .map((l) => l.split(' ')).filter((f) => f[3] === '/' && /^cgroup2?$/.test(f[f.indexOf('-') + 1]))
+  .map((f) => f[4]))];
+const procsOf = (dir) => { try { return fs.readFileSync(`${dir}/cgroup.procs`, 'utf8').split('\n').map(Number); } catch { return []; } };
+const vmRss = (pid) => {
+  const st = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k) => Number((st.match(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm')) || [0, 0])[1]) * 1024;
+  return { total: kb('VmRSS'), anon: kb('RssAnon') + kb('RssShmem') };
+};
+// utime + stime of all the VMM's threads, in ns
+const vmmCpuNs = (pid) => {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 1e7; // fields 14, 15; CLK_TCK 100
+};
+const mib = (b) => Math.round(b / 1048576);
+const ms = (ns) => Math.round(ns / 1e6);
 const notFound = async (p) => { try { await p; return false; } catch (e) { return e.code === grpc.status.NOT_FOUND; } };
 
 async function main() {
@@ -91,6 +108,23 @@ async function main() {
   `PodSandboxStatus: ${pst && pst.status.state}, handler ${pst && pst.status.runtime_handler}`);
   check(vmm > 0 && comm(vmm) === 'kiln-vmm' && infoPid(pst) === vmm,
     `the sandbox is a kiln VM: its task's pid ${infoPid(pst)} is kiln-vmm (${vmm}: ${comm(vmm)})`);
+  // the VMM is in the sandbox's cgroup (the CRI's cgroupsPath: the pod's
+  // cgroup parent / the sandbox id) in every mounted hierarchy, kiln-vmm's
+  // jail limits on it; the spec's oomScoreAdj is its
+  const cgPath = `${pod.linux.cgroup_parent}/${sid}`;
+  const hiers = cgroupMounts();
+  const inAll = hiers.filter((m) => procsOf(`${m}${cgPath}`).includes(vmm));
+  check(vmm > 0 && hiers.length > 0 && inAll.length === hiers.length &&
+    fs.readFileSync(`/proc/${vmm}/cgroup`, 'utf8').trim().split('\n').every((l) => l.endsWith(`:${cgPath}`)),
+  `the VMM's pid is in the sandbox's cgroup.procs (${cgPath}) in all ${hiers.length} hierarchies (${inAll.length})`);
+  const memLim = hiers.find((m) => /memory$/.test(m) || fs.existsSync(`${m}${cgPath}/memory.max`));
+  const limFile = memLim && ['memory.limit_in_bytes', 'memory.max'].map((f) => `${memLim}${cgPath}/${f}`).find((f) => fs.existsSync(f));
+  const lim = limFile ? Number(fs.readFileSync(limFile, 'utf8')) : 0;
+  check(lim > 256 << 20 && lim < 1 << 30, `kiln-vmm's jail set its memory limit on that cgroup: ${lim >> 20} MiB (${limFile})`);
+  const oomSpec = JSON.parse(fs.readFileSync(`${TASKS}/${sid}/config.json`, 'utf8')).process.oomScoreAdj;
+  const oomVmm = Number(fs.readFileSync(`/proc/${vmm}/oom_score_adj`, 'utf8'));
+  check(typeof oomSpec === 'number' && oomVmm === oomSpec,
+    `the VMM's oom_score_adj is the spec's process.oomScoreAdj (${oomVmm}, spec ${oomSpec})`);
   const lp = await must(rt, 'ListPodSandbox', { filter: { id: sid } }, 'ListPodSandbox');
   const item = lp && lp.items[0];
   check(lp && lp.items.length === 1 && item.state === 'SANDBOX_READY' && item.runtime_handler === 'kiln',
@@ -211,12 +245,36 @@ async function main() {
   // (SPDY or WebSocket from the kubelet) is not driven here
   const exs = await must(rt, 'Exec', { container_id: c1, cmd: ['sh'], stdin: true, stdout: true }, 'Exec');
   check(exs && /^http:\/\/127\.0\.0\.1:\d+\/exec\//.test(exs.url), `Exec: a streaming URL (${exs && exs.url})`);
-  try {
-    const ps = await call(rt, 'PodSandboxStats', { pod_sandbox_id: sid });
-    console.log(`# PodSandboxStats: ${JSON.stringify(ps.stats.linux)}`);
-  } catch (e) {
-    console.log(`# PodSandboxStats is not served: ${e.details}`);
-  }
+  // PodSandboxStats: containerd reads the pod's cgroup (the cgroup parent),
+  // which now holds the VMM: its memory is the VMM's, and a busy container
+  // raises its CPU time as much as the VMM's own
+  const podStats = async () => (await call(rt, 'PodSandboxStats', { pod_sandbox_id: sid })).stats.linux;
+  const ps0 = await must(rt, 'PodSandboxStats', { pod_sandbox_id: sid }, 'PodSandboxStats');
+  const rss = vmRss(vmm);
+  const usage = ps0 && ps0.stats.linux.memory && ps0.stats.linux.memory.usage_bytes
+    ? ps0.stats.linux.memory.usage_bytes.value : 0;
+  const ws = ps0 && ps0.stats.linux.memory && ps0.stats.linux.memory.working_set_bytes
+    ? ps0.stats.linux.memory.working_set_bytes.value : 0;
+  check(ps0 && usage >= 0.9 * rss.anon && ws >= 0.9 * rss.anon && ws <= rss.total + (64 << 20),
+    `PodSandboxStats memory is the VMM's: usage ${mib(usage)} MiB, working set ${mib(ws)} MiB; ` +
+      `the VMM's RSS ${mib(rss.total)} MiB (anon+shmem ${mib(rss.anon)} MiB)`);
+  const cpuFile = `${hiers.find((m) => fs.existsSync(`${m}${pod.linux.cgroup_parent}/cpuacct.usage`)) || ''}` +
+    `${pod.linux.cgroup_parent}/cpuacct.usage`;
+  const acct = () => { try { return Number(fs.readFileSync(cpuFile, 'utf8')); } catch { return 0; } };
+  const a0 = acct();
+  const v0 = vmmCpuNs(vmm);
+  const p0 = ps0 ? Number(ps0.stats.linux.cpu.usage_core_nano_seconds.value) : 0;
+  const busy = await must(rt, 'ExecSync', {
+    container_id: c1, timeout: 30,
+    cmd: ['sh', '-c', 'end=$(($(date +%s) + 3)); while [ "$(date +%s)" -lt $end ]; do :; done'],
+  }, 'ExecSync of a busy loop');
+  const a1 = acct();
+  const v1 = vmmCpuNs(vmm);
+  let p1 = 0;
+  try { p1 = Number((await podStats()).cpu.usage_core_nano_seconds.value); } catch { /* checked below */ }
+  check(busy && busy.exit_code === 0 && v1 - v0 > 300e6 && a1 - a0 >= 0.9 * (v1 - v0) && p1 - p0 >= 0.9 * (v1 - v0),
+    `a busy container (3 s) raises the pod cgroup's cpuacct.usage by ${ms(a1 - a0)} ms and PodSandboxStats' ` +
+      `CPU by ${ms(p1 - p0)} ms, the VMM's own CPU time by ${ms(v1 - v0)} ms`);
 
   // ContainerStats: the shim's metrics as the CRI reads them
   const cs = await must(rt, 'ContainerStats', { container_id: c1 }, 'ContainerStats');
@@ -270,6 +328,10 @@ async function main() {
   let left = [];
   try { left = fs.readdirSync(TASKS); } catch { /* none made */ }
   check(shims() === 0 && left.length === 0, `nothing is left: shims ${shims()}, task bundles ${left.length}`);
+  // the shim made the pod's cgroups (no kubelet made the parent here) and
+  // removed them with the VM
+  const cgLeft = cgroupMounts().filter((m) => fs.existsSync(`${m}/kubepods/besteffort/pod${pod.metadata.uid}`));
+  check(cgLeft.length === 0, `the pods' cgroups the shim made are gone (left in ${cgLeft.length} hierarchies)`);
 }
 
 try {
