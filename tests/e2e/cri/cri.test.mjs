@@ -250,14 +250,24 @@ async function main() {
   // raises its CPU time as much as the VMM's own
   const podStats = async () => (await call(rt, 'PodSandboxStats', { pod_sandbox_id: sid })).stats.linux;
   const ps0 = await must(rt, 'PodSandboxStats', { pod_sandbox_id: sid }, 'PodSandboxStats');
-  const rss = vmRss(vmm);
-  const usage = ps0 && ps0.stats.linux.memory && ps0.stats.linux.memory.usage_bytes
-    ? ps0.stats.linux.memory.usage_bytes.value : 0;
-  const ws = ps0 && ps0.stats.linux.memory && ps0.stats.linux.memory.working_set_bytes
-    ? ps0.stats.linux.memory.working_set_bytes.value : 0;
-  check(ps0 && usage >= 0.9 * rss.anon && ws >= 0.9 * rss.anon && ws <= rss.total + (64 << 20),
-    `PodSandboxStats memory is the VMM's: usage ${mib(usage)} MiB, working set ${mib(ws)} MiB; ` +
-      `the VMM's RSS ${mib(rss.total)} MiB (anon+shmem ${mib(rss.anon)} MiB)`);
+  const memOf = (st) => ({
+    usage: st && st.memory && st.memory.usage_bytes ? st.memory.usage_bytes.value : 0,
+    ws: st && st.memory && st.memory.working_set_bytes ? st.memory.working_set_bytes.value : 0,
+  });
+  const m0 = memOf(ps0 && ps0.stats.linux);
+  const r0 = vmRss(vmm);
+  // 64 MiB more of guest memory touched (dd's buffer, filled from /dev/zero)
+  const fill = await must(rt, 'ExecSync', {
+    container_id: c1, timeout: 60, cmd: ['busybox', 'dd', 'if=/dev/zero', 'of=/dev/null', 'bs=64M', 'count=1'],
+  }, 'ExecSync dd with a 64 MiB buffer');
+  let m1 = { usage: 0, ws: 0 };
+  try { m1 = memOf(await podStats()); } catch { /* checked below */ }
+  const r1 = vmRss(vmm);
+  check(ps0 && fill && fill.exit_code === 0 && m1.usage >= 0.9 * r1.anon && m1.ws <= r1.total + (64 << 20) &&
+    r1.total - r0.total >= 60 << 20 && m1.usage - m0.usage >= 0.9 * (r1.total - r0.total),
+  `PodSandboxStats memory is the VMM's: usage ${mib(m0.usage)} -> ${mib(m1.usage)} MiB (working set ` +
+    `${mib(m0.ws)} -> ${mib(m1.ws)}) as the guest touches 64 MiB (dd exit ${fill && fill.exit_code}); the VMM's RSS ${mib(r0.total)} -> ` +
+    `${mib(r1.total)} MiB (anon+shmem ${mib(r0.anon)} -> ${mib(r1.anon)})`);
   const cpuFile = `${hiers.find((m) => fs.existsSync(`${m}${pod.linux.cgroup_parent}/cpuacct.usage`)) || ''}` +
     `${pod.linux.cgroup_parent}/cpuacct.usage`;
   const acct = () => { try { return Number(fs.readFileSync(cpuFile, 'utf8')); } catch { return 0; } };
