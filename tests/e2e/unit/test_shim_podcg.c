@@ -26,34 +26,30 @@ static int parse(const char *p)
 	return parse_n(p, strlen(p));
 }
 
-START_TEST(cgroupfs_form)
-{
-	ck_assert_int_eq(parse("/kubepods/burstable/pod1234-ab/0123abcd"), 0);
-	ck_assert_str_eq(out, "/kubepods/burstable/pod1234-ab/0123abcd");
-	ck_assert_int_eq(parse("/default/r1"), 0);
-	ck_assert_str_eq(out, "/default/r1");
-	/* ':' and '@' are name characters in this form */
-	ck_assert_int_eq(parse("/a:b/c@d"), 0);
-	ck_assert_str_eq(out, "/a:b/c@d");
-}
-END_TEST
+/* Each given path and what it expands to. */
+static const char *const good[][2] = {
+    {"/kubepods/burstable/pod1234-ab/0123abcd", "/kubepods/burstable/pod1234-ab/0123abcd"},
+    {"/default/r1", "/default/r1"},
+    /* ':' and '@' are name characters in the cgroupfs form */
+    {"/a:b/c@d", "/a:b/c@d"},
+    /* systemd's: the slice nests by its dashes, the leaf is a scope */
+    {"kubepods-burstable-pod12_34.slice:cri-containerd:abc123",
+     "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod12_34.slice/"
+     "cri-containerd-abc123.scope"},
+    {"kubepods.slice:cri-containerd:x", "/kubepods.slice/cri-containerd-x.scope"},
+    /* the root slice, the default slice, no prefix, a slice as the leaf */
+    {"-.slice:p:n", "/p-n.scope"},
+    {":docker:n", "/system.slice/docker-n.scope"},
+    {"a-b.slice::n", "/a.slice/a-b.slice/n.scope"},
+    {"a.slice:p:leaf.slice", "/a.slice/leaf.slice"},
+};
 
-START_TEST(systemd_form)
+START_TEST(good_paths)
 {
-	ck_assert_int_eq(parse("kubepods-burstable-pod12_34.slice:cri-containerd:abc123"), 0);
-	ck_assert_str_eq(out, "/kubepods.slice/kubepods-burstable.slice/"
-	                      "kubepods-burstable-pod12_34.slice/cri-containerd-abc123.scope");
-	ck_assert_int_eq(parse("kubepods.slice:cri-containerd:x"), 0);
-	ck_assert_str_eq(out, "/kubepods.slice/cri-containerd-x.scope");
-	/* the root slice, the default slice, no prefix, a slice as the leaf */
-	ck_assert_int_eq(parse("-.slice:p:n"), 0);
-	ck_assert_str_eq(out, "/p-n.scope");
-	ck_assert_int_eq(parse(":docker:n"), 0);
-	ck_assert_str_eq(out, "/system.slice/docker-n.scope");
-	ck_assert_int_eq(parse("a-b.slice::n"), 0);
-	ck_assert_str_eq(out, "/a.slice/a-b.slice/n.scope");
-	ck_assert_int_eq(parse("a.slice:p:leaf.slice"), 0);
-	ck_assert_str_eq(out, "/a.slice/leaf.slice");
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ck_assert_msg(parse(good[i][0]) == 0, "'%s' refused: %s", good[i][0], msg);
+		ck_assert_str_eq(out, good[i][1]);
+	}
 }
 END_TEST
 
@@ -165,8 +161,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	tcase_add_test(tc, cgroupfs_form);
-	tcase_add_test(tc, systemd_form);
+	tcase_add_test(tc, good_paths);
 	tcase_add_test(tc, hostile_paths);
 	tcase_add_test(tc, spec_fields);
 	suite_add_tcase(s, tc);
