@@ -17,6 +17,7 @@
  * (or at `delete` after a shim that died); directories that were there
  * are left, as is one another pod still uses.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -199,6 +200,25 @@ static void remove_from(const struct hier *h, const char *path, int from)
 	}
 }
 
+/* An existing leaf is taken only when nothing uses it: no process, no
+ * cgroup below it (else a client could have kiln-vmm's jail write its
+ * limits over, say, /kubepods or /system.slice). */
+static bool vacant(const char *dir)
+{
+	char procs[16];
+	struct dirent *e;
+	bool empty = true;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return false;
+	while (empty && (e = readdir(d)))
+		empty = e->d_type != DT_DIR || !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	closedir(d);
+	get(dir, "cgroup.procs", procs, sizeof(procs));
+	return empty && !procs[0];
+}
+
 /* path in h, made where missing: the depth from which on this made it
  * (depth + 1: none), or -errno. */
 static int make(const struct hier *h, const char *path, char *msg, size_t n)
@@ -234,6 +254,12 @@ static int make(const struct hier *h, const char *path, char *msg, size_t n)
 			snprintf(msg, n,
 			         "linux.cgroupsPath %s: %s is a cgroup's file, not a cgroup: give "
 			         "another path",
+			         path, dir);
+		} else if (d == depth && !vacant(dir)) {
+			err = -EBUSY;
+			snprintf(msg, n,
+			         "linux.cgroupsPath %s: %s is in use (it has processes or cgroups "
+			         "of its own): the pod's VMM takes a cgroup of its own",
 			         path, dir);
 		}
 	}

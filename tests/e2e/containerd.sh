@@ -196,6 +196,20 @@ check $? "linux.cgroupsPath in systemd's form (ctr run --cgroup kilne2e$$.slice:
 $C task kill -s SIGKILL sd1 >/dev/null 2>&1; sleep 0.3; $C task delete sd1 >/dev/null 2>&1; $C container rm sd1 >/dev/null 2>&1
 none_left "/kilne2e$$.slice"
 check $? "and that slice and scope are gone with the task"
+# a cgroup in use (another VMM in it, or cgroups below it) is not taken: the
+# jail's limits would land on what holds them
+$C run -d $RT --cgroup "/$CG/busy1" "$IMG" busy1 sleep 600 >/dev/null 2>&1
+out=$($C run --rm $RT --cgroup "/$CG/busy1" "$IMG" busy2 true 2>&1)
+rc=$?
+out2=$($C run --rm $RT --cgroup "/$CG" "$IMG" busy3 true 2>&1)
+rc2=$?
+[ $rc != 0 ] && [ $rc2 != 0 ] && grep -q "busy1 is in use (it has processes" <<<"$out" &&
+	grep -q "$CG is in use (it has processes or cgroups of its own)" <<<"$out2" &&
+	in_all "$(cat "$TASKS/busy1/vmm.pid")" "/$CG/busy1"
+check $? "a linux.cgroupsPath in use (another VMM's, or a parent of one) is refused, saying why, and the running VMM stays in its own ($out2)"
+$C task kill -s SIGKILL busy1 >/dev/null 2>&1; sleep 0.3; $C task delete busy1 >/dev/null 2>&1; $C container rm busy1 >/dev/null 2>&1
+none_left "/$CG"
+check $? "and /$CG is gone with busy1"
 $C image unmount "$T/rootdir" >/dev/null
 # ---- bind mounts: copied into the guest before the process starts
 V=$T/vol
