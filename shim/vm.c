@@ -329,6 +329,7 @@ int vm_boot(struct shim *s, const char *image, char *msg, size_t n)
 		snprintf(oom, sizeof(oom), "%d", s->pod.oom_score_adj);
 		w[pre.n++] = (struct vmm_write){"/proc/self/oom_score_adj", oom};
 	}
+	pre.failed = pre.n; /* none (yet) */
 	unlink(s->vm.vsock);
 	unlink(s->vm.api);
 #define ARG(a) (argv[argc++] = (char *)(a))
