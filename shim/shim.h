@@ -7,7 +7,8 @@
  * command line (start, delete); ttrpc.c: the ttrpc server; task_rpc.c: the task
  * service's methods; task.c: the container's processes and VM; vm.c:
  * kiln-vmm and agent streams; spec.c: the OCI bundle's config.json;
- * jail.c: the VMM's jail; rootfs.c: the rootfs as an erofs image;
+ * jail.c: the VMM's jail; podcg.c: the VMM in the pod's cgroup
+ * (linux.cgroupsPath); rootfs.c: the rootfs as an erofs image;
  * ctr_root.c: a pod container's root sent into the VM; io.c: the fifos;
  * events.c: task events to containerd; stats.c: metrics; net.c: the
  * guest's network in the pod's network namespace. */
