@@ -2,9 +2,11 @@
 /*
  * The spec's CPU limits on the VMM's cgroup leaf. kiln-vmm's jail makes
  * the leaf and joins it before the guest runs (vmm/jail/jail_cgroup.c,
- * with cpu.max = vCPUs + 1 CPU); once its agent answers, the shim finds
- * the leaf from /proc/VMM/cgroup and writes the spec's quota, period and
- * shares over it: the VM's vCPU and the VMM's device threads together get
+ * with cpu.max = vCPUs + 1 CPU), or takes the spec's linux.cgroupsPath,
+ * which the shim made and joined it to (podcg.c); once its agent
+ * answers, the shim finds the leaf from /proc/VMM/cgroup and writes the
+ * spec's quota, period and shares over it: the VM's vCPU and the VMM's
+ * device threads together get
  * what a runc container's processes would. A VMM with no leaf of its own
  * (not jailed, or no cgroup it could write: its console says why) cannot
  * be held to a quota, so a spec with one is refused; shares, a relative

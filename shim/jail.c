@@ -201,6 +201,7 @@ static void release_id(unsigned id, int lock_fd)
 
 void jail_release(struct shim *s)
 {
+	podcg_remove(s->bundle);
 	if (s->vm.jail_id && s->vm.jail_lock >= 0)
 		release_id(s->vm.jail_id, s->vm.jail_lock);
 	else if (s->vm.jail_lock >= 0)
@@ -214,6 +215,7 @@ void jail_cleanup(const char *bundle)
 	unsigned id = 0;
 	FILE *f;
 
+	podcg_remove(bundle);
 	snprintf(path, sizeof(path), "%s/" JAIL_ID_FILE, bundle);
 	if (!(f = fopen(path, "re")))
 		return;

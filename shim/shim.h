@@ -7,7 +7,8 @@
  * command line (start, delete); ttrpc.c: the ttrpc server; task_rpc.c: the task
  * service's methods; task.c: the container's processes and VM; vm.c:
  * kiln-vmm and agent streams; spec.c: the OCI bundle's config.json;
- * jail.c: the VMM's jail; rootfs.c: the rootfs as an erofs image;
+ * jail.c: the VMM's jail; podcg.c: the VMM in the pod's cgroup
+ * (linux.cgroupsPath); rootfs.c: the rootfs as an erofs image;
  * ctr_root.c: a pod container's root sent into the VM; io.c: the fifos;
  * events.c: task events to containerd; stats.c: metrics; net.c: the
  * guest's network in the pod's network namespace. */
@@ -60,6 +61,15 @@ struct spec_res {
 	uint32_t cpu_weight; /* unified's cpu.weight (cgroup v2), 0: none */
 	bool cpu_unlimited;  /* quota -1 given: the jail's own bound (Update) */
 	bool mem_set;        /* a memory limit was given (an app container's bound) */
+};
+
+/* What the owner's spec says of the VMM on the host (spec_pod.c). */
+#define PODCG_PATH_MAX  1024 /* linux.cgroupsPath, as given and expanded */
+#define PODCG_DEPTH_MAX 32
+struct spec_pod {
+	char cgroup[PODCG_PATH_MAX + 1]; /* from a hierarchy's root, "/a/b"; "" none */
+	bool has_oom;
+	int oom_score_adj; /* process.oomScoreAdj, clamped to -1000..1000 */
 };
 
 /* A bind mount of the spec (spec_mounts.c), copied into the guest by
@@ -148,6 +158,7 @@ struct shim {
 	struct ctr *ctrs;       /* the owner last (the first created) */
 	struct vm vm;
 	struct spec_res res;  /* the VM's: the owner's spec */
+	struct spec_pod pod;  /* the VMM's cgroup and OOM score: the owner's spec */
 	struct shim_net *net; /* the VM's network (net.c), while it runs */
 };
 
@@ -160,9 +171,16 @@ int64_t now_ns(void);
 
 /* spec.c */
 /* *root_path: the spec's root.path (malloc'd, NULL if none). */
+/* pod: the VMM's cgroup and OOM score, for the owner (NULL: not read). */
 int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *res,
-                     struct spec_binds *binds, char **root_path, char *msg, size_t n);
+                     struct spec_binds *binds, char **root_path, struct spec_pod *pod, char *msg,
+                     size_t n);
 struct json_t;
+int spec_parse_pod(struct json_t *spec, struct spec_pod *pod, char *msg, size_t n);
+/* podcg_parse.c: linux.cgroupsPath (len bytes), cgroupfs or systemd form,
+ * as a path from a hierarchy's root into out (cap bytes); 0, or -EINVAL
+ * with msg saying what is wrong with it. */
+int podcg_parse(const char *p, size_t len, char *out, size_t cap, char *msg, size_t n);
 int spec_parse_mounts(struct json_t *mounts, struct spec_binds *b, char *msg, size_t n);
 void spec_binds_free(struct spec_binds *b);
 int spec_parse_resources(struct json_t *res, struct spec_res *r, char *msg, size_t n);
@@ -233,7 +251,7 @@ bool rwlayer_root(const struct ctr *c, char *out, size_t n);
 
 /* jail.c: the VMM's jail id and writable directory (cwd: the bundle). */
 int jail_prepare(struct shim *s, char *msg, size_t n);
-/* The VMM has ended: its lock file and cgroup leaves go. */
+/* The VMM has ended: its lock file, cgroup leaves and the pod's cgroup go. */
 void jail_release(struct shim *s);
 /* The same after a shim that died (its VMM killed): from BUNDLE/jail.id. */
 void jail_cleanup(const char *bundle);
@@ -266,6 +284,20 @@ struct net_sb;
 struct net_in;
 struct net_in *net_in_new(struct net_sb *ns, const char *agent);
 void net_in_free(struct net_in *ni);
+
+/* podcg.c: the pod's cgroup (s->pod.cgroup) made where missing in every
+ * mounted hierarchy (recorded in the bundle), and the files the VMM's
+ * child writes "0" to before its exec to join it (j; none when the spec
+ * names none or the shim is not root). 0, or -errno with msg. */
+#define PODCG_MAX_H 16
+struct podcg_join {
+	size_t n;
+	char file[PODCG_MAX_H][PODCG_PATH_MAX + 300];
+};
+int podcg_prepare(struct shim *s, struct podcg_join *j, char *msg, size_t n);
+/* The VMM has ended: what podcg_prepare made for it goes (the shim's
+ * bundle, or one of a shim that died). */
+void podcg_remove(const char *bundle);
 
 /* cgroup.c: the CPU limits r on the VMM's cgroup leaf, once it runs. */
 int cgroup_apply(struct shim *s, const struct spec_res *r, char *msg, size_t n);

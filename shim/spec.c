@@ -149,7 +149,8 @@ int spec_parse_process(const char *text, size_t len, struct proc_spec *p, char *
 }
 
 int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *res,
-                     struct spec_binds *binds, char **root_path, char *msg, size_t n)
+                     struct spec_binds *binds, char **root_path, struct spec_pod *pod, char *msg,
+                     size_t n)
 {
 	const char *root;
 	char path[4200];
@@ -169,6 +170,10 @@ int spec_load_bundle(const char *bundle, struct proc_spec *p, struct spec_res *r
 		spec_free(p);
 	else if (!err && (err = spec_parse_mounts(json_object_get(j, "mounts"), binds, msg, n)))
 		spec_free(p);
+	else if (!err && pod && (err = spec_parse_pod(j, pod, msg, n))) {
+		spec_binds_free(binds);
+		spec_free(p);
+	}
 	root = json_string_value(json_object_get(json_object_get(j, "root"), "path"));
 	*root_path = !err && root ? strdup(root) : NULL;
 	json_decref(j);

@@ -173,7 +173,8 @@ static int create_owner(struct shim *s, struct ctr *c, struct proc *p,
 	pthread_t t;
 	int err;
 
-	if (spec_load_bundle(c->bundle, &p->spec, &s->res, &c->binds, &c->root_path, msg, n) ||
+	if (spec_load_bundle(c->bundle, &p->spec, &s->res, &c->binds, &c->root_path, &s->pod, msg,
+	                     n) ||
 	    pidshare_spec(c->bundle, 0, &c->pid_shared, msg, n))
 		return RPC_INVALID_ARGUMENT;
 	p->spec.terminal = rq->terminal;
@@ -237,7 +238,7 @@ static int create_in_pod(struct shim *s, struct ctr *c, struct proc *p,
 	if (rq->n_rootfs > 1)
 		return FAIL(RPC_INVALID_ARGUMENT, "the rootfs is %zu mounts; kiln's shim takes one",
 		            rq->n_rootfs);
-	if (spec_load_bundle(c->bundle, &p->spec, &res, &c->binds, &c->root_path, msg, n) ||
+	if (spec_load_bundle(c->bundle, &p->spec, &res, &c->binds, &c->root_path, NULL, msg, n) ||
 	    pidshare_spec(c->bundle, s->vm.pid, &c->pid_shared, msg, n))
 		return RPC_INVALID_ARGUMENT;
 	p->spec.terminal = rq->terminal;

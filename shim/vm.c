@@ -231,17 +231,43 @@ static bool vmm_exited(struct shim *s, int *status)
 	return r == s->vm.pid;
 }
 
+/* Why the child's write pre->v[pre->failed] (its cgroup's tasks file, its
+ * oom_score_adj) failed with err. */
+static void pre_failed(const struct shim *s, const struct vmm_writes *pre, int err, char *msg,
+                       size_t n)
+{
+	const struct vmm_write *w = &pre->v[pre->failed];
+
+	if (strstr(w->path, "oom_score_adj"))
+		snprintf(msg, n,
+		         "process.oomScoreAdj %s: the kernel refused it for kiln-vmm (%s)%s",
+		         w->val, strerror(-err),
+		         err == -EACCES ? ": lowering it needs CAP_SYS_RESOURCE, which the shim "
+		                          "has not got; in containerd's CRI config "
+		                          "restrict_oom_score_adj = true keeps it from below the "
+		                          "shim's own"
+		                        : "");
+	else
+		snprintf(msg, n,
+		         "kiln-vmm cannot join the pod's cgroup (linux.cgroupsPath %s) "
+		         "through %s: %s",
+		         s->pod.cgroup, w->path, strerror(-err));
+}
+
 /* Start kiln-vmm: jailed (as kilnd does: pid 1 of a pid namespace of its
  * own, with a uid and writable directory of its own), or, when the shim is
- * not root or KILN_SHIM_NO_JAIL is set, as our plain child. */
-static int vmm_start(struct shim *s, const char *vmm, char *const argv[], int log, pid_t *pid,
-                     char *msg, size_t n)
+ * not root or KILN_SHIM_NO_JAIL is set, as our plain child; either writes
+ * pre's files (the pod's cgroup, its OOM score) before its exec. */
+static int vmm_start(struct shim *s, const char *vmm, char *const argv[], int log,
+                     struct vmm_writes *pre, pid_t *pid, char *msg, size_t n)
 {
 	int err;
 
 	if (s->vm.jail_id) {
-		err = log < 0 ? -EBADF : vmm_clone(vmm, argv, NULL, log, pid);
-		if (err)
+		err = log < 0 ? -EBADF : vmm_clone(vmm, argv, NULL, log, pre, pid);
+		if (err && pre->failed < pre->n)
+			pre_failed(s, pre, err, msg, n);
+		else if (err)
 			snprintf(msg, n, "cannot start %s in its pid namespace: %s", vmm,
 			         strerror(-err));
 		return err;
@@ -261,6 +287,11 @@ static int vmm_start(struct shim *s, const char *vmm, char *const argv[], int lo
 			dup2(log, 1);
 			dup2(log, 2);
 		}
+		if ((err = vmm_writes_apply(pre))) {
+			pre_failed(s, pre, err, msg, n);
+			dprintf(2, "containerd-shim-kiln-v2: %s\n", msg);
+			_exit(126);
+		}
 		execv(vmm, argv);
 		dprintf(2, "containerd-shim-kiln-v2: cannot run %s: %s\n", vmm, strerror(errno));
 		_exit(127);
@@ -270,8 +301,11 @@ static int vmm_start(struct shim *s, const char *vmm, char *const argv[], int lo
 
 int vm_boot(struct shim *s, const char *image, char *msg, size_t n)
 {
-	char vmm[PATH_MAX], kernel[PATH_MAX], initrd[PATH_MAX], mem[32], id[16];
+	char vmm[PATH_MAX], kernel[PATH_MAX], initrd[PATH_MAX], mem[32], id[16], oom[16];
 	struct timespec tick = {0, 5 * 1000 * 1000};
+	struct vmm_write w[PODCG_MAX_H + 1];
+	struct vmm_writes pre = {.v = w};
+	struct podcg_join join;
 	char *argv[24];
 	int st, log, argc = 0, err;
 	pid_t pid;
@@ -285,6 +319,17 @@ int vm_boot(struct shim *s, const char *image, char *msg, size_t n)
 	snprintf(s->vm.console, sizeof(s->vm.console), "%s/console.log", s->bundle);
 	if ((err = jail_prepare(s, msg, n)))
 		return err;
+	if ((err = podcg_prepare(s, &join, msg, n))) {
+		jail_release(s);
+		return err;
+	}
+	for (size_t i = 0; i < join.n; i++)
+		w[pre.n++] = (struct vmm_write){join.file[i], "0"};
+	if (s->pod.has_oom) {
+		snprintf(oom, sizeof(oom), "%d", s->pod.oom_score_adj);
+		w[pre.n++] = (struct vmm_write){"/proc/self/oom_score_adj", oom};
+	}
+	pre.failed = pre.n; /* none (yet) */
 	unlink(s->vm.vsock);
 	unlink(s->vm.api);
 #define ARG(a) (argv[argc++] = (char *)(a))
@@ -309,11 +354,13 @@ int vm_boot(struct shim *s, const char *image, char *msg, size_t n)
 		ARG(id);
 		ARG("--jail-rw");
 		ARG("vmm-out");
+		if (join.n) /* the pod's cgroup is its leaf */
+			ARG("--jail-cgroup-joined");
 	}
 	argv[argc] = NULL;
 #undef ARG
 	log = open("console.log", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if ((err = vmm_start(s, vmm, argv, log, &pid, msg, n))) {
+	if ((err = vmm_start(s, vmm, argv, log, &pre, &pid, msg, n))) {
 		if (log >= 0)
 			close(log);
 		jail_release(s);

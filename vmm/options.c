@@ -61,6 +61,10 @@ static void usage(FILE *f)
 	        "                   kilnd gives each VMM its own)\n"
 	        "  --jail-cgroup DIR\n"
 	        "                   cgroup v2 directory for the VMM's leaf (default: found)\n"
+	        "  --jail-cgroup-joined\n"
+	        "                   the cgroup kiln-vmm was started in is its leaf (v2, or\n"
+	        "                   each v1 hierarchy's): its caller made it, gets its\n"
+	        "                   limits set there, and removes it\n"
 	        "  --jail-mem-max SIZE\n"
 	        "                   the cgroup's memory limit (default guest RAM + 1/8 +\n"
 	        "                   128M)\n"
@@ -175,6 +179,7 @@ void options_parse(int argc, char **argv, struct vm_config *cfg)
 	    {"jail-mem-max", required_argument, 0, 1002},
 	    {"jail-rw", required_argument, 0, 1003},
 	    {"jail-seccomp", required_argument, 0, 1004},
+	    {"jail-cgroup-joined", no_argument, 0, 1005},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -301,6 +306,9 @@ void options_parse(int argc, char **argv, struct vm_config *cfg)
 		case 1003:
 			cfg->jail.rw_dir = optarg;
 			break;
+		case 1005:
+			cfg->jail.cgroup_joined = true;
+			break;
 		case 1004:
 			if (!strcmp(optarg, "kill"))
 				cfg->jail.seccomp = JAIL_SECCOMP_KILL;
@@ -332,6 +340,9 @@ void options_parse(int argc, char **argv, struct vm_config *cfg)
 		          "with --restore");
 	if (cfg->mem_fd >= 0 && cfg->restore_mode != RESTORE_TEMPLATE)
 		die_usage("--mem-fd goes with --restore-mode template");
+	if (cfg->jail.cgroup && cfg->jail.cgroup_joined)
+		die_usage("--jail-cgroup DIR names a parent for a leaf of kiln-vmm's own, "
+		          "--jail-cgroup-joined the cgroup it runs in: give one of them");
 	if (cfg->mem_backing == MEM_BACKING_THP && cfg->restore_path &&
 	    cfg->restore_mode != RESTORE_EAGER)
 		die_usage("--mem-backing thp goes with booting or --restore-mode eager: a lazy "

@@ -8,8 +8,9 @@
  * (CLONE_VM | CLONE_VFORK, as posix_spawn does): a fork would copy all of
  * kilnd's page tables only for the exec to drop them, a cost per clone
  * (issue 21). It does only what is safe between clone and exec (no
- * allocation, nothing written but its own stack and errno); an exec that
- * fails says why through a pipe.
+ * allocation, nothing written but its own stack and errno), and writes
+ * the caller's files first (the shim's: the pod's cgroups, oom_score_adj);
+ * an exec or write that fails says why through a pipe.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,15 +31,45 @@ struct child_args {
 	const char *path;
 	char *const *argv;
 	const char *dir;
+	struct vmm_writes *pre;
 	int log_fd, err_fd;
 };
+
+/* What a failed child says through the pipe. */
+struct child_err {
+	int err;
+	size_t failed; /* which of pre, or pre->n: its exec */
+};
+
+int vmm_writes_apply(struct vmm_writes *w)
+{
+	for (w->failed = 0; w->failed < w->n; w->failed++) {
+		const struct vmm_write *f = &w->v[w->failed];
+		size_t len = strlen(f->val);
+		int fd = open(f->path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		ssize_t r;
+
+		if (fd < 0)
+			return -errno;
+		r = write(fd, f->val, len);
+		if (r != (ssize_t)len) {
+			int e = r < 0 ? errno : EIO;
+
+			close(fd);
+			return -e;
+		}
+		close(fd);
+	}
+	return 0;
+}
 
 static int child(void *arg)
 {
 	const struct child_args *c = arg;
 	struct sigaction dfl = {.sa_handler = SIG_DFL};
+	struct child_err ce = {0, c->pre ? c->pre->n : 0};
 	sigset_t none;
-	int e, null;
+	int null;
 
 	/* Its own handlers (no CLONE_SIGHAND): ours are untouched. */
 	for (int s = 1; s < 65; s++)
@@ -57,17 +88,30 @@ static int child(void *arg)
 	syscall(SYS_close_range, 4, ~0U, 0);
 	fcntl(3, F_SETFD, FD_CLOEXEC);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* a copy on our stack: pre is the parent's memory */
+	if (c->pre && c->pre->n) {
+		struct vmm_writes w = *c->pre;
+
+		if ((ce.err = -vmm_writes_apply(&w))) {
+			ce.failed = w.failed;
+			goto report;
+		}
+	}
 	execve(c->path, c->argv, environ);
 fail:
-	e = errno;
-	if (write(3, &e, sizeof(e)) < 0)
+	ce.err = errno;
+report:
+	if (write(3, &ce, sizeof(ce)) < 0)
 		_exit(127);
 	_exit(127);
 }
 
-int vmm_clone(const char *path, char *const argv[], const char *dir, int log_fd, pid_t *pid)
+int vmm_clone(const char *path, char *const argv[], const char *dir, int log_fd,
+              struct vmm_writes *pre, pid_t *pid)
 {
-	struct child_args c = {.path = path, .argv = argv, .dir = dir, .log_fd = log_fd};
+	struct child_args c = {
+	    .path = path, .argv = argv, .dir = dir, .pre = pre, .log_fd = log_fd};
+	struct child_err ce;
 	sigset_t all, old;
 	int p[2], e = 0;
 	void *stack;
@@ -100,12 +144,16 @@ int vmm_clone(const char *path, char *const argv[], const char *dir, int log_fd,
 		close(p[0]);
 		return -e;
 	}
-	while ((n = read(p[0], &e, sizeof(e))) < 0 && errno == EINTR)
+	if (pre)
+		pre->failed = pre->n;
+	while ((n = read(p[0], &ce, sizeof(ce))) < 0 && errno == EINTR)
 		;
 	close(p[0]);
-	if (n == (ssize_t)sizeof(e)) {
+	if (n == (ssize_t)sizeof(ce)) {
 		waitpid(r, NULL, 0);
-		return -e;
+		if (pre && ce.failed < pre->n)
+			pre->failed = ce.failed;
+		return ce.err ? -ce.err : -EIO;
 	}
 	*pid = r;
 	return 0;

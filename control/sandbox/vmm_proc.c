@@ -96,7 +96,7 @@ int vmm_spawn(const struct vmm_args *a, pid_t *out, char *msg, size_t msglen)
 	/* A jailed VMM starts as pid 1 of a pid namespace of its own, our
 	 * child: its end is what we see end (vmm_clone.c). */
 	if (a->jail_id) {
-		rc = vmm_clone(a->vmm, argv, a->dir, log_fd, out);
+		rc = vmm_clone(a->vmm, argv, a->dir, log_fd, NULL, out);
 		close(log_fd);
 		if (rc)
 			snprintf(msg, msglen, "cannot start %s: %s", a->vmm, strerror(-rc));

@@ -39,10 +39,27 @@ struct vmm_args {
 /* Start the VMM in its own process group with stdin on /dev/null; *pid is
  * ours to reap. 0, or -errno with msg filled in. */
 int vmm_spawn(const struct vmm_args *a, pid_t *pid, char *msg, size_t msglen);
+/* A file the child writes between clone (or fork) and exec: its cgroups
+ * (a tasks or cgroup.procs file, "0") and its /proc/self/oom_score_adj
+ * (the shim). */
+struct vmm_write {
+	const char *path, *val;
+};
+struct vmm_writes {
+	const struct vmm_write *v;
+	size_t n;
+	size_t failed; /* out: which one failed (n: none, the exec did) */
+};
+/* Each of w in order, from the child before its exec (no allocation):
+ * 0, or -errno with w->failed set. */
+int vmm_writes_apply(struct vmm_writes *w);
 /* vmm_clone.c: start path with argv as pid 1 of a new pid namespace, as
  * vmm_spawn() does (its own process group, cwd dir, stdin /dev/null,
- * stdout and stderr log_fd, nothing else open). 0, or -errno. */
-int vmm_clone(const char *path, char *const argv[], const char *dir, int log_fd, pid_t *pid);
+ * stdout and stderr log_fd, nothing else open), pre's files written
+ * first (NULL: none). 0, or -errno (pre->failed says whether one of them
+ * failed). */
+int vmm_clone(const char *path, char *const argv[], const char *dir, int log_fd,
+              struct vmm_writes *pre, pid_t *pid);
 /* What the jail did to a VMM that died by signal sig (its seccomp filter,
  * its cgroup's OOM killer), appended to what (jail_ids.c). */
 void jail_explain_death(const struct kilnd *kd, unsigned jail_id, int sig, char *what, size_t n);

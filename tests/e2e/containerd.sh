@@ -141,6 +141,75 @@ out=$($C run --rm $RT --config "$T/rl-bad.json" rl2 2>&1)
 rc=$?
 [ $rc != 0 ] && grep -q "RLIMIT_NOPE' is not a Linux rlimit" <<<"$out"
 check $? "an unknown rlimit is refused, saying why ($out)"
+# ---- the VMM on the host: linux.cgroupsPath (issue 19) and process.oomScoreAdj
+# (one that is not a number ctr itself refuses; tests/e2e/unit/test_shim_podcg.c
+# has the shim's refusal, and those of hostile paths)
+CG=kiln-e2e-$$
+cgmounts() { awk '$4 == "/" { for (i = 7; $i != "-"; i++); if ($(i + 1) ~ /^cgroup2?$/) print $5 }' /proc/self/mountinfo | sort -u; }
+in_all() { # pid path: the pid is in path's cgroup.procs in every hierarchy
+	local m
+	for m in $(cgmounts); do grep -qx "$1" "$m$2/cgroup.procs" 2>/dev/null || return 1; done
+}
+none_left() { local m; for m in $(cgmounts); do [ -e "$m$1" ] && return 1; done; return 0; }
+python3 -c "
+import json
+d = json.load(open('$T/rl.json'))
+del d['process']['rlimits']
+d['process']['args'] = ['sleep', '600']
+d['process']['oomScoreAdj'] = 321
+d['linux']['cgroupsPath'] = '/$CG/oom1'
+json.dump(d, open('$T/oom.json', 'w'))
+d['process']['oomScoreAdj'] = -500
+d['process']['args'] = ['true']
+json.dump(d, open('$T/oom-neg.json', 'w'))
+d['process']['oomScoreAdj'] = 0
+d['linux']['cgroupsPath'] = '/$CG/../../etc'
+json.dump(d, open('$T/cg-bad.json', 'w'))"
+$C run -d $RT --config "$T/oom.json" oom1 >/dev/null 2>&1
+vmm=$(cat "$TASKS/oom1/vmm.pid" 2>/dev/null)
+oom=$(cat "/proc/$vmm/oom_score_adj" 2>/dev/null)
+nh=$(cgmounts | wc -l)
+[ -n "$vmm" ] && [ "$oom" = 321 ] && in_all "$vmm" "/$CG/oom1" && [ "$nh" -gt 0 ] &&
+	[ -z "$(find /sys/fs/cgroup -maxdepth 4 -path "*/$CG/oom1/kiln.slice" 2>/dev/null)" ]
+check $? "linux.cgroupsPath /$CG/oom1: the VMM is in its cgroup.procs in all $nh hierarchies (its jail's leaf, none of its own); process.oomScoreAdj 321 is its oom_score_adj ($oom)"
+$C task kill -s SIGKILL oom1 >/dev/null 2>&1; sleep 0.3; $C task delete oom1 >/dev/null 2>&1; $C container rm oom1 >/dev/null 2>&1
+none_left "/$CG"
+check $? "the cgroups the shim made for it (/$CG/oom1 and /$CG) are gone with the task"
+out=$($C run --rm $RT --config "$T/oom-neg.json" oom2 2>&1)
+rc=$?
+if sh -c 'echo -1 >/proc/self/oom_score_adj' 2>/dev/null; then
+	[ $rc = 0 ]
+	check $? "process.oomScoreAdj -500 is applied where root may lower it ($rc $out)"
+else
+	[ $rc != 0 ] && grep -q "oomScoreAdj -500: the kernel refused it .*needs CAP_SYS_RESOURCE" <<<"$out" && none_left "/$CG"
+	check $? "process.oomScoreAdj -500, which root may not set here, is refused, saying why, and leaves no cgroup ($out)"
+fi
+out=$($C run --rm $RT --config "$T/cg-bad.json" cg1 2>&1)
+rc=$?
+[ $rc != 0 ] && grep -q "component 2 ('..') is not a cgroup name" <<<"$out" && none_left "/$CG"
+check $? "a linux.cgroupsPath with '..' is refused, saying why ($out)"
+$C run -d $RT --cgroup "kilne2e$$.slice:kiln:sd1" "$IMG" sd1 sleep 600 >/dev/null 2>&1
+vmm=$(cat "$TASKS/sd1/vmm.pid" 2>/dev/null)
+sd=$(awk -F: '$2 == "memory" {print $3}' "/proc/$vmm/cgroup" 2>/dev/null)
+[ -n "$vmm" ] && [ "$sd" = "/kilne2e$$.slice/kiln-sd1.scope" ] && in_all "$vmm" "$sd"
+check $? "linux.cgroupsPath in systemd's form (ctr run --cgroup kilne2e$$.slice:kiln:sd1): the VMM is in $sd in every hierarchy"
+$C task kill -s SIGKILL sd1 >/dev/null 2>&1; sleep 0.3; $C task delete sd1 >/dev/null 2>&1; $C container rm sd1 >/dev/null 2>&1
+none_left "/kilne2e$$.slice"
+check $? "and that slice and scope are gone with the task"
+# a cgroup in use (another VMM in it, or cgroups below it) is not taken: the
+# jail's limits would land on what holds them
+$C run -d $RT --cgroup "/$CG/busy1" "$IMG" busy1 sleep 600 >/dev/null 2>&1
+out=$($C run --rm $RT --cgroup "/$CG/busy1" "$IMG" busy2 true 2>&1)
+rc=$?
+out2=$($C run --rm $RT --cgroup "/$CG" "$IMG" busy3 true 2>&1)
+rc2=$?
+[ $rc != 0 ] && [ $rc2 != 0 ] && grep -q "busy1 is in use (it has processes" <<<"$out" &&
+	grep -q "$CG is in use (it has processes or cgroups of its own)" <<<"$out2" &&
+	in_all "$(cat "$TASKS/busy1/vmm.pid")" "/$CG/busy1"
+check $? "a linux.cgroupsPath in use (another VMM's, or a parent of one) is refused, saying why, and the running VMM stays in its own ($out2)"
+$C task kill -s SIGKILL busy1 >/dev/null 2>&1; sleep 0.3; $C task delete busy1 >/dev/null 2>&1; $C container rm busy1 >/dev/null 2>&1
+none_left "/$CG"
+check $? "and /$CG is gone with busy1"
 $C image unmount "$T/rootdir" >/dev/null
 # ---- bind mounts: copied into the guest before the process starts
 V=$T/vol
@@ -339,6 +408,7 @@ check $? "a hung VMM (SIGSTOP): ctr task ls answers, and SIGKILL ends the task a
 $C run -d $RT "$IMG" c2 sleep 600 >/dev/null
 vmm=$(cat "$TASKS/c2/vmm.pid")
 c2_id=$(cat "$TASKS/c2/jail.id")
+c2_cg=$(python3 -c "import json; print(json.load(open('$TASKS/c2/config.json'))['linux']['cgroupsPath'])")
 kill -9 "$(pgrep -f "containerd-shim-kiln-v2 .*-address $SOCK.* -id c2 ")"
 for _ in $(seq 100); do
 	[ -z "$($C task ls -q | grep -x c2)" ] && break
@@ -352,8 +422,9 @@ for _ in $(seq 100); do
 done
 [ -z "$($C task ls -q | grep -x c2)" ] && ! ps -o stat= -p "$vmm" | grep -qv Z &&
 	[ -n "$c2_id" ] && [ ! -e "/run/kiln-shim/jail/$c2_id" ] &&
-	[ -z "$(find /sys/fs/cgroup -maxdepth 8 -type d -name "vmm-$c2_id" 2>/dev/null)" ]
-check $? "a shim that dies: containerd cleans up with the shim's delete: its VM, its jail lock file and cgroup leaves (vmm-$c2_id) are gone"
+	[ -z "$(find /sys/fs/cgroup -maxdepth 8 -type d -name "vmm-$c2_id" 2>/dev/null)" ] &&
+	[ -n "$c2_cg" ] && none_left "$c2_cg"
+check $? "a shim that dies: containerd cleans up with the shim's delete: its VM, its jail lock file and cgroup leaves (vmm-$c2_id), its cgroup ($c2_cg) are gone"
 $C container rm c2 >/dev/null 2>&1
 
 # ---- containerd restarts under a running task: it finds the shim again

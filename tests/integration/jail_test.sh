@@ -233,6 +233,48 @@ else
 	bad jail-memory-max "with --jail-mem-max 96M: status $rc ($(tail -3 "$T/oom.out" | tr '\n' ' ')); without: status $rc2 ($(tail -2 "$T/nooom.out" | tr '\n' ' '))"
 fi
 
+# ---------------------------------------------------------------- --jail-cgroup-joined
+# The cgroup it was started in is its leaf (the containerd shim's pod
+# cgroup): the limits are written there, no kiln.slice is made under it,
+# and it is left for its caller to remove.
+J=kiln-jtest-$$
+if [ -e /sys/fs/cgroup/cgroup.controllers ]; then dirs="/sys/fs/cgroup/$J"; else
+	dirs="/sys/fs/cgroup/memory/$J /sys/fs/cgroup/pids/$J /sys/fs/cgroup/cpu/$J"; fi
+# shellcheck disable=SC2086 # the list
+mkdir $dirs
+sh -c 'k=$1 i=$2; shift 2; for d; do echo $$ >"$d/cgroup.procs" || exit 1; done
+	exec "$0" --kernel "$k" --initrd "$i" --jail-id 987005 --jail-cgroup-joined -- /bin/busybox sleep 30' \
+	"$VMM" "$KERNEL" "$INITRD" $dirs \
+	</dev/null >"$T/joined.out" 2>&1 &
+P=$!
+PIDS="$PIDS $P"
+i=0
+while [ $i -lt 200 ]; do
+	INNER=$( (tr -d ' ' <"/proc/$P/task/$P/children") 2>/dev/null)
+	[ -n "$INNER" ] && [ "$(field Uid "/proc/$INNER/status" | cut -f1)" = 987005 ] && break
+	sleep 0.05
+	i=$((i + 1))
+done
+first=${dirs%% *}
+lim=$(cat "$first/memory.limit_in_bytes" "$first/memory.max" 2>/dev/null | head -1)
+mcg=$(awk -F: '$2 == "memory" || ($1 == "0" && !found) { print $3; found = 1 }' "/proc/$INNER/cgroup" 2>/dev/null | tail -1)
+kill "$P" 2>/dev/null
+wait "$P" 2>/dev/null
+left=0
+for d in $dirs; do [ -d "$d" ] && left=$((left + 1)); done
+if [ "$lim" = $(((256 + 32 + 128) << 20)) ] && [ "$mcg" = "/$J" ] && [ ! -e "$first/kiln.slice" ] &&
+	[ "$left" = "$(echo $dirs | wc -w)" ]; then
+	ok jail-cgroup-joined
+else
+	bad jail-cgroup-joined "limit '$lim' in $first, its memory cgroup '$mcg' (wanted /$J), kiln.slice $(ls -d "$first/kiln.slice" 2>/dev/null), $left dirs left ($(tail -2 "$T/joined.out" | tr '\n' ' '))"
+fi
+# shellcheck disable=SC2086
+rmdir $dirs 2>/dev/null
+out=$("$VMM" --kernel "$KERNEL" --jail-cgroup /sys/fs/cgroup --jail-cgroup-joined 2>&1)
+rc=$?
+[ $rc != 0 ] && echo "$out" | grep -q "give one of them" && ok jail-cgroup-joined-usage ||
+	bad jail-cgroup-joined-usage "status $rc: $out"
+
 # ---------------------------------------------------------------- --no-jail
 "$VMM" --kernel "$KERNEL" --initrd "$INITRD" --no-jail -- /bin/busybox sleep 30 \
 	</dev/null >"$T/off.out" 2>&1 &

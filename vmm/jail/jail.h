@@ -43,12 +43,13 @@ enum jail_thread {
 	JAIL_T_MAX,
 };
 
-/* Options (--no-jail, --jail-id, --jail-cgroup, --jail-mem-max, --jail-rw,
- * --jail-seccomp). */
+/* Options (--no-jail, --jail-id, --jail-cgroup, --jail-cgroup-joined,
+ * --jail-mem-max, --jail-rw, --jail-seccomp). */
 struct jail_cfg {
 	bool off;
 	uint32_t id;        /* uid and gid; 0: pick */
 	const char *cgroup; /* parent of the leaf; NULL: find one */
+	bool cgroup_joined; /* the cgroup it was started in is the leaf */
 	uint64_t mem_max;   /* memory.max; 0: guest RAM + overhead */
 	const char *rw_dir; /* one more writable directory */
 	enum jail_seccomp seccomp;
@@ -74,6 +75,7 @@ enum { JAIL_KERNEL, JAIL_INITRD };
  * pids, cpu) where the host has those controllers only there. */
 struct jail_cgroup {
 	int version; /* 0: none */
+	bool joined; /* its caller's (--jail-cgroup-joined): not joined or removed here */
 	char dir[3][640];
 };
 

@@ -11,7 +11,10 @@
  * hierarchy instead, under this process's own cgroup there. The leaf is
  * removed when the VMM has ended (jail_cgroup_remove); a leaf left by a
  * VMM that was killed with its waiter is reused by the next one of the
- * same id.
+ * same id. With --jail-cgroup-joined the cgroup it was started in is the
+ * leaf (in v2, or in each v1 hierarchy): its caller made it and joined it
+ * there (containerd's shim: the pod's cgroup, shim/podcg.c), gets the
+ * limits, and removes it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -214,6 +217,11 @@ static int try_v2(const struct vm_config *cfg, uint32_t id, struct jail_cgroup *
 		         "cgroup v2 at %s has not got the memory, pids and cpu controllers", base);
 		return -ENOTSUP;
 	}
+	if (cfg->jail.cgroup_joined) { /* its caller's, made for it: the leaf */
+		snprintf(cg->dir[0], sizeof(cg->dir[0]), "%s", base);
+		cg->joined = true;
+		goto limits;
+	}
 	/* The controllers for kiln.slice (refused if base has processes of
 	 * its own and is not the root: then give --jail-cgroup). */
 	if (read_file(base, "cgroup.subtree_control", buf, sizeof(buf)) ||
@@ -238,6 +246,7 @@ static int try_v2(const struct vm_config *cfg, uint32_t id, struct jail_cgroup *
 		snprintf(why, len, "%s: %s", cg->dir[0], strerror(-err));
 		return err;
 	}
+limits:
 	limits(cfg, &mem, &cpus);
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)mem);
 	err = write_file(cg->dir[0], "memory.max", buf);
@@ -251,7 +260,8 @@ static int try_v2(const struct vm_config *cfg, uint32_t id, struct jail_cgroup *
 		err = write_file(cg->dir[0], "cpu.max", buf);
 	if (err) {
 		snprintf(why, len, "%s: setting its limits: %s", cg->dir[0], strerror(-err));
-		rmdir(cg->dir[0]);
+		if (!cg->joined)
+			rmdir(cg->dir[0]);
 		return err;
 	}
 	cg->version = 2;
@@ -273,6 +283,12 @@ static int try_v1(const struct vm_config *cfg, uint32_t id, struct jail_cgroup *
 		}
 		snprintf(slice, sizeof(slice), "/sys/fs/cgroup/%s%s/kiln.slice", v1_ctrl[i],
 		         strcmp(own, "/") ? own : "");
+		if (cfg->jail.cgroup_joined) { /* its caller's, made for it: the leaf */
+			snprintf(cg->dir[i], sizeof(cg->dir[i]), "/sys/fs/cgroup/%s%s", v1_ctrl[i],
+			         own);
+			cg->joined = true;
+			continue;
+		}
 		snprintf(cg->dir[i], sizeof(cg->dir[i]), "%s/vmm-%u", slice, id);
 		sweep(slice, id);
 		if ((err = make_dir(slice)) || (err = make_leaf(cg->dir[i]))) {
@@ -335,7 +351,7 @@ static int write_leaves(const struct jail_cgroup *cg, const char *name)
 
 int jail_cgroup_join(const struct jail_cgroup *cg)
 {
-	return write_leaves(cg, "cgroup.procs");
+	return cg->joined ? 0 : write_leaves(cg, "cgroup.procs");
 }
 
 /* "0" in a v1 hierarchy's tasks file moves the calling thread alone, and
@@ -345,7 +361,7 @@ int jail_cgroup_join(const struct jail_cgroup *cg)
  * starts later are born in its cgroups. */
 int jail_cgroup_join_thread(const struct jail_cgroup *cg)
 {
-	return cg->version == 1 ? write_leaves(cg, "tasks") : -EINVAL;
+	return cg->version != 1 ? -EINVAL : cg->joined ? 0 : write_leaves(cg, "tasks");
 }
 
 /* The number after key in a "key value" file. */
@@ -380,6 +396,8 @@ void jail_cgroup_remove(const struct jail_cgroup *cg)
 {
 	struct timespec ms = {0, 1000000};
 
+	if (cg->joined) /* its caller's to remove */
+		return;
 	for (int i = 0; i < (cg->version == 1 ? 3 : cg->version == 2 ? 1 : 0); i++)
 		for (int tries = 0; rmdir(cg->dir[i]) < 0 && errno == EBUSY && tries < 200; tries++)
 			nanosleep(&ms, NULL);

@@ -26,6 +26,23 @@ async function waitFile(file, re, secs) {
   }
   return false;
 }
+// every mounted cgroup hierarchy (v1's and the v2 tree), by mount point
+const cgroupMounts = () => [...new Set(fs.readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
+  .map((l) => l.split(' ')).filter((f) => f[3] === '/' && /^cgroup2?$/.test(f[f.indexOf('-') + 1]))
+  .map((f) => f[4]))];
+const procsOf = (dir) => { try { return fs.readFileSync(`${dir}/cgroup.procs`, 'utf8').split('\n').map(Number); } catch { return []; } };
+const vmRss = (pid) => {
+  const st = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k) => Number((st.match(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm')) || [0, 0])[1]) * 1024;
+  return { total: kb('VmRSS'), anon: kb('RssAnon') + kb('RssShmem') };
+};
+// utime + stime of all the VMM's threads, in ns
+const vmmCpuNs = (pid) => {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) * 1e7; // fields 14, 15; CLK_TCK 100
+};
+const mib = (b) => Math.round(b / 1048576);
+const ms = (ns) => Math.round(ns / 1e6);
 const notFound = async (p) => { try { await p; return false; } catch (e) { return e.code === grpc.status.NOT_FOUND; } };
 
 async function main() {
@@ -64,6 +81,23 @@ async function main() {
   `PodSandboxStatus: ${pst && pst.status.state}, handler ${pst && pst.status.runtime_handler}`);
   check(vmm > 0 && comm(vmm) === 'kiln-vmm' && infoPid(pst) === vmm,
     `the sandbox is a kiln VM: its task's pid ${infoPid(pst)} is kiln-vmm (${vmm}: ${comm(vmm)})`);
+  // the VMM is in the sandbox's cgroup (the CRI's cgroupsPath: the pod's
+  // cgroup parent / the sandbox id) in every mounted hierarchy, kiln-vmm's
+  // jail limits on it; the spec's oomScoreAdj is its
+  const cgPath = `${pod.linux.cgroup_parent}/${sid}`;
+  const hiers = cgroupMounts();
+  const inAll = hiers.filter((m) => procsOf(`${m}${cgPath}`).includes(vmm));
+  check(vmm > 0 && hiers.length > 0 && inAll.length === hiers.length &&
+    fs.readFileSync(`/proc/${vmm}/cgroup`, 'utf8').trim().split('\n').every((l) => l.endsWith(`:${cgPath}`)),
+  `the VMM's pid is in the sandbox's cgroup.procs (${cgPath}) in all ${hiers.length} hierarchies (${inAll.length})`);
+  const memLim = hiers.find((m) => /memory$/.test(m) || fs.existsSync(`${m}${cgPath}/memory.max`));
+  const limFile = memLim && ['memory.limit_in_bytes', 'memory.max'].map((f) => `${memLim}${cgPath}/${f}`).find((f) => fs.existsSync(f));
+  const lim = limFile ? Number(fs.readFileSync(limFile, 'utf8')) : 0;
+  check(lim > 256 << 20 && lim < 1 << 30, `kiln-vmm's jail set its memory limit on that cgroup: ${lim >> 20} MiB (${limFile})`);
+  const oomSpec = JSON.parse(fs.readFileSync(`${TASKS}/${sid}/config.json`, 'utf8')).process.oomScoreAdj;
+  const oomVmm = Number(fs.readFileSync(`/proc/${vmm}/oom_score_adj`, 'utf8'));
+  check(typeof oomSpec === 'number' && oomVmm === oomSpec,
+    `the VMM's oom_score_adj is the spec's process.oomScoreAdj (${oomVmm}, spec ${oomSpec})`);
   const lp = await must(rt, 'ListPodSandbox', { filter: { id: sid } }, 'ListPodSandbox');
   const item = lp && lp.items[0];
   check(lp && lp.items.length === 1 && item.state === 'SANDBOX_READY' && item.runtime_handler === 'kiln',
@@ -184,12 +218,46 @@ async function main() {
   // driven in streams.test.mjs
   const exs = await must(rt, 'Exec', { container_id: c1, cmd: ['sh'], stdin: true, stdout: true }, 'Exec');
   check(exs && /^http:\/\/127\.0\.0\.1:\d+\/exec\//.test(exs.url), `Exec: a streaming URL (${exs && exs.url})`);
-  try {
-    const ps = await call(rt, 'PodSandboxStats', { pod_sandbox_id: sid });
-    console.log(`# PodSandboxStats: ${JSON.stringify(ps.stats.linux)}`);
-  } catch (e) {
-    console.log(`# PodSandboxStats is not served: ${e.details}`);
-  }
+  // PodSandboxStats: containerd reads the pod's cgroup (the cgroup parent),
+  // which now holds the VMM: its memory is the VMM's, and a busy container
+  // raises its CPU time as much as the VMM's own
+  const podStats = async () => (await call(rt, 'PodSandboxStats', { pod_sandbox_id: sid })).stats.linux;
+  const ps0 = await must(rt, 'PodSandboxStats', { pod_sandbox_id: sid }, 'PodSandboxStats');
+  const memOf = (st) => ({
+    usage: st && st.memory && st.memory.usage_bytes ? st.memory.usage_bytes.value : 0,
+    ws: st && st.memory && st.memory.working_set_bytes ? st.memory.working_set_bytes.value : 0,
+  });
+  const m0 = memOf(ps0 && ps0.stats.linux);
+  const r0 = vmRss(vmm);
+  // 64 MiB more of guest memory touched (dd's buffer, filled from /dev/zero)
+  const fill = await must(rt, 'ExecSync', {
+    container_id: c1, timeout: 60, cmd: ['busybox', 'dd', 'if=/dev/zero', 'of=/dev/null', 'bs=64M', 'count=1'],
+  }, 'ExecSync dd with a 64 MiB buffer');
+  let m1 = { usage: 0, ws: 0 };
+  try { m1 = memOf(await podStats()); } catch { /* checked below */ }
+  const r1 = vmRss(vmm);
+  check(ps0 && fill && fill.exit_code === 0 && m1.usage >= 0.9 * r1.anon && m1.ws <= r1.total + (64 << 20) &&
+    r1.total - r0.total >= 60 << 20 && m1.usage - m0.usage >= 0.9 * (r1.total - r0.total),
+  `PodSandboxStats memory is the VMM's: usage ${mib(m0.usage)} -> ${mib(m1.usage)} MiB (working set ` +
+    `${mib(m0.ws)} -> ${mib(m1.ws)}) as the guest touches 64 MiB (dd exit ${fill && fill.exit_code}); the VMM's RSS ${mib(r0.total)} -> ` +
+    `${mib(r1.total)} MiB (anon+shmem ${mib(r0.anon)} -> ${mib(r1.anon)})`);
+  const cpuFile = `${hiers.find((m) => fs.existsSync(`${m}${pod.linux.cgroup_parent}/cpuacct.usage`)) || ''}` +
+    `${pod.linux.cgroup_parent}/cpuacct.usage`;
+  const acct = () => { try { return Number(fs.readFileSync(cpuFile, 'utf8')); } catch { return 0; } };
+  const a0 = acct();
+  const v0 = vmmCpuNs(vmm);
+  const p0 = ps0 ? Number(ps0.stats.linux.cpu.usage_core_nano_seconds.value) : 0;
+  const busy = await must(rt, 'ExecSync', {
+    container_id: c1, timeout: 30,
+    cmd: ['sh', '-c', 'end=$(($(date +%s) + 3)); while [ "$(date +%s)" -lt $end ]; do :; done'],
+  }, 'ExecSync of a busy loop');
+  const a1 = acct();
+  const v1 = vmmCpuNs(vmm);
+  let p1 = 0;
+  try { p1 = Number((await podStats()).cpu.usage_core_nano_seconds.value); } catch { /* checked below */ }
+  check(busy && busy.exit_code === 0 && v1 - v0 > 300e6 && a1 - a0 >= 0.9 * (v1 - v0) && p1 - p0 >= 0.9 * (v1 - v0),
+    `a busy container (3 s) raises the pod cgroup's cpuacct.usage by ${ms(a1 - a0)} ms and PodSandboxStats' ` +
+      `CPU by ${ms(p1 - p0)} ms, the VMM's own CPU time by ${ms(v1 - v0)} ms`);
 
   // ContainerStats: the shim's metrics as the CRI reads them
   const cs = await must(rt, 'ContainerStats', { container_id: c1 }, 'ContainerStats');
@@ -243,6 +311,10 @@ async function main() {
   let left = [];
   try { left = fs.readdirSync(TASKS); } catch { /* none made */ }
   check(shims() === 0 && left.length === 0, `nothing is left: shims ${shims()}, task bundles ${left.length}`);
+  // the shim made the pod's cgroups (no kubelet made the parent here) and
+  // removed them with the VM
+  const cgLeft = cgroupMounts().filter((m) => fs.existsSync(`${m}/kubepods/besteffort/pod${pod.metadata.uid}`));
+  check(cgLeft.length === 0, `the pods' cgroups the shim made are gone (left in ${cgLeft.length} hierarchies)`);
 }
 
 await run(main);

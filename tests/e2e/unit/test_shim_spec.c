@@ -141,29 +141,29 @@ START_TEST(bundle_memory)
 
 	bundle("{\"process\":{\"args\":[\"sh\"]},\"linux\":{\"resources\":{\"memory\":"
 	       "{\"limit\":536870912}}}}");
-	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &binds, &root, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &binds, &root, NULL, msg, sizeof(msg)), 0);
 	ck_assert_uint_eq(res.mem_mb, 512);
 	ck_assert_ptr_null(root);
 	spec_free(&p);
 	unbundle();
 	bundle("{\"process\":{\"args\":[\"sh\"]}}");
-	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &binds, &root, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &binds, &root, NULL, msg, sizeof(msg)), 0);
 	ck_assert_uint_eq(res.mem_mb, 256);
 	spec_free(&p);
 	unbundle();
 	bundle("{\"process\":{\"args\":[\"sh\"]},\"root\":{\"path\":\"rootfs\"}}");
-	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &binds, &root, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(spec_load_bundle(dir, &p, &res, &binds, &root, NULL, msg, sizeof(msg)), 0);
 	ck_assert_str_eq(root, "rootfs");
 	free(root);
 	spec_free(&p);
 	unbundle();
 	bundle("{\"process\":{\"args\":[\"sh\"]},\"linux\":{\"resources\":{\"memory\":"
 	       "{\"limit\":16777216}}}}");
-	ck_assert_int_lt(spec_load_bundle(dir, &p, &res, &binds, &root, msg, sizeof(msg)), 0);
+	ck_assert_int_lt(spec_load_bundle(dir, &p, &res, &binds, &root, NULL, msg, sizeof(msg)), 0);
 	ck_assert_ptr_nonnull(strstr(msg, "a kiln VM has 64 to 65536 MiB"));
 	unbundle();
 	bundle("{\"process\":");
-	ck_assert_int_lt(spec_load_bundle(dir, &p, &res, &binds, &root, msg, sizeof(msg)), 0);
+	ck_assert_int_lt(spec_load_bundle(dir, &p, &res, &binds, &root, NULL, msg, sizeof(msg)), 0);
 	ck_assert_ptr_nonnull(strstr(msg, "config.json"));
 	unbundle();
 }
