@@ -92,7 +92,8 @@ struct kilnd {
 	struct kilnd_cfg cfg;
 	struct jail_ids jail_ids; /* sandbox/jail_ids.h */
 	char *sandboxes_dir;
-	char *run_root; /* the sandboxes' run files (sandbox/run_dir.h), or NULL */
+	char *run_root;        /* the sandboxes' run files (sandbox/run_dir.h), or NULL */
+	char *host_cpuid_path; /* every VMM's --host-cpuid (sandbox/host_cpuid.h), or NULL */
 	struct store *store;
 	struct http_server *http;
 	struct sandbox *sandboxes; /* live list, newest first */

@@ -31,6 +31,7 @@
 #include "events/events.h"
 #include "sandbox/console.h"
 #include "sandbox/bootfile.h"
+#include "sandbox/host_cpuid.h"
 #include "api/api.h"
 #include "api/metrics_hist.h"
 #include "envd/envd.h"
@@ -790,6 +791,7 @@ int main(int argc, char **argv)
 		die("out of memory");
 	if (mkdir_p(kd.sandboxes_dir, 0700))
 		die("cannot create %s: %s", kd.sandboxes_dir, strerror(errno));
+	host_cpuid_publish(&kd);
 	{
 		char why[4400];
 
@@ -880,6 +882,7 @@ int main(int argc, char **argv)
 	close(lock_fd);
 	free(kd.sandboxes_dir);
 	free(kd.run_root);
+	free(kd.host_cpuid_path);
 	free(kd.envd_secret);
 	cfg_free(cfg);
 	return 0;

@@ -276,6 +276,7 @@ int sb_spawn(struct sandbox *sb, const char *restore, const char *mode, const ch
 	    .kernel = sb->rec.kernel ? sb->rec.kernel : cfg->kernel,
 	    .initrd = sb->rec.initrd ? sb->rec.initrd : cfg->initrd,
 	    .image = sb->rec.image,
+	    .host_cpuid = sb->kd->host_cpuid_path,
 	    /* through the link (run_dir.h): no id in its command line */
 	    .vsock_path = SB_RUN_DIR "/vsock.sock",
 	    .api_path = sb->rec.flags & SB_F_API ? SB_RUN_DIR "/api.sock" : NULL,
