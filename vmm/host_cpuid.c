@@ -65,15 +65,15 @@ static int check_entries(const struct kvm_cpuid_entry2 *e, unsigned n, char *why
 	return 0;
 }
 
-int host_cpuid_parse(const void *buf, size_t len, struct kvm_cpuid2 *out, char *why,
-                     size_t wlen)
+int host_cpuid_parse(const void *buf, size_t len, struct kvm_cpuid2 *out, char *why, size_t wlen)
 {
 	struct kiln_host_cpuid_hdr h;
 	const unsigned char *entries = (const unsigned char *)buf + sizeof(h);
 	int err;
 
 	if (len < sizeof(h))
-		return bad(why, wlen, "%zu bytes, shorter than its %zu-byte header", len, sizeof(h));
+		return bad(why, wlen, "%zu bytes, shorter than its %zu-byte header", len,
+		           sizeof(h));
 	memcpy(&h, buf, sizeof(h));
 	if (memcmp(h.magic, KILN_HOST_CPUID_MAGIC, sizeof(h.magic)))
 		return bad(why, wlen, "not a kiln host CPUID file (bad magic)");

@@ -14,8 +14,7 @@
  * maximum), the entries' hash, zero padding, known flags only, no entry
  * twice, leaf 0 present and no leaf past its range's maximum.
  */
-int host_cpuid_parse(const void *buf, size_t len, struct kvm_cpuid2 *out, char *why,
-                     size_t wlen);
+int host_cpuid_parse(const void *buf, size_t len, struct kvm_cpuid2 *out, char *why, size_t wlen);
 /* Read and check path: a table to put in vm->supported_cpuid (room for
  * KILN_HOST_CPUID_MAX entries, the caller frees it), or NULL with why. */
 struct kvm_cpuid2 *host_cpuid_read(const char *path, char *why, size_t wlen);

@@ -39,6 +39,16 @@ static long host_table(unsigned char *out, size_t max)
 		err = -E2BIG;
 		goto out;
 	}
+	/* The APIC ids are of the host CPU this ran on (the VMM puts its
+	 * vCPUs' own there): zero, so the file changes with the host only. */
+	for (unsigned i = 0; i < cp->nent; i++) {
+		struct kvm_cpuid_entry2 *e = &cp->entries[i];
+
+		if (e->function == 1)
+			e->ebx &= 0x00ffffff;
+		else if (e->function == 0xb || e->function == 0x1f)
+			e->edx = 0;
+	}
 	memcpy(h.magic, KILN_HOST_CPUID_MAGIC, sizeof(h.magic));
 	h.nent = cp->nent;
 	h.entry_size = (uint32_t)esz;
@@ -87,9 +97,10 @@ void host_cpuid_publish(struct kilnd *kd)
 	kd->host_cpuid_path = NULL;
 	len = host_table(now, sizeof(now));
 	if (len < 0) {
-		log_warn("cannot read the host's CPUID table from /dev/kvm (%s): every VMM asks KVM "
-		         "itself",
-		         strerror((int)-len));
+		log_warn(
+		    "cannot read the host's CPUID table from /dev/kvm (%s): every VMM asks KVM "
+		    "itself",
+		    strerror((int)-len));
 		return;
 	}
 	if (asprintf(&path, "%s/" FILE_NAME, kd->cfg.data_dir) < 0) {
@@ -107,8 +118,8 @@ void host_cpuid_publish(struct kilnd *kd)
 			free(path);
 			return;
 		}
-		log_info("host CPUID table (%ld bytes) %s %s", len, old ? "rewritten in" : "written to",
-		         path);
+		log_info("host CPUID table (%ld bytes) %s %s", len,
+		         old ? "rewritten in" : "written to", path);
 	}
 	free(old);
 	kd->host_cpuid_path = path;

@@ -16,8 +16,14 @@ static unsigned char file[sizeof(struct kiln_host_cpuid_hdr) + (KILN_HOST_CPUID_
 static struct kvm_cpuid2 *out;
 static char why[200];
 
-static struct kiln_host_cpuid_hdr *hdr(void) { return (struct kiln_host_cpuid_hdr *)file; }
-static struct kvm_cpuid_entry2 *ent(void) { return (struct kvm_cpuid_entry2 *)(hdr() + 1); }
+static struct kiln_host_cpuid_hdr *hdr(void)
+{
+	return (struct kiln_host_cpuid_hdr *)file;
+}
+static struct kvm_cpuid_entry2 *ent(void)
+{
+	return (struct kvm_cpuid_entry2 *)(hdr() + 1);
+}
 
 /* A file of n entries: leaf 0 (max basic leaf 0xd), basic leaves 1..,
  * 0x80000000 (max 0x80000008) and one extended leaf; the hash made last. */
@@ -43,9 +49,15 @@ static size_t make(unsigned n)
 	return sizeof(*h) + n * ESZ;
 }
 
-static void rehash(void) { hdr()->hash = snap_xxh64(ent(), hdr()->nent * ESZ, 0); }
+static void rehash(void)
+{
+	hdr()->hash = snap_xxh64(ent(), hdr()->nent * ESZ, 0);
+}
 
-static int parse(size_t len) { return host_cpuid_parse(file, len, out, why, sizeof(why)); }
+static int parse(size_t len)
+{
+	return host_cpuid_parse(file, len, out, why, sizeof(why));
+}
 
 static void setup(void)
 {
@@ -53,7 +65,10 @@ static void setup(void)
 	why[0] = 0;
 }
 
-static void teardown(void) { free(out); }
+static void teardown(void)
+{
+	free(out);
+}
 
 START_TEST(whole_file_is_taken)
 {
