@@ -31,6 +31,7 @@
 #include "events/events.h"
 #include "sandbox/console.h"
 #include "sandbox/bootfile.h"
+#include "sandbox/dir_pool.h"
 #include "sandbox/host_cpuid.h"
 #include "api/api.h"
 #include "api/metrics_hist.h"
@@ -792,6 +793,7 @@ int main(int argc, char **argv)
 	if (mkdir_p(kd.sandboxes_dir, 0700))
 		die("cannot create %s: %s", kd.sandboxes_dir, strerror(errno));
 	host_cpuid_publish(&kd);
+	dir_pool_init(&kd);
 	{
 		char why[4400];
 
@@ -883,6 +885,7 @@ int main(int argc, char **argv)
 	free(kd.sandboxes_dir);
 	free(kd.run_root);
 	free(kd.host_cpuid_path);
+	dir_pool_free(&kd);
 	free(kd.envd_secret);
 	cfg_free(cfg);
 	return 0;

@@ -19,6 +19,7 @@
 #include "net/net.h"
 #include "sandbox_int.h"
 #include "agent/spare.h"
+#include "dir_pool.h"
 #include "console.h"
 #include "jail_out.h"
 #include "run_dir.h"
@@ -147,7 +148,8 @@ struct sandbox *sb_alloc(struct kilnd *kd, const char *id)
 /* Everything of it on disk and in the run root. */
 static void sb_remove_dirs(struct sandbox *sb)
 {
-	rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
+	if (!dir_pool_put(sb->kd, sb->rec.id))
+		rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
 	run_remove(sb->kd, sb->rec.id);
 }
 
@@ -710,7 +712,7 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 		sb_free(sb);
 		return 507;
 	}
-	rc = mkdir_p(sb->dir, 0700);
+	rc = dir_pool_take(kd, sb->dir) ? 0 : mkdir_p(sb->dir, 0700);
 	if (rc) {
 		snprintf(msg, msglen, "cannot create %s: %s", sb->dir, strerror(-rc));
 		goto fail;
