@@ -94,14 +94,14 @@ static bool only_ours(int dfd)
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		if (!strcmp(e->d_name, SB_RUN_DIR))
-			ok = !fstatat(dfd, SB_RUN_DIR, &st, AT_SYMLINK_NOFOLLOW) && S_ISLNK(st.st_mode);
+			ok = !fstatat(dfd, SB_RUN_DIR, &st, AT_SYMLINK_NOFOLLOW) &&
+			     S_ISLNK(st.st_mode);
 		else
 			ok = !strcmp(e->d_name, SB_OUT_DIR);
 	}
 	if (d)
 		closedir(d);
-	return ok && out_dir_reset(dfd) &&
-	       (!unlinkat(dfd, SB_RUN_DIR, 0) || errno == ENOENT);
+	return ok && out_dir_reset(dfd) && (!unlinkat(dfd, SB_RUN_DIR, 0) || errno == ENOENT);
 }
 
 bool dir_pool_put(struct kilnd *kd, const char *id)
