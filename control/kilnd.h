@@ -85,6 +85,7 @@ struct net_ctx;
 struct auth_key;
 struct mhist;
 struct events;
+struct dir_pool;
 
 struct kilnd {
 	bool stopping; /* kilnd exits: clients are let go, their commands go on */
@@ -92,7 +93,9 @@ struct kilnd {
 	struct kilnd_cfg cfg;
 	struct jail_ids jail_ids; /* sandbox/jail_ids.h */
 	char *sandboxes_dir;
-	char *run_root; /* the sandboxes' run files (sandbox/run_dir.h), or NULL */
+	char *run_root;            /* the sandboxes' run files (sandbox/run_dir.h), or NULL */
+	char *host_cpuid_path;     /* every VMM's --host-cpuid (sandbox/host_cpuid.h), or NULL */
+	struct dir_pool *dir_pool; /* sandbox/dir_pool.h: directories for reuse, or NULL */
 	struct store *store;
 	struct http_server *http;
 	struct sandbox *sandboxes; /* live list, newest first */

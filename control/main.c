@@ -31,6 +31,8 @@
 #include "events/events.h"
 #include "sandbox/console.h"
 #include "sandbox/bootfile.h"
+#include "sandbox/dir_pool.h"
+#include "sandbox/host_cpuid.h"
 #include "api/api.h"
 #include "api/metrics_hist.h"
 #include "envd/envd.h"
@@ -52,7 +54,9 @@ static void usage(FILE *f)
 	        "The kiln control plane: an HTTP API for sandboxes, one kiln-vmm per sandbox.\n"
 	        "\n"
 	        "  --data-dir DIR        state: kilnd.db, sandboxes/ (a paused one is a\n"
-	        "                        snapshot there), templates/, api-key (default\n"
+	        "                        snapshot there), templates/, api-key, the host's\n"
+	        "                        CPUID table for the VMMs (.host-cpuid), spare/\n"
+	        "                        (sandbox directories for reuse) (default\n"
 	        "                        ~/.local/share/kiln)\n"
 	        "  --socket PATH         API unix socket (default DIR/kilnd.sock with --data-dir,\n"
 	        "                        else $XDG_RUNTIME_DIR/kiln/kilnd.sock or DIR/kilnd.sock)\n"
@@ -790,6 +794,8 @@ int main(int argc, char **argv)
 		die("out of memory");
 	if (mkdir_p(kd.sandboxes_dir, 0700))
 		die("cannot create %s: %s", kd.sandboxes_dir, strerror(errno));
+	host_cpuid_publish(&kd);
+	dir_pool_init(&kd);
 	{
 		char why[4400];
 
@@ -880,6 +886,8 @@ int main(int argc, char **argv)
 	close(lock_fd);
 	free(kd.sandboxes_dir);
 	free(kd.run_root);
+	free(kd.host_cpuid_path);
+	dir_pool_free(&kd);
 	free(kd.envd_secret);
 	cfg_free(cfg);
 	return 0;

@@ -32,6 +32,7 @@
 
 #include "api.h"
 #include "fdt.h"
+#include "host_cpuid.h"
 #include "imageid.h"
 #include "options.h"
 #include "snap_vm.h"
@@ -588,6 +589,12 @@ int main(int argc, char **argv)
 	options_parse(argc, argv, &vm.cfg);
 	/* Before the jail's root hides the path (the jail keeps it open). */
 	vm.cfg.trace_fd = kiln_trace_open("kiln-vmm");
+	/* And the host's CPUID table (x86_pick_xcr0 asks KVM without it). */
+	if (vm.cfg.host_cpuid_path &&
+	    !(vm.supported_cpuid = host_cpuid_read(vm.cfg.host_cpuid_path, why, sizeof(why))))
+		fprintf(stderr,
+		        "kiln-vmm: --host-cpuid '%s': %s; asking KVM for the table instead\n",
+		        vm.cfg.host_cpuid_path, why);
 	jail_enter(&vm.cfg);
 	check_host_thp(&vm.cfg);
 	signal(SIGPIPE, SIG_IGN);

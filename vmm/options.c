@@ -73,6 +73,11 @@ static void usage(FILE *f)
 	        "  --jail-seccomp kill|log\n"
 	        "                   what a call outside a thread's filter does: kill the\n"
 	        "                   VMM (default) or pass and be logged by the kernel\n"
+	        "  --host-cpuid FILE\n"
+	        "                   the host's KVM_GET_SUPPORTED_CPUID table as kilnd wrote it\n"
+	        "                   (include/kiln/host_cpuid.h), read instead of asking KVM;\n"
+	        "                   a file that is not whole and well-formed is reported and\n"
+	        "                   KVM asked after all\n"
 	        "  -h, --help       this text\n"
 	        "\n"
 	        "Starting from a snapshot instead of booting (the VM goes on where it was;\n"
@@ -180,6 +185,7 @@ void options_parse(int argc, char **argv, struct vm_config *cfg)
 	    {"jail-rw", required_argument, 0, 1003},
 	    {"jail-seccomp", required_argument, 0, 1004},
 	    {"jail-cgroup-joined", no_argument, 0, 1005},
+	    {"host-cpuid", required_argument, 0, 1006},
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0},
 	};
@@ -317,6 +323,9 @@ void options_parse(int argc, char **argv, struct vm_config *cfg)
 			else
 				die_usage("--jail-seccomp '%s': expected kill or log", optarg);
 			break;
+		case 1006:
+			cfg->host_cpuid_path = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -351,5 +360,3 @@ void options_parse(int argc, char **argv, struct vm_config *cfg)
 	cfg->console_in = STDIN_FILENO;
 	cfg->console_out = STDOUT_FILENO;
 }
-
-/* Open a regular file of at most max bytes; its size in *len. */

@@ -136,6 +136,8 @@ struct vm_config {
 	bool no_dirty_log;        /* --no-dirty-log: snapshots read all of RAM */
 	enum mem_backing mem_backing;
 	struct jail_cfg jail; /* vmm/jail/jail.h */
+	/* --host-cpuid: kilnd's file of the host's table (host_cpuid.h), or NULL */
+	const char *host_cpuid_path;
 };
 
 /*

@@ -14,6 +14,7 @@
 
 #include "../snapshot/snap.h"
 #include "cpuid_cache.h"
+#include "kiln/host_cpuid.h"
 #include "vcpu.h"
 #include "vm.h"
 #include "x86.h"
@@ -398,7 +399,7 @@ static int set_lapic(struct vcpu *c)
  */
 static int cpuid_table(struct vm *vm, int id, struct kvm_cpuid2 **out)
 {
-	int n = 128;
+	int n = KILN_HOST_CPUID_MAX;
 	size_t size = sizeof(**out) + n * sizeof((*out)->entries[0]);
 	struct kvm_cpuid2 *cp = calloc(1, size);
 
@@ -510,23 +511,26 @@ int x86_setup_vcpu(struct vcpu *c, uint64_t fdt_pa)
 }
 
 /* XCR0 for the guest: x87, SSE, AVX and AVX-512 state if the host has them.
- * The host's CPUID table (~0.1 ms to get) is kept for the vCPUs' tables. */
+ * The host's CPUID table is kept for the vCPUs' tables: the one read from
+ * --host-cpuid (main.c) when there is one, else KVM's (~0.1 to 0.4 ms). */
 void x86_pick_xcr0(struct vm *vm)
 {
-	int n = 128;
-	struct kvm_cpuid2 *cp = calloc(1, sizeof(*cp) + n * sizeof(cp->entries[0]));
+	int n = KILN_HOST_CPUID_MAX;
+	struct kvm_cpuid2 *cp = vm->supported_cpuid;
 
 	vm->xcr0 = 0;
-	if (!cp)
-		return;
-	cp->nent = n;
-	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cp) < 0) {
-		free(cp);
-		return;
+	if (!cp) {
+		cp = calloc(1, sizeof(*cp) + n * sizeof(cp->entries[0]));
+		if (!cp)
+			return;
+		cp->nent = n;
+		if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, cp) < 0) {
+			free(cp);
+			return;
+		}
+		vm->supported_cpuid = cp;
 	}
 	for (unsigned i = 0; i < cp->nent; i++)
 		if (cp->entries[i].function == 0xd && cp->entries[i].index == 0)
 			vm->xcr0 = cp->entries[i].eax & 0xe7;
-	free(vm->supported_cpuid);
-	vm->supported_cpuid = cp;
 }

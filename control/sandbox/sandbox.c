@@ -19,6 +19,7 @@
 #include "net/net.h"
 #include "sandbox_int.h"
 #include "agent/spare.h"
+#include "dir_pool.h"
 #include "console.h"
 #include "jail_out.h"
 #include "run_dir.h"
@@ -147,7 +148,8 @@ struct sandbox *sb_alloc(struct kilnd *kd, const char *id)
 /* Everything of it on disk and in the run root. */
 static void sb_remove_dirs(struct sandbox *sb)
 {
-	rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
+	if (!dir_pool_put(sb->kd, sb->rec.id))
+		rm_tree(sb->kd->sandboxes_dir, sb->rec.id);
 	run_remove(sb->kd, sb->rec.id);
 }
 
@@ -276,6 +278,7 @@ int sb_spawn(struct sandbox *sb, const char *restore, const char *mode, const ch
 	    .kernel = sb->rec.kernel ? sb->rec.kernel : cfg->kernel,
 	    .initrd = sb->rec.initrd ? sb->rec.initrd : cfg->initrd,
 	    .image = sb->rec.image,
+	    .host_cpuid = sb->kd->host_cpuid_path,
 	    /* through the link (run_dir.h): no id in its command line */
 	    .vsock_path = SB_RUN_DIR "/vsock.sock",
 	    .api_path = sb->rec.flags & SB_F_API ? SB_RUN_DIR "/api.sock" : NULL,
@@ -709,7 +712,7 @@ int sb_create(struct kilnd *kd, const struct sb_params *p, sb_ready_fn cb, void 
 		sb_free(sb);
 		return 507;
 	}
-	rc = mkdir_p(sb->dir, 0700);
+	rc = dir_pool_take(kd, sb->dir) ? 0 : mkdir_p(sb->dir, 0700);
 	if (rc) {
 		snprintf(msg, msglen, "cannot create %s: %s", sb->dir, strerror(-rc));
 		goto fail;

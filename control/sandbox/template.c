@@ -411,6 +411,7 @@ static void start_first_clone(struct tmpl_build *b)
 	    .kernel = b->rec.kernel,
 	    .initrd = b->rec.initrd,
 	    .image = b->rec.image,
+	    .host_cpuid = kd->host_cpuid_path,
 	    .memory_mb = b->rec.memory_mb,
 	    .cpu_count = b->rec.cpu_count,
 	    .restore = b->snap_path,

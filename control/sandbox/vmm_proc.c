@@ -45,6 +45,10 @@ int vmm_spawn(const struct vmm_args *a, pid_t *out, char *msg, size_t msglen)
 		ARG("--image");
 		ARG(a->image);
 	}
+	if (a->host_cpuid) {
+		ARG("--host-cpuid");
+		ARG(a->host_cpuid);
+	}
 	ARG("--cpus");
 	ARG(cpus);
 	ARG("--vsock");

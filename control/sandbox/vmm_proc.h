@@ -18,6 +18,7 @@ struct kilnd;
 struct vmm_args {
 	const char *vmm, *kernel, *initrd;
 	const char *image;        /* --image, or NULL */
+	const char *host_cpuid;   /* --host-cpuid, or NULL */
 	const char *vsock_path;   /* --vsock VMM_VSOCK_CID,vsock_path */
 	const char *api_path;     /* --api-sock, or NULL */
 	const char *console_path; /* stdout and stderr, appended */

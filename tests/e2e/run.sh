@@ -721,11 +721,15 @@ t_cli_errors() {
 . tests/e2e/events.sh
 # shellcheck source=tests/e2e/users.sh
 . tests/e2e/users.sh
+# shellcheck source=tests/e2e/host_cpuid.sh
+. tests/e2e/host_cpuid.sh
+# shellcheck source=tests/e2e/dir_pool.sh
+. tests/e2e/dir_pool.sh
 
 ALL="t_echo t_streams t_exit_codes t_files t_concurrent t_reuse t_bad_requests t_max_conns t_pty
 t_e2b_api t_lifecycle t_restart t_boot_failures t_relative_data_dir t_cli t_cli_errors $SNAPSHOT_TESTS $PORT_TESTS
 $CDP_TESTS $METRICS_TESTS $HARDENING_TESTS $TENANT_TESTS $ATTACH_TESTS $OOM_TESTS $IMAGE_DEFAULT_TESTS $JAIL_TESTS
-$EVENTS_TESTS $USERS_TESTS"
+$EVENTS_TESTS $USERS_TESTS $HOST_CPUID_TESTS $DIR_POOL_TESTS"
 echo "e2e: kilnd with VMM $VMM${AGENT:+ relaying to the agent $AGENT} (data in $T)"
 start_kilnd
 for t in ${*:-$ALL}; do

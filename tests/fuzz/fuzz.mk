@@ -43,6 +43,7 @@ FUZZ_LIBS_fuzz_ws          := -lnettle
 FUZZ_SRCS_fuzz_net_policy  := control/net/policy.c
 FUZZ_SRCS_fuzz_dns_msg     := control/net/dns_msg.c control/net/policy.c
 FUZZ_SRCS_fuzz_udp_frame   := control/net/udp_frame.c
+FUZZ_SRCS_fuzz_host_cpuid  := vmm/host_cpuid.c snapshot/hash.c
 # kilnd whole but its main(), behind the router (the generated code
 # interpreter kernel comes from control.mk's rule), with the snapshot
 # library it reads pauses with (sandbox/pause_base.c) built in

@@ -448,6 +448,12 @@ vmm_case mem-1M '1|2' --err '[Mm]em' -- --kernel "$KERNEL" --initrd "$INITRD" --
 vmm_case mem-garbage 2 --err 'mem' -- --kernel "$KERNEL" --initrd "$INITRD" --mem lots -- /bin/hello-musl
 vmm_case unknown-flag 2 --err 'kiln-vmm' -- --kernel "$KERNEL" --frobnicate -- /bin/hello-musl
 vmm_case no-kernel 2 --err 'kernel' -- --initrd "$INITRD" -- /bin/hello-musl
+# kilnd's host CPUID file (vmm/host_cpuid.h; a good one: tests/e2e/host_cpuid.sh)
+vmm_case host-cpuid-random 0 --out 'hello from musl' \
+	--err "host-cpuid '$T/random.bin': not a kiln host CPUID file.*asking KVM" -- \
+	--kernel "$KERNEL" --initrd "$INITRD" --host-cpuid "$T/random.bin" -- /bin/hello-musl
+vmm_case host-cpuid-missing 0 --out 'hello from musl' --err "no-such-file': No such file.*asking KVM" -- \
+	--kernel "$KERNEL" --initrd "$INITRD" --host-cpuid "$T/no-such-file" -- /bin/hello-musl
 guest_case program-missing '!0' --any '/bin/no-such-program' -- /bin/no-such-program
 
 # ---------------------------------------------------------------- (h) statistics

@@ -80,3 +80,6 @@ $(BUILD)/tests/unit/test_net_policy $(BUILD)/tests/unit-san/test_net_policy: UNI
 
 UNIT_TESTS += test_cpuid_cache
 UNIT_SRCS_test_cpuid_cache := vmm/cpuid_cache.c
+
+UNIT_TESTS += test_host_cpuid
+UNIT_SRCS_test_host_cpuid := vmm/host_cpuid.c snapshot/hash.c

@@ -195,6 +195,8 @@ int main(int argc, char **argv)
 	    {"jail-id", required_argument, NULL, 'J'},
 	    {"jail-rw", required_argument, NULL, 'J'},
 	    {"jail-mem-max", required_argument, NULL, 'J'},
+	    /* The host's CPUID table: a test double has no vCPUs to give it. */
+	    {"host-cpuid", required_argument, NULL, 'J'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
