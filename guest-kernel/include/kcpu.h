@@ -41,14 +41,14 @@
 #define RSP0_STACK_SIZE 4096
 
 /* Supervisor calls: `int3` from library-OS code with RDI = op and RSI, RDX,
- * RCX = arguments (sv/entry.S). All caller-saved registers are clobbered. */
-#define SV_HALT      1 /* RSI = TSC deadline, 0 = keep (RDX != 0: disarm): sleep till an irq */
-#define SV_MMIO      2 /* RSI = kiln_mmio_op array, RDX = count, RCX = base (all physical) */
-#define SV_FLUSH_TLB 3 /* RSI = the page-table root in use: reload it */
-#define SV_SET_CR3   4 /* RDX = new page-table root (physical), RSI = TSC deadline or 0 */
-#define SV_TIMER     5 /* RSI = TSC deadline, 0 = disarm */
-#define SV_INVLPG    6 /* RSI = virtual address whose translation changed */
-#define SV_OP_MASK   7 /* the supervisor takes RDI & SV_OP_MASK */
+ * RCX = arguments (sv/entry.S). All caller-saved registers are clobbered.
+ * A load of CR3 has an `int3` of its own instead (sv.h, sv_load_cr3). */
+#define SV_HALT    1 /* RSI = TSC deadline, 0 = keep (RDX != 0: disarm): sleep till an irq */
+#define SV_MMIO    2 /* RSI = kiln_mmio_op array, RDX = count, RCX = base (all physical) */
+#define SV_SET_CR3 4 /* RDX = new page-table root (physical), RSI = TSC deadline, not 0 */
+#define SV_TIMER   5 /* RSI = TSC deadline, 0 = disarm */
+#define SV_INVLPG  6 /* RSI = virtual address whose translation changed */
+#define SV_OP_MASK 7 /* the supervisor takes RDI & SV_OP_MASK */
 
 /* Bytes between the device interrupt stubs (sv/entry.S, sv/note.c). */
 #define SV_IRQ_STUB_SIZE 64

@@ -51,10 +51,15 @@ static inline void sv_set_timer(uint64_t tsc_deadline)
 	sv_call3(SV_TIMER, tsc_deadline, 0);
 }
 
+/* Load CR3 with root (physical): the root in use (a TLB flush) or another
+ * (a switch). A call of its own (libos/core/entry.S), which the supervisor
+ * serves without the dispatch of the others. */
+void sv_load_cr3(uint64_t root);
+
 /* root: the page-table root in use. */
 static inline void sv_flush_tlb(uint64_t root)
 {
-	sv_call3(SV_FLUSH_TLB, root, 0);
+	sv_load_cr3(root);
 }
 
 /* One page's translation changed: cheaper than a whole flush, which makes
@@ -65,10 +70,15 @@ static inline void sv_invlpg(uint64_t va)
 }
 
 /* tsc_deadline: the timer's new deadline, 0 to leave it as it is (a
- * switch and a timer in one call: a process starts, its parent wakes). */
+ * switch and a timer in one call: a process starts, its parent wakes).
+ * Without a deadline the switch is a load of CR3 alone, as a flush is:
+ * every instruction the supervisor runs is emulated on PVM hosts. */
 static inline void sv_set_cr3(uint64_t root, uint64_t tsc_deadline)
 {
-	sv_call3(SV_SET_CR3, tsc_deadline, root);
+	if (tsc_deadline)
+		sv_call3(SV_SET_CR3, tsc_deadline, root);
+	else
+		sv_load_cr3(root);
 }
 
 /* kiln's ports are open to CPL3 in the TSS I/O bitmap. */

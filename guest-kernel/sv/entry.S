@@ -107,28 +107,32 @@ sv_fatal:
  * commonest CPL0 path, so each op is a few instructions reached through one
  * table jump, and returns straight from the trap frame (the op is taken
  * modulo the table's size, a mask rather than a compare and a branch: an
- * op outside SV_* does nothing). */
+ * op outside SV_* does nothing). The commonest of them, a load of CR3
+ * (RDI = root), comes from one `int3` of its own (libos/core/entry.S) and
+ * is told by its return address alone. */
 	.balign	16
 	.globl	sv_bp_entry
 sv_bp_entry:
-	cmpq	$KILN_VA_LIBOS_START, (%rsp)
-	jb	1f
+	cmpq	$sv_load_cr3_ret, (%rsp)
+	jne	1f
+	movq	%rdi, %cr3
+	iretq
+1:	cmpq	$KILN_VA_LIBOS_START, (%rsp)
+	jb	2f
 	andl	$SV_OP_MASK, %edi	/* (zero-extends: RDI < 8) */
 	jmpq	*sv_ops(, %rdi, 8)
-1:	pushq	$0
+2:	pushq	$0
 	pushq	$3
 	jmp	exc_user
 
-/* RDX = new root, RSI = TSC deadline or 0 (a switch and a timer in one call:
- * a process starts, its parent wakes). */
+/* RDX = new root, RSI = TSC deadline, not 0 (a switch and a timer in one
+ * call: a process starts, its parent wakes; a switch alone is a load of
+ * CR3, see sv_bp_entry). */
 sv_set_cr3:
 	movq	%rdx, %cr3
 	/* fall through */
 
-/* RSI = TSC deadline or 0 (left as it is). */
-sv_timer_or_keep:
-	testq	%rsi, %rsi
-	jz	sv_ret
+/* RSI = TSC deadline, 0 disarms. */
 sv_timer:
 	wrdeadline
 sv_ret:
@@ -159,12 +163,6 @@ sv_mmio:
 	movl	$KILN_PORT_MMIO, %edx
 	xorl	%eax, %eax
 	outb	%al, %dx
-	iretq
-
-/* RSI = the page-table root in use (the library OS knows it: no read of
- * CR3, one emulated instruction fewer). */
-sv_flush_tlb:
-	movq	%rsi, %cr3
 	iretq
 
 /* RSI = virtual address whose translation changed. */
@@ -307,7 +305,7 @@ sv_syscall_entry:
 	.section .rodata
 	.balign	8
 sv_ops:	/* indexed by SV_*, SV_OP_MASK + 1 entries (the last ones do nothing) */
-	.quad	sv_ret, sv_halt, sv_mmio, sv_flush_tlb, sv_set_cr3, sv_timer, sv_invlpg, sv_ret
+	.quad	sv_ret, sv_halt, sv_mmio, sv_ret, sv_set_cr3, sv_timer, sv_invlpg, sv_ret
 	.if	. - sv_ops != 8 * (SV_OP_MASK + 1)
 	.error	"sv_ops needs SV_OP_MASK + 1 entries"
 	.endif

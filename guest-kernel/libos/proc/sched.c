@@ -224,9 +224,14 @@ static uint64_t timer_next(void)
  * nothing due. Only an idle CPU replaces it (idle_halt). */
 static void timer_rearm(void)
 {
-	uint64_t want = timer_next();
+	uint64_t want = timer_next(), now = time_monotonic_ns();
 
-	if (runq_head && slice_end && (!want || slice_end < want))
+	/* A slice already over needs no interrupt: the switch it asks for is
+	 * made at the next return to the program (sched_need_resched), which
+	 * starts the next slice. Armed anyway, the deadline in the past fired
+	 * again at once (a python3 started by a shell that vforked it: its
+	 * slice's interrupt, then one more before the shell got the CPU). */
+	if (runq_head && slice_end > now && (!want || slice_end < want))
 		want = slice_end;
 	if (want == armed_deadline)
 		return;
@@ -234,8 +239,7 @@ static void timer_rearm(void)
 	 * interrupt finds little to do and arms the next (irq_poll). That
 	 * spares two supervisor calls per wakeup when threads hand work back
 	 * and forth (a pipe): each starts a slice, then blocks. */
-	if (armed_deadline && (!want || want > armed_deadline) &&
-	    armed_deadline > time_monotonic_ns())
+	if (armed_deadline && (!want || want > armed_deadline) && armed_deadline > now)
 		return;
 	armed_deadline = want;
 	timer_unsent = want != 0;
