@@ -82,15 +82,17 @@ static int file_op(struct copy *c, uint32_t op, const char *path, uint32_t arg, 
 	                                   [KILN_FILE_MKDIR] = "making the directory",
 	                                   [KILN_FILE_REMOVE] = "removing"};
 	struct buf b = {0};
+	char why[400];
 	int fd, err;
 
 	if (c->dry)
 		return 0;
 	fd = vm_dial(c->s, KILN_STREAM_FILE, FILE_TIMEOUT_MS);
 	if (fd < 0) {
+		vm_dial_explain(fd, c->s->vm.vsock, FILE_TIMEOUT_MS, why, sizeof(why));
 		snprintf(c->msg, c->n,
 		         "bind mount: cannot reach the VM's agent to copy %.1000s: %s", c->b->src,
-		         strerror(-fd));
+		         why);
 		return fd;
 	}
 	err = file_reply(c, fd, KILN_MSG_HELLO, what[op], path);

@@ -163,7 +163,8 @@ int ctr_root_copy(struct shim *s, struct ctr *c, const char *dir, char *msg, siz
 
 	k.fd = vm_dial(s, KILN_STREAM_FILE, ROOT_TIMEOUT_MS);
 	if (k.fd < 0) {
-		snprintf(msg, n, "cannot reach the pod's agent: %s", strerror(-k.fd));
+		vm_dial_explain(k.fd, s->vm.vsock, ROOT_TIMEOUT_MS, why, sizeof(why));
+		snprintf(msg, n, "cannot reach the pod's agent: %s", why);
 		return k.fd;
 	}
 	err = reply(k.fd, KILN_MSG_HELLO, "the pod's agent", msg, n);

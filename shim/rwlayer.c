@@ -261,7 +261,8 @@ int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n)
 	fd = names ? vm_dial(s, KILN_STREAM_FILE, RW_FRAME_MS) : -ENOMEM;
 	if (fd < 0) {
 		err = fd;
-		snprintf(w.msg, sizeof(w.msg), "cannot reach the VM's agent: %s", strerror(-err));
+		vm_dial_explain(err, s->vm.vsock, RW_FRAME_MS, why, sizeof(why));
+		snprintf(w.msg, sizeof(w.msg), "cannot reach the VM's agent: %s", why);
 		goto out;
 	}
 	if ((err = agent_expect(fd, KILN_MSG_HELLO, RW_FRAME_MS, why, sizeof(why)))) {

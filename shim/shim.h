@@ -309,9 +309,20 @@ void cgroup_remove_leaves(unsigned id);
 int vm_boot(struct shim *s, const char *image, char *msg, size_t n);
 void vm_stop(struct shim *s);
 int vm_api(struct shim *s, const char *req, char *reply, size_t n);
-/* A new agent stream of kind (KILN_STREAM_*), our HELLO sent: its fd. */
+/* vm_dial.c */
+/* A new agent stream of kind (KILN_STREAM_*), our HELLO sent: its fd, or
+ * -errno, which vm_dial_explain turns into words. ms bounds the dial. */
 int vm_dial(struct shim *s, uint32_t kind, int ms);
+/* A stream to guest port through the VMM's vsock socket: its fd, or
+ * -EHOSTDOWN (no VMM listens), -ETIMEDOUT (no answer within ms; ms < 0:
+ * no limit), -ECONNREFUSED (the guest refused, also when tried again),
+ * -EPROTO, or another -errno. */
+int vm_dial_port(const char *vsock, unsigned port, int ms);
+/* What err from a dial of ms means, in words, for "cannot reach ...: %s". */
+void vm_dial_explain(int err, const char *vsock, int ms, char *msg, size_t n);
+int vm_connect_unix(const char *path);
 int vm_write_all(int fd, const void *p, size_t n);
+int64_t vm_mono_ms(void); /* CLOCK_MONOTONIC */
 /* The guest's memory and process count, from its agent's INFO stream. */
 int vm_info(struct shim *s, uint64_t *mem_total_kb, uint64_t *mem_free_kb, uint32_t *nr_procs);
 /* A new agent stream with the process's START sent; STARTED read. */

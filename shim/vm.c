@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,43 +40,6 @@ static void tool_path(const char *env, const char *rel, char *out, size_t n)
 	if (slash)
 		*slash = 0;
 	snprintf(out, n, "%s/%s", self, rel);
-}
-
-static int connect_unix(const char *path)
-{
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(path) >= sizeof(a.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(a.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-		int e = -errno;
-
-		close(fd);
-		return e;
-	}
-	return fd;
-}
-
-int vm_write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
 }
 
 /* Wait for fd to be readable, at most ms. */
@@ -150,49 +112,20 @@ int agent_expect(int fd, uint16_t want, int ms, char *why, size_t n)
 	return err;
 }
 
-/* A vsock stream to the agent through the VM's hybrid vsock socket. */
-int vm_dial(struct shim *s, uint32_t kind, int ms)
+/* The agent answers an INFO stream before deadline: it is up. The dial
+ * waits for the guest that long: one booting, or not running on a loaded
+ * host, takes it when it can. */
+static int agent_probe(struct shim *s, int64_t deadline)
 {
-	char line[32];
-	struct buf b = {0};
-	size_t n = 0;
-	int fd = connect_unix(s->vm.vsock), err;
-
-	if (fd < 0)
-		return fd;
-	if (vm_write_all(fd, "CONNECT 1024\n", 13))
-		goto fail;
-	while (n < sizeof(line) - 1) {
-		if (read_full(fd, line + n, 1, ms))
-			goto fail;
-		if (line[n++] == '\n')
-			break;
-	}
-	line[n] = 0;
-	if (strncmp(line, "OK ", 3))
-		goto fail;
-	err = agent_msg_hello(&b, kind, 0);
-	if (!err)
-		err = vm_write_all(fd, buf_head(&b), buf_avail(&b));
-	buf_free(&b);
-	if (err)
-		goto fail;
-	return fd;
-fail:
-	close(fd);
-	return -ECONNREFUSED;
-}
-
-/* The agent answers an INFO stream: it is up. */
-static int agent_probe(struct shim *s)
-{
+	int64_t left = deadline - vm_mono_ms();
 	struct kiln_frame f;
 	uint8_t *pl;
-	int fd = vm_dial(s, KILN_STREAM_INFO, 1000), err;
+	int fd = vm_dial(s, KILN_STREAM_INFO, left > 1 ? (int)left : 1), err;
 
 	if (fd < 0)
 		return fd;
-	err = agent_read_frame(fd, &f, &pl, 1000);
+	left = deadline - vm_mono_ms();
+	err = agent_read_frame(fd, &f, &pl, left > 1 ? (int)left : 1);
 	free(pl);
 	close(fd);
 	return err ? err : f.type == KILN_MSG_HELLO ? 0 : -EPROTO;
@@ -375,7 +308,7 @@ int vm_boot(struct shim *s, const char *image, char *msg, size_t n)
 		dprintf(log, "%d\n", (int)pid);
 		close(log);
 	}
-	for (int waited = 0; waited < BOOT_TIMEOUT_MS; waited += 5) {
+	for (int64_t deadline = vm_mono_ms() + BOOT_TIMEOUT_MS; vm_mono_ms() < deadline;) {
 		if (vmm_exited(s, &st)) {
 			s->vm.pid = 0;
 			s->vm.dead = true;
@@ -388,7 +321,7 @@ int vm_boot(struct shim *s, const char *image, char *msg, size_t n)
 			    s->vm.console, kernel, initrd);
 			return -EIO;
 		}
-		if (!access(s->vm.vsock, F_OK) && !agent_probe(s))
+		if (!access(s->vm.vsock, F_OK) && !agent_probe(s, deadline))
 			return 0;
 		nanosleep(&tick, NULL);
 	}
@@ -413,7 +346,7 @@ void vm_stop(struct shim *s)
 
 int vm_api(struct shim *s, const char *req, char *reply, size_t n)
 {
-	int fd = connect_unix(s->vm.api), err;
+	int fd = vm_connect_unix(s->vm.api), err;
 	size_t got = 0;
 
 	if (fd < 0)
@@ -457,6 +390,7 @@ int vm_proc_start(struct shim *s, struct proc *p, char *msg, size_t n)
 	    .pidns = p->ctr && p->ctr->pid_shared ? "/" : NULL,
 	};
 	struct agent_rlimit lim[SHIM_MAX_RLIMITS];
+	char why[400];
 	struct kiln_frame f;
 	struct buf b = {0};
 	uint8_t *pl = NULL;
@@ -468,7 +402,8 @@ int vm_proc_start(struct shim *s, struct proc *p, char *msg, size_t n)
 	st.rlimits = lim;
 	fd = vm_dial(s, p->spec.terminal ? KILN_STREAM_PTY : KILN_STREAM_EXEC, IO_TIMEOUT_MS);
 	if (fd < 0) {
-		snprintf(msg, n, "cannot reach the VM's agent: %s", strerror(-fd));
+		vm_dial_explain(fd, s->vm.vsock, IO_TIMEOUT_MS, why, sizeof(why));
+		snprintf(msg, n, "cannot reach the VM's agent: %s", why);
 		return fd;
 	}
 	err = agent_msg_start(&b, &st);

@@ -210,8 +210,12 @@ static void on_read(struct ev_loop *loop, ev_io *w, int revents)
 			break;
 		}
 		if (n == 0) {
-			/* A frame cut in half is a broken stream, not a clean end. */
-			conn_fail(c, buf_avail(&c->in) || c->state != ST_OPEN ? -EPIPE : 0);
+			/* Before the OK: the guest refused (the VMM waits for its
+			 * answer as long as we do). After it, a frame cut in half
+			 * is a broken stream, not a clean end. */
+			conn_fail(c, c->state == ST_HANDSHAKE ? -ECONNREFUSED
+			             : buf_avail(&c->in)      ? -EPIPE
+			                                      : 0);
 			break;
 		}
 		c->in.len += (size_t)n;

@@ -6,7 +6,9 @@
  * Frames queued with agent_out() before the handshake completes are sent
  * after it. Incoming frames are validated (agent_hdr_decode) and delivered
  * whole to ops->on_frame; a protocol violation closes the stream with
- * -EPROTO. ops->on_close is called exactly once unless the owner closes the
+ * -EPROTO. The handshake ends in -ECONNREFUSED when the guest refused (the
+ * VMM closed without an OK), -ETIMEDOUT after AGENT_CONNECT_TIMEOUT.
+ * ops->on_close is called exactly once unless the owner closes the
  * stream itself with agent_close(), and the stream is freed after it. */
 #ifndef KILND_AGENT_CLIENT_H
 #define KILND_AGENT_CLIENT_H

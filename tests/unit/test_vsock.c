@@ -1067,6 +1067,7 @@ START_TEST(timeouts)
 	struct vsock_pkt *rq;
 	char buf[8];
 
+	vs->connect_s = VSOCK_CLOSE_TIMEOUT + 1.5;
 	send_str(c40, "CONNECT 40\n");
 	rq = wait_take(VSOCK_OP_REQUEST, 40);
 	ck_assert_ptr_nonnull(rq);
@@ -1075,15 +1076,54 @@ START_TEST(timeouts)
 	xclose(srv);
 	WAIT_FOR(gc[41].shut == VSOCK_SHUT_BOTH); /* and no RST from the guest */
 	ck_assert_uint_eq(vs->nr_conns, 3);
-	run_for(VSOCK_CONNECT_TIMEOUT + 0.5);
-	ck_assert_uint_eq(gc[40].rst, 1);
+	run_for(VSOCK_CLOSE_TIMEOUT + 0.5);
 	ck_assert_uint_eq(gc[41].rst, 1);
+	/* The connect waits on while its client does, up to connect_s. */
+	ck_assert_uint_eq(gc[40].rst, 0);
+	ck_assert_int_eq(read(c40, buf, sizeof(buf)), -1);
+	ck_assert_uint_eq(vs->nr_conns, 2);
+	run_for(vs->connect_s - VSOCK_CLOSE_TIMEOUT);
+	ck_assert_uint_eq(gc[40].rst, 1);
 	ck_assert_int_eq(read(c40, buf, sizeof(buf)), 0);
 	ck_assert_uint_eq(vs->nr_conns, 1);
 	/* The client that never sent a CONNECT line goes last. */
-	run_for(VSOCK_HELLO_TIMEOUT - VSOCK_CONNECT_TIMEOUT);
+	run_for(VSOCK_HELLO_TIMEOUT - vs->connect_s);
 	ck_assert_int_eq(read(hello, buf, sizeof(buf)), 0);
 	ck_assert_uint_eq(vs->nr_conns, 0);
+}
+END_TEST
+
+/* A guest that answers after seconds (a loaded host) is reached, however
+ * late, while its client waits; a client that gives up takes its
+ * connection with it within VSOCK_CONNECT_CHECK, and the guest gets an
+ * RST, long before the device's own limit. */
+START_TEST(connect_waits_for_client)
+{
+	int fd = client(), quitter = client();
+	struct vsock_pkt *rq;
+	struct gconn *g;
+
+	send_str(fd, "CONNECT 42\n");
+	rq = wait_take(VSOCK_OP_REQUEST, 42);
+	ck_assert_ptr_nonnull(rq);
+	g = gconn_new(42, rq->src_port, 65536);
+	g->peer_buf_alloc = rq->buf_alloc;
+	send_str(quitter, "CONNECT 43\n");
+	rq = wait_take(VSOCK_OP_REQUEST, 43);
+	ck_assert_ptr_nonnull(rq);
+	gconn_new(43, rq->src_port, 65536);
+	run_for(2.5);
+	ck_assert_uint_eq(vs->nr_conns, 2);
+	xclose(quitter);
+	run_for(VSOCK_CONNECT_CHECK + 0.3);
+	ck_assert_uint_eq(gc[43].rst, 1);
+	ck_assert_uint_eq(vs->nr_conns, 1);
+	ck_assert_uint_eq(gc[42].rst, 0);
+	gsend(42, VSOCK_OP_RESPONSE, 0, NULL, 0);
+	read_ok(fd, g->hport);
+	ck_assert_int_eq(write(fd, "hi", 2), 2);
+	WAIT_FOR(g->rx_total == 2);
+	ck_assert_mem_eq(g->sink, "hi", 2);
 }
 END_TEST
 
@@ -1687,6 +1727,7 @@ static Suite *vsock_suite(void)
 	tcase_add_test(t, shutdown_host_half);
 	tcase_add_test(t, host_close);
 	tcase_add_test(t, timeouts);
+	tcase_add_test(t, connect_waits_for_client);
 	tcase_add_test(t, malformed);
 	tcase_add_test(t, credit_abuse);
 	tcase_add_test(t, credit_flow);

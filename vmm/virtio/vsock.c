@@ -524,6 +524,7 @@ int vsock_create(struct vm *vm, uint64_t guest_cid, const char *uds_path)
 	v->listen_fd = -1;
 	v->next_port = VSOCK_PORT_BASE;
 	v->lazy_s = VSOCK_LAZY_IRQ;
+	v->connect_s = VSOCK_CONNECT_TIMEOUT;
 	strcpy(v->path, uds_path);
 	for (i = 0; i < VSOCK_HASH_SIZE; i++)
 		LIST_INIT(&v->hash[i]);

@@ -76,8 +76,15 @@ struct vsock_pkt {
 #define VSOCK_PORT_BASE  (1u << 30) /* first ephemeral host port */
 
 /* Seconds. */
-#define VSOCK_HELLO_TIMEOUT   5.0   /* client connected, no CONNECT line yet */
-#define VSOCK_CONNECT_TIMEOUT 2.0   /* REQUEST delivered, no RESPONSE yet */
+#define VSOCK_HELLO_TIMEOUT 5.0 /* client connected, no CONNECT line yet */
+/* CONNECT line read, no RESPONSE yet: the most a host client may wait,
+ * above every client's own deadline (the shim's longest is 30 s, kilnd's
+ * 5 s). A client that hung up is noticed within VSOCK_CONNECT_CHECK and its
+ * connection dropped, so a loaded guest is given as long as the client
+ * grants it, and one that never answers holds a connection (no buffer)
+ * that long at most. */
+#define VSOCK_CONNECT_TIMEOUT 60.0
+#define VSOCK_CONNECT_CHECK   0.5
 #define VSOCK_CLOSE_TIMEOUT   2.0   /* SHUTDOWN sent, no RST yet */
 #define VSOCK_ACCEPT_RETRY    1.0   /* out of file descriptors */
 #define VSOCK_LAZY_IRQ        0.002 /* a packet nobody waits for: interrupt by then */
@@ -111,6 +118,7 @@ struct vsock_conn {
 	bool host_eof;      /* read() on fd returned 0 */
 	bool request_sent;  /* the guest has seen our REQUEST */
 	bool credit_asked;  /* CREDIT_REQUEST sent since the last credit change */
+	ev_tstamp deadline; /* CONNECTING: reset then if the guest has not answered */
 	uint8_t peer_shut;  /* SHUTDOWN flags received from the guest */
 	uint8_t local_shut; /* SHUTDOWN flags sent (or owed) to the guest */
 	/* host -> guest: the guest's receive space */
@@ -169,7 +177,8 @@ struct vsock {
 	 * on PVM hosts, and a wake from halt to go back to sleep. */
 	bool rx_urgent; /* a packet pushed since the last interrupt is awaited */
 	ev_timer lazy_timer;
-	double lazy_s; /* VSOCK_LAZY_IRQ (the unit test waits longer) */
+	double lazy_s;    /* VSOCK_LAZY_IRQ (the unit test waits longer) */
+	double connect_s; /* VSOCK_CONNECT_TIMEOUT (the unit test waits less) */
 	/* Stream payload bytes since the VMM started, from the guest (rx) and
 	 * to it (tx): counted under the lock, read by the API on the loop. */
 	uint64_t rx_bytes, tx_bytes;

@@ -583,10 +583,8 @@ int vsock_conn_emit(struct vsock_conn *c, const struct iovec *iov, unsigned n, s
 	/* Every packet carries our credit: no separate update is owed. */
 	c->fwd_told = c->fwd_cnt;
 	c->pending &= ~VSOCK_P_CREDIT_UPDATE;
-	if (op == VSOCK_OP_REQUEST) {
+	if (op == VSOCK_OP_REQUEST)
 		c->request_sent = true;
-		start_timer(c, VSOCK_CONNECT_TIMEOUT);
-	}
 	if (op == VSOCK_OP_RW) {
 		c->tx_cnt += (uint32_t)len;
 		v->tx_bytes += (uint64_t)len;
@@ -672,7 +670,38 @@ static void hello_read(struct vsock_conn *c)
 	conn_hash(c, alloc_port(c->v, port), port);
 	c->state = VSOCK_CONNECTING;
 	c->pending = VSOCK_P_REQUEST;
+	c->deadline = ev_now(c->v->loop) + c->v->connect_s;
+	start_timer(c, VSOCK_CONNECT_CHECK);
 	update(c);
+}
+
+/* A host-initiated connect waits for the guest's RESPONSE for as long as
+ * its client does, up to v->connect_s: on a loaded host a guest may not run
+ * for seconds, and only the client knows how long it can wait. */
+static void connect_check(struct vsock_conn *c)
+{
+	struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
+	ev_tstamp left = c->deadline - ev_now(c->v->loop);
+
+	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP)) {
+		conn_reset(c); /* the client gave up */
+		return;
+	}
+	if (left <= 0) {
+		if (c->request_sent)
+			vsock_log(c->v,
+			          "the guest did not answer a connection to its port %u within "
+			          "%.0f s; reset",
+			          c->pport, c->v->connect_s);
+		else
+			vsock_log(c->v,
+			          "the guest's driver took no connection to port %u within %.0f s; "
+			          "closed",
+			          c->pport, c->v->connect_s);
+		conn_reset(c);
+		return;
+	}
+	start_timer(c, left < VSOCK_CONNECT_CHECK ? left : VSOCK_CONNECT_CHECK);
 }
 
 bool vsock_conn_accept(struct vsock *v, int fd)
@@ -731,6 +760,8 @@ static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (!vsock_sync_reset(v)) {
 		if (c->state == VSOCK_HELLO)
 			vsock_conn_free(c);
+		else if (c->state == VSOCK_CONNECTING)
+			connect_check(c);
 		else
 			conn_reset(c);
 		vsock_rx_pump(v);
