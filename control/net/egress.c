@@ -271,10 +271,11 @@ static void connect_to(struct econn *ec, const uint8_t a[16], uint16_t port)
 	/* A connect on the host's loopback (host.kiln.internal, the test
 	 * servers) is done by the time connect() returns: answer the guest
 	 * now, not a turn of the loop later. One call tells: the socket's
-	 * TCP state (a failed connect is closed: SO_ERROR says why). */
+	 * TCP state (open, or open and already ended by the server; a failed
+	 * connect is closed: SO_ERROR says why). */
 	if (getsockopt(ec->rfd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) == 0 &&
 	    ti.tcpi_state != TCP_SYN_SENT) {
-		if (ti.tcpi_state == TCP_ESTABLISHED)
+		if (ti.tcpi_state == TCP_ESTABLISHED || ti.tcpi_state == TCP_CLOSE_WAIT)
 			connected(ec);
 		else
 			connect_result(ec);
