@@ -16,11 +16,7 @@ N=${1:-500}
 command -v strace >/dev/null || { echo "net_connect_syscalls: no strace (apt-get install strace)"; exit 1; }
 # shellcheck source=tools/bench/net_guest.sh
 . tools/bench/net_guest.sh
-${CC:-gcc} -O2 -static -o "$T/net_connect" tools/bench/net_connect.c || exit 1
-accept_server net_connect_syscalls
-trap 'kill $SPID 2>/dev/null; cleanup; rm -rf "$IMG"' EXIT
-id=$(kiln create --allow-out host.kiln.internal:"$PORT" | tail -1)
-kiln cp "$T/net_connect" "$id:/tmp/net_connect" >/dev/null || exit 1
+connect_guest net_connect_syscalls
 vpid=$(cut -d' ' -f1 "$T"/sandboxes/*/run/vmm.pid)
 for k in 0 "$N"; do
 	strace -qq -c -f -U name,calls -o "$T/kilnd.$k" -p "$KPID" &
