@@ -14,6 +14,7 @@
 #define NET_CONNS_MAX       256          /* egress connections per sandbox */
 #define NET_BUF             (256u << 10) /* bytes buffered per direction */
 #define NET_SPLICE_AFTER    (256u << 10) /* bytes copied before a direction is spliced */
+#define RELAY_CACHE         8            /* freed NET_BUF buffers kept for reuse */
 #define NET_HELLO_TIMEOUT   10.0         /* s for a guest to send its hello */
 #define NET_CONNECT_TIMEOUT 15.0         /* s for the host's connect */
 #define DNS_RATE            50.0         /* lookups per second per sandbox ... */
@@ -126,13 +127,17 @@ int relay_alloc(struct relay *r);
 /* Carry bytes through a pipe from NET_SPLICE_AFTER on, if one can be had. */
 void relay_splice(struct relay *r);
 void relay_free(struct relay *r);
+/* Buffers waiting for reuse (at most RELAY_CACHE), for the tests. */
+unsigned relay_cached(void);
 size_t relay_held(const struct relay *r);
 /* Bytes the source may send now (0 after its end). */
 size_t relay_room(const struct relay *r);
 /* Take what fits from fd; drain to fd what it takes (counted in *count),
- * then pass the source's end on. 0, or -1 when the connection is broken. */
+ * then pass the source's end on: a shutdown(SHUT_WR) of fd, or nothing if
+ * closing (fd is closed as soon as this direction ends). 0, or -1 when the
+ * connection is broken. */
 int relay_fill(struct relay *r, int fd);
-int relay_drain(struct relay *r, int fd, uint64_t *count);
+int relay_drain(struct relay *r, int fd, bool closing, uint64_t *count);
 
 /* egress.c: a connection on the sandbox's listener. */
 void egress_accept(struct net_sb *ns);

@@ -14,6 +14,7 @@
  * is not watched meanwhile (it stays readable: watching it would spin). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -22,6 +23,50 @@
 #include "net/net_int.h"
 
 #define SPLICE_FLAGS (SPLICE_F_NONBLOCK | SPLICE_F_MOVE)
+
+/* Buffers of ended connections, for the next ones: a connection takes two,
+ * and a fresh NET_BUF from malloc grows the heap (brk) that its free
+ * trims again, ~3 system calls a connect. At most RELAY_CACHE wait here
+ * (kilnd's and the shim's threads share them). */
+static struct {
+	pthread_mutex_t lock;
+	unsigned n;
+	uint8_t *buf[RELAY_CACHE];
+} cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static uint8_t *buf_get(void)
+{
+	uint8_t *b = NULL;
+
+	pthread_mutex_lock(&cache.lock);
+	if (cache.n)
+		b = cache.buf[--cache.n];
+	pthread_mutex_unlock(&cache.lock);
+	return b ? b : malloc(NET_BUF);
+}
+
+static void buf_put(uint8_t *b)
+{
+	if (!b)
+		return;
+	pthread_mutex_lock(&cache.lock);
+	if (cache.n < RELAY_CACHE) {
+		cache.buf[cache.n++] = b;
+		b = NULL;
+	}
+	pthread_mutex_unlock(&cache.lock);
+	free(b);
+}
+
+unsigned relay_cached(void)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&cache.lock);
+	n = cache.n;
+	pthread_mutex_unlock(&cache.lock);
+	return n;
+}
 
 void relay_init(struct relay *r)
 {
@@ -32,7 +77,7 @@ void relay_init(struct relay *r)
 int relay_alloc(struct relay *r)
 {
 	if (!r->buf)
-		r->buf = malloc(NET_BUF);
+		r->buf = buf_get();
 	return r->buf ? 0 : -1;
 }
 
@@ -61,7 +106,7 @@ static void open_pipe(struct relay *r)
 
 void relay_free(struct relay *r)
 {
-	free(r->buf);
+	buf_put(r->buf);
 	if (r->pr >= 0)
 		close(r->pr);
 	if (r->pw >= 0)
@@ -117,7 +162,7 @@ int relay_fill(struct relay *r, int fd)
 	return 0;
 }
 
-int relay_drain(struct relay *r, int fd, uint64_t *count)
+int relay_drain(struct relay *r, int fd, bool closing, uint64_t *count)
 {
 	ssize_t n;
 
@@ -141,7 +186,10 @@ int relay_drain(struct relay *r, int fd, uint64_t *count)
 		*count += (uint64_t)n;
 	}
 	if (r->eof && !r->shut) {
-		shutdown(fd, SHUT_WR);
+		/* A close that follows at once says the same (a FIN: the source
+		 * ended, so nothing unread is left to turn it into an RST). */
+		if (!closing)
+			shutdown(fd, SHUT_WR);
 		r->shut = true;
 	}
 	return 0;

@@ -863,6 +863,8 @@ START_TEST(guest_connect)
 	gsend(777, VSOCK_OP_SHUTDOWN, VSOCK_SHUT_BOTH, NULL, 0);
 	WAIT_FOR(g->rst == 1);
 	ck_assert(wait_eof(srv));
+	/* Both ways ended for the host client: its writes fail too. */
+	ck_assert(send(srv, "x", 1, MSG_NOSIGNAL) < 0 && errno == EPIPE);
 	ck_assert_uint_eq(vs->nr_conns, 0);
 
 	/* Nobody listens on host port 5001. */

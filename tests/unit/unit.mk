@@ -74,6 +74,10 @@ UNIT_TESTS += test_udp_frame
 UNIT_SRCS_test_udp_frame := control/net/udp_frame.c
 $(BUILD)/tests/unit/test_udp_frame $(BUILD)/tests/unit-san/test_udp_frame: UNIT_CFLAGS += -iquote control
 
+UNIT_TESTS += test_relay
+UNIT_SRCS_test_relay := control/net/relay.c
+$(BUILD)/tests/unit/test_relay $(BUILD)/tests/unit-san/test_relay: UNIT_CFLAGS += -iquote control
+
 UNIT_TESTS += test_net_policy
 UNIT_SRCS_test_net_policy := control/net/policy.c
 $(BUILD)/tests/unit/test_net_policy $(BUILD)/tests/unit-san/test_net_policy: UNIT_CFLAGS += -iquote control

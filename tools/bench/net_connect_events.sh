@@ -17,11 +17,7 @@ cd "$(dirname "$0")/../.." || exit 1
 N=${1:-1000}
 # shellcheck source=tools/bench/net_guest.sh
 . tools/bench/net_guest.sh
-${CC:-gcc} -O2 -static -o "$T/net_connect" tools/bench/net_connect.c || exit 1
-accept_server net_connect_events
-trap 'kill $SPID 2>/dev/null; cleanup; rm -rf "$IMG"' EXIT
-id=$(kiln create --allow-out host.kiln.internal:"$PORT" | tail -1)
-kiln cp "$T/net_connect" "$id:/tmp/net_connect" >/dev/null || exit 1
+connect_guest net_connect_events
 for _ in 1 2 3; do
 	echo "host  (127.0.0.1):          $("$T/net_connect" 127.0.0.1 "$PORT" "$N")"
 	echo "guest (host.kiln.internal): $(kiln exec "$id" -- /tmp/net_connect 10.0.2.2 "$PORT" "$N")"

@@ -21,11 +21,7 @@ export KILN_TRACE=$TRACE_FILE
 # shellcheck source=tools/bench/net_guest.sh
 . tools/bench/net_guest.sh
 unset KILN_TRACE
-${CC:-gcc} -O2 -static -o "$T/net_connect" tools/bench/net_connect.c || exit 1
-accept_server net_connect_hops
-trap 'kill $SPID 2>/dev/null; cleanup; rm -rf "$IMG" "$TRACE_FILE"' EXIT
-id=$(kiln create --allow-out host.kiln.internal:"$PORT" | tail -1)
-kiln cp "$T/net_connect" "$id:/tmp/net_connect" >/dev/null || exit 1
+connect_guest net_connect_hops "$TRACE_FILE"
 echo "host  (127.0.0.1):          $("$T/net_connect" 127.0.0.1 "$PORT" "$N")"
 kiln exec "$id" -- /tmp/net_connect 10.0.2.2 "$PORT" "$N" stamps >"$T/stamps"
 echo "guest (host.kiln.internal): $(grep -m1 '^connect' "$T/stamps") (traced)"

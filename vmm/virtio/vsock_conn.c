@@ -288,6 +288,14 @@ static void guest_shutdown(struct vsock_conn *c, uint32_t flags)
 	uint8_t fresh = (uint8_t)(flags & VSOCK_SHUT_BOTH & ~c->peer_shut);
 
 	c->peer_shut |= fresh;
+	/* A full shutdown with nothing left to write closes the socket at
+	 * once (check_done: an RST to the guest), which tells the client both
+	 * (EOF, and EPIPE on its writes) without the two calls below. */
+	if (c->peer_shut == VSOCK_SHUT_BOTH && !c->buf_len) {
+		c->readable = false;
+		check_done(c);
+		return;
+	}
 	/* On a unix socket SHUT_RD makes the client's writes fail (EPIPE). */
 	if (fresh & VSOCK_SHUT_RCV) {
 		shutdown(c->fd, SHUT_RD);
