@@ -14,9 +14,10 @@
  * them the walk meets, and as a LINK to it at the others (a table of at
  * most KILN_CHANGES_LINKS such files; beyond it, each name's bytes go).
  *
- * BASE (changes_base) walks a tree the agent made, a pod container's
- * copied root, and clears each node's bits: only the container's own
- * changes count afterwards.
+ * BASE (changes_base) clears the bits of a tree the agent made, a pod
+ * container's copied root, so that only the container's own changes
+ * count afterwards: in one call to the kernel (KILN_PR_ROOTCHG_CLEAR_TREE),
+ * or, on an older kernel, name by name as it walks the tree.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -355,6 +356,21 @@ int changes_base(const char *root, char *why, size_t n)
 		return -err;
 	}
 	w->dev = st.st_dev;
+	if (prctl(KILN_PR_ROOTCHG_CLEAR_TREE, (unsigned long)fd, (unsigned long)"", 0, 0) >= 0) {
+		close(fd);
+		changes_free(w);
+		return 0;
+	}
+	if (errno != EINVAL) { /* (EINVAL: an older kernel, cleared name by name) */
+		err = errno;
+		snprintf(why, n,
+		         "cannot clear the changes of the copied root '%s': %s (its bounds: %d "
+		         "directory levels, %ld names)",
+		         root, strerror(err), KILN_ROOTCHG_TREE_DEPTH, KILN_ROOTCHG_TREE_MAX);
+		close(fd);
+		changes_free(w);
+		return -err;
+	}
 	if (clear_of(fd, "") < 0) {
 		err = errno == EINVAL ? ENOSYS : errno;
 		snprintf(why, n, "this guest kernel does not note what changes in its root (%s)",
