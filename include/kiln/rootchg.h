@@ -28,7 +28,8 @@
  * _GET) has its KILN_CHG_* bits cleared: what the agent made there is the
  * container's base, not its change (a pod container's root, copied in:
  * the agent's BASE file operation clears each node of it). A node of
- * procfs or devfs is left as it is. Root of namespace 0 only. Returns 0.
+ * procfs (synthesized) is left as it is (device nodes are ordinary
+ * nodes: cleared). Root of namespace 0 only. Returns 0.
  * A compatible addition (no new version): an older kernel says EINVAL. */
 #define KILN_PR_ROOTCHG_CLEAR 0x4b500007
 
@@ -51,7 +52,7 @@
 #define KILN_CHG_ENTRIES 0x4 /* a directory whose names changed */
 /* an image directory never looked into: nothing beneath it changed */
 #define KILN_CHG_PRISTINE 0x8
-/* not the root's own file system (procfs, devfs): not the container's */
+/* not the root's own file system (procfs, synthesized): not the container's */
 #define KILN_CHG_OTHER 0x10
 
 #endif
