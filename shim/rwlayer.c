@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "agent/agent_proto.h"
+#include "frame_rd.h"
 #include "rwlayer.h"
 #include "shim.h"
 
@@ -165,15 +166,16 @@ bad:
 }
 
 /* Frames until DONE: 0, or -errno with w->msg. A guest that trickles
- * frames is held to RW_TOTAL_S in all. */
-static int pump(struct rwl *w, int fd, const char **names)
+ * frames is held to RW_TOTAL_S in all. Read through a buffer (frame_rd.h):
+ * a walk of many small files sends its frames in batches. */
+static int pump(struct rwl *w, struct frame_rd *rd, const char **names)
 {
 	int64_t end = now_ns() + (int64_t)RW_TOTAL_S * 1000000000;
 
 	for (;;) {
 		struct kiln_frame f;
-		uint8_t *pl;
-		int err = now_ns() > end ? -ETIMEDOUT : agent_read_frame(fd, &f, &pl, RW_FRAME_MS);
+		const uint8_t *pl;
+		int err = now_ns() > end ? -ETIMEDOUT : frame_rd_next(rd, &f, &pl, RW_FRAME_MS);
 
 		if (err == -ETIMEDOUT && now_ns() > end) {
 			snprintf(w->msg, sizeof(w->msg),
@@ -191,7 +193,6 @@ static int pump(struct rwl *w, int fd, const char **names)
 		} else if (f.type == KILN_MSG_DATA) {
 			err = rwl_data(w, pl, f.len);
 		} else if (f.type == KILN_MSG_DONE) {
-			free(pl);
 			return rwl_end(w);
 		} else if (f.type == KILN_MSG_ERROR) {
 			uint32_t e = EPROTO, ml = 0;
@@ -207,7 +208,6 @@ static int pump(struct rwl *w, int fd, const char **names)
 			         agent_msg_name(f.type));
 			err = -EPROTO;
 		}
-		free(pl);
 		if (err)
 			return err;
 	}
@@ -234,6 +234,7 @@ int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n)
 	char root[4096], why[1100];
 	size_t nx = 0;
 	json_t *spec = NULL;
+	struct frame_rd rd;
 	struct rwl w;
 	int64_t t0 = now_ns();
 	int fd = -1, err;
@@ -273,7 +274,12 @@ int rwlayer_save(struct shim *s, struct ctr *c, char *msg, size_t n)
 		snprintf(w.msg, sizeof(w.msg), "asking the agent: %s", strerror(-err));
 		goto out;
 	}
-	err = pump(&w, fd, names);
+	if ((err = frame_rd_init(&rd, fd))) {
+		snprintf(w.msg, sizeof(w.msg), "no memory for the agent's frames");
+		goto out;
+	}
+	err = pump(&w, &rd, names);
+	frame_rd_free(&rd);
 out:
 	if (fd >= 0)
 		close(fd);

@@ -6,7 +6,8 @@
  * (ctr_root.c); processes are agent exec or pty streams. main.c: the
  * command line (start, delete); ttrpc.c: the ttrpc server; task_rpc.c: the task
  * service's methods; task.c: the container's processes and VM; vm.c:
- * kiln-vmm and agent streams; spec.c: the OCI bundle's config.json;
+ * kiln-vmm and agent streams; frame_rd.c: an agent stream's frames read
+ * through a buffer; spec.c: the OCI bundle's config.json;
  * jail.c: the VMM's jail; podcg.c: the VMM in the pod's cgroup
  * (linux.cgroupsPath); rootfs.c: the rootfs as an erofs image;
  * ctr_root.c: a pod container's root sent into the VM; io.c: the fifos;

@@ -48,10 +48,12 @@ int vfs_unpack_initramfs(const void *buf, size_t len, const void *index, size_t 
  * forever. Call before vfs_unpack_initramfs, whose files then win. Returns
  * 0, or -errno with *err set to a message. */
 int vfs_mount_image(const void *img, size_t len, const char **err);
-/* changes.c: prctl KILN_PR_ROOTCHG_TRACK, _GET and _CLEAR (kiln/rootchg.h) */
+/* changes.c: prctl KILN_PR_ROOTCHG_TRACK, _GET, _CLEAR and _CLEAR_TREE
+ * (kiln/rootchg.h) */
 long vfs_rootchg_track(void);
 long vfs_rootchg_get(int dirfd, const char *upath);
 long vfs_rootchg_clear(int dirfd, const char *upath);
+long vfs_rootchg_clear_tree(int dirfd, const char *upath);
 
 /* ---------------------------------------------------------------- inodes */
 

@@ -391,11 +391,13 @@ enum kiln_file_op {
 	KILN_FILE_CPU,
 	KILN_FILE_CHANGES = 12,
 	/* path: a directory the agent made (a pod container's root, copied
-	 * in, and its binds): its nodes' change bits are cleared
-	 * (KILN_PR_ROOTCHG_CLEAR, include/kiln/rootchg.h), so that a later
-	 * CHANGES of it holds the container's own changes only. Answered by
-	 * DONE, or ERROR (ENOSYS: the guest kernel does not note changes;
-	 * ELOOP: deeper than KILN_CHANGES_DEPTH). A compatible addition: an
+	 * in, and its binds): its nodes' change bits are cleared, in one
+	 * call (KILN_PR_ROOTCHG_CLEAR_TREE, include/kiln/rootchg.h) or, on an
+	 * older guest kernel, name by name (KILN_PR_ROOTCHG_CLEAR), so that
+	 * a later CHANGES of it holds the container's own changes only.
+	 * Answered by DONE, or ERROR (ENOSYS: the guest kernel does not note
+	 * changes; ELOOP: deeper than KILN_CHANGES_DEPTH; E2BIG: more than
+	 * KILN_ROOTCHG_TREE_MAX nodes). A compatible addition: an
 	 * older agent answers ERROR EINVAL "unknown file operation". */
 	KILN_FILE_BASE = 13,
 	KILN_FILE_MAX = 15,

@@ -14,9 +14,10 @@
  * them the walk meets, and as a LINK to it at the others (a table of at
  * most KILN_CHANGES_LINKS such files; beyond it, each name's bytes go).
  *
- * BASE (changes_base) walks a tree the agent made, a pod container's
- * copied root, and clears each node's bits: only the container's own
- * changes count afterwards.
+ * BASE (changes_base) clears the bits of a tree the agent made, a pod
+ * container's copied root, so that only the container's own changes
+ * count afterwards: in one call to the kernel (KILN_PR_ROOTCHG_CLEAR_TREE),
+ * or, on an older kernel, name by name as it walks the tree.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -208,8 +209,11 @@ static int name_path(struct changes *w, const struct level *l, const char *name)
 	return 0;
 }
 
-/* One name of the top directory. */
-static int visit(struct changes *w, struct kbuf *out, struct level *l, const char *name)
+/* One name of the top directory, of readdir's type (DT_UNKNOWN: not
+ * told). A name that is not a directory and has not changed is not even
+ * looked at (no stat: the common case of a walk). */
+static int visit(struct changes *w, struct kbuf *out, struct level *l, const char *name,
+                 unsigned char type)
 {
 	int dfd = dirfd(l->d), fd;
 	char link[PATH_MAX] = "";
@@ -222,12 +226,15 @@ static int visit(struct changes *w, struct kbuf *out, struct level *l, const cha
 		return -ENAMETOOLONG;
 	if (excluded(w))
 		return 0;
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
-		return errno == ENOENT ? 0 : fail(w, errno, "cannot stat");
 	bits = bits_of(dfd, name);
 	if (bits < 0)
-		return fail(w, errno, "cannot tell the changes of");
-	if ((bits & KILN_CHG_OTHER) || st.st_dev != w->dev)
+		return errno == ENOENT ? 0 : fail(w, errno, "cannot tell the changes of");
+	if ((bits & KILN_CHG_OTHER) || (!l->all && !(bits & (KILN_CHG_SELF | KILN_CHG_NEW)) &&
+	                                type != DT_DIR && type != DT_UNKNOWN))
+		return 0;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW))
+		return errno == ENOENT ? 0 : fail(w, errno, "cannot stat");
+	if (st.st_dev != w->dev)
 		return 0;
 	changed = l->all || (bits & (KILN_CHG_SELF | KILN_CHG_NEW));
 	if (S_ISLNK(st.st_mode) && changed) {
@@ -277,9 +284,9 @@ static int send_data(struct changes *w, struct kbuf *out)
 	return 0;
 }
 
-/* The top directory's next name (1, *l and *name), or its end (0: the
- * level is left), or -errno. */
-static int next_name(struct changes *w, struct level **l, const char **name)
+/* The top directory's next name (1, *l, *name and *type), or its end (0:
+ * the level is left), or -errno. */
+static int next_name(struct changes *w, struct level **l, const char **name, unsigned char *type)
 {
 	struct dirent *e;
 
@@ -295,6 +302,7 @@ static int next_name(struct changes *w, struct level **l, const char **name)
 		return err ? fail(w, err, "cannot list") : 0;
 	}
 	*name = e->d_name;
+	*type = e->d_type;
 	return strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
 }
 
@@ -302,14 +310,15 @@ int changes_step(struct changes *w, struct kbuf *out)
 {
 	struct level *l;
 	const char *name;
+	unsigned char type;
 	int r;
 
 	if (w->fd >= 0)
 		return send_data(w, out);
 	if (!w->depth)
 		return 1;
-	r = next_name(w, &l, &name);
-	return r <= 0 ? r : visit(w, out, l, name);
+	r = next_name(w, &l, &name, &type);
+	return r <= 0 ? r : visit(w, out, l, name, type);
 }
 
 /* BASE: one name of the top directory cleared, a directory entered. */
@@ -355,6 +364,21 @@ int changes_base(const char *root, char *why, size_t n)
 		return -err;
 	}
 	w->dev = st.st_dev;
+	if (prctl(KILN_PR_ROOTCHG_CLEAR_TREE, (unsigned long)fd, (unsigned long)"", 0, 0) >= 0) {
+		close(fd);
+		changes_free(w);
+		return 0;
+	}
+	if (errno != EINVAL) { /* (EINVAL: an older kernel, cleared name by name) */
+		err = errno;
+		snprintf(why, n,
+		         "cannot clear the changes of the copied root '%s': %s (its bounds: %d "
+		         "directory levels, %ld names)",
+		         root, strerror(err), KILN_ROOTCHG_TREE_DEPTH, KILN_ROOTCHG_TREE_MAX);
+		close(fd);
+		changes_free(w);
+		return -err;
+	}
 	if (clear_of(fd, "") < 0) {
 		err = errno == EINVAL ? ENOSYS : errno;
 		snprintf(why, n, "this guest kernel does not note what changes in its root (%s)",
@@ -365,7 +389,8 @@ int changes_base(const char *root, char *why, size_t n)
 	}
 	err = push(w, NULL, fd, 0, false);
 	while (!err && w->depth) {
-		int r = next_name(w, &l, &name);
+		unsigned char type;
+		int r = next_name(w, &l, &name, &type);
 
 		err = r <= 0 ? r : base_visit(w, l, name);
 	}

@@ -32,7 +32,7 @@ e2e: $(E2E_PROGS)
 # UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c.)
 E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names test_shim_spec test_img_defaults \
 	test_metrics_ring test_wh_sign test_events_db test_store_pins test_shim_cache test_store_schema \
-	test_shim_rwlayer test_shim_podcg test_shim_dial
+	test_shim_rwlayer test_shim_podcg test_shim_dial test_shim_frame_rd
 E2E_UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c \
 	initramfs/agent/proto.c
@@ -44,6 +44,7 @@ E2E_UNIT_SRCS_test_shim_podcg := shim/podcg_parse.c shim/spec_pod.c
 E2E_UNIT_SRCS_test_shim_cache := shim/cache.c
 E2E_UNIT_SRCS_test_shim_rwlayer := shim/rwlayer_apply.c
 E2E_UNIT_SRCS_test_shim_dial := shim/vm_dial.c control/agent/agent_proto.c control/http/buf.c
+E2E_UNIT_SRCS_test_shim_frame_rd := shim/frame_rd.c control/agent/agent_proto.c control/http/buf.c
 E2E_UNIT_SRCS_test_img_defaults := control/sandbox/image_defaults.c control/util.c control/http/buf.c
 E2E_UNIT_SRCS_test_metrics_ring := control/api/metrics_ring.c
 E2E_UNIT_SRCS_test_wh_sign := control/events/wh_sign.c

@@ -947,6 +947,92 @@ START_TEST(change_marks)
 }
 END_TEST
 
+static void mark_of(const char *path)
+{
+	struct inode *ip;
+
+	ck_assert_int_eq(vfs_lookup(path, false, &ip), 0);
+	ip->chg = KILN_CHG_SELF;
+	inode_put(ip);
+}
+
+/* an image directory not filled (unionfs.c is not linked here: none is) */
+bool unionfs_pristine(const struct inode *ip)
+{
+	(void)ip;
+	return false;
+}
+
+/* KILN_PR_ROOTCHG_CLEAR_TREE: a subtree in one call, nothing beside it,
+ * no symlink followed, a synthesized node left as it is, its depth
+ * bounded */
+START_TEST(change_clear_tree)
+{
+	char deep[2 * (KILN_ROOTCHG_TREE_DEPTH + 3)] = "";
+	struct inode_synth fake = {.ops = NULL};
+	struct inode *ip;
+	long fd;
+
+	enter("ctree");
+	vfs_chg_on = true;
+	ck_assert_int_eq(SYS(mkdir, "t", 0755), 0);
+	ck_assert_int_eq(SYS(mkdir, "t/a", 0755), 0);
+	ck_assert_int_eq(SYS(mkdir, "t/a/b", 0755), 0);
+	ck_assert_int_eq(SYS(mkdir, "t/e", 0755), 0);
+	put_file("t/a/b/f", "F");
+	put_file("t/g", "G");
+	put_file("beside", "B");
+	ck_assert_int_eq(SYS(link, "t/g", "t/a/g2"), 0);
+	ck_assert_int_eq(SYS(symlink, "/ctree/beside", "t/s"), 0);
+	ck_assert_int_eq(SYS(symlink, "/dev", "t/a/dev"), 0);
+	ck_assert_uint_ne(chg_of("t/a/b/f"), 0);
+	mark_of("/dev/null"); /* (made before tracking) */
+	/* t, a, b, e, f, g, g2 (g's second name), s, dev */
+	ck_assert_int_eq(vfs_rootchg_clear_tree(AT_FDCWD, "t"), 9);
+	ck_assert_uint_eq(chg_of("t") | chg_of("t/a") | chg_of("t/a/b") | chg_of("t/e"), 0);
+	ck_assert_uint_eq(chg_of("t/a/b/f") | chg_of("t/g") | chg_of("t/a/g2"), 0);
+	ck_assert_uint_eq(chg_of("t/s") | chg_of("t/a/dev"), 0);
+	ck_assert_uint_ne(chg_of("beside"), 0); /* the symlinks' targets are not cleared */
+	ck_assert_uint_ne(chg_of("."), 0);
+	ck_assert_uint_ne(chg_of("/dev/null"), 0);
+	/* later changes count again */
+	put_file("t/a/b/f", "F2");
+	ck_assert_uint_eq(chg_of("t/a/b/f"), KILN_CHG_SELF);
+	/* a file, relative to a directory fd; a synthesized node is left */
+	fd = xopen("t/a", O_RDONLY | O_DIRECTORY, 0);
+	ck_assert_int_eq(vfs_rootchg_clear_tree(fd, "b/f"), 1);
+	ck_assert_uint_eq(chg_of("t/a/b/f"), 0);
+	SYS(close, fd);
+	/* a synthesized node (procfs's, not linked here: one made so) is left */
+	ck_assert_int_eq(vfs_lookup("t/e", false, &ip), 0);
+	ip->synth = &fake;
+	ip->chg = KILN_CHG_SELF;
+	put_file("t/g", "G2");
+	ck_assert_int_eq(vfs_rootchg_clear_tree(AT_FDCWD, "t/e"), 0);
+	ck_assert_int_eq(vfs_rootchg_clear_tree(AT_FDCWD, "t"), 8);
+	ck_assert_uint_eq(ip->chg, KILN_CHG_SELF);
+	ck_assert_uint_eq(chg_of("t/g"), 0);
+	ip->synth = NULL;
+	inode_put(ip);
+	ck_assert_int_eq(vfs_rootchg_clear_tree(AT_FDCWD, "none"), -ENOENT);
+	/* nodes as deep as its bound (levels below "d") cleared, one deeper: ELOOP */
+	for (int i = 0; i < KILN_ROOTCHG_TREE_DEPTH; i++) {
+		strcat(deep, i ? "/d" : "d");
+		ck_assert_int_eq(SYS(mkdir, deep, 0755), 0);
+	}
+	strcat(deep, "/f");
+	put_file(deep, "deep");
+	ck_assert_int_eq(vfs_rootchg_clear_tree(AT_FDCWD, "d"), KILN_ROOTCHG_TREE_DEPTH + 1);
+	ck_assert_uint_eq(chg_of(deep), 0);
+	strcpy(deep + strlen(deep) - 1, "d");
+	ck_assert_int_eq(SYS(mkdir, deep, 0755), 0);
+	strcat(deep, "/f");
+	put_file(deep, "deeper");
+	ck_assert_int_eq(vfs_rootchg_clear_tree(AT_FDCWD, "d"), -ELOOP);
+	vfs_chg_on = false;
+}
+END_TEST
+
 START_TEST(cwd)
 {
 	char buf[128];
@@ -1556,6 +1642,7 @@ static Suite *ramfs_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, walk_basic);
 	tcase_add_test(tc, change_marks);
+	tcase_add_test(tc, change_clear_tree);
 	tcase_add_test(tc, walk_symlinks);
 	tcase_add_test(tc, walk_limits);
 	tcase_add_test(tc, open_flags);

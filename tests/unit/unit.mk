@@ -32,7 +32,7 @@ UNIT_SRCS_test_ramfs := guest-kernel/libos/fs/vfs.c guest-kernel/libos/fs/namei.
 	guest-kernel/libos/fs/ramfs.c guest-kernel/libos/fs/shmem.c guest-kernel/libos/fs/devfs.c guest-kernel/libos/fs/perm.c \
 	guest-kernel/libos/fs/file.c guest-kernel/libos/fs/cpio.c guest-kernel/libos/tty/tty.c guest-kernel/libos/tty/tty_input.c \
 	guest-kernel/libos/tty/tty_ioctl.c guest-kernel/libos/tty/pty.c guest-kernel/libos/mm/host_copy.c \
-	guest-kernel/libos/proc/pidns.c tests/unit/sched_stubs.c
+	guest-kernel/libos/proc/pidns.c guest-kernel/libos/fs/changes.c tests/unit/sched_stubs.c
 
 UNIT_TESTS += test_tty
 UNIT_SRCS_test_tty := guest-kernel/libos/tty/tty.c guest-kernel/libos/tty/tty_input.c \

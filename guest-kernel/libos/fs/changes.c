@@ -11,8 +11,8 @@
  * bits (its walk skips what is pristine) instead of comparing the tree
  * with the image: the cost is what changed plus what programs looked
  * into, not the image's size. A pod container's root, which the agent
- * copies in while tracking, has its bits cleared node by node
- * (KILN_PR_ROOTCHG_CLEAR) once copied: its base, not its change.
+ * copies in while tracking, has its bits cleared once copied, its whole
+ * tree in one call (KILN_PR_ROOTCHG_CLEAR_TREE): its base, not its change.
  */
 #include "pidns.h"
 #include "proc.h"
@@ -70,4 +70,69 @@ long vfs_rootchg_clear(int dirfd, const char *upath)
 		ip->chg = 0;
 	inode_put(ip);
 	return 0;
+}
+
+/* The tree below top, depth first over its entries: up[k] is the entry
+ * to visit next k levels below top. A directory is entered only through
+ * its own name (its parent is the one walked: no loop), a synthesized
+ * node (procfs, devfs, an image directory not filled) is neither cleared
+ * nor entered, and nothing is followed (a symlink is a node like any). */
+static long clear_below(struct inode *top, struct dentry **up)
+{
+	struct inode *dir = top;
+	long nodes = 1;
+	int depth = 0;
+
+	up[0] = top->dir.head;
+	for (;;) {
+		struct dentry *de = up[depth];
+		struct inode *ip;
+
+		if (!de) {
+			if (!depth)
+				return nodes;
+			dir = dir->dir.parent;
+			depth--;
+			continue;
+		}
+		ip = de->ip;
+		up[depth] = de->next;
+		if (ip->synth)
+			continue;
+		if (++nodes > KILN_ROOTCHG_TREE_MAX)
+			return -E2BIG;
+		ip->chg = 0;
+		if (!S_ISDIR(ip->mode) || ip->dir.parent != dir || !ip->dir.head)
+			continue;
+		if (depth + 1 >= KILN_ROOTCHG_TREE_DEPTH)
+			return -ELOOP;
+		dir = ip;
+		up[++depth] = ip->dir.head;
+	}
+}
+
+long vfs_rootchg_clear_tree(int dirfd, const char *upath)
+{
+	struct inode *ip;
+	struct dentry **up;
+	long r = 1;
+	int err = node_at(dirfd, upath, &ip);
+
+	if (err)
+		return err;
+	if (ip->synth) {
+		inode_put(ip);
+		return 0;
+	}
+	ip->chg = 0;
+	if (S_ISDIR(ip->mode) && ip->dir.head) {
+		up = kmalloc(KILN_ROOTCHG_TREE_DEPTH * sizeof(*up));
+		r = -ENOMEM;
+		if (up) {
+			r = clear_below(ip, up);
+			kfree(up);
+		}
+	}
+	inode_put(ip);
+	return r;
 }

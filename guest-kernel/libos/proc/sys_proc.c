@@ -302,6 +302,8 @@ SYSCALL_DEFINE(prctl)
 		return vfs_rootchg_get((int)a1, (const char *)a2);
 	case KILN_PR_ROOTCHG_CLEAR:
 		return vfs_rootchg_clear((int)a1, (const char *)a2);
+	case KILN_PR_ROOTCHG_CLEAR_TREE:
+		return vfs_rootchg_clear_tree((int)a1, (const char *)a2);
 	case PR_CAPBSET_READ:
 		return (unsigned long)a1 <= 40 ? 1 : -EINVAL;
 	default:
