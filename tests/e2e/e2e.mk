@@ -101,12 +101,14 @@ e2e-net: $(BIN)/kilnd $(BIN)/kiln $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
 # a shim that die; then pods (tests/e2e/containerd_pod.sh): a sandbox and app
 # containers in one VM; then networking (tests/e2e/containerd_net.sh): a
 # task in a network namespace with a veth pair, and one without; then the
-# container's writes reaching its snapshot (tests/e2e/containerd_rwlayer.sh), and
-# CRI (tests/e2e/containerd_cri.sh): containerd's CRI plugin with a runtime
-# handler "kiln", driven as the kubelet drives it (a gRPC client on node,
-# @grpc/grpc-js installed with npm into tests/e2e/cri), with the streams of
-# Exec, Attach and PortForward (WebSocket, npm's ws). Needs root and
-# /dev/kvm (and iproute2, node and npm).
+# container's writes reaching its snapshot (tests/e2e/containerd_rwlayer.sh),
+# tasks across containerd's restart and a VMM or shim killed under them
+# (tests/e2e/containerd_restart.sh), and CRI (tests/e2e/containerd_cri.sh):
+# containerd's CRI plugin with a runtime handler "kiln", driven as the
+# kubelet drives it (a gRPC client on node, @grpc/grpc-js installed with npm
+# into tests/e2e/cri), with the streams of Exec, Attach and PortForward
+# (WebSocket, npm's ws), and a pod across containerd's restart. Needs root
+# and /dev/kvm (and iproute2, node and npm).
 .PHONY: e2e-containerd
 e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
 		$(BUILD)/initramfs/agent-image.cpio
@@ -114,6 +116,7 @@ e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/ki
 	$(V)bash tests/e2e/containerd_pod.sh
 	$(V)bash tests/e2e/containerd_net.sh
 	$(V)bash tests/e2e/containerd_rwlayer.sh
+	$(V)bash tests/e2e/containerd_restart.sh
 	$(V)bash tests/e2e/containerd_cri.sh
 
 # kiln image import --docker against a dockerd of the test's own
