@@ -162,7 +162,9 @@ out:
  * for it, dialled again after 50 ms, then twice as long each time up to
  * 2 s, for at most EVENTS_RETRY_MS in all (runc's shim, too, retries its
  * events for seconds), the events after it in the queue behind it. */
+#ifndef EVENTS_RETRY_MS /* (tests/e2e/unit/test_shim_events.c has a shorter one) */
 #define EVENTS_RETRY_MS 30000
+#endif
 
 static void publish(const struct event *e)
 {

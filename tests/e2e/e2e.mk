@@ -32,7 +32,7 @@ e2e: $(E2E_PROGS)
 # UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c.)
 E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names test_shim_spec test_img_defaults \
 	test_metrics_ring test_wh_sign test_events_db test_store_pins test_shim_cache test_store_schema \
-	test_shim_rwlayer test_shim_podcg
+	test_shim_rwlayer test_shim_podcg test_shim_events
 E2E_UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c \
 	initramfs/agent/proto.c
@@ -42,6 +42,11 @@ E2E_UNIT_SRCS_test_shim_spec := shim/spec.c shim/spec_res.c shim/spec_mounts.c s
 	shim/spec_pod.c shim/podcg_parse.c
 E2E_UNIT_SRCS_test_shim_podcg := shim/podcg_parse.c shim/spec_pod.c
 E2E_UNIT_SRCS_test_shim_cache := shim/cache.c
+# (the shim's generated protobuf code, and a retry bound of 1.5 s, not 30)
+E2E_UNIT_SRCS_test_shim_events := shim/events.c $(SHIM_GEN)/events.pb-c.c $(SHIM_GEN)/google.pb-c.c \
+	$(SHIM_GEN)/ttrpc.pb-c.c
+E2E_UNIT_CFLAGS_test_shim_events := -I$(BUILD)/host/shim -I$(SHIM_GEN) -DEVENTS_RETRY_MS=1500
+E2E_UNIT_LIBS_test_shim_events := -lprotobuf-c -lpthread
 E2E_UNIT_SRCS_test_shim_rwlayer := shim/rwlayer_apply.c
 E2E_UNIT_SRCS_test_img_defaults := control/sandbox/image_defaults.c control/util.c control/http/buf.c
 E2E_UNIT_SRCS_test_metrics_ring := control/api/metrics_ring.c
@@ -61,7 +66,7 @@ E2E_UNIT_FLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclud
 define e2e_unit_rule
 $(E2E_BIN)/unit/$(1): tests/e2e/unit/$(1).c $$(E2E_UNIT_SRCS_$(1)) | $(DEPS_STAMP)
 	@mkdir -p $$(dir $$@)
-	$$(V)$$(CC) $$(E2E_UNIT_FLAGS) -Ishim -o $$@ $$^ $$(shell pkg-config --libs check 2>/dev/null) -lnettle -ljansson \
+	$$(V)$$(CC) $$(E2E_UNIT_FLAGS) $$(E2E_UNIT_CFLAGS_$(1)) -Ishim -o $$@ $$^ $$(shell pkg-config --libs check 2>/dev/null) -lnettle -ljansson \
 		$$(E2E_UNIT_LIBS_$(1))
 endef
 $(foreach t,$(E2E_UNIT),$(eval $(call e2e_unit_rule,$(t))))
