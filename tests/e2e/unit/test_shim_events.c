@@ -33,12 +33,10 @@ void shim_log(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+/* the events' timestamps: not what is tested here */
 int64_t now_ns(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+	return 1700000000LL * 1000000000;
 }
 
 static char dir[64], sock[96];
