@@ -23,6 +23,7 @@ node tests/e2e/cri/streams.test.mjs || rc=1
 # a kiln pod across containerd's restart (SIGTERM, started again)
 node tests/e2e/cri/restart.test.mjs before "$T/restart.json" || rc=1
 ctrd_stop
+sleep 1 # (some 5 lines of its output while nobody reads them)
 ctrd_start
 node tests/e2e/cri/restart.test.mjs after "$T/restart.json" || rc=1
 grep -q "level=error" "$T/containerd.log" && grep "level=error" "$T/containerd.log" | head -8 | sed 's/^/# /'

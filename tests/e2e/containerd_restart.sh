@@ -99,6 +99,13 @@ sleep 1
 n2=$(last_n r1 "$T/r1.out")
 [ -n "$n1" ] && [ -n "$n2" ] && [ "$n2" -gt "$n1" ]
 check $? "the lone task's output goes on to its fifo, opened again by ctr task attach (n$n1, then n$n2)"
+# what it wrote while nobody read (since ctr run -d left, containerd's
+# restart included) waited in the fifo, the shim holding it open: attach
+# gets all of it, from the line after the first ones ctr run -d read itself
+first=$(grep -o '^n[0-9]*' "$T/r1.out" | head -1 | tr -d n)
+gaps=$(grep -o '^n[0-9]*' "$T/r1.out" | tr -d n | awk -v f="$first" '$1 != f + NR - 1 {n++} END {print n + 0}')
+[ -n "$first" ] && [ "$first" -le 3 ] && [ "$gaps" = 0 ]
+check $? "and nothing it wrote while nobody read is lost: ctr task attach gets n$first to n$n2 in order, $gaps out of place"
 kill -9 "$ATTACH" 2>/dev/null
 wait "$ATTACH" 2>/dev/null
 ATTACH=
@@ -127,6 +134,19 @@ deleted=$?
 for _ in $(seq 100); do [ "$(shims)" = 0 ] && ! alive "$r1_vmm" && ! alive "$pod_vmm" && break; sleep 0.05; done
 [ $deleted = 0 ] && [ "$(shims)" = 0 ] && ! alive "$r1_vmm" && ! alive "$pod_vmm"
 check $? "and deleted: their VMMs and shims are gone ($(shims) shims)"
+
+# a task that writes without end while nobody reads: the fifo holds what
+# it can, the rest is dropped, nothing waits for a reader (exec, kill)
+$C run -d $RT "$IMG" f1 sh -c 'while :; do echo 0123456789abcdef0123456789abcdef; done' >/dev/null
+sleep 2
+t0=$(ms)
+out=$(timeout 10 $C task exec --exec-id e1 f1 echo still 2>&1)
+timeout 10 $C task kill -s SIGKILL f1
+wait_state f1 STOPPED
+t1=$(ms)
+[ "$out" = still ] && [ "$(state f1)" = STOPPED ] && timeout 10 $C task delete f1 >/dev/null &&
+	$C container rm f1
+check $? "a task writing without end to a fifo nobody reads takes an exec and is killed and deleted ($((t1 - t0)) ms exec to STOPPED)"
 
 # ---- a VMM killed under a running task
 $C run -d $RT "$IMG" v1 sleep 600 >/dev/null
