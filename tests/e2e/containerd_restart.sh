@@ -5,8 +5,10 @@
 # containerd: restarted (SIGTERM, then started again on the same root and
 # state) containerd finds the shim again through the bundle's address file,
 # and a lone task and a pod's two tasks are still RUNNING, take execs, their
-# output goes on to the fifo ctr task attach opens again, and they are
-# killed and deleted as before. A VMM killed (SIGKILL) under a task, with
+# output goes on to the fifo ctr task attach opens again (what came while
+# nobody read it waited there; a task writing without end to an unread
+# fifo holds up nothing), and they are killed and deleted as before. A VMM
+# killed (SIGKILL) under a task, with
 # containerd up or down: the task is STOPPED with a non-zero status, its
 # exit event comes at once, it deletes and its shim ends. A shim killed
 # (SIGKILL), with containerd up or down: containerd forgets the task and
