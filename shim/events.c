@@ -5,7 +5,8 @@
  * -publish-binary (`BIN --address ADDR publish --topic T --namespace NS`,
  * the event on stdin; tens of ms each). A thread of their own publishes
  * them in order, so that no request waits for one; at most EVENTS_MAX wait
- * (further ones are dropped with a log line). */
+ * (further ones are dropped with a log line). A containerd that is away
+ * (restarting) is waited for, EVENTS_RETRY_MS at most. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -157,29 +158,52 @@ out:
 	return err;
 }
 
+/* A containerd that restarts is gone for a while (seconds): an event waits
+ * for it, dialled again after 50 ms, then twice as long each time up to
+ * 2 s, for at most EVENTS_RETRY_MS in all (runc's shim, too, retries its
+ * events for seconds), the events after it in the queue behind it. */
+#ifndef EVENTS_RETRY_MS /* (tests/e2e/unit/test_shim_events.c has a shorter one) */
+#define EVENTS_RETRY_MS 30000
+#endif
+
 static void publish(const struct event *e)
 {
 	static int fd = -1;
 	static uint32_t stream = 1;
 	const char *addr = getenv("TTRPC_ADDRESS");
+	unsigned waited = 0, pause = 50;
 
 	if (!addr || !*addr) {
 		publish_binary(e);
 		return;
 	}
-	/* a broken connection is dialled again, once per event */
-	for (int i = 0; i < 2; i++) {
+	for (;;) {
+		struct timespec t = {pause / 1000, (long)(pause % 1000) * 1000000};
+		bool kept = fd >= 0; /* the connection of earlier events */
+
 		if (fd < 0)
 			fd = ttrpc_dial(addr);
 		if (fd >= 0 && !forward(fd, stream, e)) {
 			stream += 2;
+			if (waited)
+				shim_log("event %s: containerd took it after %u ms", e->topic,
+				         waited);
 			return;
 		}
 		if (fd >= 0)
 			close(fd);
 		fd = -1;
+		if (kept)
+			continue; /* it broke (containerd went): dialled again at once */
+		if (waited >= EVENTS_RETRY_MS)
+			break;
+		nanosleep(&t, NULL);
+		waited += pause;
+		pause = pause * 2 > 2000 ? 2000 : pause * 2;
 	}
-	shim_log("event %s: containerd's ttrpc socket %s does not take it", e->topic, addr);
+	shim_log("event %s dropped: containerd's ttrpc socket %s has not taken it in %u s "
+	         "(the task's State still says how it ended)",
+	         e->topic, addr, waited / 1000);
 }
 
 static void *publisher(void *unused)

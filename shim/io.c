@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* A process's I/O: the agent stream's STDOUT and STDERR frames into the
  * fifos containerd gave (its reader opened them already; an empty path
- * discards), the stdin fifo into STDIN frames, and the EXIT frame into the
- * process's exit status. */
+ * discards; what comes while the reader is away waits there, struct out),
+ * the stdin fifo into STDIN frames, and the EXIT frame into the process's
+ * exit status. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,15 +46,80 @@ static int open_out(const char *path)
 	return fd;
 }
 
-static void put(int fd, const uint8_t *p, size_t n)
-{
-	while (fd >= 0 && n) {
-		ssize_t w = write(fd, p, n);
+/* A fifo of a process's output. Its reader may go for a while
+ * (containerd restarting, ctr run -d until ctr task attach): what comes
+ * meanwhile is kept in the fifo for the reader that opens it again, as far
+ * as the fifo holds (64 KiB), the rest dropped. The shim holds a read end of
+ * its own then (the fifo's data lives on), writes without blocking (the
+ * process's exit must not wait for a reader), and lets go of it once
+ * somebody else reads (the fifo holds less than we put in). */
+struct out {
+	const char *path;
+	int fd;     /* -1: discarded */
+	int hold;   /* our read end while nobody else reads, else -1 */
+	int queued; /* what the fifo held after our last write, while held */
+};
 
+static void out_open(struct out *o, const char *path)
+{
+	o->path = path;
+	o->fd = open_out(path);
+	o->hold = -1;
+}
+
+static bool out_hold(struct out *o)
+{
+	o->hold = open(o->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (o->hold < 0)
+		return false;
+	fcntl(o->fd, F_SETFL, O_NONBLOCK);
+	if (ioctl(o->hold, FIONREAD, &o->queued))
+		o->queued = 0;
+	return true;
+}
+
+static void out_close(struct out *o)
+{
+	if (o->hold >= 0)
+		close(o->hold);
+	if (o->fd >= 0)
+		close(o->fd);
+	o->hold = o->fd = -1;
+}
+
+/* Is somebody else reading? (while held: the fifo holds less than we put in) */
+static bool out_read_by_other(struct out *o, int expect)
+{
+	int q;
+
+	return !ioctl(o->hold, FIONREAD, &q) && q < expect;
+}
+
+static void out_unhold(struct out *o)
+{
+	close(o->hold); /* a reader is back: its pace is ours again */
+	o->hold = -1;
+	fcntl(o->fd, F_SETFL, 0);
+}
+
+static void put(struct out *o, const uint8_t *p, size_t n)
+{
+	while (o->fd >= 0 && n) {
+		ssize_t w;
+
+		if (o->hold >= 0 && out_read_by_other(o, o->queued))
+			out_unhold(o);
+		w = write(o->fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && errno == EPIPE && o->hold < 0 && out_hold(o))
+			continue; /* the reader went: kept for the next */
 		if (w <= 0)
-			return; /* the reader went away: drop the rest */
+			return; /* the fifo is full and nobody reads, or it broke: dropped */
+		if (o->hold >= 0 && out_read_by_other(o, o->queued + (int)w))
+			out_unhold(o);
+		else if (o->hold >= 0 && ioctl(o->hold, FIONREAD, &o->queued))
+			o->queued = 0;
 		p += w;
 		n -= (size_t)w;
 	}
@@ -62,13 +129,15 @@ void *io_reader(void *arg)
 {
 	struct proc *p = arg;
 	struct shim *s = &g_shim;
-	int out = open_out(p->stdout_path), err_fd = -1;
+	struct out out, err_out = {.fd = -1, .hold = -1}, *err;
 	uint32_t status = 255;
 	bool exited = false;
 	char msg[1600]; /* the root saved to, then why not */
 
+	out_open(&out, p->stdout_path);
 	if (!p->spec.terminal)
-		err_fd = open_out(p->stderr_path);
+		out_open(&err_out, p->stderr_path);
+	err = err_out.fd >= 0 ? &err_out : &out;
 	for (;;) {
 		struct kiln_frame f;
 		uint8_t *pl;
@@ -81,9 +150,9 @@ void *io_reader(void *arg)
 			break;
 		}
 		if (f.type == KILN_MSG_STDOUT)
-			put(out, pl, f.len);
+			put(&out, pl, f.len);
 		else if (f.type == KILN_MSG_STDERR)
-			put(err_fd >= 0 ? err_fd : out, pl, f.len);
+			put(err, pl, f.len);
 		else if (f.type == KILN_MSG_EXIT &&
 		         !agent_parse_exit(pl, f.len, &code, &sig, &flags)) {
 			/* as a shell reports it: 128+N for a signal */
@@ -106,14 +175,12 @@ void *io_reader(void *arg)
 		pthread_mutex_unlock(&s->lock);
 		if (save && rwlayer_save(s, p->ctr, msg, sizeof(msg) - 8)) {
 			strcat(msg, "\n");
-			put(err_fd >= 0 ? err_fd : out, (const uint8_t *)"kiln: ", 6);
-			put(err_fd >= 0 ? err_fd : out, (const uint8_t *)msg, strlen(msg));
+			put(err, (const uint8_t *)"kiln: ", 6);
+			put(err, (const uint8_t *)msg, strlen(msg));
 		}
 	}
-	if (out >= 0)
-		close(out);
-	if (err_fd >= 0)
-		close(err_fd);
+	out_close(&out);
+	out_close(&err_out);
 	pthread_mutex_lock(&p->wlock);
 	close(p->fd);
 	p->fd = -1;

@@ -429,26 +429,19 @@ $C container rm c2 >/dev/null 2>&1
 
 # ---- containerd restarts under a running task: it finds the shim again
 $C run -d $RT "$IMG" rs1 sleep 600 >/dev/null
-kill "$CTRD" && wait "$CTRD"
-PATH=$BIN:$PATH KILN_CACHE=$T/cache containerd -c "$T/config.toml" >>"$T/containerd.log" 2>&1 &
-CTRD=$!
-for _ in $(seq 100); do $C version >/dev/null 2>&1 && break; sleep 0.1; done
+ctrd_stop
+ctrd_start
 [ "$($C task ls | awk '$1 == "rs1" {print $3}')" = RUNNING ] &&
 	[ "$($C task exec --exec-id e1 rs1 echo again 2>&1)" = again ]
 check $? "after containerd restarts, the running task is there and takes execs"
 $C task kill -s SIGKILL rs1 && sleep 0.3 && $C task delete rs1 >/dev/null && $C container rm rs1
 check $? "and it is killed and deleted as before"
 
-# ---- nothing left behind by this run's shims (their jail uids are JAIL_BASE + 1...65535)
-ours() { awk -F'vmm-' -v b="$JAIL_BASE" '{ n = $NF + 0; if (n > b && n < b + 65536) print }'; }
+# ---- nothing left behind by this run's shims
 sleep 0.5
-locks=$(ls /run/kiln-shim/jail 2>/dev/null | sed 's/^/vmm-/' | ours)
-leaves=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'vmm-*' 2>/dev/null | ours)
-mnts=$(grep -c " $TASKS/" /proc/mounts)
-left=$(ls "$TASKS" 2>/dev/null | wc -l)
-[ -z "$locks" ] && [ -z "$leaves" ] && [ "$mnts" = 0 ] && [ "$left" = 0 ]
-check $? "nothing is left behind: no jail lock file ($(wc -w <<<"$locks")), cgroup leaf ($(wc -w <<<"$leaves")), rootfs mount ($mnts) or bundle ($left) of this run's containers"
-[ -n "$leaves$locks" ] && echo "$locks $leaves" | tr ' ' '\n' | head -5 | sed 's/^/# left: /'
+left=$(ctrd_leftovers)
+[ -z "$left" ]
+check $? "nothing is left behind: ${left:-no jail lock file, cgroup leaf, rootfs mount or bundle} of this run's containers"
 
 grep -q "level=error" "$T/containerd.log" && grep "level=error" "$T/containerd.log" | head -5 | sed 's/^/# /'
 echo

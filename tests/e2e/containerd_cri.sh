@@ -7,7 +7,8 @@
 # plugin on (tests/e2e/cri/cri_env.sh), its sandbox image a pause-like
 # image built here; host-network pods (no CNI). Then, on the same
 # containerd, the streams of Exec, Attach and PortForward that kubectl
-# exec, attach and port-forward use (tests/e2e/cri/streams.test.mjs).
+# exec, attach and port-forward use (tests/e2e/cri/streams.test.mjs), and a
+# kiln pod across containerd's restart (tests/e2e/cri/restart.test.mjs).
 #
 #   make e2e-containerd   (runs tests/e2e/containerd.sh, ..., then this)
 #
@@ -19,5 +20,11 @@ cd "$(dirname "$0")/../.." || exit 1
 node tests/e2e/cri/cri.test.mjs
 rc=$?
 node tests/e2e/cri/streams.test.mjs || rc=1
+# a kiln pod across containerd's restart (SIGTERM, started again)
+node tests/e2e/cri/restart.test.mjs before "$T/restart.json" || rc=1
+ctrd_stop
+sleep 1 # (some 5 lines of its output while nobody reads them)
+ctrd_start
+node tests/e2e/cri/restart.test.mjs after "$T/restart.json" || rc=1
 grep -q "level=error" "$T/containerd.log" && grep "level=error" "$T/containerd.log" | head -8 | sed 's/^/# /'
 exit $rc

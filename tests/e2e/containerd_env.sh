@@ -5,10 +5,11 @@
 # shim found on its PATH (build/bin), its rootfs images cached in $T. On
 # exit everything it started goes: shims, VMMs, containerd, mounts, $T.
 # Sets ROOT, BIN, T, SOCK, STATE, TASKS, C (ctr with our socket), RT (the
-# --runtime option), CTRD, JAIL_BASE; calls extra_cleanup first if the caller defines
-# it. $1 names the caller in messages. With CTRD_CRI set (TOML of the CRI
-# plugin's section, @T@ standing for $T), containerd's CRI plugin runs too,
-# so configured.
+# --runtime option), CTRD, JAIL_BASE; ctrd_stop and ctrd_start restart
+# containerd, ctrd_leftovers says what the run left behind; calls
+# extra_cleanup first if the caller defines it. $1 names the caller in
+# messages. With CTRD_CRI set (TOML of the CRI plugin's section, @T@
+# standing for $T), containerd's CRI plugin runs too, so configured.
 WHO=$1
 ROOT=$PWD
 BIN=$ROOT/build/bin
@@ -47,6 +48,23 @@ ctrd_cleanup() {
 }
 trap ctrd_cleanup EXIT
 
+# What this run's containers left behind (their shims' jail uids are
+# JAIL_BASE + 1...65535): jail lock files, cgroup leaves, rootfs mounts,
+# bundles, one "kind: what" line each; nothing when nothing is left.
+ctrd_leftovers() {
+	local l
+	ours() { awk -F'vmm-' -v b="$JAIL_BASE" '{ n = $NF + 0; if (n > b && n < b + 65536) print }'; }
+	l=$(ls /run/kiln-shim/jail 2>/dev/null | sed 's/^/vmm-/' | ours | tr '\n' ' ')
+	[ -n "$l" ] && echo "jail lock files: $l"
+	l=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'vmm-*' 2>/dev/null | ours | tr '\n' ' ')
+	[ -n "$l" ] && echo "cgroup leaves: $l"
+	l=$(grep -o " $TASKS/[^ ]*" /proc/mounts | tr '\n' ' ')
+	[ -n "$l" ] && echo "rootfs mounts:$l"
+	l=$(ls "$TASKS" 2>/dev/null | tr '\n' ' ')
+	[ -n "$l" ] && echo "bundles: $l"
+	return 0
+}
+
 cat >"$T/config.toml" <<EOF
 version = 2
 root = "$T/root"
@@ -68,6 +86,12 @@ EOF
 # that what they leave behind (lock files, cgroup leaves) can be told apart
 JAIL_BASE=$((1000000 + ($$ % 1000) * 65536))
 export KILN_SHIM_JAIL_UID_BASE=$JAIL_BASE
-PATH=$BIN:$PATH KILN_CACHE=$T/cache containerd -c "$T/config.toml" >"$T/containerd.log" 2>&1 &
-CTRD=$!
-for _ in $(seq 100); do $C version >/dev/null 2>&1 && break; sleep 0.1; done
+# containerd started (again: on the same root, state and sockets), answering
+# within 10 s; stopped as systemd stops it (SIGTERM), its shims left running
+ctrd_start() {
+	PATH=$BIN:$PATH KILN_CACHE=$T/cache containerd -c "$T/config.toml" >>"$T/containerd.log" 2>&1 &
+	CTRD=$!
+	for _ in $(seq 100); do $C version >/dev/null 2>&1 && break; sleep 0.1; done
+}
+ctrd_stop() { kill "$CTRD" && wait "$CTRD"; }
+ctrd_start

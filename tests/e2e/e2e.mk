@@ -32,7 +32,7 @@ e2e: $(E2E_PROGS)
 # UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c.)
 E2E_UNIT := test_ws test_agent_proto test_ws_scan test_names test_shim_spec test_img_defaults \
 	test_metrics_ring test_wh_sign test_events_db test_store_pins test_shim_cache test_store_schema \
-	test_shim_rwlayer test_shim_podcg test_shim_dial test_shim_frame_rd
+	test_shim_rwlayer test_shim_podcg test_shim_dial test_shim_frame_rd test_shim_events
 E2E_UNIT_SRCS_test_ws := control/http/ws.c control/http/buf.c
 E2E_UNIT_SRCS_test_agent_proto := control/agent/agent_proto.c control/http/buf.c \
 	initramfs/agent/proto.c
@@ -42,6 +42,11 @@ E2E_UNIT_SRCS_test_shim_spec := shim/spec.c shim/spec_res.c shim/spec_mounts.c s
 	shim/spec_pod.c shim/podcg_parse.c
 E2E_UNIT_SRCS_test_shim_podcg := shim/podcg_parse.c shim/spec_pod.c
 E2E_UNIT_SRCS_test_shim_cache := shim/cache.c
+# (the shim's generated protobuf code, and a retry bound of 1.5 s, not 30)
+E2E_UNIT_SRCS_test_shim_events := shim/events.c $(SHIM_GEN)/events.pb-c.c $(SHIM_GEN)/google.pb-c.c \
+	$(SHIM_GEN)/ttrpc.pb-c.c
+E2E_UNIT_CFLAGS_test_shim_events := -I$(BUILD)/host/shim -I$(SHIM_GEN) -DEVENTS_RETRY_MS=1500
+E2E_UNIT_LIBS_test_shim_events := -lprotobuf-c -lpthread
 E2E_UNIT_SRCS_test_shim_rwlayer := shim/rwlayer_apply.c
 E2E_UNIT_SRCS_test_shim_dial := shim/vm_dial.c control/agent/agent_proto.c control/http/buf.c
 E2E_UNIT_SRCS_test_shim_frame_rd := shim/frame_rd.c control/agent/agent_proto.c control/http/buf.c
@@ -63,7 +68,7 @@ E2E_UNIT_FLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Wno-unused-parameter -Iinclud
 define e2e_unit_rule
 $(E2E_BIN)/unit/$(1): tests/e2e/unit/$(1).c $$(E2E_UNIT_SRCS_$(1)) | $(DEPS_STAMP)
 	@mkdir -p $$(dir $$@)
-	$$(V)$$(CC) $$(E2E_UNIT_FLAGS) -Ishim -o $$@ $$^ $$(shell pkg-config --libs check 2>/dev/null) -lnettle -ljansson \
+	$$(V)$$(CC) $$(E2E_UNIT_FLAGS) $$(E2E_UNIT_CFLAGS_$(1)) -Ishim -o $$@ $$^ $$(shell pkg-config --libs check 2>/dev/null) -lnettle -ljansson \
 		$$(E2E_UNIT_LIBS_$(1))
 endef
 $(foreach t,$(E2E_UNIT),$(eval $(call e2e_unit_rule,$(t))))
@@ -103,12 +108,14 @@ e2e-net: $(BIN)/kilnd $(BIN)/kiln $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
 # a shim that die; then pods (tests/e2e/containerd_pod.sh): a sandbox and app
 # containers in one VM; then networking (tests/e2e/containerd_net.sh): a
 # task in a network namespace with a veth pair, and one without; then the
-# container's writes reaching its snapshot (tests/e2e/containerd_rwlayer.sh), and
-# CRI (tests/e2e/containerd_cri.sh): containerd's CRI plugin with a runtime
-# handler "kiln", driven as the kubelet drives it (a gRPC client on node,
-# @grpc/grpc-js installed with npm into tests/e2e/cri), with the streams of
-# Exec, Attach and PortForward (WebSocket, npm's ws). Needs root and
-# /dev/kvm (and iproute2, node and npm).
+# container's writes reaching its snapshot (tests/e2e/containerd_rwlayer.sh),
+# tasks across containerd's restart and a VMM or shim killed under them
+# (tests/e2e/containerd_restart.sh), and CRI (tests/e2e/containerd_cri.sh):
+# containerd's CRI plugin with a runtime handler "kiln", driven as the
+# kubelet drives it (a gRPC client on node, @grpc/grpc-js installed with npm
+# into tests/e2e/cri), with the streams of Exec, Attach and PortForward
+# (WebSocket, npm's ws), and a pod across containerd's restart. Needs root
+# and /dev/kvm (and iproute2, node and npm).
 .PHONY: e2e-containerd
 e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/kiln-kernel \
 		$(BUILD)/initramfs/agent-image.cpio
@@ -116,6 +123,7 @@ e2e-containerd: $(BIN)/containerd-shim-kiln-v2 $(BIN)/kiln-vmm $(BUILD)/guest/ki
 	$(V)bash tests/e2e/containerd_pod.sh
 	$(V)bash tests/e2e/containerd_net.sh
 	$(V)bash tests/e2e/containerd_rwlayer.sh
+	$(V)bash tests/e2e/containerd_restart.sh
 	$(V)bash tests/e2e/containerd_cri.sh
 
 # kiln image import --docker against a dockerd of the test's own
