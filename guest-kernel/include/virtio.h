@@ -81,16 +81,22 @@ bool vio_has_used(const struct vio_queue *q);
 /* Ask for (or stop) interrupts when the device uses buffers. */
 void vio_want_irq(struct vio_queue *q, bool on);
 
-/* Sleep until cond holds; interrupts (or the deadline) wake us. */
+/* Sleep until cond holds; interrupts (or the deadline) wake us. The halt
+ * returns at once while a bit is pending, so the bits are taken for the
+ * wait, and put back after it for irq_poll: they are a timer's or another
+ * device's as well as ours, and one dropped is a wakeup lost. */
 void idle_wait_once(uint64_t tsc_deadline);
-#define WAIT_UNTIL(cond)                                                           \
-	do {                                                                       \
-		while (!(cond)) {                                                  \
-			__atomic_store_n(&kcpu0.irq_pending, 0, __ATOMIC_SEQ_CST); \
-			if (cond)                                                  \
-				break;                                             \
-			idle_wait_once(0);                                         \
-		}                                                                  \
+#define WAIT_UNTIL(cond)                                                                        \
+	do {                                                                                    \
+		uint64_t _taken = 0;                                                            \
+		while (!(cond)) {                                                               \
+			_taken |= __atomic_exchange_n(&kcpu0.irq_pending, 0, __ATOMIC_SEQ_CST); \
+			if (cond)                                                               \
+				break;                                                          \
+			idle_wait_once(0);                                                      \
+		}                                                                               \
+		if (_taken)                                                                     \
+			__atomic_fetch_or(&kcpu0.irq_pending, _taken, __ATOMIC_SEQ_CST);        \
 	} while (0)
 
 #endif

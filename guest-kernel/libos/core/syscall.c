@@ -131,6 +131,12 @@ bool exit_to_user(struct trapframe *tf)
 			sched_yield_current();
 			continue;
 		}
+		/* An interrupt that came after the poll above (the deadline
+		 * armed there, or by pidns_throttled, may have fired already)
+		 * would otherwise wait for the program's next call: one that
+		 * runs alone and busy would never see its timer again. */
+		if (__atomic_load_n(&kcpu0.irq_pending, __ATOMIC_SEQ_CST))
+			continue;
 		if (signal_pending(t))
 			signal_deliver(tf);
 		break;
@@ -154,12 +160,15 @@ long syscall_entry(struct trapframe *tf)
 {
 	struct thread *t = cur_thread();
 	struct proc *p = t->proc;
+	bool resched;
 
 	tf->error = tf->rax; /* the number, for restarts */
 	t->syscall_tf = tf;
 	tf->rax = (uint64_t)syscall_dispatch(tf);
-	if (likely(!(t->pending | p->shared_pending | t->tf_dirty | p->exiting | kcpu0.irq_pending |
-	             sched_need_resched() | is_restart(tf->rax))))
+	/* (the pending bits last: sched_need_resched may arm the timer) */
+	resched = sched_need_resched();
+	if (likely(!(t->pending | p->shared_pending | t->tf_dirty | p->exiting | resched |
+	             is_restart(tf->rax) | __atomic_load_n(&kcpu0.irq_pending, __ATOMIC_SEQ_CST))))
 		return 0;
 	return exit_to_user(tf);
 }
