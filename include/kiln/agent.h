@@ -261,6 +261,11 @@ enum kiln_msg {
 	 *   CPU:    u32 millicpus -> DONE
 	 *           the same for its CPU: at most millicpus / 1000 of the vCPU
 	 *           (0: no bound; KILN_PR_PIDNS_CPU).
+	 *   SHARES: u32 shares -> DONE
+	 *           the same for its weight in the vCPU's time against the
+	 *           VM's other namespaces, as cgroup cpu.shares (2..262144,
+	 *           else ERROR EINVAL; KILN_PR_PIDNS_SHARES). Errors and older
+	 *           agents as FREEZE's.
 	 *   CHANGES: list of strings excluded -> CHANGE [DATA...]..., DONE
 	 *           path is a START root ("/": the VM's, the container whose
 	 *           rootfs the image is); what its processes changed in the
@@ -383,8 +388,9 @@ enum kiln_file_op {
 	KILN_FILE_FREEZE,
 	KILN_FILE_LIMIT,
 	KILN_FILE_CPU,
-	KILN_FILE_CHANGES,
-	KILN_FILE_MAX,
+	KILN_FILE_CHANGES = 12,
+	KILN_FILE_SHARES = 14,
+	KILN_FILE_MAX = 15,
 };
 
 /* CHANGE's kinds */
