@@ -44,9 +44,26 @@ sv_exc_stubs:
 	pushq	$0
 	pushq	$vec
 	.endif
+	.if	vec == 1
+	jmp	exc_db
+	.else
 	jmp	exc_common
+	.endif
 	vec = vec + 1
 	.endr
+
+/* A program that resumes with TF set (it set it itself) takes its
+ * single-step trap after the instruction that follows trap_resume's popfq:
+ * at trap_resume_jmp, whose jump is the one to the program, with every
+ * other register the program's (libos/core/entry.S). It is the program's
+ * trap at its first instruction, as Linux gives it. */
+exc_db:
+	cmpq	$trap_resume_jmp, 16(%rsp)
+	jne	exc_common
+	movq	%rax, kcpu0+KCPU_SAVE_RAX(%rip)
+	movq	kcpu0+KCPU_RESUME_RIP(%rip), %rax
+	movq	%rax, 16(%rsp)
+	movq	kcpu0+KCPU_SAVE_RAX(%rip), %rax
 
 /* Stack: vector, error, RIP, CS, RFLAGS, RSP, SS. */
 exc_common:
