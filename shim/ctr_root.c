@@ -304,6 +304,11 @@ int ctr_cpu(struct shim *s, struct ctr *c, uint32_t milli, char *msg, size_t n)
 	return ns_op(s, c, KILN_FILE_CPU, milli, "bounding its CPU", msg, n);
 }
 
+int ctr_shares(struct shim *s, struct ctr *c, uint32_t shares, char *msg, size_t n)
+{
+	return ns_op(s, c, KILN_FILE_SHARES, shares, "weighting its CPU", msg, n);
+}
+
 int ctr_freeze(struct shim *s, struct ctr *c, bool on, char *msg, size_t n)
 {
 	return ns_op(s, c, KILN_FILE_FREEZE, on, on ? "freezing" : "thawing", msg, n);

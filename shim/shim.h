@@ -79,8 +79,9 @@ struct shim_bind {
 	char *src, *dst;
 	bool ro;
 };
-#define SPEC_MAX_MOUNTS 1024 /* entries of the spec's mounts */
-#define SPEC_MAX_BINDS  64   /* bind mounts among them */
+#define SPEC_SHARES_DEFAULT 1024 /* cpu.shares' default, the guest's too */
+#define SPEC_MAX_MOUNTS     1024 /* entries of the spec's mounts */
+#define SPEC_MAX_BINDS      64   /* bind mounts among them */
 struct spec_binds {
 	size_t n;
 	struct shim_bind *v;
@@ -145,9 +146,12 @@ struct ctr {
 	 * (ctr_limit; 0: none, the pod's VM's) */
 	uint32_t mem_mb;
 	uint32_t cpu_milli; /* its CPU bound in 1/1000 of the vCPU (0: none), the same way */
-	bool deleted;       /* its init was deleted: only Wait and State still see it */
-	bool rw_saving;     /* its writes are being saved to its snapshot (rwlayer.c) */
-	bool rw_base;       /* an app container's copied root is its base (ctr_root_base) */
+	/* its weight against the pod's other containers, cpu.shares (ctr_shares;
+	 * 0: none given, the guest's default 1024) */
+	uint32_t cpu_shares;
+	bool deleted;   /* its init was deleted: only Wait and State still see it */
+	bool rw_saving; /* its writes are being saved to its snapshot (rwlayer.c) */
+	bool rw_base;   /* an app container's copied root is its base (ctr_root_base) */
 };
 
 struct shim {
@@ -237,6 +241,9 @@ int ctr_read_file(struct shim *s, const char *path, char *buf, size_t cap, char 
 int ctr_limit(struct shim *s, struct ctr *c, uint32_t mib, char *msg, size_t n);
 /* ... and to milli / 1000 of the vCPU (0: none). */
 int ctr_cpu(struct shim *s, struct ctr *c, uint32_t milli, char *msg, size_t n);
+/* ... and weighted in the vCPU's time against the pod's other containers
+ * (shares 2..262144, as cpu.shares). */
+int ctr_shares(struct shim *s, struct ctr *c, uint32_t shares, char *msg, size_t n);
 /* linux.resources' CPU quota as thousandths of a CPU (0: none). */
 uint32_t spec_res_millicpus(const struct spec_res *r);
 /* Its CPU weight as shares (2..262144; unified's cpu.weight, in proportion,

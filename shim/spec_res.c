@@ -27,7 +27,7 @@
 #define QUOTA_MIN      1000
 #define SHARES_MIN     2
 #define SHARES_MAX     262144
-#define SHARES_DEFAULT 1024
+#define SHARES_DEFAULT SPEC_SHARES_DEFAULT
 #define WEIGHT_MIN     1 /* cgroup v2's cpu.weight */
 #define WEIGHT_MAX     10000
 #define WEIGHT_DEFAULT 100

@@ -244,12 +244,13 @@ static int create_in_pod(struct shim *s, struct ctr *c, struct proc *p,
 	p->spec.terminal = rq->terminal;
 	c->mem_mb = res.mem_set ? res.mem_mb : 0;
 	c->cpu_milli = spec_res_millicpus(&res);
-	if (c->pid_shared && (c->mem_mb || c->cpu_milli)) {
+	c->cpu_shares = spec_res_shares(&res);
+	if (c->pid_shared && (c->mem_mb || c->cpu_milli || c->cpu_shares)) {
 		/* its bounds would be its own namespace's: the pod VM's hold it */
-		shim_log("%s: shares the pod's PID namespace: its memory limit and CPU quota are "
-		         "not applied",
+		shim_log("%s: shares the pod's PID namespace: its memory limit, CPU quota and "
+		         "shares are not applied",
 		         c->id);
-		c->mem_mb = c->cpu_milli = 0;
+		c->mem_mb = c->cpu_milli = c->cpu_shares = 0;
 	}
 	if (asprintf(&c->guest_root, "/run/kiln/containers/%s", c->id) < 0) {
 		c->guest_root = NULL;
@@ -376,6 +377,12 @@ int do_start(struct shim *s, struct proc *p, char *msg, size_t n)
 		vm_proc_signal(p, SIGKILL);
 		return RPC_FAILED_PRECONDITION;
 	}
+	/* its weight, a relative one, is no reason to fail the start (an
+	 * agent without SHARES, from an older snapshot, refuses it) */
+	if (!p->exec_id[0] && p->ctr->cpu_shares && p->ctr->cpu_shares != SPEC_SHARES_DEFAULT &&
+	    ctr_shares(s, p->ctr, p->ctr->cpu_shares, msg, n))
+		shim_log("%s: its cpu shares %u are not applied: %s", p->ctr->id,
+		         p->ctr->cpu_shares, msg);
 	if (p->exec_id[0])
 		p->task_pid = p->pid;
 	event_task(EV_START, p, p->task_pid);

@@ -19,11 +19,12 @@
 
 /* A pod's app container: its memory and CPU bounds are its PID
  * namespace's in the guest (ctr_limit, ctr_cpu; a limit or quota of -1
- * lifts one); shares are not applied. */
+ * lifts one), and so is its weight against the pod's other containers
+ * (ctr_shares: cpu.shares, or unified's cpu.weight in proportion). */
 static int update_app(struct shim *s, struct ctr *c, const struct spec_res *r, json_t *lim,
                       char *msg, size_t n)
 {
-	uint32_t mib = c->mem_mb, milli;
+	uint32_t mib = c->mem_mb, milli, shares = spec_res_shares(r);
 
 	if (json_is_integer(lim))
 		mib = r->mem_set ? r->mem_mb : 0;
@@ -36,9 +37,18 @@ static int update_app(struct shim *s, struct ctr *c, const struct spec_res *r, j
 			return RPC_FAILED_PRECONDITION;
 		c->cpu_milli = milli;
 	}
-	if (r->cpu_shares)
-		shim_log("%s: cpu shares are not applied to an app container", c->id);
-	shim_log("%s: updated: memory %u MiB, CPU %u/1000", c->id, mib, c->cpu_milli);
+	if (shares && c->pid_shared) {
+		/* (what the CRI sends with every Update: no reason to fail it) */
+		shim_log("%s: shares the pod's PID namespace: its cpu shares are not applied",
+		         c->id);
+	} else if (shares) {
+		if (shares != (c->cpu_shares ? c->cpu_shares : SPEC_SHARES_DEFAULT) &&
+		    ctr_shares(s, c, shares, msg, n))
+			return RPC_FAILED_PRECONDITION;
+		c->cpu_shares = shares;
+	}
+	shim_log("%s: updated: memory %u MiB, CPU %u/1000, shares %u", c->id, mib, c->cpu_milli,
+	         c->cpu_shares ? c->cpu_shares : SPEC_SHARES_DEFAULT);
 	return 0;
 }
 

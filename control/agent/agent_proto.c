@@ -344,6 +344,7 @@ int agent_msg_file_as(struct buf *b, uint32_t op, const char *path, uint32_t arg
 	case KILN_FILE_FREEZE:
 	case KILN_FILE_LIMIT:
 	case KILN_FILE_CPU:
+	case KILN_FILE_SHARES:
 		agent_put_u32(&w, arg);
 		break;
 	case KILN_FILE_RENAME:

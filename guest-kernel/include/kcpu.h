@@ -14,6 +14,7 @@
 #define KCPU_SAVE_RAX    24 /* supervisor scratch (trap forwarding) */
 #define KCPU_KSTACK      32 /* kernel stack top of the running thread */
 #define KCPU_LSTAR_RSP   40 /* library OS scratch: the program's RSP at lstar_entry */
+#define KCPU_RESUME_RIP  48 /* where trap_resume jumps (libos/core/entry.S) */
 #define KCPU_IRQ_FRAME   64 /* 7-word frame of an interrupt forwarded to the library OS */
 /* The quiesce point (kiln/boot.h, KILN_PORT_QUIESCE): the handler's TSC just
  * before it stopped, and what the VMM handed it when it went on. resume_seq
@@ -63,7 +64,8 @@ struct kcpu {
 	uint64_t save_rax;
 	uint64_t kstack_top;
 	uint64_t lstar_rsp;
-	uint64_t pad[2];
+	uint64_t resume_rip;
+	uint64_t pad[1];
 	uint64_t irq_frame[7]; /* vector, 0, RIP, CS, RFLAGS, RSP, SS */
 	uint64_t pad2[1];
 	volatile uint64_t quiesce_tsc;
@@ -75,6 +77,7 @@ struct kcpu {
 
 _Static_assert(sizeof(struct kcpu) == KCPU_SIZE, "kcpu layout");
 _Static_assert(__builtin_offsetof(struct kcpu, lstar_rsp) == KCPU_LSTAR_RSP, "kcpu layout");
+_Static_assert(__builtin_offsetof(struct kcpu, resume_rip) == KCPU_RESUME_RIP, "kcpu layout");
 _Static_assert(__builtin_offsetof(struct kcpu, quiesce_tsc) == KCPU_QUIESCE_TSC, "kcpu layout");
 _Static_assert(__builtin_offsetof(struct kcpu, resume_seq) == KCPU_RESUME_SEQ, "kcpu layout");
 

@@ -52,6 +52,8 @@ long pidns_cpu(struct proc *p, int ns, long milli);
 /* 0, or the monotonic time until which t must wait (exit_to_user): its
  * namespace used its CPU share of this period. */
 uint64_t pidns_throttled(const struct thread *t);
+/* prctl(KILN_PR_PIDNS_SHARES) for p. */
+long pidns_shares(struct proc *p, int ns, long shares);
 /* prctl(KILN_PR_PIDNS_MEMORY) for p. */
 long pidns_memory(struct proc *p, int ns, long mib);
 /* May the calling process's namespace map npages more (pmem_user_ok)? */

@@ -44,9 +44,26 @@ sv_exc_stubs:
 	pushq	$0
 	pushq	$vec
 	.endif
+	.if	vec == 1
+	jmp	exc_db
+	.else
 	jmp	exc_common
+	.endif
 	vec = vec + 1
 	.endr
+
+/* A program that resumes with TF set (it set it itself) takes its
+ * single-step trap after the instruction that follows trap_resume's popfq:
+ * at trap_resume_jmp, whose jump is the one to the program, with every
+ * other register the program's (libos/core/entry.S). It is the program's
+ * trap at its first instruction, as Linux gives it. */
+exc_db:
+	cmpq	$trap_resume_jmp, 16(%rsp)
+	jne	exc_common
+	movq	%rax, kcpu0+KCPU_SAVE_RAX(%rip)
+	movq	kcpu0+KCPU_RESUME_RIP(%rip), %rax
+	movq	%rax, 16(%rsp)
+	movq	kcpu0+KCPU_SAVE_RAX(%rip), %rax
 
 /* Stack: vector, error, RIP, CS, RFLAGS, RSP, SS. */
 exc_common:
@@ -187,10 +204,27 @@ irq_eoi_cpl3:
 	wrmsr
 	/* Stack: RDX, RCX, RAX, then RIP, CS, RFLAGS, RSP, SS. The library OS
 	 * polls the bits itself; an interrupt that hit program code is
-	 * forwarded, so the library OS can preempt. */
-	cmpq	$KILN_VA_LIBOS_START, 24(%rsp)
-	jae	1f
+	 * forwarded, so the library OS can preempt. So is one that came on the
+	 * library OS's way back to a program after its last look at the bits
+	 * (libos/core/entry.S, trap_resume): it is restarted at trap_resume_irq
+	 * or, at the final jump, forwarded as the program's. */
 	movq	24(%rsp), %rax
+	cmpq	$KILN_VA_LIBOS_START, %rax
+	jb	irq_forward
+	cmpq	$trap_resume_jmp, %rax
+	ja	irq_pop
+	je	irq_at_jmp
+	cmpq	$trap_resume_window, %rax
+	jb	irq_pop
+	cmpq	$trap_resume_sp, %rax
+	jne	1f
+	subq	$8, 48(%rsp)	/* the popfq ran: back to tf + TF_RFLAGS */
+1:	movq	$trap_resume_irq, 24(%rsp)
+	movq	$0x202, 40(%rsp)
+	jmp	irq_pop
+irq_at_jmp:
+	movq	kcpu0+KCPU_RESUME_RIP(%rip), %rax
+irq_forward:
 	movq	%rax, kcpu0+KCPU_IRQ_FRAME+16(%rip)
 	movq	40(%rsp), %rax
 	movq	%rax, kcpu0+KCPU_IRQ_FRAME+32(%rip)
@@ -200,7 +234,8 @@ irq_eoi_cpl3:
 	movq	%rax, 48(%rsp)
 	movq	$libos_irq_entry, 24(%rsp)
 	movq	$0x202, 40(%rsp)
-1:	popq	%rdx
+irq_pop:
+	popq	%rdx
 	popq	%rcx
 	popq	%rax
 	iretq

@@ -261,6 +261,11 @@ enum kiln_msg {
 	 *   CPU:    u32 millicpus -> DONE
 	 *           the same for its CPU: at most millicpus / 1000 of the vCPU
 	 *           (0: no bound; KILN_PR_PIDNS_CPU).
+	 *   SHARES: u32 shares -> DONE
+	 *           the same for its weight in the vCPU's time against the
+	 *           VM's other namespaces, as cgroup cpu.shares (2..262144,
+	 *           else ERROR EINVAL; KILN_PR_PIDNS_SHARES). Errors and older
+	 *           agents as FREEZE's.
 	 *   CHANGES: list of strings excluded -> CHANGE [DATA...]..., DONE
 	 *           path is a START root ("/": the VM's, the container whose
 	 *           rootfs the image is); what its processes changed in the
@@ -400,6 +405,7 @@ enum kiln_file_op {
 	 * KILN_ROOTCHG_TREE_MAX nodes). A compatible addition: an
 	 * older agent answers ERROR EINVAL "unknown file operation". */
 	KILN_FILE_BASE = 13,
+	KILN_FILE_SHARES = 14,
 	KILN_FILE_MAX = 15,
 };
 

@@ -18,7 +18,7 @@
 #ifndef KILN_PIDNS_H
 #define KILN_PIDNS_H
 
-#define KILN_PIDNS_VERSION 4     /* 2: KILN_PR_PIDNS_FREEZE, 3: _MEMORY, 4: _CPU */
+#define KILN_PIDNS_VERSION 5     /* 2: KILN_PR_PIDNS_FREEZE, 3: _MEMORY, 4: _CPU, 5: _SHARES */
 #define KILN_PIDNS_SPAN    32768 /* pids per namespace (Linux's default pid_max) */
 #define KILN_PIDNS_MAX     128   /* namespaces, the VM's included */
 
@@ -55,5 +55,16 @@
  * 1000000. Root of namespace 0 only. */
 #define KILN_PR_PIDNS_CPU        0x4b500004
 #define KILN_PIDNS_CPU_PERIOD_MS 100
+
+/* prctl(KILN_PR_PIDNS_SHARES, ns, shares): the weight of namespace ns
+ * (with a live pid 1) in the vCPU's time, as a cgroup's cpu.shares between
+ * its siblings: while several namespaces have work, each gets the vCPU in
+ * proportion to its shares (KILN_PIDNS_SHARES_MIN..MAX, else EINVAL; 1024 until set, and
+ * again for a namespace number given out anew). Namespace 0, the VM's own
+ * (the agent), keeps 1024 (EINVAL). Root of namespace 0 only.
+ * (0x4b500005 to 8 are kiln/rootchg.h's.) */
+#define KILN_PR_PIDNS_SHARES  0x4b500009
+#define KILN_PIDNS_SHARES_MIN 2
+#define KILN_PIDNS_SHARES_MAX 262144
 
 #endif

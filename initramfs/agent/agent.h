@@ -200,6 +200,8 @@ int pidns_freeze(const char *root, bool on);
 int pidns_limit(const char *root, uint32_t mib);
 /* CPU: root's namespace bounded to millicpus / 1000 of the vCPU (0: none). */
 int pidns_cpu(const char *root, uint32_t millicpus);
+/* SHARES: root's namespace's weight in the vCPU's time (cpu.shares). */
+int pidns_shares(const char *root, uint32_t shares);
 /* The environment of a command (spawn.c); valid until the next call, and
  * while user (NULL: none) is. */
 char **spawn_env(char *const *req_env, bool pty, const struct agent_user *user);

@@ -21,6 +21,7 @@
 #include "agent.h"
 #include "changes.h"
 #include "fsops.h"
+#include "kiln/pidns.h"
 #include "untar.h"
 #include "users.h"
 
@@ -276,19 +277,27 @@ static bool writes(uint32_t op)
 	       op == KILN_FILE_RENAME || op == KILN_FILE_UNTAR;
 }
 
-/* FREEZE and LIMIT: on the PID namespace of a START root (pidns.c). */
+/* FREEZE, LIMIT, CPU and SHARES: on the PID namespace of a START root
+ * (pidns.c). */
 static void file_pidns(struct conn *c, struct fop *f, uint32_t arg)
 {
-	bool freeze = f->op == KILN_FILE_FREEZE;
+	bool freeze = f->op == KILN_FILE_FREEZE, shares = f->op == KILN_FILE_SHARES;
 	int err;
 
-	if ((freeze && arg > 1) || f->user) {
-		conn_fail(c, EINVAL, "%s takes %s and no user", freeze ? "FREEZE" : "LIMIT",
-		          freeze ? "0 or 1" : "MiB");
+	if ((freeze && arg > 1) ||
+	    (shares && (arg < KILN_PIDNS_SHARES_MIN || arg > KILN_PIDNS_SHARES_MAX)) || f->user) {
+		conn_fail(c, EINVAL, "%s takes %s and no user",
+		          freeze   ? "FREEZE"
+		          : shares ? "SHARES"
+		                   : "LIMIT",
+		          freeze   ? "0 or 1"
+		          : shares ? "2 to 262144 (cpu.shares)"
+		                   : "MiB");
 		return;
 	}
 	err = freeze                     ? pidns_freeze(f->path, arg)
 	      : f->op == KILN_FILE_LIMIT ? pidns_limit(f->path, arg)
+	      : shares                   ? pidns_shares(f->path, arg)
 	                                 : pidns_cpu(f->path, arg);
 	if (err)
 		conn_fail(c, -err, "cannot %s the commands under '%s': %s",
@@ -314,7 +323,7 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 	f->path = rd_str(&r);
 	if (f->op == KILN_FILE_WRITE || f->op == KILN_FILE_MKDIR || f->op == KILN_FILE_REMOVE ||
 	    f->op == KILN_FILE_UNTAR || f->op == KILN_FILE_FREEZE || f->op == KILN_FILE_LIMIT ||
-	    f->op == KILN_FILE_CPU)
+	    f->op == KILN_FILE_CPU || f->op == KILN_FILE_SHARES)
 		arg = rd_u32(&r);
 	else if (f->op == KILN_FILE_RENAME)
 		to = rd_str(&r);
@@ -386,6 +395,7 @@ static void file_request(struct conn *c, struct fop *f, const uint8_t *buf, uint
 	case KILN_FILE_FREEZE:
 	case KILN_FILE_LIMIT:
 	case KILN_FILE_CPU:
+	case KILN_FILE_SHARES:
 		file_pidns(c, f, arg);
 		break;
 	case KILN_FILE_CHANGES:

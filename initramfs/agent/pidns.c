@@ -118,6 +118,11 @@ int pidns_cpu(const char *root, uint32_t millicpus)
 	return on_root(root, KILN_PR_PIDNS_CPU, millicpus);
 }
 
+int pidns_shares(const char *root, uint32_t shares)
+{
+	return on_root(root, KILN_PR_PIDNS_SHARES, shares);
+}
+
 void pidns_leave(int ns)
 {
 	if (ns > 0)

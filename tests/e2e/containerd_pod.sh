@@ -189,6 +189,52 @@ check $? "an app container's CPU quota (20% of a CPU) holds in the guest: a busy
 $C task kill -s SIGKILL a6 >/dev/null 2>&1
 for _ in $(seq 100); do [ "$(state a6)" = STOPPED ] && break; sleep 0.05; done
 $C task delete a6 >/dev/null 2>&1; $C container rm a6 >/dev/null 2>&1
+# CPU shares between the pod's containers: their PID namespaces' weights
+# in the guest's scheduler. Two busy loops at 512 and 1536 get the vCPU
+# about 1:3 (each one's CPU time from its /proc over the same 3 s; within
+# 2.25 to 3.75: a loaded host steals from either), after an Update to
+# equal shares about 1:1 (0.75 to 1.33); one alone gets most of the vCPU
+# (over 70% of the wall time).
+busy() { $C run -d $RT $(member pod1) --cpu-shares "$2" "$APPIMG" "$1" sh -c 'while :; do :; done' >/dev/null; }
+cpu_ms() { $C task exec --exec-id "$1" "$2" cat /proc/1/stat 2>/dev/null | awk '{print ($14 + $15) * 10}'; }
+# CPU ms each of a7 and a8 had over 3 s: "A7 A8 WALL"
+window() {
+	local a0 b0 a1 b1 t0 t1
+	a0=$(cpu_ms "${1}a" a7); b0=$(cpu_ms "${1}b" a8); t0=$(ms)
+	sleep 3
+	a1=$(cpu_ms "${1}c" a7); b1=$(cpu_ms "${1}d" a8); t1=$(ms)
+	echo "$((${a1:-0} - ${a0:-0})) $((${b1:-0} - ${b0:-0})) $((t1 - t0))"
+}
+# 100 * b / a, or 0
+pct() { [ "${1:-0}" -gt 0 ] && echo $((100 * $2 / $1)) || echo 0; }
+busy a7 512 && busy a8 1536
+sleep 0.5
+read -r c7 c8 w <<<"$(window e7)"
+r=$(pct "$c7" "$c8")
+[ "$(state a7)" = RUNNING ] && [ "$(state a8)" = RUNNING ] && [ "$r" -ge 225 ] && [ "$r" -le 375 ]
+check $? "cpu shares 512 and 1536 of two busy app containers: CPU $c7 and $c8 ms in $w ms, ratio $((r / 100)).$(printf %02d $((r % 100))) (2.25 to 3.75)"
+echo "# shares 512:1536: $c7 vs $c8 ms of CPU in $w ms, ratio $r/100"
+upd=$(python3 tests/e2e/containerd_update.py "$(cat "$TASKS/a8/address")" a8 '{"cpu":{"shares":512}}' 2>&1)
+read -r c7 c8 w <<<"$(window e8)"
+r=$(pct "$c7" "$c8")
+[ "$upd" = ok ] && [ "$r" -ge 75 ] && [ "$r" -le 133 ]
+check $? "Update of the second one's shares to 512: now $c7 and $c8 ms in $w ms, ratio $((r / 100)).$(printf %02d $((r % 100))) (0.75 to 1.33; $upd)"
+echo "# shares 512:512 after Update: $c7 vs $c8 ms of CPU in $w ms, ratio $r/100"
+upd=$(python3 tests/e2e/containerd_update.py "$(cat "$TASKS/a8/address")" a8 '{"cpu":{"shares":1}}' 2>&1)
+grep -q "^error" <<<"$upd"
+check $? "an Update to shares 1 is refused ($upd)"
+$C task kill -s SIGKILL a7 >/dev/null 2>&1
+for _ in $(seq 100); do [ "$(state a7)" = STOPPED ] && break; sleep 0.05; done
+$C task delete a7 >/dev/null 2>&1; $C container rm a7 >/dev/null 2>&1
+c0=$(cpu_ms e9a a8); t0=$(ms)
+sleep 2
+c1=$(cpu_ms e9b a8); t1=$(ms)
+c8=$((${c1:-0} - ${c0:-0}))
+[ "$c8" -ge $(((t1 - t0) * 70 / 100)) ]
+check $? "the other one alone (shares 512) gets most of the vCPU: $c8 ms of CPU in $((t1 - t0)) ms"
+$C task kill -s SIGKILL a8 >/dev/null 2>&1
+for _ in $(seq 100); do [ "$(state a8)" = STOPPED ] && break; sleep 0.05; done
+$C task delete a8 >/dev/null 2>&1; $C container rm a8 >/dev/null 2>&1
 p_app=$($C task ps a2 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 p_pod=$($C task ps pod1 | awk 'NR > 1 {print $1}' | sort | tr '\n' ' ')
 [ -n "$p_app" ] && [ -n "$p_pod" ] && [ "$p_app" != "$p_pod" ]

@@ -1110,8 +1110,9 @@ def case_start_root(a, d):
 
 
 def case_file_freeze(a, d):
-    """FREEZE and LIMIT: a root with no PID namespace (none on Linux) is
-    ESRCH, even one a command ran under; a FREEZE other than 0 and 1 EINVAL."""
+    """FREEZE, LIMIT, CPU and SHARES: a root with no PID namespace (none on
+    Linux) is ESRCH, even one a command ran under; a FREEZE other than 0 and
+    1 EINVAL, as SHARES outside 2..262144."""
     expect_error(file_req(a, KILN_FILE_FREEZE, "/run/kiln/containers/none", u32(1)),
                  errno.ESRCH, "none")
     a.run(["true"], root="/")
@@ -1119,6 +1120,9 @@ def case_file_freeze(a, d):
     expect_error(file_req(a, KILN_FILE_FREEZE, "/", u32(2)), errno.EINVAL, "0 or 1")
     expect_error(file_req(a, KILN_FILE_LIMIT, "/", u32(64)), errno.ESRCH, "bound")
     expect_error(file_req(a, KILN_FILE_CPU, "/", u32(500)), errno.ESRCH, "bound")
+    expect_error(file_req(a, KILN_FILE_SHARES, "/", u32(512)), errno.ESRCH, "bound")
+    for bad in (0, 1, 262145):
+        expect_error(file_req(a, KILN_FILE_SHARES, "/", u32(bad)), errno.EINVAL, "2 to 262144")
 
 
 def case_file_changes(a, d):

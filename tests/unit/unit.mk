@@ -32,11 +32,12 @@ UNIT_SRCS_test_ramfs := guest-kernel/libos/fs/vfs.c guest-kernel/libos/fs/namei.
 	guest-kernel/libos/fs/ramfs.c guest-kernel/libos/fs/shmem.c guest-kernel/libos/fs/devfs.c guest-kernel/libos/fs/perm.c \
 	guest-kernel/libos/fs/file.c guest-kernel/libos/fs/cpio.c guest-kernel/libos/tty/tty.c guest-kernel/libos/tty/tty_input.c \
 	guest-kernel/libos/tty/tty_ioctl.c guest-kernel/libos/tty/pty.c guest-kernel/libos/mm/host_copy.c \
-	guest-kernel/libos/proc/pidns.c guest-kernel/libos/fs/changes.c tests/unit/sched_stubs.c
+	guest-kernel/libos/proc/pidns.c guest-kernel/libos/fs/changes.c guest-kernel/libos/proc/fair.c \
+	tests/unit/sched_stubs.c
 
 UNIT_TESTS += test_tty
 UNIT_SRCS_test_tty := guest-kernel/libos/tty/tty.c guest-kernel/libos/tty/tty_input.c \
-	guest-kernel/libos/tty/tty_ioctl.c guest-kernel/libos/proc/pidns.c tests/unit/sched_stubs.c
+	guest-kernel/libos/tty/tty_ioctl.c guest-kernel/libos/proc/pidns.c guest-kernel/libos/proc/fair.c tests/unit/sched_stubs.c
 
 UNIT_TESTS += test_vsock
 UNIT_SRCS_test_vsock := tests/unit/kvm_stubs.c tests/unit/virtio_driver.c vmm/virtio/vsock.c vmm/virtio/vsock_conn.c vmm/virtio/mmio.c \
@@ -55,7 +56,11 @@ UNIT_SRCS_test_virtio_state := tests/unit/kvm_stubs.c vmm/virtio/mmio.c vmm/virt
 
 # Capabilities, priorities, affinity, membarrier (the sources are included).
 UNIT_TESTS += test_sched
-UNIT_SRCS_test_sched := guest-kernel/libos/proc/pidns.c
+UNIT_SRCS_test_sched := guest-kernel/libos/proc/pidns.c guest-kernel/libos/proc/fair.c
+
+# CPU shares between PID namespaces.
+UNIT_TESTS += test_fair
+UNIT_SRCS_test_fair := guest-kernel/libos/proc/fair.c
 
 # The guest's page allocator and address spaces, 2 MiB pages included.
 UNIT_TESTS += test_vm

@@ -79,9 +79,10 @@ zpoline_entry:
 	movq	%rdx, TF_RDX(%rsp)
 	movq	%rbx, TF_RBX(%rsp)
 	movq	%rax, TF_RAX(%rsp)
-	movq	%r11, TF_RESUME_SP(%rsp)	/* where `ret` resumes the program */
 	movq	(%r11), %rcx
 	movq	%rcx, TF_RIP(%rsp)
+	movq	%rcx, TF_RCX(%rsp)		/* RCX and R11 as `syscall` leaves them */
+	movq	$0x202, TF_R11(%rsp)
 	addq	$8, %r11
 	movq	%r11, TF_RSP(%rsp)
 	movq	$0x202, TF_RFLAGS(%rsp)
@@ -89,18 +90,7 @@ zpoline_entry:
 	cld				/* the C code's assumption; a program may set DF */
 	movq	%rsp, %rdi
 	call	syscall_entry
-	testq	%rax, %rax
-	jnz	1f
-	movq	TF_RDI(%rsp), %rdi
-	movq	TF_RSI(%rsp), %rsi
-	movq	TF_RDX(%rsp), %rdx
-	movq	TF_R10(%rsp), %r10
-	movq	TF_R8(%rsp), %r8
-	movq	TF_R9(%rsp), %r9
-	movq	TF_RAX(%rsp), %rax
-	movq	TF_RESUME_SP(%rsp), %rsp
-	ret
-1:	movq	%rsp, %rdi
+	movq	%rsp, %rdi
 	jmp	trap_resume
 
 	.section .text
@@ -109,8 +99,8 @@ zpoline_entry:
  * not been rewritten yet. PVM reflects it here without a privilege change:
  * still at CPL3, RCX = return RIP, R11 = RFLAGS, FMASK (TF DF AC) applied,
  * IF set. RSP is still the program's and its 128-byte red zone may hold live
- * data: nothing is stored on that stack before trap_resume, which stores
- * below the red zone. The program's RSP waits in kcpu0 while the stack
+ * data: nothing is stored on that stack (trap_resume stores none either).
+ * The program's RSP waits in kcpu0 while the stack
  * switches (one CPU; an interrupt meanwhile only sets a bit, see the
  * supervisor's irq_eoi). first_syscall_entry (trap.c) takes RIP and RFLAGS
  * from RCX and R11, rewrites the site and serves the call; the return
@@ -193,40 +183,74 @@ switch_to:
 
 /*
  * Resume the context in the trapframe at RDI, at CPL3 without a supervisor
- * call: RFLAGS and RIP are stored just below the target stack's 128-byte red
- * zone, then `popfq; ret $128` lands on the target RSP. The caller checked
- * that those 16 bytes are writable.
+ * call: RFLAGS by `popfq` from the trapframe, RSP by a load, RIP by a jump
+ * through kcpu0.resume_rip (one CPU; RIP-relative, so no register is needed
+ * once the context's are back). Nothing is stored on the context's stack.
+ *
+ * Interrupts stay enabled here and only set a bit in kcpu0.irq_pending while
+ * library-OS code runs: the library OS looks at the bits when it chooses.
+ * Returning to a program, the last look is the `cmpq` at trap_resume_window;
+ * an interrupt that came before it is served (trap_resume_irq). One that
+ * comes after it, before the program's first instruction, is caught by the
+ * supervisor (sv/entry.S, irq_eoi_cpl3), which knows this window:
+ *  - RIP in [trap_resume_window, trap_resume_jmp): the trapframe is intact
+ *    and RSP is tf + TF_RFLAGS (tf + TF_RSP once the `popfq` has run, which
+ *    the supervisor undoes), so it restarts the library OS at
+ *    trap_resume_irq, as if the bit had been seen at the `cmpq`;
+ *  - RIP = trap_resume_jmp: every register but RIP is the program's, so it
+ *    forwards the interrupt as one that hit the program at
+ *    kcpu0.resume_rip, before its first instruction.
+ * Every instruction of the way back is in one case or the other, so no
+ * interrupt waits for the program's next entry. A library-OS context (a
+ * user-copy that faulted, going on) polls the bits itself: it resumes by
+ * trap_resume_libos, outside the window.
  */
+#define RESTORE_GPRS(b) \
+	movq (TF_R15 - b)(%rsp), %r15; movq (TF_R14 - b)(%rsp), %r14; \
+	movq (TF_R13 - b)(%rsp), %r13; movq (TF_R12 - b)(%rsp), %r12; \
+	movq (TF_R11 - b)(%rsp), %r11; movq (TF_R10 - b)(%rsp), %r10; \
+	movq (TF_R9 - b)(%rsp), %r9; movq (TF_R8 - b)(%rsp), %r8; \
+	movq (TF_RBP - b)(%rsp), %rbp; movq (TF_RDI - b)(%rsp), %rdi; \
+	movq (TF_RSI - b)(%rsp), %rsi; movq (TF_RDX - b)(%rsp), %rdx; \
+	movq (TF_RCX - b)(%rsp), %rcx; movq (TF_RBX - b)(%rsp), %rbx; \
+	movq (TF_RAX - b)(%rsp), %rax
+
 	.globl	trap_resume
 trap_resume:
-	movq	TF_RSP(%rdi), %rax
-	subq	$144, %rax
-	movq	TF_RFLAGS(%rdi), %rcx
-	movq	%rcx, 0(%rax)
-	movq	TF_RIP(%rdi), %rcx
-	movq	%rcx, 8(%rax)
-	.globl	trap_resume_stored
-trap_resume_stored:	/* the two stores above touch the context's stack (trap.c) */
-	movq	%rax, TF_RESUME_SP(%rdi)
-	movq	%rdi, %rsp
-	popq	%r15
-	popq	%r14
-	popq	%r13
-	popq	%r12
-	popq	%r11
-	popq	%r10
-	popq	%r9
-	popq	%r8
-	popq	%rbp
-	popq	%rdi
-	popq	%rsi
-	popq	%rdx
-	popq	%rcx
-	popq	%rbx
-	popq	%rax
-	movq	(%rsp), %rsp
+	movq	TF_RIP(%rdi), %rax
+	movq	%rax, kcpu0+KCPU_RESUME_RIP(%rip)
+	leaq	TF_RFLAGS(%rdi), %rsp
+	cmpq	$KILN_VA_LIBOS_START, %rax
+	jae	trap_resume_libos
+	.globl	trap_resume_window
+trap_resume_window:
+	cmpq	$0, kcpu0+KCPU_IRQ_PENDING(%rip)
+	jne	trap_resume_irq
+	RESTORE_GPRS(TF_RFLAGS)
 	popfq
-	ret	$128
+	.globl	trap_resume_sp
+trap_resume_sp:
+	movq	(%rsp), %rsp
+	.globl	trap_resume_jmp
+trap_resume_jmp:
+	jmpq	*kcpu0+KCPU_RESUME_RIP(%rip)
+
+/* The window's look found a bit, or the supervisor restarted it here (RSP =
+ * tf + TF_RFLAGS, RFLAGS 0x202): serve the interrupts as if they had hit the
+ * program where it resumes, then try again. */
+	.globl	trap_resume_irq
+trap_resume_irq:
+	leaq	-TF_RFLAGS(%rsp), %rdi
+	movq	%rdi, %rsp
+	call	irq_handle
+	movq	%rsp, %rdi
+	jmp	trap_resume
+
+trap_resume_libos:
+	RESTORE_GPRS(TF_RFLAGS)
+	popfq
+	movq	(%rsp), %rsp
+	jmpq	*kcpu0+KCPU_RESUME_RIP(%rip)
 
 	.section .bss
 	.balign	4096

@@ -132,9 +132,9 @@ bool exit_to_user(struct trapframe *tf)
 			continue;
 		}
 		/* An interrupt that came after the poll above (the deadline
-		 * armed there, or by pidns_throttled, may have fired already)
-		 * would otherwise wait for the program's next call: one that
-		 * runs alone and busy would never see its timer again. */
+		 * armed there, or by pidns_throttled, may have fired already):
+		 * round again here. (trap_resume would catch it too, and
+		 * any later one, but by a longer way.) */
 		if (__atomic_load_n(&kcpu0.irq_pending, __ATOMIC_SEQ_CST))
 			continue;
 		if (signal_pending(t))
@@ -154,9 +154,11 @@ bool exit_to_user(struct trapframe *tf)
 	return dirty;
 }
 
-/* From zpoline_entry: nonzero when the trapframe must be restored in full
- * (a signal handler, execve, a restarted call...). */
-long syscall_entry(struct trapframe *tf)
+/* From zpoline_entry, which then resumes the program by trap_resume. The
+ * exit work is skipped when there is none (the pending interrupts looked at
+ * last: sched_need_resched may arm the timer; one that comes later is
+ * trap_resume's). */
+void syscall_entry(struct trapframe *tf)
 {
 	struct thread *t = cur_thread();
 	struct proc *p = t->proc;
@@ -169,8 +171,8 @@ long syscall_entry(struct trapframe *tf)
 	resched = sched_need_resched();
 	if (likely(!(t->pending | p->shared_pending | t->tf_dirty | p->exiting | resched |
 	             is_restart(tf->rax) | __atomic_load_n(&kcpu0.irq_pending, __ATOMIC_SEQ_CST))))
-		return 0;
-	return exit_to_user(tf);
+		return;
+	exit_to_user(tf);
 }
 
 void syscall_count_enosys(long nr)

@@ -30,7 +30,6 @@
 
 extern bool kiln_stats;
 extern char sv_syscall_entry[];
-extern char trap_resume_stored[];
 extern char __libos_text_start[], __libos_text_end[];
 
 static bool in_libos(uint64_t rip)
@@ -181,28 +180,6 @@ static void out_of_memory(void)
 	signal_send_thread(cur_thread(), SIGKILL, NULL);
 }
 
-/* trap_resume stores the return RIP and RFLAGS just below the context's
- * stack (under its red zone): that page may not be there yet (a lazy
- * mapping, a stack to grow), or the program's stack pointer is wild, which
- * is the program's fault, not the kernel's. */
-static void resume_fault(struct trapframe *tf)
-{
-	struct aspace *as = cur_proc()->as;
-	int err = vm_fault(as, tf->cr2, (uint32_t)tf->error);
-
-	if (err == -EFAULT && !(tf->error & PF_PRESENT))
-		err = vm_grow_stack(as, tf->cr2);
-	if (!err)
-		trap_resume(tf); /* the stores go on */
-	if (err == -ENOMEM) {
-		out_of_memory();
-		proc_kill_self(SIGKILL, "out of memory");
-	}
-	if (err == -ERANGE)
-		proc_kill_self(SIGBUS, "its stack is a mapping past the end of a file");
-	proc_kill_self(SIGSEGV, "its stack pointer is not in writable memory");
-}
-
 /* The kind of page fault we resolved at addr (for kiln.stats=1). */
 static enum stats_trap fault_kind(uint64_t addr, uint32_t error)
 {
@@ -223,9 +200,6 @@ void trap_handle(struct trapframe *tf)
 		bool in_uaccess =
 		    tf->rip >= (uint64_t)uaccess_start && tf->rip < (uint64_t)uaccess_end;
 
-		if (tf->vector == 14 && tf->rip >= (uint64_t)trap_resume &&
-		    tf->rip < (uint64_t)trap_resume_stored)
-			resume_fault(tf);
 		if (in_uaccess && tf->vector == 14) {
 			err = vm_fault(cur_proc()->as, tf->cr2, (uint32_t)tf->error);
 			if (t0)
@@ -269,8 +243,9 @@ void trap_handle(struct trapframe *tf)
 	exit_to_user(tf);
 }
 
-/* An interrupt hit program code (the supervisor forwarded it): serve the
- * devices and timers, then preempt if the time slice is over. */
+/* An interrupt hit program code (the supervisor forwarded it), or came on
+ * the way back to it (entry.S, trap_resume_irq): serve the devices and
+ * timers, then preempt if the time slice is over. */
 void irq_handle(struct trapframe *tf)
 {
 	if (kiln_stats)

@@ -2,6 +2,7 @@
 /* PID namespaces: translating numbers, and choosing a child's namespace. */
 #include <asm/signal.h>
 
+#include "fair.h"
 #include "pidns.h"
 #include "proc.h"
 #include "ktime.h"
@@ -112,6 +113,7 @@ long pidns_prctl(struct proc *p, int ns)
 				nr_frozen--;
 			}
 			mem_max[last] = 0;
+			fair_reset(last);
 			if (cpu[last].milli)
 				nr_cpu_bounded--;
 			cpu[last].milli = 0;
@@ -169,6 +171,17 @@ long pidns_cpu(struct proc *p, int ns, long milli)
 	ktimer_del(&cpu[ns].tick);
 	cpu[ns] = (struct cpu_bound){.milli = (uint32_t)milli};
 	return 0;
+}
+
+long pidns_shares(struct proc *p, int ns, long shares)
+{
+	if (p->pidns || p->cred.u.eff != 0)
+		return -EPERM;
+	if (ns <= 0 || ns >= KILN_PIDNS_MAX || shares < FAIR_WEIGHT_MIN || shares > FAIR_WEIGHT_MAX)
+		return -EINVAL;
+	if (!proc_find(ns * KILN_PIDNS_SPAN + 1))
+		return -ESRCH;
+	return fair_set_weight(ns, (uint32_t)shares);
 }
 
 /* The CPU time ns's live processes used, the running one's slice too. */

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Run queue, context switches, wait queues, timers and idle. One vCPU; the
- * library OS itself is never preempted, so there is no locking here.
+ * library OS itself is never preempted, so there is no locking here. The
+ * queue is taken in turn, but between PID namespaces by their CPU shares
+ * (fair.h).
  */
+#include "fair.h"
 #include "kcpu.h"
 #include "ktime.h"
 #include "ktimer.h"
@@ -113,15 +116,31 @@ static void runq_push(struct thread *t)
 	runq_tail = t;
 }
 
+static int ns_of(const struct thread *t)
+{
+	return t->proc ? t->proc->pidns : 0;
+}
+
+/* The first queued thread of the namespace least ahead (fair.h): the head
+ * when all are of one namespace. */
 static struct thread *runq_pop(void)
 {
-	struct thread *t = runq_head;
+	struct thread *t = runq_head, *before = NULL;
 
-	if (t) {
+	if (!t)
+		return NULL;
+	for (struct thread *p = t, *q = t->next_run; q; p = q, q = q->next_run)
+		if (fair_before(ns_of(q), ns_of(t))) {
+			t = q;
+			before = p;
+		}
+	if (before)
+		before->next_run = t->next_run;
+	else
 		runq_head = t->next_run;
-		if (!runq_head)
-			runq_tail = NULL;
-	}
+	if (runq_tail == t)
+		runq_tail = before;
+	fair_picked(ns_of(t));
 	return t;
 }
 
@@ -340,9 +359,12 @@ void schedule(void)
 
 	/* its CPU time (library OS and program alike: /proc's utime), idle
 	 * time not counted */
-	if (prev && prev->state != T_DEAD && prev->proc)
-		prev->proc->user_ns +=
-		    time_monotonic_ns() - (ran_from ? ran_from : prev->proc->start_ns);
+	if (prev && prev->state != T_DEAD && prev->proc) {
+		uint64_t ran = time_monotonic_ns() - (ran_from ? ran_from : prev->proc->start_ns);
+
+		prev->proc->user_ns += ran;
+		fair_charge(prev->proc->pidns, ran);
+	}
 	resched = false;
 	for (;;) {
 		irq_poll();

@@ -290,6 +290,8 @@ SYSCALL_DEFINE(prctl)
 		return p->no_new_privs;
 	case KILN_PR_PIDNS_CPU:
 		return pidns_cpu(p, (int)a1, (long)a2);
+	case KILN_PR_PIDNS_SHARES:
+		return pidns_shares(p, (int)a1, (long)a2);
 	case KILN_PR_PIDNS_MEMORY:
 		return pidns_memory(p, (int)a1, (long)a2);
 	case KILN_PR_PIDNS_FREEZE:

@@ -195,6 +195,23 @@ START_TEST(oversized_string_is_refused_cleanly)
 	ck_assert_int_lt(agent_msg_file(&b, KILN_FILE_MAX, "/x", 0, NULL), 0);
 	ck_assert_int_lt(agent_msg_file(&b, KILN_FILE_RENAME, "/x", 0, NULL), 0);
 	free(big);
+	/* SHARES (14, after CHANGES' 12) carries its u32 as FREEZE does */
+	buf_reset(&b);
+	ck_assert_int_eq(KILN_FILE_SHARES, 14);
+	ck_assert_int_eq(agent_msg_file(&b, KILN_FILE_SHARES, "/r", 1536, NULL), 0);
+	{
+		struct kiln_frame f = hdr_of(&b, 0);
+		struct agent_rd r;
+		const char *s;
+		uint32_t n;
+
+		agent_rd_init(&r, buf_head(&b) + 8, f.len);
+		ck_assert_uint_eq(agent_get_u32(&r), KILN_FILE_SHARES);
+		agent_get_str(&r, &s, &n);
+		ck_assert(n == 2 && !memcmp(s, "/r", 2));
+		ck_assert_uint_eq(agent_get_u32(&r), 1536);
+		ck_assert_int_eq(agent_rd_done(&r), 0);
+	}
 	buf_free(&b);
 }
 END_TEST

@@ -15,20 +15,23 @@
  *   deepstack   recurse through 6 MiB of stack     "deep stack ok", status 0
  *               (the stack grows on faults, below the 8 MiB limit)
  *   stackoverflow  recurse without end             SIGSEGV (139)
- *   wildsp      spin with RSP at 0x12345678000     SIGSEGV (139) in kiln,
- *               while another process runs         which stores the return
- *                                                  RIP below the stack when
- *                                                  it resumes a preempted
- *                                                  program; Linux lives on
+ *   wildsp      spin with RSP at 0x12345678000     lives on, as on Linux
+ *               while another process runs         (kiln resumes a preempted
+ *                                                  program without its stack)
+ *   step        a signal handler sets TF, the      "5 single-step traps"
+ *               SIGTRAP handler keeps it 4 times   (the trap of a program that
+ *                                                  resumes with TF is its own)
  *
  * The syscall modes try both glibc's syscall() and a bare `syscall`
  * instruction, as they are different call sites for the kernel to handle,
  * each both on its first run and rewritten into a call.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 static long raw_syscall0(long nr)
@@ -88,6 +91,34 @@ static void spin_wild_sp(unsigned long cycles)
 }
 
 /* Recursion using ~4 KiB of stack per level; touches every page of it. */
+#define FLAG_TF 0x100
+
+static volatile int traps;
+
+/* SIGUSR1: the context it returns to runs single-stepped. */
+static void set_tf(int sig, siginfo_t *si, void *ctx)
+{
+	((ucontext_t *)ctx)->uc_mcontext.gregs[REG_EFL] |= FLAG_TF;
+}
+
+/* SIGTRAP: one step; the fifth ends the stepping. */
+static void on_step(int sig, siginfo_t *si, void *ctx)
+{
+	if (++traps >= 5)
+		((ucontext_t *)ctx)->uc_mcontext.gregs[REG_EFL] &= ~FLAG_TF;
+}
+
+static int single_step(void)
+{
+	struct sigaction usr1 = {.sa_sigaction = set_tf, .sa_flags = SA_SIGINFO};
+	struct sigaction trap = {.sa_sigaction = on_step, .sa_flags = SA_SIGINFO};
+
+	if (sigaction(SIGUSR1, &usr1, NULL) || sigaction(SIGTRAP, &trap, NULL) || raise(SIGUSR1))
+		return 1;
+	printf("fault: %d single-step traps\n", traps);
+	return traps == 5 ? 0 : 1;
+}
+
 static unsigned long recurse(unsigned long depth)
 {
 	volatile char frame[4000];
@@ -131,6 +162,8 @@ int main(int argc, char **argv)
 		spin_wild_sp(500000000UL);
 		printf("fault: wild stack pointer survived\n");
 		return 0;
+	} else if (!strcmp(mode, "step")) {
+		return single_step();
 	} else if (!strcmp(mode, "deepstack")) {
 		/* 1536 levels of ~4 KiB: ~6 MiB */
 		if (recurse(1536) != 1537) {
@@ -150,7 +183,7 @@ int main(int argc, char **argv)
 	} else {
 		fprintf(stderr,
 		        "usage: fault "
-		        "null|ud2|wild|wildsp|div0|abort|deepstack|stackoverflow|badsyscall|"
+		        "null|ud2|wild|wildsp|step|div0|abort|deepstack|stackoverflow|badsyscall|"
 		        "bigsyscall|negsyscall\n");
 		return 2;
 	}

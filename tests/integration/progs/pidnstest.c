@@ -7,7 +7,8 @@
  * sees global numbers and NSpid; a process joins the namespace while its
  * init lives; a frozen namespace stops (SIGKILL still ends it) and goes
  * on when thawed; the init's end kills the rest, and the namespace cannot
- * be joined after. One line per check, "FAIL" on any that does not hold. */
+ * be joined after; bounds of memory and CPU, and CPU shares between
+ * namespaces. One line per check, "FAIL" on any that does not hold. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -217,17 +218,13 @@ static int touch_in(int bound, int mib)
 	return k > 0 && waitpid(k, &st, 0) == k ? st : -1;
 }
 
-/* The CPU time (ms, /proc/PID/stat) a busy child used in a second, under
- * a bound of milli thousandths of the CPU. */
-static long busy_in(int milli)
+/* The CPU time (ms, /proc/PID/stat) process k used; huge if unknown. */
+static long cpu_ms(pid_t k)
 {
-	pid_t k = child_in(KILN_PR_PIDNS_CPU, milli, spin, 0);
 	unsigned long ut = 0, st = 0;
 	char path[64], buf[512], *p = NULL;
 	FILE *f;
-	int wst;
 
-	usleep(1000000);
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)k);
 	if ((f = fopen(path, "r"))) {
 		buf[fread(buf, 1, sizeof(buf) - 1, f)] = 0;
@@ -236,10 +233,80 @@ static long busy_in(int milli)
 	}
 	if (!p ||
 	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-		ut = st = ~0UL / 2;
+		ut = st = ~0UL / 4;
+	return (long)((ut + st) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK));
+}
+
+static void end(pid_t k)
+{
+	int wst;
+
 	kill(k, SIGKILL);
 	waitpid(k, &wst, 0);
-	return (long)((ut + st) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK));
+}
+
+/* The CPU time (ms) a busy child used in a second, under a bound of milli
+ * thousandths of the CPU. */
+static long busy_in(int milli)
+{
+	pid_t k = child_in(KILN_PR_PIDNS_CPU, milli, spin, 0);
+	long ms;
+
+	usleep(1000000);
+	ms = cpu_ms(k);
+	end(k);
+	return ms;
+}
+
+/* 100 times the CPU time b used over a's in 2 s, both busy (/proc counts
+ * in 10 ms, and a host that is loaded steals from either); b and a are
+ * ended. */
+static long ratio_over(pid_t a, pid_t b)
+{
+	long a0 = cpu_ms(a), b0 = cpu_ms(b), da, db;
+
+	usleep(2000000);
+	da = cpu_ms(a) - a0;
+	db = cpu_ms(b) - b0;
+	end(a);
+	end(b);
+	printf("# busy for 2 s side by side: %ld and %ld ms of CPU\n", da, db);
+	return da > 0 ? 100 * db / da : 0;
+}
+
+/* Namespaces' CPU shares, as cpu.shares between cgroups; a namespace
+ * number given out again starts with the default. */
+static void shares(void)
+{
+	pid_t a = child_in(KILN_PR_PIDNS_SHARES, 512, spin, 0);
+	pid_t b = child_in(KILN_PR_PIDNS_SHARES, 1536, spin, 0);
+	long r = ratio_over(a, b);
+	int ns_a, ns = -1;
+
+	check("shares 512 and 1536: CPU about 1:3 (2.25 to 3.75)", r >= 225 && r <= 375);
+	check("shares of the VM's: EINVAL",
+	      prctl(KILN_PR_PIDNS_SHARES, 0, 512, 0, 0) < 0 && errno == EINVAL);
+	check("shares 1: EINVAL", prctl(KILN_PR_PIDNS_SHARES, 1, 1, 0, 0) < 0 && errno == EINVAL);
+	check("shares 262145: EINVAL",
+	      prctl(KILN_PR_PIDNS_SHARES, 1, 262145, 0, 0) < 0 && errno == EINVAL);
+	/* a namespace at 2 ends; its number, given out again, is at 1024 */
+	a = child_in(KILN_PR_PIDNS_SHARES, 2, spin, 0);
+	ns_a = a / KILN_PIDNS_SPAN;
+	end(a);
+	check("shares of an ended one: ESRCH",
+	      prctl(KILN_PR_PIDNS_SHARES, ns_a, 512, 0, 0) < 0 && errno == ESRCH);
+	for (int i = 0; i < 2 * KILN_PIDNS_MAX && ns != ns_a; i++)
+		ns = prctl(KILN_PR_PIDNS, KILN_PIDNS_NEW, 0, 0, 0);
+	a = ns == ns_a ? child_in(0, 0, spin, 0) : -1; /* (its children's is ns_a) */
+	b = child_in(KILN_PR_PIDNS_SHARES, 1024, spin, 0);
+	if (a > 0) {
+		r = ratio_over(a, b);
+	} else {
+		end(b);
+		r = 0;
+	}
+	check("a number given out again: shares 1024 (CPU about 1:1, 0.75 to 1.33)",
+	      a / KILN_PIDNS_SPAN == ns_a && r >= 75 && r <= 133);
 }
 
 /* A namespace's CPU bound: its share of each period, as cpu.max. */
@@ -337,6 +404,7 @@ int main(void)
 	      prctl(KILN_PR_PIDNS, KILN_PIDNS_MAX, 0, 0, 0) < 0 && errno == EINVAL);
 	memory();
 	cpu();
+	shares();
 	kill(outside, SIGKILL);
 	waitpid(outside, &st, 0);
 	printf("pidnstest %s\n", failed ? "FAILED" : "ok");
