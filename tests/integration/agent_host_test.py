@@ -1144,7 +1144,7 @@ def case_file_base(a, d):
     expect_error(file_req(a, KILN_FILE_BASE, os.path.join(d, "none")), errno.ENOENT, "none")
     expect_error(file_req(a, KILN_FILE_BASE, os.path.join(d, "root/f")), errno.ENOTDIR, "root/f")
     expect_error(file_req(a, KILN_FILE_BASE, d, sstr("root") + u32(0)), errno.EINVAL, "no user")
-    expect_error(file_req(a, 14, d), errno.EINVAL, "unknown file operation 14")
+    expect_error(file_req(a, KILN_FILE_MAX, d), errno.EINVAL, "unknown file operation 15")
     assert KILN_FILE_BASE == 13 and KILN_FILE_CHANGES == 12 and KILN_FILE_MAX == 15
 
 
