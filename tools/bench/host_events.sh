@@ -3,10 +3,12 @@
 # a fork+exec+wait and a python3 start-up cost the host, counted with perf
 # on the VMM's threads: KVM's shadow-page faults (kvmmmu:kvm_mmu_spte_requested),
 # instructions it emulated (kvm:kvm_emulate_insn: guest CPL0 code on PVM
-# hosts, and every CPUID), page faults it handled, exceptions and interrupts
-# it injected, port I/O and exits to the VMM, CPUID instructions (each an
-# exit: glibc's start-up runs ~74 on Intel hosts, most for its cache sizes
-# from leaves 2 and 4) and, where the host counts them, all exits. Each
+# hosts, and CPUIDs where they exit), page faults it handled, exceptions and
+# interrupts it injected, port I/O and exits to the VMM, CPUID exits (on the
+# Intel PVM hosts every guest CPUID is one: glibc's start-up runs ~74, most
+# for its cache sizes from leaves 2 and 4; on the AMD EPYC ones a CPUID at
+# CPL3 runs without an exit and this counts 0) and, where the host counts
+# them, all exits. Each
 # figure is the difference between two runs that differ only in the
 # operation, divided by its count, so boot and exit cancel out. Counts hold
 # on any kind of host; what each costs differs (../shared/probes/RESULTS.md,
